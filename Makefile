@@ -1,0 +1,66 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both are idempotent: every step
+# leaves a stamp and is skipped when its inputs have not changed.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := llvm-19-dev libdlpack-dev libgtest-dev clang-format-19
+PY_DEPS := numpy torch==2.13.0 jax pytest hypothesis pybind11 scikit-build-core ninja ruff
+BUILD_DIR := build/dev
+SOURCES := $(shell find csrc tests/cpp -name '*.cc' -o -name '*.h' 2>/dev/null) \
+	$(shell find pytvmbridge -name '*.py' 2>/dev/null) CMakeLists.txt pyproject.toml
+
+.PHONY: demo test build setup test-cpp test-python lint format bench clean
+
+demo: build
+	$(PY) examples/quickstart.py
+
+test: build test-cpp test-python
+
+setup: $(VENV)/.deps
+
+build: $(BUILD_DIR)/.installed
+
+# System packages: installed with apt-get only when one is missing.
+build/.apt:
+	@mkdir -p build
+	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+	  echo "installing $(APT_PACKAGES)"; \
+	  SUDO=$$( [ $$(id -u) -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES); \
+	fi
+	@touch $@
+
+$(VENV)/.deps: build/.apt Makefile
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(PY_DEPS)
+	@touch $@
+
+# An editable install: Python files are used from the tree, the extension and the C++ tests are
+# built once, incrementally, in $(BUILD_DIR). flock keeps concurrent builds from colliding.
+$(BUILD_DIR)/.installed: $(VENV)/.deps $(SOURCES)
+	@mkdir -p $(BUILD_DIR)
+	flock build/.lock $(PY) -m pip install -q --no-build-isolation --no-deps -e . \
+	  -Cbuild-dir=$(BUILD_DIR) -Ccmake.define.PYTVMBRIDGE_BUILD_TESTS=ON
+	@touch $@
+
+test-cpp: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2
+
+test-python: build
+	$(VENV)/bin/pytest -q -p no:cacheprovider tests/python
+
+lint: setup
+	$(VENV)/bin/ruff check pytvmbridge tests benchmarks examples
+	clang-format-19 --dry-run -Werror $$(find csrc tests/cpp -name '*.cc' -o -name '*.h')
+
+format: setup
+	$(VENV)/bin/ruff format pytvmbridge tests benchmarks examples
+	clang-format-19 -i $$(find csrc tests/cpp -name '*.cc' -o -name '*.h')
+
+bench: build
+	$(PY) benchmarks/compile_and_call.py
+
+clean:
+	rm -rf build $(VENV) .venv-mxnet

@@ -1,0 +1,299 @@
+// Expression nodes of the IR.
+//
+// Nodes are small immutable structs, created through a static make(); they are shared through
+// std::shared_ptr and compared by identity where identity matters (Var, IterVar, Buffer). The list
+// of node kinds is written once, in PTB_EXPR_NODES, and generates the kind enum and the visitor
+// methods (as Halide's IR does).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/type.h"
+
+namespace ptb {
+
+#define PTB_EXPR_NODES(X) \
+  X(IntImm)               \
+  X(FloatImm)             \
+  X(Var)                  \
+  X(Cast)                 \
+  X(Add)                  \
+  X(Sub)                  \
+  X(Mul)                  \
+  X(Div)                  \
+  X(Mod)                  \
+  X(FloorDiv)             \
+  X(FloorMod)             \
+  X(Min)                  \
+  X(Max)                  \
+  X(EQ)                   \
+  X(NE)                   \
+  X(LT)                   \
+  X(LE)                   \
+  X(GT)                   \
+  X(GE)                   \
+  X(And)                  \
+  X(Or)                   \
+  X(Not)                  \
+  X(Select)               \
+  X(Call)                 \
+  X(Let)                  \
+  X(Load)                 \
+  X(Ramp)                 \
+  X(Broadcast)            \
+  X(TensorRead)           \
+  X(Reduce)
+
+enum class ExprKind : uint8_t {
+#define PTB_DECLARE_KIND(T) k##T,
+  PTB_EXPR_NODES(PTB_DECLARE_KIND)
+#undef PTB_DECLARE_KIND
+};
+
+struct ExprNode {
+  ExprNode(ExprKind kind, DataType dtype) : kind(kind), dtype(dtype) {}
+  virtual ~ExprNode() = default;
+  const ExprKind kind;
+  const DataType dtype;
+};
+
+// A handle to an immutable expression; null when default-constructed.
+class Expr {
+ public:
+  Expr() = default;
+  Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}  // NOLINT
+
+  const ExprNode* get() const { return node_.get(); }
+  const ExprNode* operator->() const { return node_.get(); }
+  explicit operator bool() const { return node_ != nullptr; }
+  bool defined() const { return node_ != nullptr; }
+  bool same_as(const Expr& other) const { return node_ == other.node_; }
+  DataType dtype() const { return node_->dtype; }
+
+  // The node as T if it is one, else nullptr: `if (auto* add = e.as<Add>()) ...`.
+  template <typename T>
+  const T* as() const {
+    return node_ && node_->kind == T::kKind ? static_cast<const T*>(node_.get()) : nullptr;
+  }
+  const std::shared_ptr<const ExprNode>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+template <typename T>
+struct ExprNodeBase : ExprNode {
+  explicit ExprNodeBase(DataType dtype) : ExprNode(T::kKind, dtype) {}
+};
+
+#define PTB_NODE_KIND(T) static constexpr ExprKind kKind = ExprKind::k##T
+
+struct IntImm : ExprNodeBase<IntImm> {
+  PTB_NODE_KIND(IntImm);
+  IntImm(DataType t, int64_t v) : ExprNodeBase(t), value(v) {}
+  // Integer, unsigned or bool constant; the value is wrapped to the dtype's width.
+  static Expr make(DataType t, int64_t value);
+  const int64_t value;
+};
+
+struct FloatImm : ExprNodeBase<FloatImm> {
+  PTB_NODE_KIND(FloatImm);
+  FloatImm(DataType t, double v) : ExprNodeBase(t), value(v) {}
+  static Expr make(DataType t, double value);
+  const double value;
+};
+
+// A scalar variable, compared by identity. Handles (pointers) are Vars of DataType::Handle().
+struct Var : ExprNodeBase<Var> {
+  PTB_NODE_KIND(Var);
+  Var(DataType t, std::string n) : ExprNodeBase(t), name(std::move(n)) {}
+  static Expr make(DataType t, const std::string& name);
+  const std::string name;
+};
+
+struct Cast : ExprNodeBase<Cast> {
+  PTB_NODE_KIND(Cast);
+  Cast(DataType t, Expr v) : ExprNodeBase(t), value(std::move(v)) {}
+  static Expr make(DataType t, Expr value);
+  const Expr value;
+};
+
+// Binary operators share one layout. Arithmetic nodes have their operands' dtype, comparisons
+// are bool (with the operands' lanes). make() checks that both operands have the same dtype.
+template <typename T>
+struct BinaryNode : ExprNodeBase<T> {
+  BinaryNode(DataType t, Expr a_, Expr b_) : ExprNodeBase<T>(t), a(std::move(a_)), b(std::move(b_)) {}
+  static Expr make(Expr a, Expr b);
+  const Expr a, b;
+};
+
+#define PTB_BINARY_NODE(T)            \
+  struct T : BinaryNode<T> {          \
+    PTB_NODE_KIND(T);                 \
+    using BinaryNode<T>::BinaryNode;  \
+  };
+
+// Div: true division for floats, truncating division for integers (C semantics).
+// Mod: truncating remainder for integers (C's %), fmod for floats.
+// FloorDiv/FloorMod: Python's // and % on integers.
+PTB_BINARY_NODE(Add)
+PTB_BINARY_NODE(Sub)
+PTB_BINARY_NODE(Mul)
+PTB_BINARY_NODE(Div)
+PTB_BINARY_NODE(Mod)
+PTB_BINARY_NODE(FloorDiv)
+PTB_BINARY_NODE(FloorMod)
+PTB_BINARY_NODE(Min)
+PTB_BINARY_NODE(Max)
+PTB_BINARY_NODE(EQ)
+PTB_BINARY_NODE(NE)
+PTB_BINARY_NODE(LT)
+PTB_BINARY_NODE(LE)
+PTB_BINARY_NODE(GT)
+PTB_BINARY_NODE(GE)
+PTB_BINARY_NODE(And)
+PTB_BINARY_NODE(Or)
+#undef PTB_BINARY_NODE
+
+struct Not : ExprNodeBase<Not> {
+  PTB_NODE_KIND(Not);
+  Not(DataType t, Expr a_) : ExprNodeBase(t), a(std::move(a_)) {}
+  static Expr make(Expr a);
+  const Expr a;
+};
+
+// Evaluates both sides, picks one per lane (no control flow).
+struct Select : ExprNodeBase<Select> {
+  PTB_NODE_KIND(Select);
+  Select(DataType t, Expr c, Expr tv, Expr fv)
+      : ExprNodeBase(t), condition(std::move(c)), true_value(std::move(tv)), false_value(std::move(fv)) {}
+  static Expr make(Expr condition, Expr true_value, Expr false_value);
+  const Expr condition, true_value, false_value;
+};
+
+// Built-in functions. kIfThenElse evaluates only the branch it takes, so it may guard a read
+// that would be out of bounds (TVM's if_then_else).
+enum class Intrinsic : uint8_t {
+  kExp, kExp2, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kSin, kCos, kTan, kTanh, kSigmoid,
+  kErf, kAbs, kFloor, kCeil, kRound, kTrunc, kPow, kFmod, kIsNan, kFma, kIfThenElse,
+};
+const char* intrinsic_name(Intrinsic op);
+
+struct Call : ExprNodeBase<Call> {
+  PTB_NODE_KIND(Call);
+  Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNodeBase(t), op(o), args(std::move(a)) {}
+  // Checks arity and dtypes (math on floats, abs also on integers, isnan gives bool).
+  static Expr make(Intrinsic op, std::vector<Expr> args);
+  const Intrinsic op;
+  const std::vector<Expr> args;
+};
+
+struct Let : ExprNodeBase<Let> {
+  PTB_NODE_KIND(Let);
+  Let(DataType t, Expr v, Expr val, Expr b)
+      : ExprNodeBase(t), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  static Expr make(Expr var, Expr value, Expr body);
+  const Expr var;  // a Var
+  const Expr value, body;
+};
+
+// A memory buffer after storage flattening: a data pointer, an element type, and a shape and
+// strides in elements (strides may be symbolic: compiled code reads them at run time).
+struct BufferNode {
+  std::string name;
+  DataType dtype;       // element type
+  Expr data;            // Var of DataType::Handle()
+  std::vector<Expr> shape;
+  std::vector<Expr> strides;  // empty: compact row-major
+};
+using Buffer = std::shared_ptr<const BufferNode>;
+Buffer make_buffer(const std::string& name, DataType dtype, std::vector<Expr> shape,
+                   std::vector<Expr> strides = {});
+
+// A read of buffer[index]; index is a flat element offset (kOffsetType, or a vector of it).
+// A vector index reads lanes; a stride-1 Ramp index is a contiguous vector load.
+struct Load : ExprNodeBase<Load> {
+  PTB_NODE_KIND(Load);
+  Load(DataType t, Buffer b, Expr i, Expr p)
+      : ExprNodeBase(t), buffer(std::move(b)), index(std::move(i)), predicate(std::move(p)) {}
+  // predicate: optional bool vector masking the lanes that are read.
+  static Expr make(Buffer buffer, Expr index, Expr predicate = Expr());
+  const Buffer buffer;
+  const Expr index, predicate;
+};
+
+// The vector base, base + stride, ..., base + (lanes - 1) * stride.
+struct Ramp : ExprNodeBase<Ramp> {
+  PTB_NODE_KIND(Ramp);
+  Ramp(DataType t, Expr b, Expr s, int l) : ExprNodeBase(t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
+  static Expr make(Expr base, Expr stride, int lanes);
+  const Expr base, stride;
+  const int lanes;
+};
+
+struct Broadcast : ExprNodeBase<Broadcast> {
+  PTB_NODE_KIND(Broadcast);
+  Broadcast(DataType t, Expr v, int l) : ExprNodeBase(t), value(std::move(v)), lanes(l) {}
+  static Expr make(Expr value, int lanes);
+  const Expr value;
+  const int lanes;
+};
+
+// A half-open range [min, min + extent).
+struct Range {
+  Expr min, extent;
+  static Range from_min_extent(Expr min, Expr extent) { return {std::move(min), std::move(extent)}; }
+};
+
+// An iteration variable: a loop axis of a compute (data-parallel) or a reduction axis.
+enum class IterKind : uint8_t { kDataPar, kReduce };
+struct IterVarNode {
+  Expr var;  // a Var of kIndexType
+  Range dom;
+  IterKind kind;
+};
+using IterVar = std::shared_ptr<const IterVarNode>;
+IterVar make_iter_var(Range dom, const std::string& name, IterKind kind);
+
+// Tensor-level nodes, present until storage flattening: a read of a tensor produced by an
+// operation (te/operation.h), and a reduction (only at the top of a compute's body).
+struct OperationNode;
+using Operation = std::shared_ptr<const OperationNode>;
+
+struct TensorRead : ExprNodeBase<TensorRead> {
+  PTB_NODE_KIND(TensorRead);
+  TensorRead(DataType t, Operation o, int vi, std::vector<Expr> idx)
+      : ExprNodeBase(t), op(std::move(o)), value_index(vi), indices(std::move(idx)) {}
+  // Checks the number of indices against the tensor's rank and that they are integers.
+  static Expr make(Operation op, int value_index, std::vector<Expr> indices);
+  const Operation op;
+  const int value_index;
+  const std::vector<Expr> indices;
+};
+
+enum class ReduceKind : uint8_t { kSum, kProd, kMin, kMax };
+const char* reduce_name(ReduceKind kind);
+// The identity of a reduction: 0, 1, the dtype's largest value, its smallest value.
+Expr reduce_identity(ReduceKind kind, DataType dtype);
+// The combiner applied to an accumulator and a new value.
+Expr reduce_combine(ReduceKind kind, Expr acc, Expr value);
+
+struct Reduce : ExprNodeBase<Reduce> {
+  PTB_NODE_KIND(Reduce);
+  Reduce(DataType t, ReduceKind k, Expr s, std::vector<IterVar> a, Expr c)
+      : ExprNodeBase(t), combiner(k), source(std::move(s)), axis(std::move(a)), condition(std::move(c)) {}
+  // axis: reduce IterVars (at least one); condition: a bool predicate or undefined.
+  static Expr make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition);
+  const ReduceKind combiner;
+  const Expr source;
+  const std::vector<IterVar> axis;
+  const Expr condition;
+};
+
+#undef PTB_NODE_KIND
+
+}  // namespace ptb

@@ -1,0 +1,18 @@
+// One function per area binds that area into the _core module; module.cc calls them in order.
+// This folder is the only place that includes pybind11.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace ptb::python {
+
+namespace py = pybind11;
+
+void bind_errors(py::module_& m);
+void bind_runtime(py::module_& m);  // NDArray, DLPack import/export (bind_runtime.cc)
+void bind_ir(py::module_& m);       // expressions, tensors, operations (bind_ir.cc)
+void bind_schedule(py::module_& m); // schedules and stages (bind_schedule.cc)
+void bind_build(py::module_& m);    // lower, build, Module (bind_build.cc)
+void bind_tc(py::module_& m);       // Tensor Comprehensions front end (bind_tc.cc)
+
+}  // namespace ptb::python

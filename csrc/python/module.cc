@@ -1,0 +1,11 @@
+#include "python/bindings.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "pytvmbridge's C++ core: IR, schedules, lowering, LLVM JIT and the DLPack runtime";
+  ptb::python::bind_errors(m);
+  ptb::python::bind_runtime(m);
+  ptb::python::bind_ir(m);
+  ptb::python::bind_schedule(m);
+  ptb::python::bind_build(m);
+  ptb::python::bind_tc(m);
+}

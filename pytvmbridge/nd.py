@@ -1,0 +1,1 @@
+"""NDArray and DLPack interchange (placeholder until the runtime lands)."""

@@ -1,0 +1,327 @@
+#include "ir/expr.h"
+
+#include "support/error.h"
+#include "te/operation.h"
+
+namespace ptb {
+
+namespace {
+
+// Wraps an integer to the width and signedness of `t`, as a C cast would.
+int64_t wrap_to_dtype(DataType t, int64_t v) {
+  if (t.is_bool()) return v != 0;
+  if (t.bits() >= 64) return v;
+  uint64_t mask = (uint64_t{1} << t.bits()) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (t.is_int() && (u >> (t.bits() - 1)) != 0) u |= ~mask;  // sign-extend
+  return static_cast<int64_t>(u);
+}
+
+void check_same_dtype(const char* op, const Expr& a, const Expr& b) {
+  PTB_ICHECK(a.defined() && b.defined(), op, " needs two operands");
+  if (a.dtype() != b.dtype()) {
+    type_error("operands of ", op, " have different dtypes: ", a.dtype().str(), " and ",
+               b.dtype().str(), "; cast one of them with astype()");
+  }
+}
+
+template <typename T>
+constexpr const char* binary_name();
+#define PTB_BINARY_NAME(T, s) \
+  template <>                 \
+  constexpr const char* binary_name<T>() { return s; }
+PTB_BINARY_NAME(Add, "+")
+PTB_BINARY_NAME(Sub, "-")
+PTB_BINARY_NAME(Mul, "*")
+PTB_BINARY_NAME(Div, "/")
+PTB_BINARY_NAME(Mod, "%")
+PTB_BINARY_NAME(FloorDiv, "//")
+PTB_BINARY_NAME(FloorMod, "floormod")
+PTB_BINARY_NAME(Min, "min")
+PTB_BINARY_NAME(Max, "max")
+PTB_BINARY_NAME(EQ, "==")
+PTB_BINARY_NAME(NE, "!=")
+PTB_BINARY_NAME(LT, "<")
+PTB_BINARY_NAME(LE, "<=")
+PTB_BINARY_NAME(GT, ">")
+PTB_BINARY_NAME(GE, ">=")
+PTB_BINARY_NAME(And, "&")
+PTB_BINARY_NAME(Or, "|")
+#undef PTB_BINARY_NAME
+
+template <typename T>
+constexpr bool is_comparison() {
+  return T::kKind == ExprKind::kEQ || T::kKind == ExprKind::kNE || T::kKind == ExprKind::kLT ||
+         T::kKind == ExprKind::kLE || T::kKind == ExprKind::kGT || T::kKind == ExprKind::kGE;
+}
+
+}  // namespace
+
+Expr IntImm::make(DataType t, int64_t value) {
+  PTB_ICHECK(t.is_integer() || t.is_bool(), "IntImm of ", t.str());
+  PTB_ICHECK(t.is_scalar(), "IntImm must be scalar");
+  return Expr(std::make_shared<IntImm>(t, wrap_to_dtype(t, value)));
+}
+
+Expr FloatImm::make(DataType t, double value) {
+  PTB_ICHECK(t.is_float() && t.is_scalar(), "FloatImm of ", t.str());
+  return Expr(std::make_shared<FloatImm>(t, value));
+}
+
+Expr Var::make(DataType t, const std::string& name) {
+  return Expr(std::make_shared<Var>(t, name));
+}
+
+Expr Cast::make(DataType t, Expr value) {
+  PTB_ICHECK(value.defined(), "cast of nothing");
+  if (t.lanes() != value.dtype().lanes()) {
+    type_error("cannot cast ", value.dtype().str(), " to ", t.str(), ": lane counts differ");
+  }
+  if (t.is_void() || value.dtype().is_void()) type_error("cannot cast to or from void");
+  return Expr(std::make_shared<Cast>(t, std::move(value)));
+}
+
+template <typename T>
+Expr BinaryNode<T>::make(Expr a, Expr b) {
+  check_same_dtype(binary_name<T>(), a, b);
+  DataType t = a.dtype();
+  if constexpr (T::kKind == ExprKind::kAnd || T::kKind == ExprKind::kOr) {
+    if (!t.is_bool()) {
+      type_error("operands of ", binary_name<T>(), " must be bool, found ", t.str(),
+                 "; compare them first");
+    }
+  } else if constexpr (!is_comparison<T>()) {
+    if (t.is_bool() && T::kKind != ExprKind::kMin && T::kKind != ExprKind::kMax) {
+      type_error("arithmetic ", binary_name<T>(), " on bool operands; cast them with astype()");
+    }
+  }
+  if constexpr (T::kKind == ExprKind::kFloorDiv || T::kKind == ExprKind::kFloorMod) {
+    if (!t.is_integer()) type_error(binary_name<T>(), " node needs integer operands, found ", t.str());
+  }
+  if constexpr (is_comparison<T>()) t = DataType::Bool(t.lanes());
+  return Expr(std::make_shared<T>(t, std::move(a), std::move(b)));
+}
+
+template struct BinaryNode<Add>;
+template struct BinaryNode<Sub>;
+template struct BinaryNode<Mul>;
+template struct BinaryNode<Div>;
+template struct BinaryNode<Mod>;
+template struct BinaryNode<FloorDiv>;
+template struct BinaryNode<FloorMod>;
+template struct BinaryNode<Min>;
+template struct BinaryNode<Max>;
+template struct BinaryNode<EQ>;
+template struct BinaryNode<NE>;
+template struct BinaryNode<LT>;
+template struct BinaryNode<LE>;
+template struct BinaryNode<GT>;
+template struct BinaryNode<GE>;
+template struct BinaryNode<And>;
+template struct BinaryNode<Or>;
+
+Expr Not::make(Expr a) {
+  if (!a.dtype().is_bool()) type_error("operand of ~ must be bool, found ", a.dtype().str());
+  DataType t = a.dtype();
+  return Expr(std::make_shared<Not>(t, std::move(a)));
+}
+
+Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
+  if (!condition.dtype().is_bool()) {
+    type_error("condition of select must be bool, found ", condition.dtype().str());
+  }
+  check_same_dtype("select", true_value, false_value);
+  if (condition.dtype().lanes() != 1 && condition.dtype().lanes() != true_value.dtype().lanes()) {
+    type_error("select condition has ", condition.dtype().lanes(), " lanes, values have ",
+               true_value.dtype().lanes());
+  }
+  DataType t = true_value.dtype();
+  return Expr(std::make_shared<Select>(t, std::move(condition), std::move(true_value),
+                                       std::move(false_value)));
+}
+
+const char* intrinsic_name(Intrinsic op) {
+  switch (op) {
+    case Intrinsic::kExp: return "exp";
+    case Intrinsic::kExp2: return "exp2";
+    case Intrinsic::kLog: return "log";
+    case Intrinsic::kLog2: return "log2";
+    case Intrinsic::kLog10: return "log10";
+    case Intrinsic::kLog1p: return "log1p";
+    case Intrinsic::kSqrt: return "sqrt";
+    case Intrinsic::kRsqrt: return "rsqrt";
+    case Intrinsic::kSin: return "sin";
+    case Intrinsic::kCos: return "cos";
+    case Intrinsic::kTan: return "tan";
+    case Intrinsic::kTanh: return "tanh";
+    case Intrinsic::kSigmoid: return "sigmoid";
+    case Intrinsic::kErf: return "erf";
+    case Intrinsic::kAbs: return "abs";
+    case Intrinsic::kFloor: return "floor";
+    case Intrinsic::kCeil: return "ceil";
+    case Intrinsic::kRound: return "round";
+    case Intrinsic::kTrunc: return "trunc";
+    case Intrinsic::kPow: return "power";
+    case Intrinsic::kFmod: return "fmod";
+    case Intrinsic::kIsNan: return "isnan";
+    case Intrinsic::kFma: return "fma";
+    case Intrinsic::kIfThenElse: return "if_then_else";
+  }
+  return "?";
+}
+
+Expr Call::make(Intrinsic op, std::vector<Expr> args) {
+  auto arity = [&](size_t n) {
+    if (args.size() != n) {
+      type_error(intrinsic_name(op), "() takes ", n, " arguments, got ", args.size());
+    }
+    for (const Expr& a : args) PTB_ICHECK(a.defined(), intrinsic_name(op), " of nothing");
+  };
+  DataType t;
+  switch (op) {
+    case Intrinsic::kIfThenElse:
+      arity(3);
+      if (!args[0].dtype().is_bool()) {
+        type_error("condition of if_then_else must be bool, found ", args[0].dtype().str());
+      }
+      check_same_dtype("if_then_else", args[1], args[2]);
+      t = args[1].dtype();
+      break;
+    case Intrinsic::kPow:
+    case Intrinsic::kFmod:
+      arity(2);
+      check_same_dtype(intrinsic_name(op), args[0], args[1]);
+      t = args[0].dtype();
+      if (!t.is_float()) {
+        type_error(intrinsic_name(op), "() needs float operands, found ", t.str(),
+                   "; cast with astype()");
+      }
+      break;
+    case Intrinsic::kFma:
+      arity(3);
+      check_same_dtype("fma", args[0], args[1]);
+      check_same_dtype("fma", args[0], args[2]);
+      t = args[0].dtype();
+      break;
+    case Intrinsic::kAbs:
+      arity(1);
+      t = args[0].dtype();
+      if (t.is_bool()) type_error("abs() of a bool expression");
+      break;
+    case Intrinsic::kIsNan:
+      arity(1);
+      if (!args[0].dtype().is_float()) {
+        type_error("isnan() needs a float operand, found ", args[0].dtype().str());
+      }
+      t = DataType::Bool(args[0].dtype().lanes());
+      break;
+    default:
+      arity(1);
+      t = args[0].dtype();
+      if (!t.is_float()) {
+        type_error(intrinsic_name(op), "() needs a float operand, found ", t.str(),
+                   "; cast it with astype('float32')");
+      }
+      break;
+  }
+  return Expr(std::make_shared<Call>(t, op, std::move(args)));
+}
+
+Expr Let::make(Expr var, Expr value, Expr body) {
+  PTB_ICHECK(var.as<Var>(), "Let binds a Var");
+  PTB_ICHECK(var.dtype() == value.dtype(), "Let value dtype ", value.dtype().str(), " vs ",
+             var.dtype().str());
+  DataType t = body.dtype();
+  return Expr(std::make_shared<Let>(t, std::move(var), std::move(value), std::move(body)));
+}
+
+Buffer make_buffer(const std::string& name, DataType dtype, std::vector<Expr> shape,
+                   std::vector<Expr> strides) {
+  auto b = std::make_shared<BufferNode>();
+  b->name = name;
+  b->dtype = dtype;
+  b->data = Var::make(DataType::Handle(), name);
+  b->shape = std::move(shape);
+  b->strides = std::move(strides);
+  return b;
+}
+
+Expr Load::make(Buffer buffer, Expr index, Expr predicate) {
+  PTB_ICHECK(buffer && index.defined(), "Load needs a buffer and an index");
+  PTB_ICHECK(index.dtype().is_integer(), "Load index must be an integer");
+  DataType t = buffer->dtype.with_lanes(index.dtype().lanes());
+  return Expr(std::make_shared<Load>(t, std::move(buffer), std::move(index), std::move(predicate)));
+}
+
+Expr Ramp::make(Expr base, Expr stride, int lanes) {
+  PTB_ICHECK(base.dtype().is_scalar() && base.dtype() == stride.dtype(), "Ramp of ",
+             base.dtype().str(), " and ", stride.dtype().str());
+  PTB_ICHECK(lanes > 1, "Ramp of ", lanes, " lanes");
+  DataType t = base.dtype().with_lanes(lanes);
+  return Expr(std::make_shared<Ramp>(t, std::move(base), std::move(stride), lanes));
+}
+
+Expr Broadcast::make(Expr value, int lanes) {
+  PTB_ICHECK(value.dtype().is_scalar() && lanes > 1, "Broadcast of ", value.dtype().str());
+  DataType t = value.dtype().with_lanes(lanes);
+  return Expr(std::make_shared<Broadcast>(t, std::move(value), lanes));
+}
+
+IterVar make_iter_var(Range dom, const std::string& name, IterKind kind) {
+  auto iv = std::make_shared<IterVarNode>();
+  iv->var = Var::make(kIndexType, name);
+  iv->dom = std::move(dom);
+  iv->kind = kind;
+  return iv;
+}
+
+Expr TensorRead::make(Operation op, int value_index, std::vector<Expr> indices) {
+  PTB_ICHECK(op != nullptr, "read of a null tensor");
+  const auto& shape = op->output_shape(value_index);
+  if (indices.size() != shape.size()) {
+    value_error("tensor '", op->name, "' has ", shape.size(), " dimension(s) but was indexed with ",
+                indices.size(), " index(es)");
+  }
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (!indices[i].defined() || !indices[i].dtype().is_integer() ||
+        !indices[i].dtype().is_scalar()) {
+      type_error("index ", i, " of tensor '", op->name, "' must be an integer expression, found ",
+                 indices[i].defined() ? indices[i].dtype().str() : "nothing");
+    }
+  }
+  DataType t = op->output_dtype(value_index);
+  return Expr(std::make_shared<TensorRead>(t, std::move(op), value_index, std::move(indices)));
+}
+
+const char* reduce_name(ReduceKind kind) {
+  switch (kind) {
+    case ReduceKind::kSum: return "sum";
+    case ReduceKind::kProd: return "prod";
+    case ReduceKind::kMin: return "min";
+    case ReduceKind::kMax: return "max";
+  }
+  return "?";
+}
+
+Expr Reduce::make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition) {
+  PTB_ICHECK(source.defined(), "reduction of nothing");
+  if (axis.empty()) value_error(reduce_name(kind), "() needs at least one reduce axis");
+  for (const IterVar& iv : axis) {
+    if (iv->kind != IterKind::kReduce) {
+      value_error("axis '", iv->var.as<Var>()->name, "' of ", reduce_name(kind),
+                  "() is not a reduce axis; create it with reduce_axis()");
+    }
+  }
+  if (condition.defined() && !condition.dtype().is_bool()) {
+    type_error("where= of ", reduce_name(kind), "() must be a bool condition, found ",
+               condition.dtype().str());
+  }
+  if (source.dtype().is_bool()) {
+    type_error(reduce_name(kind), "() of a bool expression; cast it with astype() first");
+  }
+  DataType t = source.dtype();
+  return Expr(std::make_shared<Reduce>(t, kind, std::move(source), std::move(axis),
+                                       std::move(condition)));
+}
+
+}  // namespace ptb

@@ -1,0 +1,50 @@
+// Helpers that build expressions with the user-level rules of API.md section 1 (the node make()
+// functions only check; these pick the right node for the dtypes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "ir/expr.h"
+
+namespace ptb {
+
+Expr make_const(DataType t, int64_t value);
+Expr make_const(DataType t, double value);
+Expr make_zero(DataType t);
+Expr make_one(DataType t);
+// Largest / smallest finite value of a scalar dtype (infinity for floats is not used: TVM uses
+// the finite limits, and they survive float16 casts).
+Expr max_value(DataType t);
+Expr min_value(DataType t);
+
+// A value of a constant integer (or bool) expression, if it is one.
+std::optional<int64_t> as_const_int(const Expr& e);
+std::optional<double> as_const_float(const Expr& e);
+bool is_const_int(const Expr& e, int64_t value);
+
+Expr cast(DataType t, Expr value);  // no-op when the dtype already matches
+
+// Python's // and % for integers; for floats floor(a / b) and a - floor(a / b) * b.
+Expr floordiv(Expr a, Expr b);
+Expr floormod(Expr a, Expr b);
+// C's / and % on integers.
+Expr truncdiv(Expr a, Expr b);
+Expr truncmod(Expr a, Expr b);
+// True division; a TypeError for two integers (use // or astype).
+Expr true_div(Expr a, Expr b);
+Expr power(Expr a, Expr b);
+
+// Logical and / or of several bool conditions (true / false when empty).
+Expr all_of(const std::vector<Expr>& conds);
+Expr any_of(const std::vector<Expr>& conds);
+
+// Index arithmetic on kIndexType / kOffsetType values that folds constants as it builds, so the
+// lowered IR stays readable. Operands are cast to the wider of the two types.
+Expr idx_add(Expr a, Expr b);
+Expr idx_sub(Expr a, Expr b);
+Expr idx_mul(Expr a, Expr b);
+Expr idx_min(Expr a, Expr b);
+Expr idx_max(Expr a, Expr b);
+
+}  // namespace ptb

@@ -1,0 +1,120 @@
+#include "lower/lower.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "ir/op.h"
+#include "ir/substitute.h"
+#include "ir/visitor.h"
+#include "lower/schedule_ops.h"
+#include "lower/storage_flatten.h"
+#include "lower/unroll_loops.h"
+#include "lower/vectorize_loops.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// Vars used but not defined in the body: they must all be bound from the arguments.
+class FreeVarCheck : public IRVisitor {
+ public:
+  explicit FreeVarCheck(std::unordered_set<const ExprNode*> bound) : bound_(std::move(bound)) {}
+  using IRVisitor::visit;
+
+ protected:
+  void visit_node(const Var* op) override {
+    if (!op->dtype.is_handle() && !bound_.count(op)) {
+      value_error("variable '", op->name,
+                  "' is not bound: it must appear in the shape of one of the arguments "
+                  "(symbolic sizes are bound from the arrays passed at call time)");
+    }
+  }
+  void visit_node(const For* op) override {
+    bound_.insert(op->var.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const LetStmt* op) override {
+    bound_.insert(op->var.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Let* op) override {
+    bound_.insert(op->var.get());
+    IRVisitor::visit_node(op);
+  }
+
+ private:
+  std::unordered_set<const ExprNode*> bound_;
+};
+
+std::string unique_name(const std::string& base, std::unordered_set<std::string>* used) {
+  std::string name = base;
+  for (int i = 1; used->count(name); ++i) name = base + "_" + std::to_string(i);
+  used->insert(name);
+  return name;
+}
+
+}  // namespace
+
+LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name) {
+  std::vector<Operation> arg_ops;
+  BufferMap buffers;
+  LoweredFunc f;
+  f.name = name;
+  std::unordered_set<const ExprNode*> shape_vars;
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i];
+    if (buffers.count({t.op().get(), t.value_index()})) {
+      value_error("tensor '", t.name(), "' appears twice in the argument list (argument ", i, ")");
+    }
+    std::string buf_name = unique_name(t.name(), &names);
+    std::vector<Expr> strides;
+    for (int d = 0; d < t.ndim(); ++d) {
+      Expr stride = Var::make(kOffsetType, buf_name + "_stride" + std::to_string(d));
+      strides.push_back(stride);
+    }
+    Buffer buf = make_buffer(buf_name, t.dtype(), t.shape(), strides);
+    buffers[{t.op().get(), t.value_index()}] = buf;
+    f.args.push_back(buf);
+    arg_ops.push_back(t.op());
+    for (const Expr& dim : t.shape()) {
+      if (dim.as<Var>() && shape_vars.insert(dim.get()).second) f.scalar_params.push_back(dim);
+    }
+  }
+  for (const Buffer& b : f.args) {
+    for (const Expr& s : b->strides) f.scalar_params.push_back(s);
+  }
+  for (const Stage& st : sch->stages) {
+    if (st->is_placeholder() &&
+        std::find(arg_ops.begin(), arg_ops.end(), st->op) == arg_ops.end()) {
+      value_error("placeholder '", st->op->name,
+                  "' is read by the schedule but missing from the argument list");
+    }
+  }
+
+  Stmt s = schedule_ops(sch, arg_ops);
+  s = storage_flatten(s, buffers);
+  s = unroll_loops(s);
+  s = vectorize_loops(s);
+
+  std::unordered_set<const ExprNode*> bound;
+  for (const Expr& v : f.scalar_params) bound.insert(v.get());
+  FreeVarCheck(bound).visit(s);
+  f.body = s;
+  return f;
+}
+
+LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name) {
+  LoweredFunc out = f;
+  out.name = name;
+  VarMap vmap;
+  for (const Buffer& b : f.args) {
+    std::vector<Expr> compact = compact_strides(b->shape);
+    for (size_t d = 0; d < b->strides.size(); ++d) vmap[b->strides[d].get()] = compact[d];
+  }
+  out.body = substitute(f.body, vmap);
+  return out;
+}
+
+}  // namespace ptb

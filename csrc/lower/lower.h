@@ -1,0 +1,22 @@
+// The lowering recipe: schedule -> loop nest over tensors -> flat buffers -> simplified,
+// vectorized, unrolled loops, ready for codegen. Each step is one pass (one file).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lower/lowered_func.h"
+#include "schedule/schedule.h"
+
+namespace ptb {
+
+// `args` are the tensors the function takes, in call order (placeholders and outputs).
+// Throws ValueError when a tensor the schedule reads is missing from `args`, or when a symbolic
+// size cannot be bound from the arguments' shapes.
+LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name);
+
+// The same function specialised for compact (row-major, contiguous) arguments: every stride
+// variable replaced by the product of the inner extents, which lets loads become vector loads.
+LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name);
+
+}  // namespace ptb

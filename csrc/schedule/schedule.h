@@ -1,0 +1,72 @@
+// Schedules: how each operation's loops are ordered, split, fused, annotated and placed.
+//
+// A Stage holds one operation's loop structure as TVM does: the root iteration variables (the
+// operation's axes and reduce axes), the relations that derive new variables from them
+// (split, fuse), the leaf variables in loop order, and per-leaf annotations. Lowering walks the
+// relations to express each root variable in terms of the leaves.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/stmt.h"
+#include "te/operation.h"
+
+namespace ptb {
+
+struct IterVarRelation {
+  enum class Kind { kSplit, kFuse };
+  Kind kind;
+  // split: parent -> (outer, inner), with factor (inner extent) or nparts (outer extent).
+  // fuse: (outer, inner) -> fused.
+  IterVar parent, outer, inner, fused;
+  Expr factor, nparts;
+};
+
+enum class AttachType { kRoot, kInline, kScope };
+
+struct StageNode;
+using Stage = std::shared_ptr<StageNode>;
+
+struct StageNode {
+  Operation op;
+  std::vector<IterVar> root_iter_vars;  // op axes then reduce axes
+  std::vector<IterVar> all_iter_vars;   // root and derived
+  std::vector<IterVar> leaf_iter_vars;  // in loop order, outermost first
+  std::vector<IterVarRelation> relations;
+  std::unordered_map<const IterVarNode*, ForKind> iter_kind;  // absent: serial
+  AttachType attach_type = AttachType::kRoot;
+  Stage attach_stage;   // kScope: the consumer stage
+  IterVar attach_ivar;  // kScope: the consumer's loop this stage is computed inside
+  bool is_output = false;
+
+  bool is_placeholder() const { return op->kind == OpKind::kPlaceholder; }
+  std::string describe() const;  // "stage 'C'"
+  // Throws ValueError naming this stage when iv is not one of its iteration variables.
+  void check_owns(const IterVar& iv, const char* primitive) const;
+  size_t leaf_position(const IterVar& iv, const char* primitive) const;
+  ForKind kind_of(const IterVar& iv) const;
+};
+
+struct ScheduleNode {
+  std::vector<Operation> outputs;
+  std::vector<Stage> stages;  // every operation reachable from the outputs, producers first
+  std::unordered_map<const OperationNode*, Stage> stage_of_op;
+
+  // The stage computing `op`; ValueError when op is not part of this schedule.
+  Stage stage(const Operation& op) const;
+  // Stages that read an output of `stage`'s op.
+  std::vector<Stage> consumers(const Stage& stage) const;
+};
+using Schedule = std::shared_ptr<ScheduleNode>;
+
+// The default schedule: every stage at root, loops in axis order (reduce axes innermost).
+Schedule create_schedule(const std::vector<Operation>& outputs);
+
+// All operations reachable from `outputs`, each once, producers before consumers.
+std::vector<Operation> topological_order(const std::vector<Operation>& outputs);
+
+}  // namespace ptb

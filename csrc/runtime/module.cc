@@ -1,0 +1,305 @@
+#include "runtime/module.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/printer.h"
+#include "runtime/dlpack_ext.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// The fixed-size scalar buffer of a call; kernels with more slots use the heap.
+constexpr size_t kInlineSlots = 64;
+constexpr size_t kInlineArgs = 16;
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// Evaluates an integer expression of size variables (an output shape such as n - 2).
+int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& vars) {
+  if (const auto* i = e.as<IntImm>()) return i->value;
+  if (e.as<Var>()) {
+    auto it = vars.find(e.get());
+    if (it == vars.end()) value_error("size variable '", e.as<Var>()->name, "' is not bound");
+    return it->second;
+  }
+  if (const auto* c = e.as<Cast>()) return eval_int(c->value, vars);
+  auto binary = [&](const Expr& a, const Expr& b, auto f) {
+    return f(eval_int(a, vars), eval_int(b, vars));
+  };
+  if (const auto* o = e.as<Add>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return x + y; });
+  if (const auto* o = e.as<Sub>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return x - y; });
+  if (const auto* o = e.as<Mul>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return x * y; });
+  if (const auto* o = e.as<Min>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::min(x, y); });
+  if (const auto* o = e.as<Max>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::max(x, y); });
+  auto divisor = [&](const Expr& b) {
+    int64_t d = eval_int(b, vars);
+    if (d == 0) value_error("division by zero while computing the size ", to_string(e));
+    return d;
+  };
+  if (const auto* o = e.as<FloorDiv>()) return floor_div(eval_int(o->a, vars), divisor(o->b));
+  if (const auto* o = e.as<FloorMod>()) {
+    int64_t a = eval_int(o->a, vars), b = divisor(o->b);
+    return a - floor_div(a, b) * b;
+  }
+  if (const auto* o = e.as<Div>()) return eval_int(o->a, vars) / divisor(o->b);
+  if (const auto* o = e.as<Mod>()) return eval_int(o->a, vars) % divisor(o->b);
+  value_error("cannot evaluate the size expression ", to_string(e), " at call time");
+}
+
+std::string shape_str(const DLTensor& t) {
+  std::string s = "(";
+  for (int d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.shape[d]);
+  return s + (t.ndim == 1 ? ",)" : ")");
+}
+
+std::string dtype_str(const DLDataType& t) {
+  if (t.lanes != 1) return "a vector dtype";
+  DataType dt(static_cast<DataType::Code>(t.code), t.bits);
+  return dt.str();
+}
+
+bool dtype_matches(const DataType& want, const DLDataType& got) {
+  if (got.lanes != 1) return false;
+  if (got.code == want.code() && got.bits == want.bits()) return true;
+  // Older producers hand out bool as 8-bit unsigned.
+  return want.is_bool() && got.code == kDLUInt && got.bits == 8;
+}
+
+bool is_compact(const DLTensor& t) {
+  if (!t.strides) return true;
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+// The byte range [lo, hi) an array's elements span (empty arrays span nothing).
+std::pair<uintptr_t, uintptr_t> byte_span(const DLTensor& t) {
+  uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] == 0) return {base, base};
+    int64_t stride = t.strides ? t.strides[d] : 1;
+    if (!t.strides) {
+      stride = 1;
+      for (int k = d + 1; k < t.ndim; ++k) stride *= t.shape[k];
+    }
+    int64_t reach = stride * (t.shape[d] - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  int64_t item = (t.dtype.bits * t.dtype.lanes + 7) / 8;
+  return {base + lo * item, base + (hi + 1) * item};
+}
+
+// Whether two elements of an output would be the same memory (a zero stride, say).
+bool has_self_overlap(const DLTensor& t) {
+  if (!t.strides) return false;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] > 1 && t.strides[d] == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Module::Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> slots,
+               std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact,
+               std::string lowered)
+    : name_(std::move(name)),
+      args_(std::move(args)),
+      slots_(std::move(slots)),
+      jit_(std::move(jit)),
+      generic_(generic),
+      compact_(compact),
+      lowered_(std::move(lowered)) {}
+
+std::string Module::describe(size_t i) const {
+  return str_cat("argument ", i, " ('", args_[i].name, "')");
+}
+
+void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const {
+  std::vector<bool> bound(slots_.size(), false);
+  for (size_t i = 0; i < n; ++i) {
+    const DLTensor& t = *tensors[i];
+    const ArgSpec& spec = args_[i];
+    if (t.ndim != static_cast<int>(spec.dims.size())) {
+      value_error(describe(i), ": expected ", spec.dims.size(), " dimension(s), got ", t.ndim,
+                  " (shape ", shape_str(t), ")");
+    }
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      const DimSpec& dim = spec.dims[d];
+      int64_t got = t.shape[d];
+      if (dim.kind == DimSpec::Kind::kConst) {
+        if (got != dim.value) {
+          value_error(describe(i), ": expected size ", dim.value, " in dimension ", d, ", got ",
+                      got, " (shape ", shape_str(t), ")");
+        }
+      } else if (dim.kind == DimSpec::Kind::kVar) {
+        if (!bound[dim.slot]) {
+          slots[dim.slot] = got;
+          bound[dim.slot] = true;
+        } else if (slots[dim.slot] != got) {
+          value_error(describe(i), ": size variable '", slots_[dim.slot].as<Var>()->name,
+                      "' is ", slots[dim.slot], " from an earlier argument but ", got,
+                      " in dimension ", d, " (shape ", shape_str(t), ")");
+        }
+      }
+    }
+  }
+  // Sizes given as expressions (an output of n - 2 rows) are checked once every var is bound.
+  std::unordered_map<const ExprNode*, int64_t> values;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    if (bound[s]) values[slots_[s].get()] = slots[s];
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t d = 0; d < args_[i].dims.size(); ++d) {
+      const DimSpec& dim = args_[i].dims[d];
+      if (dim.kind != DimSpec::Kind::kExpr) continue;
+      int64_t want = eval_int(dim.expr, values);
+      if (tensors[i]->shape[d] != want) {
+        value_error(describe(i), ": expected size ", want, " (", to_string(dim.expr),
+                    ") in dimension ", d, ", got ", tensors[i]->shape[d]);
+      }
+    }
+  }
+}
+
+void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n) const {
+  if (n != args_.size()) {
+    type_error("kernel '", name_, "' takes ", args_.size(), " array(s), got ", n);
+  }
+  int64_t inline_slots[kInlineSlots];
+  std::vector<int64_t> heap_slots;
+  int64_t* slots = inline_slots;
+  if (slots_.size() > kInlineSlots) {
+    heap_slots.resize(slots_.size());
+    slots = heap_slots.data();
+  }
+  void* inline_data[kInlineArgs];
+  std::vector<void*> heap_data;
+  void** data = inline_data;
+  if (n > kInlineArgs) {
+    heap_data.resize(n);
+    data = heap_data.data();
+  }
+
+  bool all_compact = true;
+  for (size_t i = 0; i < n; ++i) {
+    const DLTensor& t = *tensors[i];
+    const ArgSpec& spec = args_[i];
+    if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost) {
+      value_error(describe(i), ": expected an array in CPU memory, got one on device type ",
+                  static_cast<int>(t.device.device_type));
+    }
+    if (!dtype_matches(spec.dtype, t.dtype)) {
+      type_error(describe(i), ": expected dtype ", spec.dtype.str(), ", got ", dtype_str(t.dtype));
+    }
+    if (spec.is_output) {
+      if (read_only[i]) {
+        value_error(describe(i), " is an output but the array is read-only");
+      }
+      if (has_self_overlap(t)) {
+        value_error(describe(i),
+                    " is an output but several of its elements share memory (a zero stride)");
+      }
+    }
+    data[i] = static_cast<char*>(t.data) + t.byte_offset;
+    all_compact = all_compact && is_compact(t);
+  }
+  bind_sizes(tensors, n, slots);
+  for (size_t i = 0; i < n; ++i) {
+    const DLTensor& t = *tensors[i];
+    const ArgSpec& spec = args_[i];
+    for (int d = 0; d < t.ndim; ++d) {
+      int64_t stride = 1;
+      if (t.strides) {
+        stride = t.strides[d];
+      } else {
+        for (int k = d + 1; k < t.ndim; ++k) stride *= t.shape[k];
+      }
+      slots[spec.stride_slots[d]] = stride;
+    }
+  }
+  // An output must not share memory with any other argument: the kernel reads inputs while it
+  // writes outputs, and the result would depend on the loop order.
+  for (size_t i = 0; i < n; ++i) {
+    if (!args_[i].is_output) continue;
+    auto [lo, hi] = byte_span(*tensors[i]);
+    if (lo == hi) continue;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      auto [lo2, hi2] = byte_span(*tensors[j]);
+      if (lo2 < hi && lo < hi2) {
+        value_error(describe(i), " is an output and overlaps ", describe(j),
+                    " in memory; pass a separate array for the output");
+      }
+    }
+  }
+  KernelFn fn = all_compact ? compact_ : generic_;
+  int32_t rc = fn(data, slots);
+  if (rc != 0) {
+    throw UserError(ErrorKind::kValue,
+                    str_cat("kernel '", name_, "' could not allocate memory for an intermediate"));
+  }
+}
+
+std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* inputs,
+                                                        size_t n) const {
+  std::vector<size_t> input_index;
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (!args_[i].is_output) input_index.push_back(i);
+  }
+  if (n != input_index.size()) {
+    type_error("kernel '", name_, "' takes ", input_index.size(), " input(s) (or all ",
+               args_.size(), " arrays), got ", n);
+  }
+  // Bind the size variables from the inputs alone.
+  std::vector<bool> bound(slots_.size(), false);
+  std::unordered_map<const ExprNode*, int64_t> values;
+  for (size_t k = 0; k < n; ++k) {
+    const ArgSpec& spec = args_[input_index[k]];
+    const DLTensor& t = *inputs[k];
+    if (t.ndim != static_cast<int>(spec.dims.size())) {
+      value_error(describe(input_index[k]), ": expected ", spec.dims.size(),
+                  " dimension(s), got ", t.ndim, " (shape ", shape_str(t), ")");
+    }
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      if (spec.dims[d].kind == DimSpec::Kind::kVar && !bound[spec.dims[d].slot]) {
+        bound[spec.dims[d].slot] = true;
+        values[slots_[spec.dims[d].slot].get()] = t.shape[d];
+      }
+    }
+  }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const ArgSpec& spec : args_) {
+    if (!spec.is_output) continue;
+    std::vector<int64_t> shape;
+    for (const DimSpec& dim : spec.dims) {
+      if (dim.kind == DimSpec::Kind::kConst) {
+        shape.push_back(dim.value);
+      } else if (dim.kind == DimSpec::Kind::kVar) {
+        auto it = values.find(slots_[dim.slot].get());
+        if (it == values.end()) {
+          value_error("output '", spec.name, "' has size variable '",
+                      slots_[dim.slot].as<Var>()->name,
+                      "' that no input determines; pass the output array explicitly");
+        }
+        shape.push_back(it->second);
+      } else {
+        shape.push_back(eval_int(dim.expr, values));
+      }
+    }
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+}  // namespace ptb

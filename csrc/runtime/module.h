@@ -1,0 +1,69 @@
+// A compiled kernel and its signature: checks the arrays it is called with, binds symbolic sizes
+// and strides from them, and runs the generated code. Knows DLPack tensors only, not frameworks.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+
+namespace ptb {
+
+class JITModule;
+using KernelFn = int32_t (*)(void* const* data, const int64_t* scalars);
+
+// One dimension of an argument: a constant, a size variable bound from the arrays (slot), or an
+// expression of size variables checked after binding.
+struct DimSpec {
+  enum class Kind { kConst, kVar, kExpr };
+  Kind kind = Kind::kConst;
+  int64_t value = 0;
+  int slot = -1;
+  Expr expr;
+};
+
+struct ArgSpec {
+  std::string name;
+  DataType dtype;
+  std::vector<DimSpec> dims;
+  std::vector<int> stride_slots;  // where this argument's strides go in the scalar array
+  bool is_output = false;
+};
+
+class Module {
+ public:
+  Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> slots,
+         std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact, std::string lowered);
+
+  const std::string& name() const { return name_; }
+  const std::vector<ArgSpec>& args() const { return args_; }
+  const std::string& lowered_text() const { return lowered_; }
+  const JITModule& jit() const { return *jit_; }
+
+  // Checks `n` tensors against the signature (count, ndim, dtype, device, constant and symbolic
+  // sizes, writable and non-overlapping outputs), binds sizes and strides and runs the kernel.
+  // read_only[i] tells whether tensor i may not be written. Throws UserError naming the argument.
+  void run(const DLTensor* const* tensors, const bool* read_only, size_t n) const;
+
+  // The sizes of every symbolic variable bound from `tensors` (the inputs only may be given: the
+  // outputs' shapes then follow), in order of `args()`; used to allocate outputs for the caller.
+  std::vector<std::vector<int64_t>> output_shapes(const DLTensor* const* inputs, size_t n) const;
+
+ private:
+  std::string describe(size_t i) const;
+  void bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const;
+
+  std::string name_;
+  std::vector<ArgSpec> args_;
+  std::vector<Expr> slots_;  // the Var of each scalar slot
+  std::shared_ptr<JITModule> jit_;
+  KernelFn generic_;
+  KernelFn compact_;
+  std::string lowered_;
+};
+
+}  // namespace ptb

@@ -1,0 +1,123 @@
+"""lower() and build(): from a schedule to readable loop IR, and to a callable Module.
+
+Example:
+    >>> import numpy as np
+    >>> import pytvmbridge as tvm
+    >>> n = tvm.var("n")
+    >>> A = tvm.placeholder((n,), name="A")
+    >>> B = tvm.compute((n,), lambda i: A[i] * 2.0, name="B")
+    >>> f = tvm.build(tvm.create_schedule(B.op), [A, B], name="double")
+    >>> a = np.arange(3, dtype="float32"); b = np.empty(3, dtype="float32")
+    >>> f(a, b); b.tolist()
+    [0.0, 2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import _core
+
+Module = _core.Module
+LoweredFunc = _core.LoweredFunc
+
+
+def lower(
+    s: _core.Schedule, args: Sequence[Any], name: str = "main", simple_mode: bool = True
+) -> LoweredFunc:
+    """Lower a schedule to its loop nest; ``str()`` of the result is readable IR.
+
+    ``simple_mode`` is accepted for TVM compatibility; the text is always the simple form.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((8,), name="A")
+        >>> B = tvm.compute((8,), lambda i: A[i] + 1.0, name="B")
+        >>> print(tvm.lower(tvm.create_schedule(B.op), [A, B]))  # doctest: +ELLIPSIS
+        def main(A: float32[8], B: float32[8]):
+        for (i, 0, 8) {
+        ...
+    """
+    return _core.lower(s, list(args), name)
+
+
+def build(
+    s: _core.Schedule,
+    args: Sequence[Any],
+    target: str | None = "llvm",
+    target_host: str | None = None,
+    name: str = "default_function",
+) -> Module:
+    """Compile a schedule to native code for this CPU and return a callable Module.
+
+    ``target`` is ``"llvm"`` (this machine, all its vector features) or ``"llvm -mcpu=NAME"``;
+    ``target_host="llvm"`` alone is accepted as in TVM code. The Module takes one array per entry
+    of ``args`` (anything with ``__dlpack__``), binds symbolic sizes from them and writes the
+    outputs in place.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> tvm.build(tvm.create_schedule(B.op), [A, B], target_host="llvm").entry_name
+        'default_function'
+    """
+    if target is None:
+        target = target_host or "llvm"
+    if target_host is not None and not str(target_host).startswith("llvm"):
+        raise ValueError(f"target_host must be an llvm target, got {target_host!r}")
+    if not isinstance(target, str):
+        raise TypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
+    return _core.build(s, list(args), target, name)
+
+
+@dataclass
+class ProfileResult:
+    """Timings of a Module, as TVM's time_evaluator returns them: seconds per call."""
+
+    mean: float
+    results: list[float]
+    median: float
+
+
+def time_evaluator(
+    self: Module, func_name: str | None = None, dev: Any = None, number: int = 10, repeat: int = 1
+) -> Callable[..., ProfileResult]:
+    """Return a function that times this Module: ``repeat`` rounds of ``number`` calls each.
+
+    ``results`` holds the mean time of one call in each round (seconds), ``mean`` their mean.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> f = tvm.build(tvm.create_schedule(B.op), [A, B])
+        >>> a, b = np.zeros(4, "float32"), np.zeros(4, "float32")
+        >>> f.time_evaluator(f.entry_name, number=5, repeat=2)(a, b).mean > 0
+        True
+    """
+    if func_name not in (None, self.entry_name):
+        raise ValueError(f"this module has one function, {self.entry_name!r}, not {func_name!r}")
+    if number < 1 or repeat < 1:
+        raise ValueError(f"number and repeat must be >= 1, got number={number}, repeat={repeat}")
+
+    def evaluate(*arrays: Any) -> ProfileResult:
+        self(*arrays)  # warm up, and fail early on bad arguments
+        results = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(number):
+                self(*arrays)
+            results.append((time.perf_counter() - start) / number)
+        return ProfileResult(statistics.fmean(results), results, statistics.median(results))
+
+    return evaluate
+
+
+Module.time_evaluator = time_evaluator
+
+__all__ = ["LoweredFunc", "Module", "ProfileResult", "build", "lower"]

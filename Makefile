@@ -10,12 +10,12 @@ BUILD_DIR := build/dev
 SOURCES := $(shell find csrc tests/cpp -name '*.cc' -o -name '*.h' 2>/dev/null) \
 	$(shell find pytvmbridge -name '*.py' 2>/dev/null) CMakeLists.txt pyproject.toml
 
-.PHONY: demo test build setup test-cpp test-python lint format bench clean
+.PHONY: demo test build setup test-cpp test-python test-mxnet lint format bench clean
 
 demo: build
 	$(PY) examples/quickstart.py
 
-test: build test-cpp test-python
+test: build test-cpp test-python test-mxnet
 
 setup: $(VENV)/.deps
 
@@ -50,6 +50,31 @@ test-cpp: build
 
 test-python: build
 	$(VENV)/bin/pytest -q -p no:cacheprovider tests/python
+
+# MXNet 1.9.1 (the last on PyPI) needs NumPy < 1.24, so its tests run in a virtual environment
+# of their own. It uses the extension built for .venv (same interpreter): a small import hook,
+# tests/python/mxnet/_venv_hook.py, serves pytvmbridge from the tree, and nothing is built twice.
+MXNET_VENV := .venv-mxnet
+MXNET_PY := $(MXNET_VENV)/bin/python
+MXNET_DEPS := mxnet==1.9.1 'numpy<1.24' pytest
+
+$(MXNET_VENV)/.deps: build/.apt
+	@test -x $(MXNET_PY) || $(PYTHON) -m venv $(MXNET_VENV)
+	$(MXNET_PY) -m pip install -q --upgrade pip
+	$(MXNET_PY) -m pip install -q $(MXNET_DEPS)
+	@touch $@
+
+$(MXNET_VENV)/.linked: $(MXNET_VENV)/.deps $(BUILD_DIR)/.installed tests/python/mxnet/_venv_hook.py
+	@site=$$($(MXNET_PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	core=$$($(PY) -c 'import importlib.util as u; print(u.find_spec("pytvmbridge._core").origin)') && \
+	cp tests/python/mxnet/_venv_hook.py "$$site/_pytvmbridge_tree.py" && \
+	echo "import _pytvmbridge_tree; _pytvmbridge_tree.install('$(CURDIR)/pytvmbridge', '$$core')" \
+	  > "$$site/pytvmbridge_tree.pth"
+	$(MXNET_PY) -c 'import pytvmbridge, mxnet'
+	@touch $@
+
+test-mxnet: build $(MXNET_VENV)/.linked
+	$(MXNET_VENV)/bin/pytest -q -p no:cacheprovider --confcutdir=tests/python/mxnet tests/python/mxnet
 
 lint: setup
 	$(VENV)/bin/ruff check pytvmbridge tests benchmarks examples

@@ -1,0 +1,58 @@
+"""NumPy: arrays go to kernels as they are (through ``__dlpack__``); outputs are ``np.empty``.
+
+A read-only array (``a.flags.writeable == False``) cannot be an output; the kernel call says so.
+
+Example:
+    >>> import numpy as np
+    >>> from pytvmbridge.frameworks import get
+    >>> fw = get("numpy")
+    >>> a = fw.empty((4,), "int64")
+    >>> fw.dtype(a), fw.shape(a), a.flags.c_contiguous
+    ('int64', (4,), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._base import Framework
+
+
+class NumpyFramework(Framework):
+    """numpy.ndarray (and subclasses)."""
+
+    name = "numpy"
+
+    def dtype(self, x: Any) -> str:
+        return x.dtype.name
+
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return x.shape
+
+    def as_input(self, x: Any, what: str) -> Any:
+        return x
+
+    def as_output(self, x: Any, what: str) -> Any:
+        if not x.flags.writeable:
+            raise ValueError(
+                f"{what} is an output but the NumPy array is read-only (flags.writeable is False)"
+            )
+        return x
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
+        from ..nd import _np_dtype
+
+        return np.empty(shape, dtype=_np_dtype(dtype))
+
+    def diagnose(self, x: Any, what: str) -> str | None:
+        if isinstance(x, np.ndarray) and not x.dtype.isnative:
+            return (
+                f"{what} has a non-native byte order ({x.dtype}); convert it with "
+                "x.astype(x.dtype.newbyteorder('='))"
+            )
+        return None
+
+
+FRAMEWORK = NumpyFramework()

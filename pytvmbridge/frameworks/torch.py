@@ -1,0 +1,77 @@
+"""PyTorch: tensors go to kernels as they are (the C++ call path converts them through
+``torch.Tensor.__dlpack_c_exchange_api__``); outputs are ``torch.empty`` tensors.
+
+A tensor that requires grad may be an input (it is read, as ``x.detach()`` would be), never an
+output: autograd would not know about the write.
+
+Example:
+    >>> import torch
+    >>> from pytvmbridge.frameworks import get
+    >>> fw = get("torch")
+    >>> t = fw.empty((2, 3), "float32")
+    >>> fw.dtype(t), fw.shape(t)
+    ('float32', (2, 3))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._base import Framework
+
+_NAMES: dict[Any, str] = {}
+
+
+class TorchFramework(Framework):
+    """torch.Tensor (and subclasses such as nn.Parameter)."""
+
+    name = "torch"
+    checks_outputs = True
+
+    def view(self, x: Any) -> Any:
+        from .. import _core
+
+        return _core.from_dlpack(x.detach() if x.requires_grad else x)
+
+    def dtype(self, x: Any) -> str:
+        dt = x.dtype
+        name = _NAMES.get(dt)
+        if name is None:
+            name = _NAMES[dt] = str(dt).removeprefix("torch.")
+        return name
+
+    def shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    def as_input(self, x: Any, what: str) -> Any:
+        return x.detach() if x.requires_grad else x
+
+    def as_output(self, x: Any, what: str) -> Any:
+        if x.requires_grad:
+            raise ValueError(
+                f"{what} is an output but the tensor requires grad: autograd would not see the "
+                "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
+            )
+        return x
+
+    def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
+        return torch.empty(shape, dtype=getattr(torch, dtype))
+
+    def diagnose(self, x: Any, what: str) -> str | None:
+        if not isinstance(x, torch.Tensor):
+            return None
+        if x.device.type != "cpu":
+            return (
+                f"{what} is a tensor on device '{x.device}'; pytvmbridge kernels run on the CPU: "
+                "move it with .cpu() (and the result back with .to(device))"
+            )
+        if x.is_sparse or x.layout != torch.strided:
+            return f"{what} is a {x.layout} tensor; kernels take dense (strided) tensors only"
+        if x.is_conj() or x.is_neg():
+            return f"{what} has a lazy conjugate/negative bit; call .resolve_conj().resolve_neg()"
+        return None
+
+
+FRAMEWORK = TorchFramework()

@@ -1,0 +1,258 @@
+"""``@kernel``: a Python function of placeholders, compiled on first call, run on any framework.
+
+The decorated function takes one placeholder per input array and returns the output tensor (or
+a tuple of them). Called with arrays of any framework (PyTorch, NumPy, JAX, MXNet, pytvmbridge
+NDArrays, anything with ``__dlpack__``), it builds the kernel for those arrays' dtypes and ranks,
+caches it, and returns the outputs allocated in the framework of the *first* input (arrays of
+several frameworks may be mixed in one call).
+
+Shapes are symbolic: every dimension is a size variable bound at call time, so a call with new
+sizes reuses the compiled kernel. The cache key is what changes the generated code: each
+input's dtype and number of dimensions, and the layout class, i.e. which dimensions are equal
+to which (``A`` of shape ``(n, n)`` and ``B`` of shape ``(n,)`` share one variable ``n``; the
+kernel is then known to index them safely together). Strides need no key of their own: each
+build has a compact and a strided variant, picked per call.
+
+``@kernel(schedule=fn)`` schedules the outputs: ``fn(s, *outputs)`` modifies the schedule ``s``
+(or returns a new one). The cache is safe to use from several threads: each variant is built
+once, concurrent callers of a variant being built wait for it.
+
+Example:
+    >>> import numpy as np, torch
+    >>> import pytvmbridge as tvm
+    >>> @tvm.kernel
+    ... def axpy(X, Y):
+    ...     return tvm.compute(X.shape, lambda i: 2.0 * X[i] + Y[i], name="Z")
+    >>> axpy(torch.ones(3), torch.ones(3))
+    tensor([3., 3., 3.])
+    >>> axpy(np.ones(5, "float32"), np.zeros(5, "float32"))  # new size, same compiled code
+    array([2., 2., 2., 2., 2.], dtype=float32)
+    >>> axpy.compilations
+    1
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, overload
+
+from . import _core, frameworks
+from .bridges import Signature, call_allocating, call_inplace
+from .frameworks import framework_of
+
+__all__ = ["Kernel", "kernel"]
+
+_by_type = frameworks._by_type
+#: Concrete signatures remembered per Kernel before the table is emptied (a bound, not a limit:
+#: the compiled variants themselves are kept).
+_EXACT_LIMIT = 4096
+
+
+class Kernel:
+    """A function of placeholders, compiled per dtype/rank/layout class and cached.
+
+    See the module documentation; made by ``@kernel``.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> k = tvm.kernel(lambda A: tvm.compute(A.shape, lambda i, j: A[j, i], name="T"))
+        >>> k(np.arange(6, dtype="int32").reshape(2, 3)).tolist()
+        [[0, 3], [1, 4], [2, 5]]
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        schedule: Callable[..., Any] | None = None,
+        target: str = "llvm",
+        name: str | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"@kernel decorates a function, got {type(fn).__name__}")
+        if schedule is not None and not callable(schedule):
+            raise TypeError(f"schedule must be a function (s, *outputs), got {schedule!r}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.schedule = schedule
+        self.target = target
+        self.name = name or getattr(fn, "__name__", "kernel").replace("<lambda>", "kernel")
+        self._arg_names, self._n_in = _parameters(fn)
+        self._lock = threading.Lock()
+        self._variants: dict[Any, Signature] = {}  # layout-class key -> compiled kernel
+        self._exact: dict[Any, Signature] = {}  # (dtype, shape) per input -> compiled kernel
+        self._compilations = 0
+
+    @property
+    def compilations(self) -> int:
+        """How many times this kernel has been compiled (once per dtype/rank/layout class)."""
+        return self._compilations
+
+    def cache_clear(self) -> None:
+        """Forget every compiled variant (the next call compiles again)."""
+        with self._lock:
+            self._variants.clear()
+            self._exact.clear()
+
+    def __call__(self, *inputs: Any, out: Any = None) -> Any:
+        """Run on ``inputs``; returns the outputs in the first input's framework.
+
+        With ``out=`` (one array, or a tuple for several outputs) the outputs are written there
+        and ``out`` is returned.
+        """
+        if self._n_in is not None and len(inputs) != self._n_in:
+            raise TypeError(
+                f"kernel '{self.name}' takes {self._n_in} input array(s), got {len(inputs)}"
+            )
+        if not inputs:
+            raise TypeError(f"kernel '{self.name}' needs at least one input array")
+        try:
+            key = tuple([(x.dtype, x.shape) for x in inputs])
+        except AttributeError:  # capsules and bare DLPack producers: view them once
+            inputs = tuple(x if hasattr(x, "shape") else _core.from_dlpack(x) for x in inputs)
+            key = tuple([(x.dtype, x.shape) for x in inputs])
+        sig = self._exact.get(key)
+        if sig is None:
+            sig = self._lookup(key, inputs)
+        if out is None:
+            first = inputs[0]
+            fw = _by_type.get(type(first)) or framework_of(first)
+            return call_allocating(sig, fw, inputs)
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(outs) != len(sig.outputs):
+            raise TypeError(
+                f"kernel '{self.name}' has {len(sig.outputs)} output(s), got {len(outs)} in out="
+            )
+        call_inplace(sig, inputs + outs)
+        return out
+
+    def module_for(self, *inputs: Any) -> Any:
+        """The compiled Module that a call with ``inputs`` runs (compiling it if needed).
+
+        Example:
+            >>> import numpy as np, pytvmbridge as tvm
+            >>> k = tvm.kernel(lambda A: tvm.compute(A.shape, lambda i: A[i] + 1, name="B"))
+            >>> k.module_for(np.zeros(4, "int32")).arg_names
+            ['A', 'B']
+        """
+        inputs = tuple(x if hasattr(x, "shape") else _core.from_dlpack(x) for x in inputs)
+        return self._lookup(tuple((x.dtype, x.shape) for x in inputs), inputs).module
+
+    def _lookup(self, key: Any, inputs: tuple[Any, ...]) -> Signature:
+        """The compiled variant for these inputs: found by layout class, or built."""
+        ids: dict[int, int] = {}
+        layout = []
+        for x in inputs:
+            fw = framework_of(x)
+            dims = tuple(ids.setdefault(int(s), len(ids)) for s in fw.shape(x))
+            layout.append((fw.dtype(x), dims))
+        variant = tuple(layout)
+        sig = self._variants.get(variant)
+        if sig is None:
+            with self._lock:
+                sig = self._variants.get(variant)
+                if sig is None:
+                    sig = Signature(self._compile(variant))
+                    self._variants[variant] = sig
+                    self._compilations += 1
+        if len(self._exact) >= _EXACT_LIMIT:
+            self._exact.clear()
+        self._exact[key] = sig
+        return sig
+
+    def _compile(self, variant: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
+        from . import te
+        from .build import build
+        from .schedule import create_schedule
+
+        names = self._arg_names or [f"x{k}" for k in range(len(variant))]
+        size_vars: dict[int, Any] = {}
+        placeholders = []
+        for k, (dtype, dims) in enumerate(variant):
+            shape = []
+            for d, v in enumerate(dims):
+                if v not in size_vars:
+                    size_vars[v] = te.var(f"{names[k]}_{d}")
+                shape.append(size_vars[v])
+            placeholders.append(te.placeholder(tuple(shape), dtype=dtype, name=names[k]))
+        result = self.fn(*placeholders)
+        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        for k, t in enumerate(outputs):
+            if not isinstance(t, te.Tensor):
+                raise TypeError(
+                    f"kernel '{self.name}' must return tensors made with compute(), got "
+                    f"{type(t).__name__} as output {k}"
+                )
+            if any(t == p for p in placeholders):
+                raise ValueError(
+                    f"kernel '{self.name}' returns its input '{t.name}' as output {k}; "
+                    "outputs must be computed tensors"
+                )
+        s = create_schedule([t.op for t in outputs])
+        if self.schedule is not None:
+            scheduled = self.schedule(s, *outputs)
+            if scheduled is not None:
+                s = scheduled
+        return build(s, placeholders + outputs, target=self.target, name=self.name)
+
+    def __repr__(self) -> str:
+        return f"<pytvmbridge kernel {self.name!r}: {self._compilations} compiled variant(s)>"
+
+
+def _parameters(fn: Callable[..., Any]) -> tuple[list[str] | None, int | None]:
+    """The input names and count of ``fn`` (count None when it takes ``*args``)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None, None
+    names = []
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return None, None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            names.append(p.name)
+    return names, len(names)
+
+
+@overload
+def kernel(fn: Callable[..., Any]) -> Kernel: ...
+
+
+@overload
+def kernel(
+    fn: None = None,
+    *,
+    schedule: Callable[..., Any] | None = None,
+    target: str = "llvm",
+    name: str | None = None,
+) -> Callable[[Callable[..., Any]], Kernel]: ...
+
+
+def kernel(
+    fn: Callable[..., Any] | None = None,
+    *,
+    schedule: Callable[..., Any] | None = None,
+    target: str = "llvm",
+    name: str | None = None,
+) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
+    """Decorate a function of placeholders returning output tensors; see the module doc.
+
+    ``schedule(s, *outputs)`` modifies the default schedule ``s`` of the outputs (or returns
+    another schedule); ``target`` is passed to ``build``.
+
+    Example:
+        >>> import torch, pytvmbridge as tvm
+        >>> def vectorized(s, C):
+        ...     xo, xi = s[C].split(C.op.axis[0], factor=8)
+        ...     s[C].vectorize(xi)
+        >>> @tvm.kernel(schedule=vectorized)
+        ... def add(A, B):
+        ...     return tvm.compute(A.shape, lambda i: A[i] + B[i], name="C")
+        >>> add(torch.arange(10.0), torch.ones(10))[-1].item()
+        10.0
+    """
+    if fn is None:
+        return lambda f: Kernel(f, schedule=schedule, target=target, name=name)
+    return Kernel(fn, schedule=schedule, target=target, name=name)

@@ -1,0 +1,7 @@
+"""MXNet tests run in .venv-mxnet (`make test-mxnet`, part of `make test`): MXNet 1.9.1 needs
+NumPy < 1.24. In .venv, which has no MXNet, pytest collects nothing here."""
+
+import importlib.util
+
+if importlib.util.find_spec("mxnet") is None:
+    collect_ignore_glob = ["test_*.py"]

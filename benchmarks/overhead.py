@@ -1,0 +1,155 @@
+"""Call overhead: one call of a 3-argument kernel on 4-element arrays, every way it can be called.
+
+Prints, in one run, the median time of one call of ``C = A + B`` (float32, 4 elements) through
+the Module itself and through each bridge and ``@kernel``, on torch, NumPy and JAX arrays (MXNet
+when it is installed), next to ``torch.add(x, y, out=z)`` and ``np.add(x, y, out=z)`` timed in
+the same run, and the ratio to ``torch.add``. JSON goes to benchmarks/results/overhead.json.
+
+    .venv/bin/python benchmarks/overhead.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import pytvmbridge as tvm
+from pytvmbridge.bridges import to_jax, to_mxnet, to_numpy, to_pytorch
+from pytvmbridge.kernel import kernel
+
+
+def build_add() -> Any:
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.placeholder((n,), name="B")
+    C = tvm.compute((n,), lambda i: A[i] + B[i], name="C")
+    return tvm.build(tvm.create_schedule(C.op), [A, B, C], name="vadd")
+
+
+@kernel
+def add(A, B):
+    return tvm.compute(A.shape, lambda i: A[i] + B[i], name="C")
+
+
+def per_call_us(fn: Callable[..., Any], args: tuple[Any, ...], number: int, rounds: int) -> float:
+    """Median over ``rounds`` of the mean time of ``number`` calls, in microseconds."""
+    fn(*args)  # warm up (and compile, for @kernel)
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn(*args)
+        samples.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(samples)
+
+
+def cases() -> list[tuple[str, str, Callable[..., Any], tuple[Any, ...]]]:
+    """(framework, what, function, arguments) for every row of the table."""
+    m = build_add()
+    rows: list[tuple[str, str, Callable[..., Any], tuple[Any, ...]]] = []
+    have = {name: importlib.util.find_spec(name) is not None for name in ("torch", "jax", "mxnet")}
+
+    if have["torch"]:
+        import torch
+
+        x, y, z = torch.rand(4), torch.rand(4), torch.empty(4)
+        f = to_pytorch(m)
+        rows += [
+            ("torch", "torch.add(x, y, out=z)", lambda a, b, c: torch.add(a, b, out=c), (x, y, z)),
+            ("torch", "torch.add(x, y)", torch.add, (x, y)),
+            ("torch", "module(x, y, z)", m, (x, y, z)),
+            ("torch", "to_pytorch(module)(x, y, z)", f, (x, y, z)),
+            ("torch", "to_pytorch(module)(x, y) -> z", f, (x, y)),
+            ("torch", "@kernel add(x, y) -> z", add, (x, y)),
+        ]
+
+    a, b, c = (np.random.rand(4).astype("float32") for _ in range(3))
+    g = to_numpy(m)
+    rows += [
+        ("numpy", "np.add(x, y, out=z)", lambda p, q, r: np.add(p, q, out=r), (a, b, c)),
+        ("numpy", "np.add(x, y)", np.add, (a, b)),
+        ("numpy", "module(x, y, z)", m, (a, b, c)),
+        ("numpy", "to_numpy(module)(x, y, z)", g, (a, b, c)),
+        ("numpy", "to_numpy(module)(x, y) -> z", g, (a, b)),
+        ("numpy", "@kernel add(x, y) -> z", add, (a, b)),
+    ]
+    na, nb, nc = tvm.nd.array(a), tvm.nd.array(b), tvm.nd.empty((4,), "float32")
+    rows.append(("nd", "module(x, y, z)", m, (na, nb, nc)))
+
+    if have["jax"]:
+        import jax.numpy as jnp
+
+        ja, jb = jnp.asarray(a), jnp.asarray(b)
+        h = to_jax(m)
+        rows += [
+            ("jax", "jnp.add(x, y)", jnp.add, (ja, jb)),
+            ("jax", "module(x, y, z=nd.NDArray)", m, (ja, jb, nc)),
+            ("jax", "to_jax(module)(x, y) -> z", h, (ja, jb)),
+            ("jax", "@kernel add(x, y) -> z", add, (ja, jb)),
+        ]
+
+    if have["mxnet"]:
+        import mxnet as mx
+
+        mxa, mxb, mxc = mx.nd.ones((4,)), mx.nd.ones((4,)), mx.nd.empty((4,))
+        k = to_mxnet(m)
+        rows += [
+            (
+                "mxnet",
+                "mx.nd.elemwise_add(x, y, out=z) (async)",
+                lambda p, q, r: mx.nd.elemwise_add(p, q, out=r),
+                (mxa, mxb, mxc),
+            ),
+            ("mxnet", "to_mxnet(module)(x, y, z)", k, (mxa, mxb, mxc)),
+            ("mxnet", "to_mxnet(module)(x, y) -> z", k, (mxa, mxb)),
+        ]
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    opts = parser.parse_args()
+    number, rounds = (2000, 5) if opts.quick else (20000, 15)
+
+    results = []
+    for framework, what, fn, args in cases():
+        results.append(
+            {"framework": framework, "call": what, "us": per_call_us(fn, args, number, rounds)}
+        )
+    base = next((r["us"] for r in results if r["call"] == "torch.add(x, y, out=z)"), None)
+
+    print(f"one call, 4 float32 elements, median of {rounds} rounds of {number} calls")
+    print(f"{'framework':<9} {'call':<36} {'µs':>7} {'/ torch.add':>12}")
+    for r in results:
+        ratio = f"{r['us'] / base:.2f}x" if base else "-"
+        r["vs_torch_add_out"] = r["us"] / base if base else None
+        print(f"{r['framework']:<9} {r['call']:<36} {r['us']:7.3f} {ratio:>12}")
+
+    out = Path(__file__).parent / "results" / "overhead.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "number": number,
+        "rounds": rounds,
+        "statistic": "median of per-round mean",
+    }
+    out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

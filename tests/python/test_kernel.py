@@ -1,0 +1,238 @@
+"""@kernel: compiled once per dtype/rank/layout class, cached across sizes, safe under threads."""
+
+import gc
+import sys
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+import pytvmbridge as tvm
+from pytvmbridge import nd
+from pytvmbridge.kernel import Kernel, kernel
+
+
+def make_add():
+    @kernel
+    def add(A, B):
+        return tvm.compute(A.shape, lambda *i: A[i] + B[i], name="C")
+
+    return add
+
+
+def make_matmul():
+    @kernel
+    def matmul(X, Y):
+        k = tvm.reduce_axis((0, X.shape[1]), name="k")
+        return tvm.compute(
+            (X.shape[0], Y.shape[1]), lambda i, j: tvm.sum(X[i, k] * Y[k, j], axis=k), name="Z"
+        )
+
+    return matmul
+
+
+def test_kernel_on_each_framework_returns_that_frameworks_array():
+    add = make_add()
+    t = add(torch.arange(4.0), torch.ones(4))
+    assert isinstance(t, torch.Tensor)
+    torch.testing.assert_close(t, torch.arange(4.0) + 1)
+    a = add(np.arange(4, dtype="float32"), np.ones(4, "float32"))
+    assert isinstance(a, np.ndarray)
+    np.testing.assert_array_equal(a, np.arange(4, dtype="float32") + 1)
+    j = add(jnp.arange(4, dtype="float32"), jnp.ones(4, dtype="float32"))
+    assert isinstance(j, jax.Array)
+    np.testing.assert_array_equal(np.asarray(j), np.arange(4, dtype="float32") + 1)
+    n = add(nd.array(np.arange(4, dtype="float32")), nd.array(np.ones(4, "float32")))
+    assert isinstance(n, nd.NDArray)
+    np.testing.assert_array_equal(n.numpy(), np.arange(4, dtype="float32") + 1)
+    assert add.compilations == 1  # one dtype, one rank: one compiled kernel for all four
+
+
+def test_new_sizes_reuse_the_compiled_kernel():
+    add = make_add()
+    for n in (1, 3, 17, 1000, 4096, 5):
+        x, y = torch.rand(n), torch.rand(n)
+        torch.testing.assert_close(add(x, y), x + y)
+    assert add.compilations == 1
+
+
+def test_dtype_and_rank_make_new_variants():
+    add = make_add()
+    add(np.ones(3, "float32"), np.ones(3, "float32"))
+    add(np.ones(3, "float64"), np.ones(3, "float64"))
+    assert add.compilations == 2
+    out = add(np.ones((2, 3), "float32"), np.ones((2, 3), "float32"))
+    np.testing.assert_array_equal(out, np.full((2, 3), 2.0, "float32"))
+    assert add.compilations == 3
+    add(np.ones((5, 7), "float32"), np.ones((5, 7), "float32"))
+    add(torch.ones(9, dtype=torch.float64), torch.ones(9, dtype=torch.float64))
+    assert add.compilations == 3
+
+
+def test_layout_class_keeps_unequal_sizes_apart():
+    """Which dimensions are equal is part of the key: a kernel built for square inputs is
+    never used for rectangular ones (its size variables are shared), and vice versa."""
+    mm = make_matmul()
+    x, y = np.random.rand(4, 4).astype("float32"), np.random.rand(4, 4).astype("float32")
+    np.testing.assert_allclose(mm(x, y), x @ y, rtol=1e-5)
+    x, y = np.random.rand(6, 6).astype("float32"), np.random.rand(6, 6).astype("float32")
+    np.testing.assert_allclose(mm(x, y), x @ y, rtol=1e-5)
+    assert mm.compilations == 1
+    x, y = np.random.rand(2, 3).astype("float32"), np.random.rand(3, 5).astype("float32")
+    np.testing.assert_allclose(mm(x, y), x @ y, rtol=1e-5)
+    x, y = np.random.rand(7, 2).astype("float32"), np.random.rand(2, 9).astype("float32")
+    np.testing.assert_allclose(mm(x, y), x @ y, rtol=1e-5)
+    assert mm.compilations == 2
+
+
+def test_strides_do_not_recompile():
+    add = make_add()
+    base = np.arange(40, dtype="float32")
+    add(base[:10], base[10:20])
+    out = add(base[::4], base[1::4])
+    np.testing.assert_array_equal(out, base[::4] + base[1::4])
+    assert add.compilations == 1
+
+
+def test_mixed_frameworks_output_in_the_first_inputs_framework():
+    add = make_add()
+    x, y = torch.arange(3.0), np.ones(3, "float32")
+    out = add(x, y)
+    assert isinstance(out, torch.Tensor)
+    torch.testing.assert_close(out, torch.tensor([1.0, 2.0, 3.0]))
+    out = add(y, x)
+    assert isinstance(out, np.ndarray)
+    out = add(jnp.ones(3, dtype="float32"), x)
+    assert isinstance(out, jax.Array)
+    np.testing.assert_array_equal(np.asarray(out), [1.0, 2.0, 3.0])
+
+
+def test_out_argument_writes_in_place():
+    add = make_add()
+    z = torch.zeros(5)
+    ptr = z.data_ptr()
+    r = add(torch.ones(5), torch.ones(5), out=z)
+    assert r is z and z.data_ptr() == ptr
+    torch.testing.assert_close(z, torch.full((5,), 2.0))
+    with pytest.raises(TypeError, match="immutable"):
+        add(jnp.ones(5, dtype="float32"), jnp.ones(5, dtype="float32"), out=jnp.zeros(5))
+
+
+def test_several_outputs_are_a_tuple():
+    @kernel
+    def stats(A):
+        k = tvm.reduce_axis((0, A.shape[1]), name="k")
+        s = tvm.compute((A.shape[0],), lambda i: tvm.sum(A[i, k], axis=k), name="S")
+        m = tvm.compute((A.shape[0],), lambda i: tvm.max(A[i, k], axis=k), name="M")
+        return s, m
+
+    a = torch.rand(5, 7)
+    s, m = stats(a)
+    torch.testing.assert_close(s, a.sum(1))
+    torch.testing.assert_close(m, a.max(1).values)
+
+
+def test_schedule_function_is_applied_once_per_variant():
+    calls = []
+
+    def schedule(s, C):
+        calls.append(C.name)
+        _, xi = s[C].split(C.op.axis[0], factor=8)
+        s[C].vectorize(xi)
+
+    @kernel(schedule=schedule)
+    def scaled(A):
+        return tvm.compute(A.shape, lambda i: A[i] * 3.0, name="C")
+
+    for n in (5, 8, 31, 64):
+        x = np.arange(n, dtype="float32")
+        np.testing.assert_array_equal(scaled(x), x * 3)
+    assert calls == ["C"] and scaled.compilations == 1
+    assert isinstance(scaled, Kernel) and scaled.__name__ == "scaled"
+    assert "<8 x float>" in scaled.module_for(np.ones(4, "float32")).get_source("ll")
+
+
+def test_schedule_function_may_return_a_schedule():
+    def schedule(s, C):
+        fresh = tvm.create_schedule(C.op)
+        fresh[C].parallel(C.op.axis[0])
+        return fresh
+
+    @kernel(schedule=schedule)
+    def neg(A):
+        return tvm.compute(A.shape, lambda i, j: -A[i, j], name="N")
+
+    x = torch.rand(33, 9)
+    torch.testing.assert_close(neg(x), -x)
+
+
+def test_errors():
+    add = make_add()
+    with pytest.raises(TypeError, match="takes 2 input"):
+        add(torch.ones(3))
+    with pytest.raises(TypeError, match="expected an array"):
+        add(torch.ones(3), [1.0, 2.0, 3.0])
+
+    @kernel
+    def returns_input(A):
+        return A
+
+    with pytest.raises(ValueError, match="returns its input"):
+        returns_input(np.ones(3, "float32"))
+
+    @kernel
+    def returns_number(A):
+        return 3
+
+    with pytest.raises(TypeError, match="must return tensors"):
+        returns_number(np.ones(3, "float32"))
+
+
+def test_threads_hammering_one_kernel_compile_each_variant_once():
+    add = make_add()
+    errors = []
+    start = threading.Barrier(8)
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            start.wait()
+            for i in range(200):
+                n = int(rng.integers(1, 64))
+                if (i + seed) % 2:
+                    x, y = torch.rand(n), torch.rand(n)
+                    torch.testing.assert_close(add(x, y), x + y)
+                else:
+                    x = rng.random(n)  # float64: a second variant
+                    np.testing.assert_array_equal(add(x, x), x + x)
+        except Exception as err:  # reported below, with the thread's seed
+            errors.append((seed, err))
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert add.compilations == 2
+
+
+def test_no_reference_leaks_over_10000_calls():
+    add = make_add()
+    x, y = torch.ones(4), torch.ones(4)
+    a = np.ones(4, "float32")
+    for _ in range(100):
+        add(x, y)
+        add(a, a)
+    gc.collect()
+    before = [sys.getrefcount(o) for o in (x, y, a, add)]
+    for _ in range(10_000):
+        out = add(x, y)
+        out2 = add(a, a)
+    gc.collect()
+    assert [sys.getrefcount(o) for o in (x, y, a, add)] == before
+    assert sys.getrefcount(out) == 2 and sys.getrefcount(out2) == 2
+    assert add.compilations == 1

@@ -2,181 +2,156 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
-#include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/substitute.h"
+#include "schedule/bound.h"
+#include "schedule/loop_index.h"
+#include "schedule/stage_bodies.h"
 #include "support/error.h"
 
 namespace ptb {
 
 namespace {
 
-using IterVarMap = std::unordered_map<const IterVarNode*, Expr>;
-
-// Replaces reads of inlined operations by their bodies, recursively.
-class InlineReads : public IRMutator {
+class NestBuilder {
  public:
-  explicit InlineReads(const std::unordered_set<const OperationNode*>& inlined) : inlined_(inlined) {}
-
- protected:
-  using IRMutator::mutate_node;
-  Expr mutate_node(const TensorRead* op, const Expr& self) override {
-    Expr read = IRMutator::mutate_node(op, self);
-    const auto* r = read.as<TensorRead>();
-    if (!inlined_.count(r->op.get())) return read;
-    const auto* compute = static_cast<const ComputeOpNode*>(r->op.get());
-    VarMap vmap;
-    for (size_t d = 0; d < compute->axis.size(); ++d) {
-      vmap[compute->axis[d]->var.get()] = r->indices[d];
+  NestBuilder(const Schedule& sch, const std::vector<Operation>& args)
+      : args_(args), bodies_(inline_bodies(sch)), bounds_(infer_bounds(sch, bodies_)) {
+    for (const Stage& st : sch->stages) {
+      if (st->attach_type == AttachType::kScope && bodies_.count(st.get())) {
+        attached_[st->attach_ivar.get()].push_back(st);
+      }
     }
-    return mutate(substitute(compute->body[r->value_index], vmap));
+  }
+
+  bool is_arg(const Stage& st) const {
+    return std::find(args_.begin(), args_.end(), st->origin_op) != args_.end();
+  }
+
+  // The loop nest computing `stage` over its bounds. `in_parallel`: whether an enclosing loop
+  // already runs in parallel (nested parallel loops run serially: the pool is not reentrant and
+  // the outer loop already occupies it).
+  Stmt build(const Stage& stage, bool in_parallel) {
+    const StageBound& bound = bounds_.at(stage.get());
+    LoopIndex ix = index_loops(*stage, bound.root_ranges);
+    VarMap vmap;
+    for (const IterVar& iv : stage->root_iter_vars) vmap[iv->var.get()] = ix.value.at(iv.get());
+    for (const Expr& g : bound.domain_guards) {
+      ix.guards.push_back(substitute(g, vmap));
+      ix.guard_on_reduce.push_back(false);
+    }
+    const auto& leaves = stage->leaf_iter_vars;
+    std::vector<ForKind> kinds;
+    std::vector<bool> inside_parallel;  // per leaf: a loop around its body runs in parallel
+    for (const IterVar& iv : leaves) {
+      ForKind k = stage->kind_of(iv);
+      if (k == ForKind::kParallel && in_parallel) k = ForKind::kSerial;
+      if (k == ForKind::kParallel) in_parallel = true;
+      kinds.push_back(k);
+      inside_parallel.push_back(in_parallel);
+    }
+
+    const auto* compute = static_cast<const ComputeOpNode*>(stage->op.get());
+    const std::vector<Expr>& bodies = bodies_.at(stage.get());
+    std::vector<Expr> out_index;
+    for (const IterVar& iv : compute->axis) out_index.push_back(ix.value.at(iv.get()));
+    const Operation& op = stage->origin_op;
+
+    if (!compute->is_reduction()) {
+      std::vector<Stmt> provides;
+      for (size_t i = 0; i < bodies.size(); ++i) {
+        provides.push_back(
+            Provide::make(op, static_cast<int>(i), substitute(bodies[i], vmap), out_index));
+      }
+      return wrap(*stage, ix, kinds, inside_parallel, 0, leaves.size(), true,
+                  guard(ix, Block::make(provides), true));
+    }
+
+    // Reduction: the init nest sits just outside the first reduce loop and loops over the
+    // data-parallel leaves that come after it; the update runs in the full nest.
+    size_t first_reduce = leaves.size();
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (leaves[i]->kind == IterKind::kReduce) {
+        first_reduce = i;
+        break;
+      }
+    }
+    std::vector<Stmt> inits, updates;
+    for (size_t i = 0; i < bodies.size(); ++i) {
+      const auto* red = bodies[i].as<Reduce>();
+      PTB_ICHECK(red, "reduction body expected");
+      int vi = static_cast<int>(i);
+      inits.push_back(Provide::make(op, vi, reduce_identity(red->combiner, red->dtype), out_index));
+      Expr acc = TensorRead::make(op, vi, out_index);
+      Stmt update = Provide::make(
+          op, vi, reduce_combine(red->combiner, acc, substitute(red->source, vmap)), out_index);
+      if (red->condition.defined()) {
+        update = IfThenElse::make(substitute(red->condition, vmap), update);
+      }
+      updates.push_back(update);
+    }
+    Stmt init = guard(ix, Block::make(inits), false);
+    for (size_t i = leaves.size(); i-- > first_reduce;) {
+      if (leaves[i]->kind == IterKind::kReduce) continue;
+      init = loop(leaves[i], ix, kinds[i], init);
+    }
+    Stmt update = wrap(*stage, ix, kinds, inside_parallel, first_reduce, leaves.size(), true,
+                       guard(ix, Block::make(updates), true));
+    return wrap(*stage, ix, kinds, inside_parallel, 0, first_reduce, true,
+                Block::make({init, update}));
   }
 
  private:
-  const std::unordered_set<const OperationNode*>& inlined_;
-};
-
-// Extents of every iteration variable of a stage, and the value of each root variable in terms
-// of the leaf loop variables (all leaf loops run from 0).
-struct LoopIndexing {
-  IterVarMap extent;
-  IterVarMap value;                 // root vars: absolute values (dom.min added)
-  std::vector<Expr> guards;         // split bounds that do not provably divide
-  std::vector<bool> guard_on_reduce;  // whether the guard involves a reduce axis
-};
-
-Expr ceil_div(const Expr& a, const Expr& b) {
-  auto ca = as_const_int(a), cb = as_const_int(b);
-  if (ca && cb) return IntImm::make(a.dtype(), (*ca + *cb - 1) / *cb);
-  return floordiv(idx_sub(idx_add(a, b), make_one(b.dtype())), b);
-}
-
-bool divides(const Expr& extent, const Expr& factor) {
-  auto ce = as_const_int(extent), cf = as_const_int(factor);
-  return ce && cf && *cf != 0 && *ce % *cf == 0;
-}
-
-LoopIndexing index_loops(const StageNode& stage) {
-  LoopIndexing ix;
-  for (const IterVar& iv : stage.root_iter_vars) ix.extent[iv.get()] = iv->dom.extent;
-  for (const IterVarRelation& rel : stage.relations) {
-    if (rel.kind == IterVarRelation::Kind::kSplit) {
-      Expr parent = ix.extent.at(rel.parent.get());
-      if (rel.factor.defined()) {
-        ix.extent[rel.outer.get()] = ceil_div(parent, rel.factor);
-        ix.extent[rel.inner.get()] = rel.factor;
-      } else {
-        ix.extent[rel.outer.get()] = rel.nparts;
-        ix.extent[rel.inner.get()] = ceil_div(parent, rel.nparts);
-      }
-    } else {
-      ix.extent[rel.fused.get()] =
-          idx_mul(ix.extent.at(rel.outer.get()), ix.extent.at(rel.inner.get()));
-    }
-  }
-  for (const IterVar& iv : stage.leaf_iter_vars) ix.value[iv.get()] = iv->var;
-  for (auto it = stage.relations.rbegin(); it != stage.relations.rend(); ++it) {
-    const IterVarRelation& rel = *it;
-    if (rel.kind == IterVarRelation::Kind::kSplit) {
-      Expr inner_extent = ix.extent.at(rel.inner.get());
-      Expr v = idx_add(idx_mul(ix.value.at(rel.outer.get()), inner_extent),
-                       ix.value.at(rel.inner.get()));
-      ix.value[rel.parent.get()] = v;
-      Expr parent_extent = ix.extent.at(rel.parent.get());
-      Expr covered = idx_mul(ix.extent.at(rel.outer.get()), inner_extent);
-      if (!divides(parent_extent, inner_extent) || !divides(covered, parent_extent)) {
-        ix.guards.push_back(LT::make(v, parent_extent));
-        ix.guard_on_reduce.push_back(rel.parent->kind == IterKind::kReduce);
-      }
-    } else {
-      Expr fused = ix.value.at(rel.fused.get());
-      Expr inner_extent = ix.extent.at(rel.inner.get());
-      ix.value[rel.outer.get()] = floordiv(fused, inner_extent);
-      ix.value[rel.inner.get()] = floormod(fused, inner_extent);
-    }
-  }
-  for (const IterVar& iv : stage.root_iter_vars) {
-    ix.value[iv.get()] = idx_add(ix.value.at(iv.get()), iv->dom.min);
-  }
-  return ix;
-}
-
-// Whether `iv` derives (through the relations) from a reduce axis.
-bool is_reduce_leaf(const StageNode& stage, const IterVar& iv) { return iv->kind == IterKind::kReduce; }
-
-Stmt wrap_loops(const StageNode& stage, const LoopIndexing& ix, const std::vector<IterVar>& leaves,
-                Stmt body) {
-  for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
-    const IterVar& iv = *it;
+  static Stmt loop(const IterVar& iv, const LoopIndex& ix, ForKind kind, Stmt body) {
     Expr extent = cast(iv->var.dtype(), ix.extent.at(iv.get()));
-    body = For::make(iv->var, make_zero(iv->var.dtype()), extent, stage.kind_of(iv), body);
+    return For::make(iv->var, make_zero(iv->var.dtype()), extent, kind, std::move(body));
   }
-  return body;
-}
 
-Stmt guard(const LoopIndexing& ix, Stmt body, bool include_reduce) {
-  std::vector<Expr> conds;
-  for (size_t i = 0; i < ix.guards.size(); ++i) {
-    if (include_reduce || !ix.guard_on_reduce[i]) conds.push_back(ix.guards[i]);
-  }
-  if (conds.empty()) return body;
-  return IfThenElse::make(all_of(conds), body);
-}
-
-Stmt make_compute_nest(const StageNode& stage, const ComputeOpNode* compute,
-                       const std::vector<Expr>& bodies) {
-  LoopIndexing ix = index_loops(stage);
-  VarMap vmap;
-  for (const IterVar& iv : stage.root_iter_vars) vmap[iv->var.get()] = ix.value.at(iv.get());
-  std::vector<Expr> out_index;
-  for (const IterVar& iv : compute->axis) out_index.push_back(ix.value.at(iv.get()));
-  Operation op = stage.op;
-
-  if (!compute->is_reduction()) {
-    std::vector<Stmt> provides;
-    for (size_t i = 0; i < bodies.size(); ++i) {
-      provides.push_back(
-          Provide::make(op, static_cast<int>(i), substitute(bodies[i], vmap), out_index));
+  static Stmt guard(const LoopIndex& ix, Stmt body, bool include_reduce) {
+    std::vector<Expr> conds;
+    for (size_t i = 0; i < ix.guards.size(); ++i) {
+      if (include_reduce || !ix.guard_on_reduce[i]) conds.push_back(ix.guards[i]);
     }
-    return wrap_loops(stage, ix, stage.leaf_iter_vars, guard(ix, Block::make(provides), true));
+    if (conds.empty()) return body;
+    return IfThenElse::make(all_of(conds), body);
   }
 
-  // Reduction: the init nest sits just outside the first reduce loop and loops over the
-  // data-parallel leaves that come after it; the update runs in the full nest.
-  size_t first_reduce = stage.leaf_iter_vars.size();
-  for (size_t i = 0; i < stage.leaf_iter_vars.size(); ++i) {
-    if (is_reduce_leaf(stage, stage.leaf_iter_vars[i])) {
-      first_reduce = i;
-      break;
+  // Loops over leaves [begin, end) around `body`, each with the stages computed at it placed
+  // first in its body.
+  Stmt wrap(const StageNode& stage, const LoopIndex& ix, const std::vector<ForKind>& kinds,
+            const std::vector<bool>& inside_parallel, size_t begin, size_t end, bool attach,
+            Stmt body) {
+    for (size_t i = end; i-- > begin;) {
+      const IterVar& iv = stage.leaf_iter_vars[i];
+      if (attach) body = with_attached(iv, inside_parallel[i], body);
+      body = loop(iv, ix, kinds[i], body);
     }
+    return body;
   }
-  std::vector<Stmt> inits, updates;
-  for (size_t i = 0; i < bodies.size(); ++i) {
-    const auto* red = bodies[i].as<Reduce>();
-    PTB_ICHECK(red, "reduction body expected");
-    int vi = static_cast<int>(i);
-    inits.push_back(Provide::make(op, vi, reduce_identity(red->combiner, red->dtype), out_index));
-    Expr acc = TensorRead::make(op, vi, out_index);
-    Stmt update = Provide::make(
-        op, vi, reduce_combine(red->combiner, acc, substitute(red->source, vmap)), out_index);
-    if (red->condition.defined()) {
-      update = IfThenElse::make(substitute(red->condition, vmap), update);
+
+  Stmt with_attached(const IterVar& leaf, bool in_parallel, Stmt body) {
+    auto it = attached_.find(leaf.get());
+    if (it == attached_.end()) return body;
+    const std::vector<Stage>& producers = it->second;
+    for (auto p = producers.rbegin(); p != producers.rend(); ++p) {
+      const Stage& st = *p;
+      body = Block::make({build(st, in_parallel), body});
+      if (!is_arg(st)) {
+        const StageBound& b = bounds_.at(st.get());
+        size_t ndim = st->origin_op->output_shape(0).size();
+        std::vector<Range> region(b.root_ranges.begin(), b.root_ranges.begin() + ndim);
+        body = Realize::make(st->origin_op, region, body);
+      }
     }
-    updates.push_back(update);
+    return body;
   }
-  std::vector<IterVar> outer(stage.leaf_iter_vars.begin(),
-                             stage.leaf_iter_vars.begin() + first_reduce);
-  std::vector<IterVar> inner_data, inner_all(stage.leaf_iter_vars.begin() + first_reduce,
-                                              stage.leaf_iter_vars.end());
-  for (const IterVar& iv : inner_all) {
-    if (!is_reduce_leaf(stage, iv)) inner_data.push_back(iv);
-  }
-  Stmt init = wrap_loops(stage, ix, inner_data, guard(ix, Block::make(inits), false));
-  Stmt update = wrap_loops(stage, ix, inner_all, guard(ix, Block::make(updates), true));
-  return wrap_loops(stage, ix, outer, Block::make({init, update}));
-}
+
+  const std::vector<Operation>& args_;
+  StageBodies bodies_;
+  BoundMap bounds_;
+  std::unordered_map<const IterVarNode*, std::vector<Stage>> attached_;
+};
 
 std::vector<Range> full_bounds(const Operation& op) {
   std::vector<Range> bounds;
@@ -189,24 +164,17 @@ std::vector<Range> full_bounds(const Operation& op) {
 }  // namespace
 
 Stmt schedule_ops(const Schedule& sch, const std::vector<Operation>& args) {
-  std::unordered_set<const OperationNode*> inlined;
-  for (const Stage& st : sch->stages) {
-    if (st->attach_type == AttachType::kInline) inlined.insert(st->op.get());
-  }
-  InlineReads inliner(inlined);
-
+  NestBuilder builder(sch, args);
   std::vector<Stmt> nests;
   std::vector<Operation> realized;
   for (const Stage& st : sch->stages) {
-    if (st->is_placeholder() || st->attach_type == AttachType::kInline) continue;
-    const auto* compute = static_cast<const ComputeOpNode*>(st->op.get());
-    std::vector<Expr> bodies;
-    for (const Expr& b : compute->body) bodies.push_back(inliner.mutate(b));
-    nests.push_back(make_compute_nest(*st, compute, bodies));
-    if (std::find(args.begin(), args.end(), st->op) == args.end()) realized.push_back(st->op);
+    if (st->is_placeholder() || st->attach_type != AttachType::kRoot) continue;
+    nests.push_back(builder.build(st, false));
+    if (!builder.is_arg(st)) realized.push_back(st->origin_op);
   }
   Stmt body = Block::make(std::move(nests));
-  // Intermediates live for the whole function: simple, and correct for any consumer order.
+  // Intermediates at root live for the whole function: simple, and correct for any consumer
+  // order. Stages computed at a loop are realized inside it (NestBuilder::with_attached).
   for (auto it = realized.rbegin(); it != realized.rend(); ++it) {
     body = Realize::make(*it, full_bounds(*it), body);
   }

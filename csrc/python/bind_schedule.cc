@@ -3,6 +3,7 @@
 
 #include "python/bindings.h"
 #include "python/ir_casters.h"
+#include "schedule/primitives.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
 
@@ -20,26 +21,119 @@ std::vector<Operation> to_operations(py::handle obj, const char* what) {
   return ops;
 }
 
+// Axes given as separate arguments or as one list/tuple: s[C].reorder(i, j) or reorder([i, j]).
+std::vector<IterVar> to_axes(const py::args& args, const char* what) {
+  std::vector<IterVar> out;
+  py::handle items = args;
+  if (args.size() == 1 &&
+      (py::isinstance<py::list>(args[0]) || py::isinstance<py::tuple>(args[0]))) {
+    items = args[0];
+  }
+  for (py::handle item : items) out.push_back(to_iter_var(item, what));
+  return out;
+}
+
+Expr optional_expr(py::handle obj, const char* what) {
+  return obj.is_none() ? Expr() : to_expr(obj, what);
+}
+
+py::list wrap_iter_vars(const std::vector<IterVar>& ivs) {
+  py::list out;
+  for (const IterVar& iv : ivs) out.append(wrap_iter_var(iv));
+  return out;
+}
+
+Stage to_stage(py::handle obj, const char* what) {
+  if (!py::isinstance<StageNode>(obj)) {
+    type_error(what, " must be a Stage (such as s[C]), found ",
+               py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  }
+  return obj.cast<Stage>();
+}
+
+const char* attach_name(AttachType t) {
+  switch (t) {
+    case AttachType::kRoot:
+      return "root";
+    case AttachType::kInline:
+      return "inline";
+    case AttachType::kScope:
+      return "scope";
+  }
+  return "?";
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
   py::class_<StageNode, Stage>(m, "Stage")
       .def_property_readonly("op", [](const StageNode& s) { return wrap_operation(s.op); })
+      .def_property_readonly("origin_op",
+                             [](const StageNode& s) { return wrap_operation(s.origin_op); })
+      .def_property_readonly("scope", [](const StageNode& s) { return s.scope; })
+      .def_property_readonly("attach_type",
+                             [](const StageNode& s) { return attach_name(s.attach_type); })
       .def_property_readonly("leaf_iter_vars",
-                             [](const StageNode& s) {
-                               py::list out;
-                               for (const IterVar& iv : s.leaf_iter_vars) {
-                                 out.append(wrap_iter_var(iv));
-                               }
-                               return out;
-                             })
+                             [](const StageNode& s) { return wrap_iter_vars(s.leaf_iter_vars); })
+      .def_property_readonly("all_iter_vars",
+                             [](const StageNode& s) { return wrap_iter_vars(s.all_iter_vars); })
+      .def(
+          "split",
+          [](const Stage& s, py::handle parent, py::handle factor, py::handle nparts) {
+            auto [outer, inner] = split(s, to_iter_var(parent, "split() axis"),
+                                        optional_expr(factor, "split() factor"),
+                                        optional_expr(nparts, "split() nparts"));
+            return py::make_tuple(wrap_iter_var(outer), wrap_iter_var(inner));
+          },
+          py::arg("parent"), py::arg("factor") = py::none(), py::arg("nparts") = py::none())
+      .def(
+          "tile",
+          [](const Stage& s, py::handle x, py::handle y, py::handle xf, py::handle yf) {
+            auto r = tile(s, to_iter_var(x, "tile() x axis"), to_iter_var(y, "tile() y axis"),
+                          to_expr(xf, "tile() x_factor"), to_expr(yf, "tile() y_factor"));
+            return py::make_tuple(wrap_iter_var(r[0]), wrap_iter_var(r[1]), wrap_iter_var(r[2]),
+                                  wrap_iter_var(r[3]));
+          },
+          py::arg("x_parent"), py::arg("y_parent"), py::arg("x_factor"), py::arg("y_factor"))
+      .def("fuse",
+           [](const Stage& s, const py::args& args) {
+             return wrap_iter_var(fuse(s, to_axes(args, "fuse() axis")));
+           })
+      .def("reorder", [](const Stage& s,
+                         const py::args& args) { reorder(s, to_axes(args, "reorder() axis")); })
+      .def(
+          "vectorize",
+          [](const Stage& s, py::handle var) {
+            vectorize(s, to_iter_var(var, "vectorize() axis"));
+          },
+          py::arg("var"))
+      .def(
+          "parallel",
+          [](const Stage& s, py::handle var) { parallel(s, to_iter_var(var, "parallel() axis")); },
+          py::arg("var"))
+      .def(
+          "unroll",
+          [](const Stage& s, py::handle var) { unroll(s, to_iter_var(var, "unroll() axis")); },
+          py::arg("var"))
+      .def(
+          "compute_at",
+          [](const Stage& s, py::handle parent, py::handle scope) {
+            compute_at(s, to_stage(parent, "compute_at() stage"),
+                       to_iter_var(scope, "compute_at() axis"));
+          },
+          py::arg("parent"), py::arg("scope"))
+      .def("compute_inline", [](const Stage& s) { compute_inline(s); })
+      .def("compute_root", [](const Stage& s) { compute_root(s); })
+      .def("__eq__",
+           [](const Stage& a, py::handle b) {
+             return py::isinstance<StageNode>(b) && b.cast<Stage>() == a;
+           })
+      .def("__hash__", [](const Stage& s) { return std::hash<const StageNode*>()(s.get()); })
       .def("__repr__", [](const StageNode& s) { return "<Stage " + s.op->name + ">"; });
 
   py::class_<ScheduleNode, Schedule>(m, "Schedule")
-      .def("__getitem__",
-           [](const ScheduleNode& s, py::handle key) {
-             return s.stage(to_operation(key, "schedule key"));
-           })
+      .def("__getitem__", [](const ScheduleNode& s,
+                             py::handle key) { return s.stage(to_operation(key, "schedule key")); })
       .def_property_readonly("stages", [](const ScheduleNode& s) { return s.stages; })
       .def_property_readonly("outputs",
                              [](const ScheduleNode& s) {
@@ -47,6 +141,26 @@ void bind_schedule(py::module_& m) {
                                for (const Operation& op : s.outputs) out.append(wrap_operation(op));
                                return out;
                              })
+      .def(
+          "cache_write",
+          [](const Schedule& s, py::handle tensor, const std::string& scope) {
+            return wrap_tensor(cache_write(s, to_tensor(tensor, "cache_write() tensor"), scope));
+          },
+          py::arg("tensor"), py::arg("scope"))
+      .def(
+          "cache_read",
+          [](const Schedule& s, py::handle tensor, const std::string& scope, py::handle readers) {
+            return wrap_tensor(cache_read(s, to_tensor(tensor, "cache_read() tensor"), scope,
+                                          to_operations(readers, "cache_read() reader")));
+          },
+          py::arg("tensor"), py::arg("scope"), py::arg("readers"))
+      .def(
+          "rfactor",
+          [](const Schedule& s, py::handle tensor, py::handle axis, int factor_axis) {
+            return wrap_tensor(rfactor(s, to_tensor(tensor, "rfactor() tensor"),
+                                       to_iter_var(axis, "rfactor() axis"), factor_axis));
+          },
+          py::arg("tensor"), py::arg("axis"), py::arg("factor_axis") = 0)
       .def("__repr__", [](const ScheduleNode& s) {
         return "<Schedule of " + std::to_string(s.stages.size()) + " stage(s)>";
       });

@@ -49,7 +49,7 @@ std::vector<Stage> ScheduleNode::consumers(const Stage& producer) const {
   std::vector<Stage> out;
   for (const Stage& s : stages) {
     for (const Tensor& t : s->op->input_tensors()) {
-      if (t.op() == producer->op) {
+      if (t.op() == producer->origin_op) {
         out.push_back(s);
         break;
       }
@@ -81,21 +81,41 @@ std::vector<Operation> topological_order(const std::vector<Operation>& outputs) 
   return order;
 }
 
+void ScheduleNode::insert_stage(size_t pos, const Stage& stage) {
+  PTB_ICHECK(pos <= stages.size(), "stage position out of range");
+  stages.insert(stages.begin() + static_cast<std::ptrdiff_t>(pos), stage);
+  stage->schedule = weak_from_this();
+  stage_of_op[stage->op.get()] = stage;
+}
+
+size_t ScheduleNode::position(const Stage& stage) const {
+  auto it = std::find(stages.begin(), stages.end(), stage);
+  PTB_ICHECK(it != stages.end(), "stage of ", stage->op->name, " is not in its schedule");
+  return static_cast<size_t>(it - stages.begin());
+}
+
+Stage make_stage(const Operation& op) {
+  auto stage = std::make_shared<StageNode>();
+  stage->op = op;
+  stage->origin_op = op;
+  if (const auto* c = dynamic_cast<const ComputeOpNode*>(op.get())) {
+    stage->root_iter_vars = c->axis;
+    stage->root_iter_vars.insert(stage->root_iter_vars.end(), c->reduce_axis.begin(),
+                                 c->reduce_axis.end());
+  }
+  stage->all_iter_vars = stage->root_iter_vars;
+  stage->leaf_iter_vars = stage->root_iter_vars;
+  return stage;
+}
+
 Schedule create_schedule(const std::vector<Operation>& outputs) {
   if (outputs.empty()) value_error("create_schedule() needs at least one operation");
   auto sch = std::make_shared<ScheduleNode>();
   sch->outputs = outputs;
   for (const Operation& op : topological_order(outputs)) {
-    auto stage = std::make_shared<StageNode>();
-    stage->op = op;
-    if (const auto* c = dynamic_cast<const ComputeOpNode*>(op.get())) {
-      stage->root_iter_vars = c->axis;
-      stage->root_iter_vars.insert(stage->root_iter_vars.end(), c->reduce_axis.begin(),
-                                   c->reduce_axis.end());
-    }
-    stage->all_iter_vars = stage->root_iter_vars;
-    stage->leaf_iter_vars = stage->root_iter_vars;
+    Stage stage = make_stage(op);
     stage->is_output = std::find(outputs.begin(), outputs.end(), op) != outputs.end();
+    stage->schedule = sch;
     sch->stage_of_op[op.get()] = stage;
     sch->stages.push_back(stage);
   }

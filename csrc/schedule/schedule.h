@@ -30,9 +30,15 @@ enum class AttachType { kRoot, kInline, kScope };
 
 struct StageNode;
 using Stage = std::shared_ptr<StageNode>;
+struct ScheduleNode;
 
 struct StageNode {
+  // What the stage computes. cache_read, cache_write and rfactor replace it with a rewritten
+  // operation; origin_op stays the operation users' tensors (and other stages' reads) refer to, so
+  // it is the identity of the stage's storage and the key of its arguments' buffers.
   Operation op;
+  Operation origin_op;
+  std::string scope = "global";  // recorded for cache stages; all memory is ordinary CPU memory
   std::vector<IterVar> root_iter_vars;  // op axes then reduce axes
   std::vector<IterVar> all_iter_vars;   // root and derived
   std::vector<IterVar> leaf_iter_vars;  // in loop order, outermost first
@@ -42,6 +48,8 @@ struct StageNode {
   Stage attach_stage;   // kScope: the consumer stage
   IterVar attach_ivar;  // kScope: the consumer's loop this stage is computed inside
   bool is_output = false;
+  // The schedule holding this stage (compute_at checks the data flow through it).
+  std::weak_ptr<ScheduleNode> schedule;
 
   bool is_placeholder() const { return op->kind == OpKind::kPlaceholder; }
   std::string describe() const;  // "stage 'C'"
@@ -51,7 +59,7 @@ struct StageNode {
   ForKind kind_of(const IterVar& iv) const;
 };
 
-struct ScheduleNode {
+struct ScheduleNode : std::enable_shared_from_this<ScheduleNode> {
   std::vector<Operation> outputs;
   std::vector<Stage> stages;  // every operation reachable from the outputs, producers first
   std::unordered_map<const OperationNode*, Stage> stage_of_op;
@@ -60,8 +68,14 @@ struct ScheduleNode {
   Stage stage(const Operation& op) const;
   // Stages that read an output of `stage`'s op.
   std::vector<Stage> consumers(const Stage& stage) const;
+  // Adds a stage (whose op is new) at `position` in `stages`, keeping producers first.
+  void insert_stage(size_t position, const Stage& stage);
+  size_t position(const Stage& stage) const;
 };
 using Schedule = std::shared_ptr<ScheduleNode>;
+
+// A stage computing `op` at root with its default loops (axes, then reduce axes).
+Stage make_stage(const Operation& op);
 
 // The default schedule: every stage at root, loops in axis order (reduce axes innermost).
 Schedule create_schedule(const std::vector<Operation>& outputs);

@@ -1,0 +1,85 @@
+// compute_at, compute_inline, compute_root (primitives.h).
+#include "schedule/primitives.h"
+#include "schedule/stage_bodies.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+const std::string& iv_name(const IterVar& iv) { return iv->var.as<Var>()->name; }
+
+Schedule schedule_of(const Stage& stage, const char* primitive) {
+  Schedule sch = stage->schedule.lock();
+  if (!sch) value_error(primitive, " on ", stage->describe(), ": its schedule no longer exists");
+  return sch;
+}
+
+void check_compute(const Stage& stage, const char* primitive) {
+  if (stage->is_placeholder()) {
+    value_error(primitive, " on ", stage->describe(),
+                ": a placeholder is an input, it is not computed");
+  }
+}
+
+}  // namespace
+
+void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
+  check_compute(stage, "compute_at");
+  if (!target) value_error("compute_at on ", stage->describe(), ": the target stage is None");
+  if (!axis) value_error("compute_at on ", stage->describe(), ": the axis is None");
+  auto where = [&]() {
+    return str_cat("compute_at of ", stage->describe(), " at axis '", iv_name(axis), "' of ",
+                   target->describe());
+  };
+  Schedule sch = schedule_of(stage, "compute_at");
+  if (target->schedule.lock() != sch)
+    value_error(where(), ": the stages belong to different schedules");
+  if (target == stage) value_error(where(), ": a stage cannot be computed inside itself");
+  target->leaf_position(axis, "compute_at");
+  if (stage->is_output) {
+    value_error(where(), ": ", stage->describe(), " is an output; outputs are computed at root");
+  }
+  if (target->attach_type == AttachType::kInline) {
+    value_error(where(), ": ", target->describe(), " is inlined and has no loops");
+  }
+  if (!reads_through_inline(sch, target, stage)) {
+    value_error(where(), ": ", target->describe(), " does not read ", stage->describe(),
+                " (compute_at needs a consumer of the stage)");
+  }
+  for (Stage s = target; s && s->attach_type == AttachType::kScope; s = s->attach_stage) {
+    if (s->attach_stage == stage) {
+      value_error(where(), ": ", target->describe(), " is itself computed inside ",
+                  stage->describe());
+    }
+  }
+  stage->attach_type = AttachType::kScope;
+  stage->attach_stage = target;
+  stage->attach_ivar = axis;
+}
+
+void compute_inline(const Stage& stage) {
+  check_compute(stage, "compute_inline");
+  if (stage->is_output) {
+    value_error("compute_inline on ", stage->describe(),
+                ": it is an output, so it must be stored; only intermediate stages can be inlined");
+  }
+  const auto* compute = static_cast<const ComputeOpNode*>(stage->op.get());
+  if (compute->is_reduction()) {
+    value_error("compute_inline on ", stage->describe(),
+                ": it is a reduction, which needs its own loop over the reduce axes; compute "
+                "it at root or with compute_at instead");
+  }
+  stage->attach_type = AttachType::kInline;
+  stage->attach_stage = nullptr;
+  stage->attach_ivar = nullptr;
+}
+
+void compute_root(const Stage& stage) {
+  check_compute(stage, "compute_root");
+  stage->attach_type = AttachType::kRoot;
+  stage->attach_stage = nullptr;
+  stage->attach_ivar = nullptr;
+}
+
+}  // namespace ptb

@@ -1,0 +1,143 @@
+#include "schedule/bound.h"
+
+#include <algorithm>
+
+#include "ir/op.h"
+#include "ir/substitute.h"
+#include "ir/visitor.h"
+#include "schedule/interval.h"
+#include "schedule/loop_index.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+const std::string& iv_name(const IterVar& iv) { return iv->var.as<Var>()->name; }
+
+void validate_attachment(const Schedule& sch, const StageBodies& bodies, const Stage& st) {
+  const Stage& target = st->attach_stage;
+  const IterVar& axis = st->attach_ivar;
+  auto where = [&]() {
+    return str_cat(st->describe(), " is computed at axis '", iv_name(axis), "' of ",
+                   target->describe());
+  };
+  auto it = sch->stage_of_op.find(target->op.get());
+  if (it == sch->stage_of_op.end() || it->second != target) {
+    value_error(where(), ", which is not part of this schedule");
+  }
+  if (st->is_output) {
+    value_error(where(), ", but it is an output: outputs are computed at root");
+  }
+  if (target->attach_type == AttachType::kInline) {
+    value_error(where(), ", which is inlined; compute it at a stage that has loops");
+  }
+  if (std::find(target->leaf_iter_vars.begin(), target->leaf_iter_vars.end(), axis) ==
+      target->leaf_iter_vars.end()) {
+    value_error(where(), ", but that axis was later split or fused; call compute_at with one of ",
+                "the axes it became");
+  }
+  for (Stage s = target; s && s->attach_type == AttachType::kScope; s = s->attach_stage) {
+    if (s == st) value_error(where(), ", which is itself computed inside ", st->describe());
+  }
+  std::vector<Stage> consumers = effective_consumers(sch, bodies, st);
+  if (std::find(consumers.begin(), consumers.end(), target) == consumers.end()) {
+    value_error(where(), ", which does not read it; compute_at needs a consumer");
+  }
+  for (const Stage& c : consumers) {
+    if (c != target) {
+      value_error(where(), " but ", c->describe(), " also reads it; compute_at needs a single ",
+                  "consumer (compute the stage at root, or inline it)");
+    }
+  }
+}
+
+// The region of `st` read by `target` in the loops inside leaf `pos`.
+StageBound infer_region(const Stage& st, const Stage& target, const StageBound& target_bound,
+                        const std::vector<Expr>& target_bodies, VarIntervals* context) {
+  LoopIndex ix = index_loops(*target, target_bound.root_ranges);
+  size_t pos = target->leaf_position(st->attach_ivar, "compute_at");
+  VarIntervals inner;
+  for (size_t j = 0; j < target->leaf_iter_vars.size(); ++j) {
+    const IterVar& leaf = target->leaf_iter_vars[j];
+    LinearForm hi = LinearForm::of(ix.extent.at(leaf.get())) - LinearForm(1);
+    Interval range = Interval::of(LinearForm(0), hi);
+    if (j > pos) {
+      inner[leaf->var.get()] = range;
+    } else if (hi.is_constant()) {
+      (*context)[leaf->var.get()] = range;  // encloses st: used to prove its region in bounds
+    }
+  }
+  VarMap vmap;
+  for (const IterVar& iv : target->root_iter_vars) vmap[iv->var.get()] = ix.value.at(iv.get());
+
+  const auto* compute = static_cast<const ComputeOpNode*>(st->op.get());
+  size_t ndim = compute->axis.size();
+  std::vector<Interval> region(ndim);
+  bool any_read = false;
+  for (const Expr& body : target_bodies) {
+    for_each_expr(substitute(body, vmap), [&](const Expr& e) {
+      const auto* r = e.as<TensorRead>();
+      if (!r || r->op != st->origin_op) return;
+      for (size_t d = 0; d < ndim; ++d) {
+        Interval i = eval_interval(r->indices[d], inner);
+        region[d] = any_read ? interval_union(region[d], i, r->indices[d].dtype()) : i;
+      }
+      any_read = true;
+    });
+  }
+
+  StageBound bound;
+  for (size_t d = 0; d < ndim; ++d) {
+    const IterVar& iv = compute->axis[d];
+    DataType t = iv->var.dtype();
+    const Range& dom = iv->dom;
+    if (!any_read || !region[d].bounded) {
+      bound.root_ranges.push_back(dom);
+      continue;
+    }
+    const LinearForm& lo = region[d].lo;
+    const LinearForm& hi = region[d].hi;
+    bound.root_ranges.push_back(
+        Range::from_min_extent(lo.to_expr(t), (hi - lo + LinearForm(1)).to_expr(t)));
+    LinearForm dom_lo = LinearForm::of(dom.min);
+    LinearForm dom_hi = LinearForm::of(dom.min) + LinearForm::of(dom.extent) - LinearForm(1);
+    auto below = const_lower_bound(lo - dom_lo, *context);
+    if (!below || *below < 0) bound.domain_guards.push_back(GE::make(iv->var, cast(t, dom.min)));
+    auto above = const_upper_bound(hi - dom_hi, *context);
+    if (!above || *above > 0) {
+      bound.domain_guards.push_back(LT::make(iv->var, cast(t, idx_add(dom.min, dom.extent))));
+    }
+  }
+  for (const IterVar& iv : compute->reduce_axis) bound.root_ranges.push_back(iv->dom);
+  return bound;
+}
+
+}  // namespace
+
+BoundMap infer_bounds(const Schedule& sch, const StageBodies& bodies) {
+  BoundMap out;
+  // Constant ranges of the loops enclosing each stage's nest.
+  std::unordered_map<const StageNode*, VarIntervals> context;
+  // Consumers come after their producers in sch->stages: walking backwards, a stage's target
+  // has its bounds when the stage is reached.
+  for (auto it = sch->stages.rbegin(); it != sch->stages.rend(); ++it) {
+    const Stage& st = *it;
+    if (!bodies.count(st.get())) continue;  // placeholders and inlined stages
+    if (st->attach_type != AttachType::kScope) {
+      out[st.get()] = StageBound{root_domains(*st), {}};
+      context[st.get()] = {};
+      continue;
+    }
+    validate_attachment(sch, bodies, st);
+    const Stage& target = st->attach_stage;
+    PTB_ICHECK(out.count(target.get()), "consumer ", target->op->name, " not bounded before ",
+               st->op->name);
+    VarIntervals ctx = context[target.get()];
+    out[st.get()] = infer_region(st, target, out[target.get()], bodies.at(target.get()), &ctx);
+    context[st.get()] = std::move(ctx);
+  }
+  return out;
+}
+
+}  // namespace ptb

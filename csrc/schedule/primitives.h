@@ -1,0 +1,53 @@
+// The schedule primitives of API.md section 2. Each one validates its request and raises a
+// ValueError naming the stage and the axis when the request is illegal; a legal schedule always
+// computes the same values as the default one.
+#pragma once
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedule/schedule.h"
+
+namespace ptb {
+
+// ---- loop structure (loop_primitives.cc) ----
+
+// Splits a leaf into (outer, inner): exactly one of factor (the inner extent) and nparts (the
+// outer extent) is given, a positive integer constant. A factor that does not divide the extent
+// is guarded in the loop nest.
+std::pair<IterVar, IterVar> split(const Stage& stage, const IterVar& axis, const Expr& factor,
+                                  const Expr& nparts);
+// split(x) and split(y), then reorder(xo, yo, xi, yi).
+std::array<IterVar, 4> tile(const Stage& stage, const IterVar& x, const IterVar& y,
+                            const Expr& x_factor, const Expr& y_factor);
+// Fuses adjacent leaves, outermost first, into one loop; data and reduce axes do not mix.
+IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes);
+// Puts `axes` (distinct leaves) in this order in the positions they occupy.
+void reorder(const Stage& stage, const std::vector<IterVar>& axes);
+void vectorize(const Stage& stage, const IterVar& axis);
+void parallel(const Stage& stage, const IterVar& axis);  // not a reduce axis (see rfactor)
+void unroll(const Stage& stage, const IterVar& axis);
+
+// ---- where a stage is computed (attach_primitives.cc) ----
+
+// Computes `stage` inside leaf `axis` of `target`, which must read it: on each iteration, the
+// region of it that the loops inside `axis` read (bound.h).
+void compute_at(const Stage& stage, const Stage& target, const IterVar& axis);
+void compute_inline(const Stage& stage);  // not an output, not a reduction
+void compute_root(const Stage& stage);
+
+// ---- data flow rewrites (cache.cc, rfactor.cc) ----
+
+// A new stage computing `tensor`'s body into a cache; `tensor` becomes a copy of it.
+Tensor cache_write(const Schedule& sch, const Tensor& tensor, const std::string& scope);
+// A new stage copying `tensor`, read by `readers` instead of `tensor`.
+Tensor cache_read(const Schedule& sch, const Tensor& tensor, const std::string& scope,
+                  const std::vector<Operation>& readers);
+// Factors the reduction `tensor` over its reduce leaf `axis`: a new stage reduces over the other
+// reduce leaves with `axis` as a data axis (at position `factor_axis` of its shape), and `tensor`
+// then reduces that stage's output over a new reduce axis. `tensor`'s loops are reset.
+Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, int factor_axis = 0);
+
+}  // namespace ptb

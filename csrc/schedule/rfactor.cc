@@ -1,0 +1,117 @@
+// rfactor (primitives.h): turns one reduce leaf of a reduction into a data axis of a new stage,
+// so its iterations become independent (parallel, vectorizable); the original stage then reduces
+// the new stage's output over that axis.
+#include <algorithm>
+
+#include "ir/op.h"
+#include "ir/substitute.h"
+#include "schedule/loop_index.h"
+#include "schedule/primitives.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+const std::string& iv_name(const IterVar& iv) { return iv->var.as<Var>()->name; }
+
+}  // namespace
+
+Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, int factor_axis) {
+  Stage st = sch->stage(tensor.op());
+  if (st->is_placeholder()) value_error("rfactor of ", st->describe(), ": it is a placeholder");
+  const auto* c = static_cast<const ComputeOpNode*>(st->op.get());
+  if (!c->is_reduction()) {
+    value_error("rfactor of ", st->describe(), ": it is not a reduction");
+  }
+  st->leaf_position(axis, "rfactor");
+  if (axis->kind != IterKind::kReduce) {
+    value_error("rfactor of ", st->describe(), ": axis '", iv_name(axis),
+                "' is a data axis; rfactor takes a reduce axis (or one split from it)");
+  }
+  int ndim = static_cast<int>(c->axis.size());
+  if (factor_axis < 0) factor_axis += ndim + 1;
+  if (factor_axis < 0 || factor_axis > ndim) {
+    value_error("rfactor of ", st->describe(), ": factor_axis ", factor_axis,
+                " is out of range for a result of ", ndim + 1, " dimensions");
+  }
+
+  // Values of the root variables in terms of the leaves, over the full domain.
+  LoopIndex ix = index_loops(*st, root_domains(*st));
+  Expr factor_extent = ix.extent.at(axis.get());
+  VarMap leaf_to_new;  // reduce leaves -> the new op's variables
+
+  std::vector<IterVar> rf_axes;
+  VarMap vmap;  // root variables of T -> expressions over the new op's variables
+  for (const IterVar& iv : c->axis) {
+    rf_axes.push_back(make_iter_var(iv->dom, iv_name(iv), IterKind::kDataPar));
+    vmap[iv->var.get()] = rf_axes.back()->var;
+  }
+  IterVar factor_iv =
+      make_iter_var(Range::from_min_extent(make_zero(axis->var.dtype()), factor_extent),
+                    iv_name(axis), IterKind::kDataPar);
+  rf_axes.insert(rf_axes.begin() + factor_axis, factor_iv);
+  leaf_to_new[axis->var.get()] = factor_iv->var;
+  std::vector<IterVar> rf_reduce;
+  for (const IterVar& leaf : st->leaf_iter_vars) {
+    if (leaf->kind != IterKind::kReduce || leaf == axis) continue;
+    rf_reduce.push_back(make_iter_var(
+        Range::from_min_extent(make_zero(leaf->var.dtype()), ix.extent.at(leaf.get())),
+        iv_name(leaf), IterKind::kReduce));
+    leaf_to_new[leaf->var.get()] = rf_reduce.back()->var;
+  }
+  for (const IterVar& iv : c->reduce_axis) {
+    vmap[iv->var.get()] = substitute(ix.value.at(iv.get()), leaf_to_new);
+  }
+  // Splits of reduce axes that do not divide: the leftover iterations contribute nothing.
+  std::vector<Expr> conds;
+  for (size_t i = 0; i < ix.guards.size(); ++i) {
+    if (ix.guard_on_reduce[i]) conds.push_back(substitute(ix.guards[i], leaf_to_new));
+  }
+
+  std::vector<Expr> rf_bodies;
+  for (const Expr& body : c->body) {
+    const auto* red = body.as<Reduce>();
+    std::vector<Expr> all = conds;
+    if (red->condition.defined()) all.push_back(substitute(red->condition, vmap));
+    Expr source = substitute(red->source, vmap);
+    Expr cond = all.empty() ? Expr() : all_of(all);
+    if (!rf_reduce.empty()) {
+      rf_bodies.push_back(Reduce::make(red->combiner, source, rf_reduce, cond));
+    } else {
+      rf_bodies.push_back(
+          cond.defined() ? Select::make(cond, source, reduce_identity(red->combiner, red->dtype))
+                         : source);
+    }
+  }
+  std::vector<Expr> rf_shape = c->shape;
+  rf_shape.insert(rf_shape.begin() + factor_axis, factor_extent);
+  Operation rf = make_compute(c->name + ".rf", rf_shape, rf_axes, rf_bodies);
+
+  // T now reduces the factored results over a new reduce axis.
+  IterVar rv = make_iter_var(Range::from_min_extent(make_zero(axis->var.dtype()), factor_extent),
+                             iv_name(axis) + ".v", IterKind::kReduce);
+  std::vector<Expr> bodies;
+  for (int i = 0; i < c->num_outputs(); ++i) {
+    std::vector<Expr> idx;
+    for (const IterVar& iv : c->axis) idx.push_back(iv->var);
+    idx.insert(idx.begin() + factor_axis, rv->var);
+    const auto* red = c->body[i].as<Reduce>();
+    bodies.push_back(Reduce::make(red->combiner, TensorRead::make(rf, i, idx), {rv}, Expr()));
+  }
+  Operation replaced = make_compute(c->name, c->shape, c->axis, bodies);
+  // The stage's loops are reset: its old reduce leaves no longer exist.
+  Stage fresh = make_stage(replaced);
+  st->op = replaced;
+  st->root_iter_vars = fresh->root_iter_vars;
+  st->all_iter_vars = fresh->all_iter_vars;
+  st->leaf_iter_vars = fresh->leaf_iter_vars;
+  st->relations.clear();
+  st->iter_kind.clear();
+  sch->stage_of_op[replaced.get()] = st;
+
+  sch->insert_stage(sch->position(st), make_stage(rf));
+  return Tensor(rf, tensor.value_index());
+}
+
+}  // namespace ptb

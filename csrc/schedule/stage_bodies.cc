@@ -1,0 +1,91 @@
+#include "schedule/stage_bodies.h"
+
+#include <algorithm>
+
+#include "ir/mutator.h"
+#include "ir/substitute.h"
+#include "ir/visitor.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+class InlineReads : public IRMutator {
+ public:
+  explicit InlineReads(const ScheduleNode& sch) : sch_(sch) {}
+
+ protected:
+  using IRMutator::mutate_node;
+  Expr mutate_node(const TensorRead* op, const Expr& self) override {
+    Expr read = IRMutator::mutate_node(op, self);
+    const auto* r = read.as<TensorRead>();
+    auto it = sch_.stage_of_op.find(r->op.get());
+    if (it == sch_.stage_of_op.end() || it->second->attach_type != AttachType::kInline) {
+      return read;
+    }
+    // The stage's current op (it may have been rewritten by cache_read) defines the values.
+    const auto* compute = static_cast<const ComputeOpNode*>(it->second->op.get());
+    VarMap vmap;
+    for (size_t d = 0; d < compute->axis.size(); ++d) {
+      vmap[compute->axis[d]->var.get()] = r->indices[d];
+    }
+    return mutate(substitute(compute->body[r->value_index], vmap));
+  }
+
+ private:
+  const ScheduleNode& sch_;
+};
+
+}  // namespace
+
+StageBodies inline_bodies(const Schedule& sch) {
+  StageBodies out;
+  InlineReads inliner(*sch);
+  for (const Stage& st : sch->stages) {
+    if (st->is_placeholder() || st->attach_type == AttachType::kInline) continue;
+    const auto* compute = static_cast<const ComputeOpNode*>(st->op.get());
+    std::vector<Expr> bodies;
+    for (const Expr& b : compute->body) bodies.push_back(inliner.mutate(b));
+    out[st.get()] = std::move(bodies);
+  }
+  return out;
+}
+
+std::vector<Stage> effective_consumers(const Schedule& sch, const StageBodies& bodies,
+                                       const Stage& producer) {
+  std::vector<Stage> out;
+  for (const Stage& st : sch->stages) {
+    auto it = bodies.find(st.get());
+    if (it == bodies.end()) continue;
+    bool reads = false;
+    for (const Expr& b : it->second) {
+      for_each_expr(b, [&](const Expr& e) {
+        if (const auto* r = e.as<TensorRead>(); r && r->op == producer->origin_op) reads = true;
+      });
+    }
+    if (reads) out.push_back(st);
+  }
+  return out;
+}
+
+bool reads_through_inline(const Schedule& sch, const Stage& consumer, const Stage& producer) {
+  std::vector<Stage> todo{consumer};
+  std::vector<const StageNode*> seen;
+  while (!todo.empty()) {
+    Stage st = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), st.get()) != seen.end()) continue;
+    seen.push_back(st.get());
+    for (const Tensor& t : st->op->input_tensors()) {
+      if (t.op() == producer->origin_op) return true;
+      auto it = sch->stage_of_op.find(t.op().get());
+      if (it != sch->stage_of_op.end() && it->second->attach_type == AttachType::kInline) {
+        todo.push_back(it->second);
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace ptb

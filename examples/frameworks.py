@@ -46,7 +46,7 @@ def build_scale():
 
 def check(name: str, got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    print(f"  {name:<44} ok")
+    print(f"  {name:<50} ok")
 
 
 def main() -> None:

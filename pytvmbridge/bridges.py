@@ -133,6 +133,25 @@ def _recover(sig: Signature, arrays: tuple[Any, ...], err: Exception) -> None:
     _run(sig, converted, arrays, range(sig.n_all))
 
 
+# Per type: how an array of that type is checked before it is handed over as an output. None:
+# as it is; a function (x, what) that raises when the framework forbids the write; _CONVERT:
+# the array must go through its framework (MXNet) first.
+_out_checks: dict[type, Any] = {}
+_UNKNOWN = object()
+_CONVERT = object()
+
+
+def _output_check(x: Any, what: str) -> Any:
+    """The output check for the type of ``x`` (resolved once per type)."""
+    check = _out_checks.get(type(x), _UNKNOWN)
+    if check is _UNKNOWN:
+        fw = _framework(x, what)
+        check = fw.output_check() if fw.native else _CONVERT
+        if type(x).__name__ != "PyCapsule":
+            _out_checks[type(x)] = check
+    return check
+
+
 def call_inplace(sig: Signature, arrays: tuple[Any, ...], native: bool = True) -> None:
     """Run with every array given; outputs are written in place.
 
@@ -147,18 +166,17 @@ def call_inplace(sig: Signature, arrays: tuple[Any, ...], native: bool = True) -
         >>> b = np.zeros(2, "float32"); call_inplace(sig, (np.ones(2, "float32"), b)); b
         array([2., 2.], dtype=float32)
     """
+    if native:
+        for i in sig.outputs:
+            check = _output_check(arrays[i], sig.whats[i])
+            if check is _CONVERT:
+                native = False
+                break
+            if check is not None:
+                check(arrays[i], sig.whats[i])
     if not native:
         _run(sig, _convert(sig, arrays), arrays, range(sig.n_all))
         return
-    whats = sig.whats
-    for i in sig.outputs:
-        x = arrays[i]
-        fw = _by_type.get(type(x)) or _framework(x, whats[i])
-        if fw.checks_outputs:
-            fw.as_output(x, whats[i])
-        elif not fw.native:
-            _run(sig, _convert(sig, arrays), arrays, range(sig.n_all))
-            return
     try:
         sig.module(*arrays)
     except Exception as err:
@@ -224,19 +242,21 @@ def bridge(module: Any, framework: str | Framework) -> Callable[..., Any]:
     sig = Signature(module)
     n_all, n_in = sig.n_all, sig.n_in
     if fw.native:
-        # The hot path, kept flat: outputs checked by their framework's rules, then one call.
-        whats, outputs, run = sig.whats, sig.outputs, module
+        # The hot path, kept flat: each output checked by its type's rule, then one call.
+        whats, outputs, run, checks = sig.whats, sig.outputs, module, _out_checks
 
         def call(*arrays: Any) -> Any:
             n = len(arrays)
             if n == n_all:
                 for i in outputs:
-                    x = arrays[i]
-                    xfw = _by_type.get(type(x)) or _framework(x, whats[i])
-                    if xfw.checks_outputs:
-                        xfw.as_output(x, whats[i])
-                    elif not xfw.native:
-                        return call_inplace(sig, arrays)
+                    check = checks.get(type(arrays[i]), _UNKNOWN)
+                    if check is not None:
+                        if check is _UNKNOWN:
+                            check = _output_check(arrays[i], whats[i])
+                        if check is _CONVERT:
+                            return call_inplace(sig, arrays, native=False)
+                        if check is not None:
+                            check(arrays[i], whats[i])
                 try:
                     run(*arrays)
                 except Exception as err:

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import _core
@@ -36,9 +37,6 @@ class Framework:
     #: Whether kernels take the arrays as they are (through ``__dlpack__`` or the C exchange
     #: table); if not, every array goes through as_input/as_output first.
     native = True
-    #: Whether an output must pass as_output even when it is handed over as it is: a rule the
-    #: kernel call cannot see (PyTorch's requires_grad, JAX's immutability).
-    checks_outputs = False
 
     def view(self, x: Any) -> Any:
         """A pytvmbridge NDArray viewing ``x`` (no copy)."""
@@ -64,6 +62,12 @@ class Framework:
                 "inputs only and the outputs are allocated and returned"
             )
         return self.view(x)
+
+    def output_check(self) -> Callable[[Any, str], Any] | None:
+        """A function ``(x, what)`` run on every array of this framework passed as an output
+        as it is, raising for a rule the kernel call cannot see (PyTorch's requires_grad, JAX's
+        immutability); None when there is none."""
+        return self.as_output if self.immutable else None
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
         """A new writable buffer for an output (wrap() makes it this framework's array)."""

@@ -1,4 +1,5 @@
-"""JAX: arrays are immutable, so they are inputs only. Outputs are allocated by pytvmbridge,
+"""JAX: arrays are immutable, so they are inputs only (read through the buffer protocol where
+it serves them, else ``__dlpack__``). Outputs are allocated by pytvmbridge,
 written by the kernel, then handed to JAX with ``jax.dlpack.from_dlpack`` (no copy: the JAX
 array's buffer is the pytvmbridge allocation, kept alive by JAX).
 
@@ -16,8 +17,41 @@ from typing import Any
 
 import jax
 import jax.dlpack
+import numpy as np
 
 from ._base import Framework
+
+_KDLCPU = 1
+_fast: Any = False
+
+
+def _fast_import() -> Any:
+    """(convert, is_canonical, cpu_device) for JAX's own DLPack import, or None.
+
+    ``jax.dlpack.from_dlpack`` spends about 50 of its 57 µs on Python-level work (stream
+    lookup, ``jnp.asarray`` re-canonicalising the dtype) that a CPU buffer of a canonical dtype
+    does not need; the C++ function under it takes 7 µs. Used when this JAX has it (checked
+    once), else the public function is used.
+    """
+    global _fast
+    if _fast is False:
+        try:
+            from jax._src import dtypes, xla_bridge
+            from jax._src.lib import _jax, jaxlib_extension_version
+
+            if jaxlib_extension_version < 467:
+                raise ImportError("an older dlpack_managed_tensor_to_buffer")
+            device = xla_bridge.get_backend("cpu").device_from_local_hardware_id(0)
+            convert = _jax.dlpack_managed_tensor_to_buffer
+
+            def is_canonical(dtype: str) -> bool:
+                want = np.dtype(dtype) if dtype != "bfloat16" else dtypes.bfloat16
+                return dtypes.canonicalize_dtype(want) == want
+
+            _fast = (convert, is_canonical, device)
+        except Exception:  # any other JAX: the public function
+            _fast = None
+    return _fast
 
 
 class JaxFramework(Framework):
@@ -25,7 +59,6 @@ class JaxFramework(Framework):
 
     name = "jax"
     immutable = True
-    checks_outputs = True
 
     def dtype(self, x: Any) -> str:
         return x.dtype.name
@@ -34,9 +67,18 @@ class JaxFramework(Framework):
         return tuple(x.shape)
 
     def as_input(self, x: Any, what: str) -> Any:
-        return x
+        # A read-only NumPy view through the buffer protocol: a CPU array's own memory, three
+        # times cheaper than JAX's __dlpack__ (about 2 µs against 6). Arrays the protocol does
+        # not serve (bfloat16, other devices) go through __dlpack__.
+        try:
+            return np.asarray(memoryview(x))
+        except (BufferError, TypeError, ValueError):
+            return x
 
     def wrap(self, buffer: Any) -> Any:
+        fast = _fast_import()
+        if fast is not None and fast[1](buffer.dtype):
+            return fast[0](buffer.__dlpack__(), fast[2], None, None, _KDLCPU)
         return jax.dlpack.from_dlpack(buffer)
 
     def diagnose(self, x: Any, what: str) -> str | None:

@@ -51,7 +51,7 @@ class MXNetFramework(Framework):
 
     @staticmethod
     def _check_device(x: Any, what: str) -> None:
-        ctx = x.context
+        ctx = x.ctx
         if ctx.device_type not in ("cpu", "cpu_pinned", "cpu_shared"):
             raise ValueError(
                 f"{what} is an MXNet array on {ctx}; pytvmbridge kernels run on the CPU: move it "

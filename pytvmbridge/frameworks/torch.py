@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -24,11 +25,18 @@ from ._base import Framework
 _NAMES: dict[Any, str] = {}
 
 
+def _check_output(x: Any, what: str) -> None:
+    if x.requires_grad:
+        raise ValueError(
+            f"{what} is an output but the tensor requires grad: autograd would not see the "
+            "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
+        )
+
+
 class TorchFramework(Framework):
     """torch.Tensor (and subclasses such as nn.Parameter)."""
 
     name = "torch"
-    checks_outputs = True
 
     def view(self, x: Any) -> Any:
         from .. import _core
@@ -49,12 +57,11 @@ class TorchFramework(Framework):
         return x.detach() if x.requires_grad else x
 
     def as_output(self, x: Any, what: str) -> Any:
-        if x.requires_grad:
-            raise ValueError(
-                f"{what} is an output but the tensor requires grad: autograd would not see the "
-                "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
-            )
+        _check_output(x, what)
         return x
+
+    def output_check(self) -> Callable[[Any, str], Any] | None:
+        return _check_output
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
         return torch.empty(shape, dtype=getattr(torch, dtype))

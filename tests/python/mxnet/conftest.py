@@ -5,3 +5,8 @@ import importlib.util
 
 if importlib.util.find_spec("mxnet") is None:
     collect_ignore_glob = ["test_*.py"]
+
+
+def pytest_configure(config):
+    # MXNet 1.9 warns about NumPy and distutils names on import; not ours to fix.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:mxnet.*")

@@ -41,16 +41,24 @@ def add(A, B):
     return tvm.compute(A.shape, lambda i: A[i] + B[i], name="C")
 
 
-def per_call_us(fn: Callable[..., Any], args: tuple[Any, ...], number: int, rounds: int) -> float:
-    """Median over ``rounds`` of the mean time of ``number`` calls, in microseconds."""
-    fn(*args)  # warm up (and compile, for @kernel)
-    samples = []
+def interleaved_medians(
+    rows: list[tuple[str, str, Callable[..., Any], tuple[Any, ...]]], number: int, rounds: int
+) -> list[float]:
+    """Median over ``rounds`` of the mean time of ``number`` calls of each row, in µs.
+
+    The rows take turns within each round, so that a change in the machine's load during the
+    run touches every row alike and the ratios stay comparable.
+    """
+    for _, _, fn, args in rows:
+        fn(*args)  # warm up (and compile, for @kernel)
+    samples: list[list[float]] = [[] for _ in rows]
     for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn(*args)
-        samples.append((time.perf_counter() - start) / number * 1e6)
-    return statistics.median(samples)
+        for k, (_, _, fn, args) in enumerate(rows):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn(*args)
+            samples[k].append((time.perf_counter() - start) / number * 1e6)
+    return [statistics.median(s) for s in samples]
 
 
 def cases() -> list[tuple[str, str, Callable[..., Any], tuple[Any, ...]]]:
@@ -120,16 +128,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     opts = parser.parse_args()
-    number, rounds = (2000, 5) if opts.quick else (20000, 15)
+    number, rounds = (1000, 5) if opts.quick else (2000, 51)
 
-    results = []
-    for framework, what, fn, args in cases():
-        results.append(
-            {"framework": framework, "call": what, "us": per_call_us(fn, args, number, rounds)}
-        )
+    rows = cases()
+    medians = interleaved_medians(rows, number, rounds)
+    results = [
+        {"framework": framework, "call": what, "us": us}
+        for (framework, what, _, _), us in zip(rows, medians, strict=True)
+    ]
     base = next((r["us"] for r in results if r["call"] == "torch.add(x, y, out=z)"), None)
 
-    print(f"one call, 4 float32 elements, median of {rounds} rounds of {number} calls")
+    print(f"one call, 4 float32 elements: median of {rounds} interleaved rounds of {number} calls")
     print(f"{'framework':<9} {'call':<36} {'µs':>7} {'/ torch.add':>12}")
     for r in results:
         ratio = f"{r['us'] / base:.2f}x" if base else "-"
@@ -145,7 +154,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "number": number,
         "rounds": rounds,
-        "statistic": "median of per-round mean",
+        "statistic": "median over interleaved rounds of the mean of `number` calls",
     }
     out.write_text(json.dumps({"meta": meta, "results": results}, indent=2) + "\n")
     print(f"wrote {out}")

@@ -35,12 +35,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import frameworks
+from . import _core, frameworks
 from .frameworks import Framework, framework_of
 
 __all__ = ["bridge", "to_jax", "to_mxnet", "to_numpy", "to_pytorch"]
 
 _by_type = frameworks._by_type
+#: The C++ fast path of the all-arrays form, where this build has it; None: the Python one.
+_FastBridge = getattr(_core, "FastBridge", None)
+_FAST_MAX_ARGS = 16
 
 
 class Signature:
@@ -65,6 +68,8 @@ class Signature:
         "name",
         "out_dtypes",
         "outputs",
+        "shapes",
+        "single_trailing_output",
         "whats",
     )
 
@@ -79,6 +84,8 @@ class Signature:
         self.outputs = tuple(i for i, o in enumerate(self.is_output) if o)
         self.n_in = len(self.inputs)
         self.out_dtypes = tuple(dtypes[i] for i in self.outputs)
+        self.single_trailing_output = self.outputs == (self.n_all - 1,)
+        self.shapes: dict[Any, tuple[tuple[int, ...], ...]] = {}
         self.whats = tuple(f"argument {i} ('{name}')" for i, name in enumerate(names))
 
     def count_error(self, n: int) -> TypeError:
@@ -183,6 +190,42 @@ def call_inplace(sig: Signature, arrays: tuple[Any, ...], native: bool = True) -
         _recover(sig, arrays, err)
 
 
+_in_converters: dict[type, Any] = {}
+#: Output shapes remembered per Signature, by input shapes, before the table is emptied.
+_SHAPES_LIMIT = 256
+
+
+def _input_converter(x: Any, what: str) -> Any:
+    """The fast-path input converter for the type of ``x`` (resolved once per type)."""
+    conv = _in_converters.get(type(x), _UNKNOWN)
+    if conv is _UNKNOWN:
+        conv = _framework(x, what).input_converter()
+        if type(x).__name__ != "PyCapsule":
+            _in_converters[type(x)] = conv
+    return conv
+
+
+def _output_shapes(sig: Signature, args: list[Any], inputs: tuple[Any, ...]) -> Any:
+    """The outputs' shapes for these inputs: remembered by the inputs' shapes, else asked of
+    the module (which also checks the inputs' ranks)."""
+    try:
+        key: Any = tuple([a.shape for a in args])
+    except AttributeError:  # a capsule: no shape to look up by
+        key = None
+    shapes = sig.shapes.get(key) if key is not None else None
+    if shapes is None:
+        try:
+            shapes = tuple(tuple(s) for s in sig.module.output_shapes(*args))
+        except Exception as err:
+            _explain(sig, inputs, sig.inputs, err)
+            raise
+        if key is not None:
+            if len(sig.shapes) >= _SHAPES_LIMIT:
+                sig.shapes.clear()
+            sig.shapes[key] = shapes
+    return shapes
+
+
 def call_allocating(sig: Signature, out_fw: Framework, inputs: tuple[Any, ...]) -> Any:
     """Run with the inputs only: allocate the outputs in ``out_fw``, run, return them.
 
@@ -198,30 +241,28 @@ def call_allocating(sig: Signature, out_fw: Framework, inputs: tuple[Any, ...]) 
         array([2., 2.], dtype=float32)
     """
     positions = sig.inputs
-    whats = sig.whats
-    converted = []
+    args = list(inputs)
     for k, x in enumerate(inputs):
-        fw = _by_type.get(type(x)) or _framework(x, whats[positions[k]])
-        converted.append(fw.as_input(x, whats[positions[k]]))
-    try:
-        shapes = sig.module.output_shapes(*converted)
-    except Exception as err:
-        _explain(sig, inputs, positions, err)
-        raise
-    buffers = [
-        out_fw.empty(tuple(shape), dt) for shape, dt in zip(shapes, sig.out_dtypes, strict=True)
-    ]
-    # The usual signature, inputs then one output, without the general merge.
-    if sig.n_all == sig.n_in + 1 and sig.outputs[0] == sig.n_in:
-        converted.append(out_fw.writable(buffers[0]))
-        args = converted
-    else:
-        args = [None] * sig.n_all
-        for k, i in enumerate(positions):
-            args[i] = converted[k]
-        for k, i in enumerate(sig.outputs):
-            args[i] = out_fw.writable(buffers[k])
-    _run(sig, args, inputs, positions)
+        conv = _in_converters.get(type(x), _UNKNOWN)
+        if conv is not None:
+            if conv is _UNKNOWN:
+                conv = _input_converter(x, sig.whats[positions[k]])
+            if conv is not None:
+                args[k] = conv(x, sig.whats[positions[k]])
+    shapes = _output_shapes(sig, args, inputs)
+    empty, dtypes = out_fw.empty, sig.out_dtypes
+    if sig.single_trailing_output:  # the usual signature: inputs, then one output
+        buffer = empty(shapes[0], dtypes[0])
+        args.append(out_fw.writable(buffer))
+        _run(sig, args, inputs, positions)
+        return out_fw.wrap(buffer)
+    buffers = [empty(shape, dt) for shape, dt in zip(shapes, dtypes, strict=True)]
+    merged: list[Any] = [None] * sig.n_all
+    for k, i in enumerate(positions):
+        merged[i] = args[k]
+    for k, i in enumerate(sig.outputs):
+        merged[i] = out_fw.writable(buffers[k])
+    _run(sig, merged, inputs, positions)
     if len(buffers) == 1:
         return out_fw.wrap(buffers[0])
     return tuple(out_fw.wrap(b) for b in buffers)
@@ -276,14 +317,20 @@ def bridge(module: Any, framework: str | Framework) -> Callable[..., Any]:
                 return call_allocating(sig, fw, arrays)
             raise sig.count_error(n)
 
-    call.__name__ = call.__qualname__ = f"{sig.name}_{fw.name}"
-    call.__doc__ = (
+    result: Any = call
+    if fw.native and _FastBridge is not None and n_all <= _FAST_MAX_ARGS:
+        # The all-arrays form in C++ (csrc/python/bind_bridges.cc); every other call, and any
+        # call it cannot finish, goes to `call`.
+        result = _FastBridge(module, _out_checks, call, sig.whats)
+    else:
+        call.module = module  # type: ignore[attr-defined]
+    result.__name__ = result.__qualname__ = f"{sig.name}_{fw.name}"
+    result.__doc__ = (
         f"Kernel '{sig.name}' on {fw.name} arrays: pass all {n_all} arrays to write the outputs "
         f"in place (returns None), or the {n_in} input(s) to get the outputs back."
     )
-    call.module = module  # type: ignore[attr-defined]
-    call.framework = fw.name  # type: ignore[attr-defined]
-    return call
+    result.framework = fw.name
+    return result
 
 
 def to_pytorch(module: Any) -> Callable[..., Any]:

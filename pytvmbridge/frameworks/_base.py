@@ -63,6 +63,12 @@ class Framework:
             )
         return self.view(x)
 
+    def input_converter(self) -> Callable[[Any, str], Any] | None:
+        """A function ``(x, what)`` that makes an input of this framework ready for a kernel
+        call on the fast path, or None when the array goes as it is. By default as_input: a
+        generic producer (or a capsule) is viewed once, then read by several calls."""
+        return self.as_input
+
     def output_check(self) -> Callable[[Any, str], Any] | None:
         """A function ``(x, what)`` run on every array of this framework passed as an output
         as it is, raising for a rule the kernel call cannot see (PyTorch's requires_grad, JAX's

@@ -23,6 +23,7 @@ import torch
 from ._base import Framework
 
 _NAMES: dict[Any, str] = {}
+_DTYPES: dict[str, Any] = {}
 
 
 def _check_output(x: Any, what: str) -> None:
@@ -60,11 +61,17 @@ class TorchFramework(Framework):
         _check_output(x, what)
         return x
 
+    def input_converter(self) -> None:
+        return None  # taken as it is
+
     def output_check(self) -> Callable[[Any, str], Any] | None:
         return _check_output
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
-        return torch.empty(shape, dtype=getattr(torch, dtype))
+        dt = _DTYPES.get(dtype)
+        if dt is None:
+            dt = _DTYPES[dtype] = getattr(torch, dtype)
+        return torch.empty(shape, dtype=dt)
 
     def diagnose(self, x: Any, what: str) -> str | None:
         if not isinstance(x, torch.Tensor):

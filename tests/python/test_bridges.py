@@ -10,9 +10,22 @@ import pytest
 import torch
 
 import pytvmbridge as tvm
-from pytvmbridge import frameworks, nd
+from pytvmbridge import _core, bridges, frameworks, nd
 from pytvmbridge.bridges import to_jax, to_numpy, to_pytorch
 from pytvmbridge.contrib.dlpack import to_pytorch_func
+
+# The all-arrays form has a C++ fast path (_core.FastBridge, csrc/python/bind_bridges.cc) in
+# builds that register it, and the Python one; every test of this file runs on each path there is.
+PATHS = ["python"] + (["cpp"] if hasattr(_core, "FastBridge") else [])
+
+
+@pytest.fixture(autouse=True, params=PATHS)
+def call_path(request, monkeypatch):
+    if request.param == "python":
+        monkeypatch.setattr(bridges, "_FastBridge", None)
+    else:
+        monkeypatch.setattr(bridges, "_FastBridge", _core.FastBridge)
+    return request.param
 
 
 def build_add(dtype="float32"):
@@ -105,9 +118,10 @@ def test_pytorch_inputs_only_allocates_torch_outputs(matmul):
     torch.testing.assert_close(z, x @ y)
 
 
-def test_pytorch_func_alias_is_the_bridge(vadd):
+def test_pytorch_func_alias_is_the_bridge(vadd, call_path):
     f = to_pytorch_func(vadd)
     assert f.module is vadd and f.framework == "torch"
+    assert (type(f).__name__ == "FastBridge") == (call_path == "cpp")
     torch.testing.assert_close(f(torch.ones(3), torch.ones(3)), torch.full((3,), 2.0))
 
 

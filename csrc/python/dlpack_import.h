@@ -1,0 +1,46 @@
+// Python objects to NDArrays: the consumer side of DLPack, on the path of every kernel call.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "runtime/ndarray.h"
+
+namespace ptb::python {
+
+// Imports one argument without copying: an nd.NDArray (_core.NDArray, taken directly), a raw
+// "dltensor"/"dltensor_versioned" capsule, or any object with __dlpack__. `what` names the
+// argument in errors (e.g. "argument 2 ('Y')").
+//
+// For __dlpack__ objects, a type publishing the C exchange table `__dlpack_c_exchange_api__`
+// (PyTorch) is converted through it; otherwise obj.__dlpack__(max_version=(1, 0)) is called,
+// then obj.__dlpack__() if the producer rejects the keyword with a TypeError. A capsule is
+// renamed "used_dltensor[_versioned]" once consumed; a rejected capsule (bad dtype, device...)
+// is left unconsumed so that its own destructor frees it.
+//
+// Errors: TypeError for an object that is no array, a capsule of another kind or an unsupported
+// dtype; BufferError for a consumed capsule or an unreadable DLPack version; ValueError for a
+// device other than cpu/cuda_host or a malformed tensor; the producer's own exception otherwise.
+// Needs the GIL. The producer's deleter runs when the last handle goes; Python producers take
+// the GIL in their deleters as the specification requires, but dropping imported arrays while
+// holding the GIL is cheaper.
+NDArray import_array(pybind11::handle obj, const std::string& what);
+
+// Imports a "dltensor" or "dltensor_versioned" capsule (the capsule part of import_array).
+NDArray import_capsule(pybind11::handle capsule, const std::string& what);
+
+// Wraps a new managed tensor of `array` in a capsule whose destructor calls the deleter unless a
+// consumer took it: versioned (1.0) or legacy. Export of a read-only array as legacy is a
+// BufferError (a legacy capsule cannot say read-only).
+pybind11::capsule export_capsule(const NDArray& array, bool versioned);
+
+// Records NDArray's Python type so import_array recognises it with a pointer comparison.
+void set_ndarray_type(pybind11::handle type);
+
+// Whether import_array may use `__dlpack_c_exchange_api__` (default true). Tests turn it off to
+// exercise the `__dlpack__` path with PyTorch.
+void set_exchange_api_enabled(bool enabled);
+bool exchange_api_enabled();
+
+}  // namespace ptb::python

@@ -1,14 +1,173 @@
 """pytvmbridge: tensor kernels written once, compiled with LLVM, run on any DLPack framework.
 
+Write a kernel in the TVM-style tensor-expression language (or in Tensor Comprehensions with
+``pytvmbridge.tc``), schedule it, build it for this CPU, and call it on PyTorch, NumPy, JAX or
+MXNet arrays without copies. Code written for classic TVM runs with ``import pytvmbridge as tvm``.
+
 Example:
+    >>> import numpy as np
     >>> import pytvmbridge as tvm
-    >>> a = tvm.nd.array([1.0, 2.0, 3.0])
-    >>> a.shape
-    (3,)
+    >>> n = tvm.var("n")
+    >>> A = tvm.placeholder((n,), name="A")
+    >>> B = tvm.compute((n,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    >>> f = tvm.build(tvm.create_schedule(B.op), [A, B])
+    >>> b = np.empty(3, "float32")
+    >>> f(np.arange(3, dtype="float32"), b)
+    >>> b.tolist()
+    [1.0, 3.0, 5.0]
 """
 
 from . import _core, nd
+from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
+from .build import LoweredFunc, Module, ProfileResult, build, lower
+from .kernel import kernel
+from .schedule import Schedule, Stage, create_schedule
+from .te import (
+    Expr,
+    FloatImm,
+    IntImm,
+    IterVar,
+    Operation,
+    Range,
+    Tensor,
+    Var,
+    abs,
+    all,
+    any,
+    ceil,
+    compute,
+    const,
+    convert,
+    cos,
+    erf,
+    exp,
+    exp2,
+    floor,
+    floordiv,
+    floormod,
+    fmod,
+    if_then_else,
+    isnan,
+    log,
+    log1p,
+    log2,
+    log10,
+    max,
+    max_value,
+    min,
+    min_value,
+    placeholder,
+    power,
+    prod,
+    reduce_axis,
+    round,
+    rsqrt,
+    select,
+    sigmoid,
+    sin,
+    size_var,
+    sqrt,
+    sum,
+    tan,
+    tanh,
+    trunc,
+    truncdiv,
+    truncmod,
+    var,
+)
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads parallel loops use (default: one per core, or
+    ``PYTVMBRIDGE_NUM_THREADS``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> tvm.set_num_threads(1); tvm.get_num_threads()
+        1
+    """
+    _core.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """The number of threads parallel loops use.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> tvm.get_num_threads() >= 1
+        True
+    """
+    return _core.get_num_threads()
+
 
 __version__ = "0.1.0"
 
-__all__ = ["nd"]
+__all__ = [
+    "Expr",
+    "FloatImm",
+    "IntImm",
+    "IterVar",
+    "LoweredFunc",
+    "Module",
+    "Operation",
+    "ProfileResult",
+    "Range",
+    "Schedule",
+    "Stage",
+    "Tensor",
+    "Var",
+    "abs",
+    "all",
+    "any",
+    "build",
+    "ceil",
+    "compute",
+    "const",
+    "convert",
+    "cos",
+    "create_schedule",
+    "erf",
+    "exp",
+    "exp2",
+    "floor",
+    "floordiv",
+    "floormod",
+    "fmod",
+    "get_num_threads",
+    "if_then_else",
+    "isnan",
+    "kernel",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "lower",
+    "max",
+    "max_value",
+    "min",
+    "min_value",
+    "nd",
+    "placeholder",
+    "power",
+    "prod",
+    "reduce_axis",
+    "round",
+    "rsqrt",
+    "select",
+    "set_num_threads",
+    "sigmoid",
+    "sin",
+    "size_var",
+    "sqrt",
+    "sum",
+    "tan",
+    "tanh",
+    "to_jax",
+    "to_mxnet",
+    "to_numpy",
+    "to_pytorch",
+    "trunc",
+    "truncdiv",
+    "truncmod",
+    "var",
+]

@@ -1,7 +1,155 @@
+// lower(), build() and the compiled Module (API.md section 3).
+#include <pybind11/stl.h>
+
+#include "codegen/jit.h"
+#include "driver/build.h"
+#include "ir/printer.h"
+#include "lower/lower.h"
 #include "python/bindings.h"
+#include "python/dlpack_import.h"
+#include "python/ir_casters.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
 
 namespace ptb::python {
 
-void bind_build(py::module_& m) {}
+namespace {
+
+constexpr size_t kInlineArgs = 16;
+
+std::vector<Tensor> to_args(py::handle obj) {
+  if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) {
+    type_error("args must be a list of tensors, got ", py::str(py::type::of(obj)).cast<std::string>());
+  }
+  std::vector<Tensor> out;
+  size_t i = 0;
+  for (py::handle item : obj) {
+    std::string what = "args[" + std::to_string(i++) + "]";
+    out.push_back(to_tensor(item, what.c_str()));
+  }
+  return out;
+}
+
+std::string describe_lowered(const LoweredFunc& f) {
+  std::string text = "def " + f.name + "(";
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    const Buffer& b = f.args[i];
+    text += (i ? ", " : "") + b->name + ": " + b->dtype.str() + "[";
+    for (size_t d = 0; d < b->shape.size(); ++d) text += (d ? ", " : "") + to_string(b->shape[d]);
+    text += "]";
+  }
+  return text + "):\n" + to_string(f.body);
+}
+
+// Imports the call's arrays (on the stack for the usual few) and runs the kernel with the GIL
+// released, so other Python threads run while it computes.
+void call_module(const Module& mod, py::args args) {
+  size_t n = args.size();
+  NDArray inline_arrays[kInlineArgs];
+  std::vector<NDArray> heap_arrays;
+  NDArray* arrays = inline_arrays;
+  if (n > kInlineArgs) {
+    heap_arrays.resize(n);
+    arrays = heap_arrays.data();
+  }
+  const DLTensor* inline_tensors[kInlineArgs];
+  bool inline_read_only[kInlineArgs];
+  std::vector<const DLTensor*> heap_tensors;
+  std::unique_ptr<bool[]> heap_read_only;
+  const DLTensor** tensors = inline_tensors;
+  bool* read_only = inline_read_only;
+  if (n > kInlineArgs) {
+    heap_tensors.resize(n);
+    heap_read_only.reset(new bool[n]);
+    tensors = heap_tensors.data();
+    read_only = heap_read_only.get();
+  }
+  const auto& specs = mod.args();
+  for (size_t i = 0; i < n; ++i) {
+    std::string what = i < specs.size()
+                           ? str_cat("argument ", i, " ('", specs[i].name, "')")
+                           : str_cat("argument ", i);
+    arrays[i] = import_array(args[i], what);
+    tensors[i] = &arrays[i].dl_tensor();
+    read_only[i] = arrays[i].read_only();
+  }
+  {
+    py::gil_scoped_release release;
+    mod.run(tensors, read_only, n);
+  }
+}
+
+}  // namespace
+
+void bind_build(py::module_& m) {
+  py::class_<LoweredFunc>(m, "LoweredFunc")
+      .def_readonly("name", &LoweredFunc::name)
+      .def("__str__", &describe_lowered)
+      .def("__repr__", &describe_lowered);
+
+  py::class_<Module, std::shared_ptr<Module>>(m, "Module")
+      .def("__call__", &call_module)
+      .def_property_readonly("entry_name", &Module::name)
+      .def_property_readonly("name", &Module::name)
+      .def_property_readonly("lowered", &Module::lowered_text)
+      .def_property_readonly("arg_names",
+                             [](const Module& mod) {
+                               std::vector<std::string> names;
+                               for (const ArgSpec& a : mod.args()) names.push_back(a.name);
+                               return names;
+                             })
+      .def_property_readonly("arg_dtypes",
+                             [](const Module& mod) {
+                               std::vector<std::string> out;
+                               for (const ArgSpec& a : mod.args()) out.push_back(a.dtype.str());
+                               return out;
+                             })
+      .def_property_readonly("is_output",
+                             [](const Module& mod) {
+                               std::vector<bool> out;
+                               for (const ArgSpec& a : mod.args()) out.push_back(a.is_output);
+                               return out;
+                             })
+      .def(
+          "output_shapes",
+          [](const Module& mod, py::args inputs) {
+            std::vector<NDArray> arrays;
+            std::vector<const DLTensor*> tensors;
+            for (size_t i = 0; i < inputs.size(); ++i) {
+              arrays.push_back(import_array(inputs[i], str_cat("input ", i)));
+            }
+            for (const NDArray& a : arrays) tensors.push_back(&a.dl_tensor());
+            return mod.output_shapes(tensors.data(), tensors.size());
+          },
+          "The shapes of the outputs, bound from the inputs alone.")
+      .def(
+          "get_source",
+          [](const Module& mod, const std::string& fmt) {
+            if (fmt == "lowered" || fmt == "tir") return mod.lowered_text();
+            return mod.jit().get_source(fmt);
+          },
+          py::arg("fmt") = "ll");
+
+  m.def("set_num_threads", &set_num_threads, py::arg("n"),
+        "Sets the number of threads parallel loops use (at least 1).");
+  m.def("get_num_threads", &get_num_threads, "The number of threads parallel loops use.");
+
+  m.def(
+      "lower",
+      [](const Schedule& sch, py::handle args, const std::string& name) {
+        return lower(sch, to_args(args), name);
+      },
+      py::arg("schedule"), py::arg("args"), py::arg("name") = "main");
+  m.def(
+      "build",
+      [](const Schedule& sch, py::handle args, const std::string& target,
+         const std::string& name) {
+        std::vector<Tensor> tensors = to_args(args);
+        py::gil_scoped_release release;  // compiling takes milliseconds: let other threads run
+        return build_module(sch, tensors, target, name);
+      },
+      py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm",
+      py::arg("name") = "default_function");
+}
 
 }  // namespace ptb::python

@@ -1,0 +1,65 @@
+#include "driver/build.h"
+
+#include <algorithm>
+
+#include "codegen/jit.h"
+#include "codegen/target.h"
+#include "ir/printer.h"
+#include "lower/lower.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+int slot_of(const std::vector<Expr>& slots, const Expr& var) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].same_as(var)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tensor>& args,
+                                     const std::string& target, const std::string& name) {
+  Target tgt = Target::parse(target);
+  LoweredFunc generic = lower(sch, args, name);
+  LoweredFunc compact = specialize_compact(generic, name + "_compact");
+
+  std::vector<ArgSpec> specs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i];
+    ArgSpec spec;
+    spec.name = t.name();
+    spec.dtype = t.dtype();
+    spec.is_output = t.op()->kind == OpKind::kCompute;
+    for (const Expr& dim : t.shape()) {
+      DimSpec d;
+      if (const auto* imm = dim.as<IntImm>()) {
+        d.kind = DimSpec::Kind::kConst;
+        d.value = imm->value;
+      } else if (dim.as<Var>()) {
+        d.kind = DimSpec::Kind::kVar;
+        d.slot = slot_of(generic.scalar_params, dim);
+        PTB_ICHECK(d.slot >= 0, "size var of ", t.name(), " has no slot");
+      } else {
+        d.kind = DimSpec::Kind::kExpr;
+        d.expr = dim;
+      }
+      spec.dims.push_back(d);
+    }
+    for (const Expr& stride : generic.args[i]->strides) {
+      spec.stride_slots.push_back(slot_of(generic.scalar_params, stride));
+    }
+    specs.push_back(std::move(spec));
+  }
+
+  auto jit = JITModule::compile({generic, compact}, tgt, name);
+  KernelFn generic_fn = jit->lookup(generic.name);
+  KernelFn compact_fn = jit->lookup(compact.name);
+  return std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit, generic_fn,
+                                  compact_fn, to_string(generic.body));
+}
+
+}  // namespace ptb

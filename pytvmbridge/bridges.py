@@ -205,13 +205,15 @@ def _input_converter(x: Any, what: str) -> Any:
     return conv
 
 
-def _output_shapes(sig: Signature, args: list[Any], inputs: tuple[Any, ...]) -> Any:
-    """The outputs' shapes for these inputs: remembered by the inputs' shapes, else asked of
-    the module (which also checks the inputs' ranks)."""
-    try:
-        key: Any = tuple([a.shape for a in args])
-    except AttributeError:  # a capsule: no shape to look up by
-        key = None
+def _output_shapes(sig: Signature, args: list[Any], inputs: tuple[Any, ...], key: Any) -> Any:
+    """The outputs' shapes for these inputs: remembered by the inputs' shapes (or by ``key``,
+    any hashable that determines them), else asked of the module (which also checks the
+    inputs' ranks)."""
+    if key is None:
+        try:
+            key = tuple([a.shape for a in args])
+        except AttributeError:  # a capsule: no shape to look up by
+            pass
     shapes = sig.shapes.get(key) if key is not None else None
     if shapes is None:
         try:
@@ -226,10 +228,13 @@ def _output_shapes(sig: Signature, args: list[Any], inputs: tuple[Any, ...]) -> 
     return shapes
 
 
-def call_allocating(sig: Signature, out_fw: Framework, inputs: tuple[Any, ...]) -> Any:
+def call_allocating(
+    sig: Signature, out_fw: Framework, inputs: tuple[Any, ...], key: Any = None
+) -> Any:
     """Run with the inputs only: allocate the outputs in ``out_fw``, run, return them.
 
-    Returns one array for one output, a tuple for several.
+    Returns one array for one output, a tuple for several. ``key`` (optional) is a hashable
+    that determines the inputs' shapes, for the caller that has one already.
 
     Example:
         >>> import numpy as np, pytvmbridge as tvm
@@ -249,7 +254,7 @@ def call_allocating(sig: Signature, out_fw: Framework, inputs: tuple[Any, ...]) 
                 conv = _input_converter(x, sig.whats[positions[k]])
             if conv is not None:
                 args[k] = conv(x, sig.whats[positions[k]])
-    shapes = _output_shapes(sig, args, inputs)
+    shapes = _output_shapes(sig, args, inputs, key)
     empty, dtypes = out_fw.empty, sig.out_dtypes
     if sig.single_trailing_output:  # the usual signature: inputs, then one output
         buffer = empty(shapes[0], dtypes[0])

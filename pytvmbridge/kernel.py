@@ -119,7 +119,7 @@ class Kernel:
         if out is None:
             first = inputs[0]
             fw = _by_type.get(type(first)) or framework_of(first)
-            return call_allocating(sig, fw, inputs)
+            return call_allocating(sig, fw, inputs, key)
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         if len(outs) != len(sig.outputs):
             raise TypeError(

@@ -68,6 +68,7 @@ class Signature:
         "name",
         "out_dtypes",
         "outputs",
+        "run",
         "shapes",
         "single_trailing_output",
         "whats",
@@ -87,6 +88,10 @@ class Signature:
         self.single_trailing_output = self.outputs == (self.n_all - 1,)
         self.shapes: dict[Any, tuple[tuple[int, ...], ...]] = {}
         self.whats = tuple(f"argument {i} ('{name}')" for i, name in enumerate(names))
+        # What runs the kernel on arrays passed as they are: the module, or its C++ fast path
+        # (no error text built unless there is an error; any failure retried by the module).
+        fast = _FastBridge is not None and self.n_all <= _FAST_MAX_ARGS
+        self.run = _FastBridge(module, None, module, self.whats) if fast else module
 
     def count_error(self, n: int) -> TypeError:
         """The error for a call with ``n`` arrays."""
@@ -125,7 +130,7 @@ def _explain(sig: Signature, arrays: Any, positions: Any, err: BaseException) ->
 
 def _run(sig: Signature, args: list[Any] | tuple[Any, ...], originals: Any, positions: Any) -> None:
     try:
-        sig.module(*args)
+        sig.run(*args)
     except Exception as err:
         _explain(sig, originals, positions, err)
         raise
@@ -185,7 +190,7 @@ def call_inplace(sig: Signature, arrays: tuple[Any, ...], native: bool = True) -
         _run(sig, _convert(sig, arrays), arrays, range(sig.n_all))
         return
     try:
-        sig.module(*arrays)
+        sig.run(*arrays)
     except Exception as err:
         _recover(sig, arrays, err)
 
@@ -289,7 +294,7 @@ def bridge(module: Any, framework: str | Framework) -> Callable[..., Any]:
     n_all, n_in = sig.n_all, sig.n_in
     if fw.native:
         # The hot path, kept flat: each output checked by its type's rule, then one call.
-        whats, outputs, run, checks = sig.whats, sig.outputs, module, _out_checks
+        whats, outputs, run, checks = sig.whats, sig.outputs, sig.run, _out_checks
 
         def call(*arrays: Any) -> Any:
             n = len(arrays)

@@ -32,7 +32,8 @@ struct FastBridge {
   vectorcallfunc vectorcall;
   PyObject* dict;      // instance attributes (__name__, __doc__, framework...)
   PyObject* module;    // the _core.Module, kept alive while `mod` is used
-  PyObject* checks;    // dict: type -> None | callable(array, what) | other (convert first)
+  PyObject* checks;    // dict: type -> None | callable(array, what) | other (convert first);
+                       // or None: outputs go as they are (they were allocated by the caller)
   PyObject* fallback;  // the Python bridge: callable(*arrays)
   PyObject* whats;     // tuple of str: how each argument is named in errors
   const Module* mod;
@@ -81,7 +82,8 @@ PyObject* fast_bridge_call(PyObject* obj, PyObject* const* args, size_t nargsf, 
   }
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   if (kwnames != nullptr || n != self->n_all) return call_fallback(self, args, nargsf, kwnames);
-  for (Py_ssize_t k = 0; k < self->n_outputs; ++k) {
+  const Py_ssize_t n_checked = self->checks == Py_None ? 0 : self->n_outputs;
+  for (Py_ssize_t k = 0; k < n_checked; ++k) {
     const Py_ssize_t i = self->outputs[k];
     PyObject* check =
         PyDict_GetItemWithError(self->checks, reinterpret_cast<PyObject*>(Py_TYPE(args[i])));
@@ -139,9 +141,12 @@ void fast_bridge_dealloc(PyObject* obj) {
 PyObject* fast_bridge_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"module", "checks", "fallback", "whats", nullptr};
   PyObject *module, *checks, *fallback, *whats;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!OO!:FastBridge", const_cast<char**>(kKeywords),
-                                   &module, &PyDict_Type, &checks, &fallback, &PyTuple_Type,
-                                   &whats)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO!:FastBridge", const_cast<char**>(kKeywords),
+                                   &module, &checks, &fallback, &PyTuple_Type, &whats)) {
+    return nullptr;
+  }
+  if (checks != Py_None && !PyDict_Check(checks)) {
+    PyErr_SetString(PyExc_TypeError, "FastBridge: checks must be a dict or None");
     return nullptr;
   }
   const Module* mod = nullptr;

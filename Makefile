@@ -58,8 +58,9 @@ MXNET_VENV := .venv-mxnet
 MXNET_PY := $(MXNET_VENV)/bin/python
 MXNET_DEPS := mxnet==1.9.1 'numpy<1.24' pytest
 
-$(MXNET_VENV)/.deps: build/.apt
-	@test -x $(MXNET_PY) || $(PYTHON) -m venv $(MXNET_VENV)
+# Made from .venv's own interpreter: the extension built for .venv must load in it.
+$(MXNET_VENV)/.deps: $(VENV)/.deps Makefile
+	@test -x $(MXNET_PY) || $$($(PY) -c 'import sys; print(sys._base_executable)') -m venv $(MXNET_VENV)
 	$(MXNET_PY) -m pip install -q --upgrade pip
 	$(MXNET_PY) -m pip install -q $(MXNET_DEPS)
 	@touch $@

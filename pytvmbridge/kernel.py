@@ -13,6 +13,11 @@ to which (``A`` of shape ``(n, n)`` and ``B`` of shape ``(n,)`` share one variab
 kernel is then known to index them safely together). Strides need no key of their own: each
 build has a compact and a strided variant, picked per call.
 
+The function must be valid for the sizes it is called with, as a loop written in C would:
+the kernel reads what the function says it reads. ``A[i] + B[i]`` over ``A.shape`` called with
+a shorter ``B`` reads past its end (the sizes differ, so ``A`` and ``B`` get separate size
+variables); pass arrays of matching sizes, or index within each input's own shape.
+
 ``@kernel(schedule=fn)`` schedules the outputs: ``fn(s, *outputs)`` modifies the schedule ``s``
 (or returns a new one). The cache is safe to use from several threads: each variant is built
 once, concurrent callers of a variant being built wait for it.

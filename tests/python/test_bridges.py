@@ -369,3 +369,15 @@ def test_no_reference_leaks_on_errors(vadd):
             f(x, bad)
     gc.collect()
     assert [sys.getrefcount(o) for o in (x, z, bad)] == before
+
+
+def test_bridges_release_the_module_and_their_fallback(vadd):
+    gc.collect()
+    before = sys.getrefcount(vadd)
+    for _ in range(1000):
+        f = to_pytorch(vadd)
+        f.extra = f  # a cycle through the instance's attributes: the collector frees it
+        f(torch.ones(2), torch.ones(2), torch.empty(2))
+    del f
+    gc.collect()
+    assert sys.getrefcount(vadd) == before

@@ -103,6 +103,9 @@ std::pair<uintptr_t, uintptr_t> byte_span(const DLTensor& t) {
 bool has_self_overlap(const DLTensor& t) {
   if (!t.strides) return false;
   for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] == 0) return false;  // no elements, nothing to share
+  }
+  for (int d = 0; d < t.ndim; ++d) {
     if (t.shape[d] > 1 && t.strides[d] == 0) return true;
   }
   return false;

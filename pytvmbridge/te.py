@@ -1,0 +1,517 @@
+"""The tensor-expression language: placeholders, computes, reductions and scalar math.
+
+Names and behaviour follow classic TVM (``tvm.placeholder``, ``tvm.compute``, ``tvm.sum``), so
+TVM code runs with ``import pytvmbridge as tvm``. Python numbers combine with an expression by
+taking its dtype (NumPy's rule for Python scalars); two expressions of different dtypes need an
+explicit ``astype``.
+
+Example:
+    >>> import pytvmbridge.te as te
+    >>> n = te.var("n")
+    >>> A = te.placeholder((n, 4), name="A")
+    >>> k = te.reduce_axis((0, 4), name="k")
+    >>> B = te.compute((n,), lambda i: te.sum(A[i, k] * 2.0, axis=k), name="B")
+    >>> B.shape, B.dtype
+    ((n,), 'float32')
+    >>> B.op.body
+    [sum((A[i, k] * 2.0), axis=[k])]
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import _core
+
+Expr = _core.Expr
+Var = _core.Var
+IntImm = _core.IntImm
+FloatImm = _core.FloatImm
+IterVar = _core.IterVar
+Range = _core.Range
+Tensor = _core.Tensor
+Operation = _core.Operation
+
+# This module defines sum, max, min, all, any, abs and round as TVM does; inside it, Python's own
+# are reached through `builtins`.
+
+# An expression, or a Python/NumPy number that becomes a constant of the matching dtype.
+ExprLike = Expr | int | float | bool
+# A dtype: a name such as "float32", a NumPy dtype or scalar type, or a torch dtype.
+DType = Any
+# A shape: one size, or a sequence of sizes (ints or integer expressions).
+ShapeLike = ExprLike | Sequence[ExprLike]
+# One reduce axis or several.
+AxisLike = IterVar | Sequence[IterVar]
+
+
+def var(name: str = "v", dtype: DType = "int32") -> Var:
+    """A symbolic scalar, typically a dimension bound from the arrays' shapes at call time.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> n = te.var("n")
+        >>> n.name, n.dtype
+        ('n', 'int32')
+    """
+    return _core.var(name, dtype)
+
+
+def size_var(name: str = "size", dtype: DType = "int32") -> Var:
+    """A symbolic size; the same as :func:`var` (TVM's name for a non-negative var).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.size_var("m").dtype
+        'int32'
+    """
+    return _core.var(name, dtype)
+
+
+def const(value: int | float | bool, dtype: DType | None = None) -> Expr:
+    """A constant. Without a dtype: ``int`` -> int32 (int64 if it does not fit), ``float`` ->
+    float32, ``bool`` -> bool. With a dtype the value is converted as NumPy's ``astype`` would;
+    an integer out of the dtype's range raises ``OverflowError``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.const(3).dtype, te.const(1.5).dtype, te.const(2, "float16").dtype
+        ('int32', 'float32', 'float16')
+    """
+    return _core.const(value, dtype)
+
+
+def convert(value: Any) -> Any:
+    """An expression from a number (``int`` -> int32 constant, ``float`` -> float32, an
+    expression as is); a list or tuple becomes a list of converted items.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.convert(56)
+        56
+        >>> te.convert([1, 2.5])
+        [1, 2.5]
+    """
+    if isinstance(value, (list, tuple)):
+        return [convert(v) for v in value]
+    return _core.convert(value)
+
+
+def placeholder(shape: ShapeLike, dtype: DType = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor. ``shape`` entries are ints, integer vars or constant expressions.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((te.var("n"), 3), dtype="float16", name="A")
+        >>> A.ndim, A.dtype, A.shape
+        (2, 'float16', (n, 3))
+    """
+    return _core.placeholder(shape, "float32" if dtype is None else dtype, name)
+
+
+def _dims(shape: ShapeLike) -> int:
+    if isinstance(shape, (Expr, int, float)) or not hasattr(shape, "__iter__"):
+        return 1
+    return len(tuple(shape))
+
+
+def _axis_names(fcompute: Callable[..., Any], ndim: int, name: str) -> list[str] | None:
+    """The names of fcompute's parameters (the axes are named after them, as in TVM), after
+    checking that it takes one index per dimension."""
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):  # some builtins have no signature: let the call decide
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in params if p.kind in kinds]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    variadic = builtins.any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params)
+    if len(required) > ndim or (not variadic and len(positional) < ndim):
+        count = (
+            f"{len(required)}"
+            if variadic or len(required) == len(positional)
+            else (f"{len(required)} to {len(positional)}")
+        )
+        raise TypeError(
+            f"compute {name!r} has {ndim} dimension(s) but fcompute takes {count} "
+            f"argument(s); it needs one index argument per dimension, e.g. lambda i, j: ..."
+        )
+    names = [p.name for p in positional[:ndim]]
+    return names + [f"i{d}" for d in range(len(names), ndim)]
+
+
+def compute(
+    shape: ShapeLike,
+    fcompute: Callable[..., Any],
+    name: str = "compute",
+    tag: str = "",
+    attrs: dict[str, Any] | None = None,
+) -> Any:
+    """A tensor whose element at ``(i, j, ...)`` is ``fcompute(i, j, ...)``.
+
+    ``fcompute`` takes one index variable per dimension (named after its parameters) and returns
+    an expression, or a list/tuple of expressions for several outputs (then a list of tensors is
+    returned). A reduction (``sum``, ``max``...) must be the whole returned expression. ``tag``
+    and ``attrs`` are accepted for TVM compatibility and ignored.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((3, 4), name="A")
+        >>> B = te.compute((3, 4), lambda i, j: A[i, j] + 1.0, name="B")
+        >>> B.op.axis[1].name, B.op.body
+        ('j', [(A[i, j] + 1.0)])
+    """
+    del tag, attrs
+    if not callable(fcompute):
+        raise TypeError(f"fcompute of compute {name!r} must be callable, got {fcompute!r}")
+    names = _axis_names(fcompute, _dims(shape), name)
+    outputs = _core.compute(shape, fcompute, name, names)
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
+    """A reduction variable over the half-open range ``[lo, hi)`` given as ``dom=(lo, hi)``
+    (ints or int32 expressions) or a :class:`Range`.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> k = te.reduce_axis((0, 16), name="k")
+        >>> k.dom.min, k.dom.extent, k.kind
+        (0, 16, 'reduce')
+    """
+    return _core.reduce_axis(dom, name)
+
+
+def _is_axis(axis: Any) -> bool:
+    return isinstance(axis, (IterVar, list, tuple))
+
+
+def _reduce(kind: str, expr: ExprLike, axis: Any, where: ExprLike | None) -> Expr:
+    if axis is None:
+        raise TypeError(f"{kind}() needs axis=: a reduce_axis or a list of them")
+    if _is_axis(axis):
+        return _core.reduce(kind, expr, axis, where)
+    # TVM's reducers also combine two expressions element-wise: tvm.max(a, b).
+    if where is not None:
+        raise TypeError(f"{kind}(a, b) combines two values and takes no where=")
+    if kind in ("max", "min"):
+        return getattr(_core, kind)(expr, axis)
+    if not isinstance(expr, Expr) and not isinstance(axis, Expr):
+        expr = _core.convert(expr)
+    return expr + axis if kind == "sum" else expr * axis
+
+
+def sum(
+    expr: ExprLike, axis: AxisLike | ExprLike | None = None, where: ExprLike | None = None
+) -> Expr:
+    """The sum of ``expr`` over one or several reduce axes, optionally only where ``where``
+    holds; ``sum(a, b)`` with two values is ``a + b``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((8,), name="A")
+        >>> k = te.reduce_axis((0, 8), name="k")
+        >>> te.sum(A[k], axis=k, where=k > 2)
+        sum(A[k], axis=[k], where=(k > 2))
+    """
+    return _reduce("sum", expr, axis, where)
+
+
+def prod(
+    expr: ExprLike, axis: AxisLike | ExprLike | None = None, where: ExprLike | None = None
+) -> Expr:
+    """The product of ``expr`` over reduce axes (identity 1); ``prod(a, b)`` is ``a * b``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((8,), name="A")
+        >>> k = te.reduce_axis((0, 8), name="k")
+        >>> te.prod(A[k], axis=[k])
+        prod(A[k], axis=[k])
+    """
+    return _reduce("prod", expr, axis, where)
+
+
+def max(
+    expr: ExprLike, axis: AxisLike | ExprLike | None = None, where: ExprLike | None = None
+) -> Expr:
+    """The maximum of ``expr`` over reduce axes (identity: the dtype's lowest value), or the
+    element-wise maximum of two values: ``max(a, b)``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> x = te.var("x", "float32")
+        >>> te.max(x, 0.0)
+        max(x, 0.0)
+    """
+    return _reduce("max", expr, axis, where)
+
+
+def min(
+    expr: ExprLike, axis: AxisLike | ExprLike | None = None, where: ExprLike | None = None
+) -> Expr:
+    """The minimum of ``expr`` over reduce axes (identity: the dtype's largest value), or the
+    element-wise minimum of two values: ``min(a, b)``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((4, 8), name="A")
+        >>> k = te.reduce_axis((0, 8), name="k")
+        >>> te.compute((4,), lambda i: te.min(A[i, k], axis=k), name="M").op.body
+        [min(A[i, k], axis=[k])]
+    """
+    return _reduce("min", expr, axis, where)
+
+
+def _unary(name: str, doc_example: str) -> Callable[[ExprLike], Expr]:
+    def function(x: ExprLike) -> Expr:
+        return _core.call_intrinsic(name, x)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = (
+        f"Element-wise ``{name}`` of a float expression (NumPy's ``{doc_example}``).\n\n"
+        "    Example:\n"
+        "        >>> import pytvmbridge.te as te\n"
+        f"        >>> te.{name}(te.var('x', 'float32'))\n"
+        f"        {name}(x)\n"
+    )
+    return function
+
+
+exp = _unary("exp", "np.exp")
+exp2 = _unary("exp2", "np.exp2")
+log = _unary("log", "np.log")
+log2 = _unary("log2", "np.log2")
+log10 = _unary("log10", "np.log10")
+log1p = _unary("log1p", "np.log1p")
+sqrt = _unary("sqrt", "np.sqrt")
+rsqrt = _unary("rsqrt", "1 / np.sqrt")
+sin = _unary("sin", "np.sin")
+cos = _unary("cos", "np.cos")
+tan = _unary("tan", "np.tan")
+tanh = _unary("tanh", "np.tanh")
+sigmoid = _unary("sigmoid", "1 / (1 + np.exp(-x))")
+erf = _unary("erf", "scipy.special.erf")
+floor = _unary("floor", "np.floor")
+ceil = _unary("ceil", "np.ceil")
+round = _unary("round", "np.round")
+trunc = _unary("trunc", "np.trunc")
+
+
+def abs(x: ExprLike) -> Expr:
+    """Element-wise absolute value of an integer or float expression.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.abs(te.var("i"))
+        abs(i)
+    """
+    return _core.call_intrinsic("abs", x)
+
+
+def isnan(x: ExprLike) -> Expr:
+    """A bool expression, true where the float ``x`` is NaN.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.isnan(te.var("x", "float64")).dtype
+        'bool'
+    """
+    return _core.call_intrinsic("isnan", x)
+
+
+def power(x: ExprLike, y: ExprLike) -> Expr:
+    """``x ** y`` for floats (the same as the ``**`` operator).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.power(te.var("x", "float32"), 2)
+        power(x, 2.0)
+    """
+    return _core.call_intrinsic("power", x, y)
+
+
+def fmod(x: ExprLike, y: ExprLike) -> Expr:
+    """The float remainder of ``x / y`` with the sign of ``x`` (C's fmod, NumPy's ``np.fmod``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.fmod(te.var("x", "float32"), 3.0)
+        fmod(x, 3.0)
+    """
+    return _core.call_intrinsic("fmod", x, y)
+
+
+def if_then_else(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
+    """``t`` where ``cond`` holds, else ``f``; only the chosen side is evaluated, so it may guard
+    a read that would be out of bounds.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((8,), name="A")
+        >>> B = te.compute((8,), lambda i: te.if_then_else(i > 0, A[i - 1], 0.0), name="B")
+        >>> B.op.body
+        [if_then_else((i > 0), A[(i - 1)], 0.0)]
+    """
+    return _core.if_then_else(cond, t, f)
+
+
+def select(cond: ExprLike, t: ExprLike, f: ExprLike) -> Expr:
+    """``t`` where ``cond`` holds, else ``f``; both sides are evaluated (no branch), so both must
+    be safe to compute.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> x = te.var("x", "float32")
+        >>> te.select(x > 0, x, 0.0)
+        select((x > 0.0), x, 0.0)
+    """
+    return _core.select(cond, t, f)
+
+
+def all(*conds: ExprLike) -> Expr:
+    """The logical and of several bool conditions (``True`` when there are none).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> i, j = te.var("i"), te.var("j")
+        >>> te.all(i < 4, j < 4, i < j)
+        (((i < 4) && (j < 4)) && (i < j))
+    """
+    return _core.all(*conds)
+
+
+def any(*conds: ExprLike) -> Expr:
+    """The logical or of several bool conditions (``False`` when there are none).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> i = te.var("i")
+        >>> te.any(i < 1, i > 6)
+        ((i < 1) || (i > 6))
+    """
+    return _core.any(*conds)
+
+
+def max_value(dtype: DType) -> Expr:
+    """The largest finite value of a dtype (the identity of a ``min`` reduction).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.max_value("int8"), te.max_value("float16")
+        (127i8, 65504.0f16)
+    """
+    return _core.max_value(dtype)
+
+
+def min_value(dtype: DType) -> Expr:
+    """The smallest finite value of a dtype (the identity of a ``max`` reduction).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.min_value("int16")
+        -32768i16
+    """
+    return _core.min_value(dtype)
+
+
+def floordiv(a: ExprLike, b: ExprLike) -> Expr:
+    """Division rounding toward minus infinity (Python's ``//``); for floats ``floor(a / b)``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.floordiv(te.var("i"), 4)
+        floordiv(i, 4)
+    """
+    return _core.floordiv(a, b)
+
+
+def floormod(a: ExprLike, b: ExprLike) -> Expr:
+    """The remainder of :func:`floordiv`, with the sign of ``b`` (Python's ``%``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.floormod(te.var("i"), 4)
+        floormod(i, 4)
+    """
+    return _core.floormod(a, b)
+
+
+def truncdiv(a: ExprLike, b: ExprLike) -> Expr:
+    """Integer division rounding toward zero (C's ``/``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.truncdiv(te.var("i"), 4)
+        (i / 4)
+    """
+    return _core.truncdiv(a, b)
+
+
+def truncmod(a: ExprLike, b: ExprLike) -> Expr:
+    """The remainder of :func:`truncdiv`, with the sign of ``a`` (C's ``%``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.truncmod(te.var("i"), 4)
+        (i % 4)
+    """
+    return _core.truncmod(a, b)
+
+
+__all__ = [
+    "Expr",
+    "FloatImm",
+    "IntImm",
+    "IterVar",
+    "Operation",
+    "Range",
+    "Tensor",
+    "Var",
+    "abs",
+    "all",
+    "any",
+    "ceil",
+    "compute",
+    "const",
+    "convert",
+    "cos",
+    "erf",
+    "exp",
+    "exp2",
+    "floor",
+    "floordiv",
+    "floormod",
+    "fmod",
+    "if_then_else",
+    "isnan",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "max",
+    "max_value",
+    "min",
+    "min_value",
+    "placeholder",
+    "power",
+    "prod",
+    "reduce_axis",
+    "round",
+    "rsqrt",
+    "select",
+    "sigmoid",
+    "sin",
+    "size_var",
+    "sqrt",
+    "sum",
+    "tan",
+    "tanh",
+    "trunc",
+    "truncdiv",
+    "truncmod",
+    "var",
+]

@@ -13,10 +13,12 @@ to which (``A`` of shape ``(n, n)`` and ``B`` of shape ``(n,)`` share one variab
 kernel is then known to index them safely together). Strides need no key of their own: each
 build has a compact and a strided variant, picked per call.
 
-The function must be valid for the sizes it is called with, as a loop written in C would:
-the kernel reads what the function says it reads. ``A[i] + B[i]`` over ``A.shape`` called with
-a shorter ``B`` reads past its end (the sizes differ, so ``A`` and ``B`` get separate size
-variables); pass arrays of matching sizes, or index within each input's own shape.
+Inputs whose sizes differ get separate size variables, so the reads are checked: an input
+indexed by an axis (or a constant) must be long enough for that axis, or the call raises
+``ValueError`` before anything runs (``A[i] + B[i]`` over ``A.shape`` with a shorter ``B``; a
+matrix product whose inner sizes differ). This is checked once per new set of shapes. Reads
+through other index expressions (``A[i + 1]``, ``A[2 * i]``) are the function's to keep in
+range, as in a loop written in C.
 
 ``@kernel(schedule=fn)`` schedules the outputs: ``fn(s, *outputs)`` modifies the schedule ``s``
 (or returns a new one). The cache is safe to use from several threads: each variant is built
@@ -86,7 +88,8 @@ class Kernel:
         self.name = name or getattr(fn, "__name__", "kernel").replace("<lambda>", "kernel")
         self._arg_names, self._n_in = _parameters(fn)
         self._lock = threading.Lock()
-        self._variants: dict[Any, Signature] = {}  # layout-class key -> compiled kernel
+        # layout-class key -> (compiled kernel, the read ranges to check against each new shape)
+        self._variants: dict[Any, tuple[Signature, list[_Read]]] = {}
         self._exact: dict[Any, Signature] = {}  # (dtype, shape) per input -> compiled kernel
         self._compilations = 0
 
@@ -154,20 +157,24 @@ class Kernel:
             dims = tuple(ids.setdefault(int(s), len(ids)) for s in fw.shape(x))
             layout.append((fw.dtype(x), dims))
         variant = tuple(layout)
-        sig = self._variants.get(variant)
-        if sig is None:
+        entry = self._variants.get(variant)
+        if entry is None:
             with self._lock:
-                sig = self._variants.get(variant)
-                if sig is None:
-                    sig = Signature(self._compile(variant))
-                    self._variants[variant] = sig
+                entry = self._variants.get(variant)
+                if entry is None:
+                    module, reads = self._compile(variant)
+                    entry = self._variants[variant] = (Signature(module), reads)
                     self._compilations += 1
+        sig, reads = entry
+        if reads:
+            shapes = [framework_of(x).shape(x) for x in inputs]
+            _check_reads(self.name, sig, reads, shapes)
         if len(self._exact) >= _EXACT_LIMIT:
             self._exact.clear()
         self._exact[key] = sig
         return sig
 
-    def _compile(self, variant: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
+    def _compile(self, variant: tuple[tuple[str, tuple[int, ...]], ...]) -> tuple[Any, list[_Read]]:
         from . import te
         from .build import build
         from .schedule import create_schedule
@@ -182,7 +189,8 @@ class Kernel:
                     size_vars[v] = te.var(f"{names[k]}_{d}")
                 shape.append(size_vars[v])
             placeholders.append(te.placeholder(tuple(shape), dtype=dtype, name=names[k]))
-        result = self.fn(*placeholders)
+        with _recording_reads(placeholders) as recorded:
+            result = self.fn(*placeholders)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         for k, t in enumerate(outputs):
             if not isinstance(t, te.Tensor):
@@ -200,10 +208,128 @@ class Kernel:
             scheduled = self.schedule(s, *outputs)
             if scheduled is not None:
                 s = scheduled
-        return build(s, placeholders + outputs, target=self.target, name=self.name)
+        module = build(s, placeholders + outputs, target=self.target, name=self.name)
+        return module, _read_ranges(recorded, outputs, size_vars, variant)
 
     def __repr__(self) -> str:
         return f"<pytvmbridge kernel {self.name!r}: {self._compilations} compiled variant(s)>"
+
+
+# --- read ranges -----------------------------------------------------------------------------
+# Inputs get one size variable per distinct size, so a function that indexes an input with an
+# axis of another size (A[i] + B[i] over A.shape, with B shorter) would read out of range. While
+# the function runs, every element read of an input is recorded; a read whose index is an axis
+# (or a constant) gives a requirement "input k is at least this long in dimension d", checked
+# once per new set of shapes. Reads through other index expressions (i + 1, 2 * i) are not
+# checked: the function must keep them in range.
+
+#: (input k, dimension d, axis start, extent: ("size", k2, d2) or ("const", n))
+_Read = tuple[int, int, int, tuple[Any, ...]]
+
+_recorders: list[tuple[dict[int, int], list[Any]]] = []
+_record_lock = threading.RLock()
+_patched: dict[str, Any] = {}
+
+
+def _record(tensor: Any, indices: tuple[Any, ...]) -> None:
+    if _recorders:
+        h = hash(tensor.op)
+        for positions, reads in _recorders:
+            k = positions.get(h)
+            if k is not None:
+                reads.append((k, indices))
+
+
+class _recording_reads:
+    """Within the block, reads ``placeholders[k][indices]`` are listed as (k, indices)."""
+
+    def __init__(self, placeholders: list[Any]) -> None:
+        self.positions = {hash(p.op): k for k, p in enumerate(placeholders)}
+        self.reads: list[Any] = []
+
+    def __enter__(self) -> list[Any]:
+        _record_lock.acquire()
+        if not _recorders:
+            tensor = _core.Tensor
+            getitem, call = tensor.__getitem__, tensor.__call__
+            _patched.update(getitem=getitem, call=call)
+
+            def recording_getitem(self: Any, key: Any) -> Any:
+                _record(self, key if isinstance(key, tuple) else (key,))
+                return getitem(self, key)
+
+            def recording_call(self: Any, *indices: Any) -> Any:
+                _record(self, indices)
+                return call(self, *indices)
+
+            tensor.__getitem__ = recording_getitem
+            tensor.__call__ = recording_call
+        _recorders.append((self.positions, self.reads))
+        return self.reads
+
+    def __exit__(self, *exc: object) -> None:
+        _recorders.pop()
+        if not _recorders:
+            _core.Tensor.__getitem__ = _patched["getitem"]
+            _core.Tensor.__call__ = _patched["call"]
+        _record_lock.release()
+
+
+def _operations(outputs: list[Any]) -> list[Any]:
+    """Every operation the outputs depend on."""
+    seen: dict[int, Any] = {}
+    stack = [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if hash(op) not in seen:
+            seen[hash(op)] = op
+            stack.extend(t.op for t in op.input_tensors)
+    return list(seen.values())
+
+
+def _read_ranges(
+    recorded: list[Any], outputs: list[Any], size_vars: dict[int, Any], variant: Any
+) -> list[_Read]:
+    """The requirements on the inputs' sizes that the recorded reads make (see above)."""
+    where: dict[int, tuple[int, int, int]] = {}  # size variable -> (id, first input, dimension)
+    for k, (_, dims) in enumerate(variant):
+        for d, v in enumerate(dims):
+            where.setdefault(hash(size_vars[v]), (v, k, d))
+    domains: dict[int, Any] = {}  # an axis (IterVar or its Var) -> its range
+    for op in _operations(outputs):
+        for iv in [*op.axis, *op.reduce_axis]:
+            domains[hash(iv)] = domains[hash(iv.var)] = iv.dom
+    requirements: set[_Read] = set()
+    for k, indices in recorded:
+        for d, index in enumerate(indices):
+            if isinstance(index, int) and not isinstance(index, bool):
+                requirements.add((k, d, index, ("const", 1)))
+                continue
+            dom = domains.get(hash(index)) if isinstance(index, _core.Expr) else None
+            if dom is None or not isinstance(dom.min, _core.IntImm):
+                continue  # an expression: not checked
+            extent = dom.extent
+            if isinstance(extent, _core.IntImm):
+                requirements.add((k, d, dom.min.value, ("const", extent.value)))
+            elif hash(extent) in where:
+                v, k2, d2 = where[hash(extent)]
+                if v != variant[k][1][d] or dom.min.value != 0:  # not the very same size
+                    requirements.add((k, d, dom.min.value, ("size", k2, d2)))
+    return sorted(requirements, key=repr)
+
+
+def _check_reads(
+    name: str, sig: Signature, reads: list[_Read], shapes: list[tuple[int, ...]]
+) -> None:
+    for k, d, start, extent in reads:
+        count = extent[1] if extent[0] == "const" else shapes[extent[1]][extent[2]]
+        if count > 0 and start + count > shapes[k][d]:
+            what = sig.whats[sig.inputs[k]]
+            raise ValueError(
+                f"kernel '{name}' reads {what} up to index {start + count - 1} in dimension {d}, "
+                f"but its shape is {tuple(shapes[k])}: the inputs' sizes do not fit what the "
+                "function computes"
+            )
 
 
 def _parameters(fn: Callable[..., Any]) -> tuple[list[str] | None, int | None]:

@@ -88,6 +88,40 @@ def test_layout_class_keeps_unequal_sizes_apart():
     assert mm.compilations == 2
 
 
+def test_inputs_too_short_for_the_reads_are_refused():
+    add = make_add()
+    with pytest.raises(ValueError, match=r"reads argument 1 \('B'\) up to index 3 in dimension 0"):
+        add(np.ones(4, "float32"), np.ones(3, "float32"))
+    out = add(np.ones(3, "float32"), np.arange(4, dtype="float32"))  # B longer: reads fit
+    np.testing.assert_array_equal(out, [1.0, 2.0, 3.0])
+    mm = make_matmul()
+    with pytest.raises(ValueError, match=r"argument 1 \('Y'\) up to index 4 in dimension 0"):
+        mm(np.ones((2, 5), "float32"), np.ones((3, 4), "float32"))  # inner sizes 5 and 3
+    x, y = np.random.rand(2, 3).astype("float32"), np.random.rand(4, 6).astype("float32")
+    np.testing.assert_allclose(mm(x, y), x @ y[:3], rtol=1e-5)  # Y taller than needed: fine
+
+    @kernel
+    def third_column(A):
+        return tvm.compute((A.shape[0],), lambda i: A[i, 2], name="T")
+
+    np.testing.assert_array_equal(third_column(np.arange(6, dtype="int32").reshape(2, 3)), [2, 5])
+    with pytest.raises(ValueError, match="up to index 2 in dimension 1"):
+        third_column(np.ones((2, 2), "int32"))
+
+
+def test_reads_are_recorded_only_while_compiling():
+    getitem, call = tvm.Tensor.__getitem__, tvm.Tensor.__call__
+    make_add()(np.ones(2, "float32"), np.ones(2, "float32"))
+
+    @kernel
+    def fails(A):
+        raise RuntimeError("in the user's function")
+
+    with pytest.raises(RuntimeError, match="user's function"):
+        fails(np.ones(2, "float32"))
+    assert tvm.Tensor.__getitem__ is getitem and tvm.Tensor.__call__ is call
+
+
 def test_strides_do_not_recompile():
     add = make_add()
     base = np.arange(40, dtype="float32")

@@ -211,25 +211,17 @@ def _input_converter(x: Any, what: str) -> Any:
 
 
 def _output_shapes(sig: Signature, args: list[Any], inputs: tuple[Any, ...], key: Any) -> Any:
-    """The outputs' shapes for these inputs: remembered by the inputs' shapes (or by ``key``,
-    any hashable that determines them), else asked of the module (which also checks the
-    inputs' ranks)."""
-    if key is None:
-        try:
-            key = tuple([a.shape for a in args])
-        except AttributeError:  # a capsule: no shape to look up by
-            pass
-    shapes = sig.shapes.get(key) if key is not None else None
-    if shapes is None:
-        try:
-            shapes = tuple(tuple(s) for s in sig.module.output_shapes(*args))
-        except Exception as err:
-            _explain(sig, inputs, sig.inputs, err)
-            raise
-        if key is not None:
-            if len(sig.shapes) >= _SHAPES_LIMIT:
-                sig.shapes.clear()
-            sig.shapes[key] = shapes
+    """The outputs' shapes for these inputs, asked of the module (which also checks the inputs'
+    ranks) and remembered under ``key`` (any hashable that determines them; None: not kept)."""
+    try:
+        shapes = tuple(tuple(s) for s in sig.module.output_shapes(*args))
+    except Exception as err:
+        _explain(sig, inputs, sig.inputs, err)
+        raise
+    if key is not None:
+        if len(sig.shapes) >= _SHAPES_LIMIT:
+            sig.shapes.clear()
+        sig.shapes[key] = shapes
     return shapes
 
 
@@ -259,14 +251,26 @@ def call_allocating(
                 conv = _input_converter(x, sig.whats[positions[k]])
             if conv is not None:
                 args[k] = conv(x, sig.whats[positions[k]])
-    shapes = _output_shapes(sig, args, inputs, key)
-    empty, dtypes = out_fw.empty, sig.out_dtypes
-    if sig.single_trailing_output:  # the usual signature: inputs, then one output
-        buffer = empty(shapes[0], dtypes[0])
-        args.append(out_fw.writable(buffer))
-        _run(sig, args, inputs, positions)
-        return out_fw.wrap(buffer)
-    buffers = [empty(shape, dt) for shape, dt in zip(shapes, dtypes, strict=True)]
+    shapes = None
+    if key is None:
+        try:
+            key = tuple([a.shape for a in args])
+        except AttributeError:  # a capsule: no shape to look up by
+            pass
+    if key is not None:
+        shapes = sig.shapes.get(key)
+    if shapes is None:
+        shapes = _output_shapes(sig, args, inputs, key)
+    if sig.single_trailing_output and out_fw.plain_buffers:  # the usual: inputs, then one output
+        buffer = out_fw.empty(shapes[0], sig.out_dtypes[0])
+        args.append(buffer)
+        try:
+            sig.run(*args)
+        except Exception as err:
+            _explain(sig, inputs, positions, err)
+            raise
+        return buffer
+    buffers = [out_fw.empty(shape, dt) for shape, dt in zip(shapes, sig.out_dtypes, strict=True)]
     merged: list[Any] = [None] * sig.n_all
     for k, i in enumerate(positions):
         merged[i] = args[k]

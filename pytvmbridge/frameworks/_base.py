@@ -37,6 +37,9 @@ class Framework:
     #: Whether kernels take the arrays as they are (through ``__dlpack__`` or the C exchange
     #: table); if not, every array goes through as_input/as_output first.
     native = True
+    #: Whether empty() returns this framework's array itself (writable() and wrap() are the
+    #: identity), so the allocating call can skip them.
+    plain_buffers = True
 
     def view(self, x: Any) -> Any:
         """A pytvmbridge NDArray viewing ``x`` (no copy)."""

@@ -58,6 +58,7 @@ class JaxFramework(Framework):
     """jax.Array: read through ``__dlpack__``; never written."""
 
     name = "jax"
+    plain_buffers = False
     immutable = True
 
     def dtype(self, x: Any) -> str:

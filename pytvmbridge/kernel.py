@@ -65,7 +65,9 @@ class Kernel:
 
     Example:
         >>> import numpy as np, pytvmbridge as tvm
-        >>> k = tvm.kernel(lambda A: tvm.compute(A.shape, lambda i, j: A[j, i], name="T"))
+        >>> k = tvm.kernel(
+        ...     lambda A: tvm.compute((A.shape[1], A.shape[0]), lambda i, j: A[j, i], name="T")
+        ... )
         >>> k(np.arange(6, dtype="int32").reshape(2, 3)).tolist()
         [[0, 3], [1, 4], [2, 5]]
     """

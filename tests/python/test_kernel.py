@@ -270,3 +270,26 @@ def test_no_reference_leaks_over_10000_calls():
     assert [sys.getrefcount(o) for o in (x, y, a, add)] == before
     assert sys.getrefcount(out) == 2 and sys.getrefcount(out2) == 2
     assert add.compilations == 1
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pytvmbridge.kernel",
+        "pytvmbridge.bridges",
+        "pytvmbridge.frameworks",
+        "pytvmbridge.frameworks._base",
+        "pytvmbridge.frameworks.torch",
+        "pytvmbridge.frameworks.numpy",
+        "pytvmbridge.frameworks.jax",
+        "pytvmbridge.frameworks.nd",
+        "pytvmbridge.contrib",
+        "pytvmbridge.contrib.dlpack",
+    ],
+)
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0

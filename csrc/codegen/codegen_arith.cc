@@ -1,0 +1,336 @@
+#include "codegen/codegen_arith.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+llvm::Type* with_lanes(llvm::Type* scalar, int lanes) {
+  return lanes == 1 ? scalar : llvm::FixedVectorType::get(scalar, lanes);
+}
+
+llvm::Type* scalar_register_type(llvm::LLVMContext& ctx, DataType t) {
+  switch (t.code()) {
+    case DataType::kBool:
+      return llvm::Type::getInt1Ty(ctx);
+    case DataType::kInt:
+    case DataType::kUInt:
+      return llvm::Type::getIntNTy(ctx, t.bits());
+    case DataType::kBFloat:
+      return llvm::Type::getBFloatTy(ctx);
+    case DataType::kFloat:
+      if (t.bits() == 16) return llvm::Type::getHalfTy(ctx);
+      if (t.bits() == 32) return llvm::Type::getFloatTy(ctx);
+      if (t.bits() == 64) return llvm::Type::getDoubleTy(ctx);
+      break;
+    case DataType::kHandle:
+      if (t.is_handle()) return llvm::PointerType::get(ctx, 0);
+      break;
+  }
+  internal_error(__FILE__, __LINE__, "no LLVM type for dtype ", t.str());
+}
+
+bool is_16bit_float(DataType t) { return t.is_float() && t.bits() == 16; }
+
+// Integer of the same width and lanes as a float value (for bit manipulation).
+llvm::Type* int_like(llvm::IRBuilderBase& b, llvm::Value* v, int bits) {
+  int lanes = 1;
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) lanes = vt->getNumElements();
+  return with_lanes(b.getIntNTy(bits), lanes);
+}
+
+// bfloat16 is the top half of a float32: widening is a shift, narrowing rounds to nearest even
+// and keeps NaNs quiet. Written out in integer ops so that it needs no runtime library and
+// vectorizes on any CPU.
+llvm::Value* bf16_to_f32(llvm::IRBuilderBase& b, llvm::Value* v) {
+  llvm::Value* bits = b.CreateBitCast(v, int_like(b, v, 16));
+  bits = b.CreateShl(b.CreateZExt(bits, int_like(b, v, 32)), 16);
+  return b.CreateBitCast(bits, int_like(b, v, 32)->getWithNewType(b.getFloatTy()));
+}
+
+llvm::Value* f32_to_bf16(llvm::IRBuilderBase& b, llvm::Value* v) {
+  llvm::Type* i32 = int_like(b, v, 32);
+  auto c = [&](uint32_t x) { return llvm::ConstantInt::get(i32, x); };
+  llvm::Value* bits = b.CreateBitCast(v, i32);
+  llvm::Value* lsb = b.CreateAnd(b.CreateLShr(bits, 16), c(1));
+  llvm::Value* rounded = b.CreateLShr(b.CreateAdd(b.CreateAdd(bits, c(0x7fff)), lsb), 16);
+  llvm::Value* quiet_nan = b.CreateOr(b.CreateLShr(bits, 16), c(0x40));
+  llvm::Value* result = b.CreateSelect(b.CreateFCmpUNO(v, v), quiet_nan, rounded);
+  llvm::Type* i16 = int_like(b, v, 16);
+  return b.CreateBitCast(b.CreateTrunc(result, i16), i16->getWithNewType(b.getBFloatTy()));
+}
+
+// A float value (float32 or float64 register) to the float dtype `to`.
+llvm::Value* float_to_float(llvm::IRBuilderBase& b, llvm::Value* v, DataType to) {
+  llvm::Type* target = register_type(b.getContext(), to);
+  if (to.is_bfloat()) {
+    llvm::Value* f = v;
+    if (!v->getType()->getScalarType()->isFloatTy()) {
+      f = b.CreateFPCast(v, int_like(b, v, 32)->getWithNewType(b.getFloatTy()));
+    }
+    return f32_to_bf16(b, f);
+  }
+  return b.CreateFPCast(v, target);  // fpext or fptrunc by width
+}
+
+llvm::Value* int_resize(llvm::IRBuilderBase& b, llvm::Value* v, DataType from, DataType to) {
+  llvm::Type* target = register_type(b.getContext(), to);
+  return b.CreateIntCast(v, target, /*isSigned=*/from.is_int());
+}
+
+llvm::Value* float_to_int(llvm::IRBuilderBase& b, llvm::Value* v, DataType to) {
+  // fptosi/fptoui give poison out of range. Convert through an integer wide enough for every
+  // in-range value and freeze the result: out-of-range inputs then wrap like C casts compiled
+  // for x86 (what NumPy does), and never poison the code that uses them. Narrow types go
+  // through i32 so vector conversions stay in one instruction.
+  int lanes = to.lanes();
+  if (to.is_int() && to.bits() == 64) {
+    return b.CreateFreeze(b.CreateFPToSI(v, with_lanes(b.getInt64Ty(), lanes)));
+  }
+  if (to.is_uint() && to.bits() == 64) {
+    return b.CreateFreeze(b.CreateFPToUI(v, with_lanes(b.getInt64Ty(), lanes)));
+  }
+  int via = (to.is_uint() && to.bits() == 32) ? 64 : 32;
+  llvm::Value* i = b.CreateFreeze(b.CreateFPToSI(v, with_lanes(b.getIntNTy(via), lanes)));
+  return b.CreateTrunc(i, register_type(b.getContext(), to));
+}
+
+// Integer division with NumPy's results where LLVM's are undefined: x / 0 = 0, x % 0 = 0,
+// INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0. A constant divisor folds the guards away.
+struct DivRem {
+  llvm::Value* quotient;
+  llvm::Value* remainder;
+};
+DivRem safe_divrem(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y, bool is_signed,
+                   bool want_quotient, bool want_remainder) {
+  llvm::Type* ty = x->getType();
+  llvm::Value* zero = llvm::Constant::getNullValue(ty);
+  llvm::Value* one = llvm::ConstantInt::get(ty, 1);
+  llvm::Value* y_zero = b.CreateICmpEQ(y, zero);
+  llvm::Value* bad = y_zero;
+  llvm::Value* y_minus1 = nullptr;
+  if (is_signed) {
+    y_minus1 = b.CreateICmpEQ(y, llvm::Constant::getAllOnesValue(ty));
+    bad = b.CreateOr(y_zero, y_minus1);
+  }
+  llvm::Value* divisor = b.CreateSelect(bad, one, y);
+  DivRem out{nullptr, nullptr};
+  if (want_quotient) {
+    llvm::Value* q = is_signed ? b.CreateSDiv(x, divisor) : b.CreateUDiv(x, divisor);
+    if (is_signed) q = b.CreateSelect(y_minus1, b.CreateNeg(x), q);  // wraps for INT_MIN
+    out.quotient = b.CreateSelect(y_zero, zero, q);
+  }
+  if (want_remainder) {
+    llvm::Value* r = is_signed ? b.CreateSRem(x, divisor) : b.CreateURem(x, divisor);
+    out.remainder = b.CreateSelect(bad, zero, r);
+  }
+  return out;
+}
+
+// A positive power of two k such that every lane of v is the constant 2^k, or -1.
+int power_of_two_shift(llvm::Value* v) {
+  auto* c = llvm::dyn_cast<llvm::Constant>(v);
+  if (c == nullptr) return -1;
+  if (c->getType()->isVectorTy()) c = c->getSplatValue();
+  auto* ci = llvm::dyn_cast_or_null<llvm::ConstantInt>(c);
+  if (ci == nullptr || !ci->getValue().isStrictlyPositive() || !ci->getValue().isPowerOf2()) {
+    return -1;
+  }
+  return static_cast<int>(ci->getValue().logBase2());
+}
+
+// Python's // and %: the truncated quotient rounds toward -inf when the remainder is nonzero
+// and has the divisor's opposite sign.
+llvm::Value* floor_divmod(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y, bool want_div) {
+  int shift = power_of_two_shift(y);
+  if (shift >= 0) {  // the common index case: an arithmetic shift, a mask
+    if (want_div) return b.CreateAShr(x, llvm::ConstantInt::get(x->getType(), shift));
+    return b.CreateAnd(x, b.CreateSub(y, llvm::ConstantInt::get(x->getType(), 1)));
+  }
+  DivRem dr = safe_divrem(b, x, y, /*is_signed=*/true, want_div, /*want_remainder=*/true);
+  llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+  llvm::Value* adjust = b.CreateAnd(b.CreateICmpNE(dr.remainder, zero),
+                                    b.CreateICmpSLT(b.CreateXor(dr.remainder, y), zero));
+  if (want_div) {
+    return b.CreateSub(dr.quotient, b.CreateZExt(adjust, x->getType()));
+  }
+  return b.CreateAdd(dr.remainder, b.CreateSelect(adjust, y, zero));
+}
+
+}  // namespace
+
+llvm::Type* register_type(llvm::LLVMContext& ctx, DataType t) {
+  PTB_ICHECK(!t.is_void(), "no value has the void dtype");
+  return with_lanes(scalar_register_type(ctx, t.element_of()), t.lanes());
+}
+
+llvm::Type* memory_type(llvm::LLVMContext& ctx, DataType t) {
+  if (t.is_bool()) return with_lanes(llvm::Type::getInt8Ty(ctx), t.lanes());
+  return register_type(ctx, t);
+}
+
+llvm::Value* to_memory(llvm::IRBuilderBase& b, llvm::Value* v, DataType t) {
+  return t.is_bool() ? b.CreateZExt(v, memory_type(b.getContext(), t)) : v;
+}
+
+llvm::Value* from_memory(llvm::IRBuilderBase& b, llvm::Value* v, DataType t) {
+  // Any nonzero byte is true: arrays from other frameworks are not guaranteed to hold 0/1.
+  return t.is_bool() ? b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType())) : v;
+}
+
+DataType compute_type(DataType t) { return is_16bit_float(t) ? DataType::Float(32, t.lanes()) : t; }
+
+llvm::Value* widen(llvm::IRBuilderBase& b, llvm::Value* v, DataType t) {
+  if (!is_16bit_float(t)) return v;
+  if (t.is_bfloat()) return bf16_to_f32(b, v);
+  return b.CreateFPExt(v, register_type(b.getContext(), compute_type(t)));
+}
+
+llvm::Value* narrow(llvm::IRBuilderBase& b, llvm::Value* v, DataType t) {
+  if (!is_16bit_float(t)) return v;
+  if (t.is_bfloat()) return f32_to_bf16(b, v);
+  return b.CreateFPTrunc(v, register_type(b.getContext(), t));
+}
+
+llvm::Value* emit_cast(llvm::IRBuilderBase& b, llvm::Value* v, DataType from, DataType to) {
+  if (from == to) return v;
+  PTB_ICHECK(from.lanes() == to.lanes(), "cast from ", from.str(), " to ", to.str());
+  if (from.is_handle() || to.is_handle()) {
+    internal_error(__FILE__, __LINE__, "cast between ", from.str(), " and ", to.str());
+  }
+  llvm::LLVMContext& ctx = b.getContext();
+  if (to.is_bool()) {
+    if (from.is_float()) {
+      llvm::Value* w = widen(b, v, from);
+      return b.CreateFCmpUNE(w, llvm::Constant::getNullValue(w->getType()));
+    }
+    return b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (from.is_bool() || from.is_integer()) {
+    bool is_signed = from.is_int();
+    if (to.is_integer()) {
+      return from.is_bool() ? b.CreateZExt(v, register_type(ctx, to)) : int_resize(b, v, from, to);
+    }
+    // Integer to float: 16-bit floats go through float32, which holds every integer up to 2^24
+    // exactly, far beyond float16's range.
+    llvm::Type* ty = register_type(ctx, compute_type(to));
+    llvm::Value* f = is_signed ? b.CreateSIToFP(v, ty) : b.CreateUIToFP(v, ty);
+    return narrow(b, f, to);
+  }
+  // From a float.
+  llvm::Value* w = widen(b, v, from);
+  if (to.is_integer()) return float_to_int(b, w, to);
+  return float_to_float(b, w, to);
+}
+
+llvm::Value* emit_binary(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value* x, llvm::Value* y,
+                         DataType t) {
+  if (t.is_float()) {
+    llvm::Value* a = widen(b, x, t);
+    llvm::Value* c = widen(b, y, t);
+    llvm::Value* r = nullptr;
+    switch (op) {
+      case BinaryOp::kAdd:
+        r = b.CreateFAdd(a, c);
+        break;
+      case BinaryOp::kSub:
+        r = b.CreateFSub(a, c);
+        break;
+      case BinaryOp::kMul:
+        r = b.CreateFMul(a, c);
+        break;
+      case BinaryOp::kDiv:
+        r = b.CreateFDiv(a, c);
+        break;
+      case BinaryOp::kMod:
+        r = b.CreateFRem(a, c);
+        break;
+      case BinaryOp::kMin:
+        r = b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, c);
+        break;
+      case BinaryOp::kMax:
+        r = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, c);
+        break;
+      case BinaryOp::kEQ:
+        return b.CreateFCmpOEQ(a, c);
+      case BinaryOp::kNE:
+        return b.CreateFCmpUNE(a, c);
+      case BinaryOp::kLT:
+        return b.CreateFCmpOLT(a, c);
+      case BinaryOp::kLE:
+        return b.CreateFCmpOLE(a, c);
+      case BinaryOp::kGT:
+        return b.CreateFCmpOGT(a, c);
+      case BinaryOp::kGE:
+        return b.CreateFCmpOGE(a, c);
+      default:
+        internal_error(__FILE__, __LINE__, "binary operator ", static_cast<int>(op), " on ",
+                       t.str());
+    }
+    return narrow(b, r, t);
+  }
+  PTB_ICHECK(t.is_integer() || t.is_bool(), "binary operator on ", t.str());
+  bool is_signed = t.is_int();
+  // nsw only where C would make overflow undefined: signed types of at least 32 bits.
+  bool nsw = is_signed && t.bits() >= 32;
+  switch (op) {
+    case BinaryOp::kAdd:
+      return b.CreateAdd(x, y, "", /*HasNUW=*/false, nsw);
+    case BinaryOp::kSub:
+      return b.CreateSub(x, y, "", /*HasNUW=*/false, nsw);
+    case BinaryOp::kMul:
+      return b.CreateMul(x, y, "", /*HasNUW=*/false, nsw);
+    case BinaryOp::kDiv:
+      return safe_divrem(b, x, y, is_signed, true, false).quotient;
+    case BinaryOp::kMod:
+      return safe_divrem(b, x, y, is_signed, false, true).remainder;
+    case BinaryOp::kFloorDiv:
+      if (!is_signed) return safe_divrem(b, x, y, false, true, false).quotient;
+      return floor_divmod(b, x, y, /*want_div=*/true);
+    case BinaryOp::kFloorMod:
+      if (!is_signed) return safe_divrem(b, x, y, false, false, true).remainder;
+      return floor_divmod(b, x, y, /*want_div=*/false);
+    case BinaryOp::kMin:
+      return b.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, x,
+                                     y);
+    case BinaryOp::kMax:
+      return b.CreateBinaryIntrinsic(is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x,
+                                     y);
+    case BinaryOp::kEQ:
+      return b.CreateICmpEQ(x, y);
+    case BinaryOp::kNE:
+      return b.CreateICmpNE(x, y);
+    case BinaryOp::kLT:
+      return is_signed ? b.CreateICmpSLT(x, y) : b.CreateICmpULT(x, y);
+    case BinaryOp::kLE:
+      return is_signed ? b.CreateICmpSLE(x, y) : b.CreateICmpULE(x, y);
+    case BinaryOp::kGT:
+      return is_signed ? b.CreateICmpSGT(x, y) : b.CreateICmpUGT(x, y);
+    case BinaryOp::kGE:
+      return is_signed ? b.CreateICmpSGE(x, y) : b.CreateICmpUGE(x, y);
+    case BinaryOp::kAnd:
+      return b.CreateAnd(x, y);
+    case BinaryOp::kOr:
+      return b.CreateOr(x, y);
+  }
+  internal_error(__FILE__, __LINE__, "unknown binary operator");
+}
+
+llvm::Value* make_int_constant(llvm::LLVMContext& ctx, DataType t, int64_t value) {
+  llvm::Type* ty = register_type(ctx, t);
+  // uint64 values arrive as int64 bit patterns: the APInt keeps all 64 bits either way.
+  return llvm::ConstantInt::get(ty, static_cast<uint64_t>(value), /*isSigned=*/t.is_int());
+}
+
+llvm::Value* make_float_constant(llvm::LLVMContext& ctx, DataType t, double value) {
+  // Rounds to nearest even for float32, float16 and bfloat16.
+  return llvm::ConstantFP::get(register_type(ctx, t), value);
+}
+
+}  // namespace ptb

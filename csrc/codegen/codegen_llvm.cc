@@ -1,0 +1,814 @@
+#include "codegen/codegen_llvm.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "codegen/codegen_arith.h"
+#include "codegen/codegen_math.h"
+#include "codegen/libmvec.h"
+#include "codegen/target.h"
+#include "ir/op.h"
+#include "ir/visitor.h"
+#include "runtime/backend_api.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// Intermediates of a known size up to this many bytes live in the function's stack frame
+// (allocated once in the entry block), where LLVM can keep them in registers; the total per
+// function is capped so that deep loop nests of small buffers cannot overflow a thread's stack.
+constexpr int64_t kMaxStackAllocation = 16 * 1024;
+constexpr int64_t kMaxStackPerFunction = 128 * 1024;
+constexpr unsigned kAllocAlignment = 64;
+
+using VarKey = const ExprNode*;
+
+// Every variable a statement refers to, buffer data pointers included, in first-use order.
+class VarCollector : public IRVisitor {
+ public:
+  std::vector<VarKey> vars;
+
+ protected:
+  using IRVisitor::visit_node;
+  void visit_node(const Var* op) override { add(op); }
+  void visit_node(const Load* op) override {
+    add(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Store* op) override {
+    add(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Allocate* op) override {
+    for (const Expr& e : op->buffer->shape) visit(e);
+    IRVisitor::visit_node(op);
+  }
+
+ private:
+  void add(VarKey v) {
+    if (seen_.insert(v).second) vars.push_back(v);
+  }
+  std::unordered_set<VarKey> seen_;
+};
+
+// The buffers a function stores to, and the ones it allocates.
+class BufferUseCollector : public IRVisitor {
+ public:
+  std::unordered_set<VarKey> stored;
+  std::vector<VarKey> allocated;
+
+ protected:
+  using IRVisitor::visit_node;
+  void visit_node(const Store* op) override {
+    stored.insert(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Allocate* op) override {
+    allocated.push_back(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+};
+
+class CodeGenLLVM {
+ public:
+  CodeGenLLVM(llvm::Module& module, llvm::TargetMachine& tm, const Target& target)
+      : module_(module), ctx_(module.getContext()), target_(target), b_(ctx_) {
+    const llvm::MCSubtargetInfo* sti = tm.getMCSubtargetInfo();
+    avx512_ = sti->checkFeatures("+avx512f");
+    vector_math_ = &libmvec_variants(sti->checkFeatures("+avx2"), avx512_);
+    llvm::FastMathFlags fmf;
+    if (target.fast_math) {
+      fmf.setFast();
+    } else {
+      fmf.setAllowContract(true);  // FMA contraction only, as TVM does
+    }
+    b_.setFastMathFlags(fmf);
+    declare_runtime();
+  }
+
+  void add_function(const LoweredFunc& f) {
+    std::string symbol = kernel_symbol(f.name);
+    if (module_.getFunction(symbol) != nullptr) {
+      value_error("two functions named '", f.name, "' in one module");
+    }
+    llvm::Type* ptr = b_.getPtrTy();
+    auto* fty = llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false);
+    llvm::Function* fn =
+        llvm::Function::Create(fty, llvm::Function::ExternalLinkage, symbol, module_);
+    configure(fn);
+    for (unsigned i = 0; i < 2; ++i) {
+      // The pointer array and the scalars are the runtime's, read-only and not otherwise
+      // accessed during the call.
+      fn->addParamAttr(i, llvm::Attribute::NoAlias);
+      fn->addParamAttr(i, llvm::Attribute::NoCapture);
+      fn->addParamAttr(i, llvm::Attribute::ReadOnly);
+    }
+    fn->getArg(0)->setName("data");
+    fn->getArg(1)->setName("scalars");
+    begin_function(fn, /*parallel=*/false);
+    setup_alias_scopes(f);
+
+    llvm::MDNode* invariant = llvm::MDNode::get(ctx_, {});
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const Buffer& buf = f.args[i];
+      PTB_ICHECK(buf && buf->data.as<Var>() && buf->data.dtype().is_handle(), "argument ", i,
+                 " of ", f.name, " has no data variable");
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, fn->getArg(0), i);
+      llvm::LoadInst* p = b_.CreateAlignedLoad(ptr, slot, llvm::Align(8), buf->name);
+      p->setMetadata(llvm::LLVMContext::MD_invariant_load, invariant);
+      bind(buf->data.get(), p);
+    }
+    for (size_t j = 0; j < f.scalar_params.size(); ++j) {
+      const Expr& v = f.scalar_params[j];
+      PTB_ICHECK(v.as<Var>(), "scalar parameter ", j, " of ", f.name, " is not a Var");
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), fn->getArg(1), j);
+      llvm::LoadInst* raw = b_.CreateAlignedLoad(b_.getInt64Ty(), slot, llvm::Align(8));
+      raw->setMetadata(llvm::LLVMContext::MD_invariant_load, invariant);
+      llvm::Value* value = emit_cast(b_, raw, DataType::Int(64), v.dtype());
+      value->setName(v.as<Var>()->name);
+      bind(v.get(), value);
+    }
+    emit(f.body);
+    b_.CreateRet(b_.getInt32(0));
+  }
+
+ private:
+  // ---------------------------------------------------------------- functions and state
+
+  struct FunctionState {
+    llvm::Function* fn = nullptr;
+    llvm::BasicBlock* entry = nullptr;
+    std::unordered_map<VarKey, llvm::Value*> vars;
+    std::vector<llvm::Value*> heap;  // live ptb_alloc results, innermost last
+    int64_t stack_bytes = 0;
+    bool parallel = false;  // inside an outlined parallel body: nested parallel loops are serial
+  };
+
+  void begin_function(llvm::Function* fn, bool parallel) {
+    fs_ = FunctionState();
+    fs_.fn = fn;
+    fs_.parallel = parallel;
+    fs_.entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    b_.SetInsertPoint(fs_.entry);
+  }
+
+  void configure(llvm::Function* fn) {
+    fn->setDoesNotThrow();
+    fn->addFnAttr("target-cpu", target_.cpu);
+    if (!target_.features.empty()) fn->addFnAttr("target-features", target_.features);
+    // Lets vector math calls pass 512-bit vectors in zmm registers, as libmvec's AVX-512
+    // variants expect, even on CPUs where LLVM prefers 256-bit vectors.
+    if (avx512_) fn->addFnAttr("min-legal-vector-width", "512");
+    // FP exceptions are never observed, so FP operations may be speculated (clang's default).
+    fn->addFnAttr("no-trapping-math", "true");
+    if (target_.fast_math) {
+      for (const char* a : {"unsafe-fp-math", "no-infs-fp-math", "no-nans-fp-math",
+                            "no-signed-zeros-fp-math", "approx-func-fp-math"}) {
+        fn->addFnAttr(a, "true");
+      }
+    }
+  }
+
+  void declare_runtime() {
+    llvm::Type* ptr = b_.getPtrTy();
+    llvm::Type* i64 = b_.getInt64Ty();
+    parallel_for_ = module_.getOrInsertFunction(
+        "ptb_parallel_for", llvm::FunctionType::get(b_.getInt32Ty(), {i64, ptr, ptr}, false));
+    alloc_ = module_.getOrInsertFunction("ptb_alloc", llvm::FunctionType::get(ptr, {i64}, false));
+    free_ = module_.getOrInsertFunction("ptb_free",
+                                        llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
+    if (auto* f = llvm::dyn_cast<llvm::Function>(alloc_.getCallee())) {
+      // Fresh memory: it aliases nothing else, and is 64-byte aligned.
+      f->addRetAttr(llvm::Attribute::NoAlias);
+      f->addRetAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(kAllocAlignment)));
+      f->setDoesNotThrow();
+    }
+    if (auto* f = llvm::dyn_cast<llvm::Function>(free_.getCallee())) f->setDoesNotThrow();
+    if (auto* f = llvm::dyn_cast<llvm::Function>(parallel_for_.getCallee())) f->setDoesNotThrow();
+  }
+
+  llvm::Value* bind(VarKey var, llvm::Value* value) {
+    auto [it, inserted] = fs_.vars.emplace(var, value);
+    if (inserted) return nullptr;
+    llvm::Value* previous = it->second;
+    it->second = value;
+    return previous;
+  }
+  void unbind(VarKey var, llvm::Value* previous) {
+    if (previous) {
+      fs_.vars[var] = previous;
+    } else {
+      fs_.vars.erase(var);
+    }
+  }
+  llvm::Value* lookup(const Var* var) const {
+    auto it = fs_.vars.find(var);
+    PTB_ICHECK(it != fs_.vars.end(), "variable '", var->name, "' is used outside its scope");
+    return it->second;
+  }
+
+  // Frees the live intermediates and returns `status` when `failed` holds.
+  void return_if(llvm::Value* failed, llvm::Value* status) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(failed); c && c->isZero()) return;
+    llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "fail", fs_.fn);
+    llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "ok", fs_.fn);
+    b_.CreateCondBr(failed, fail, ok, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+    b_.SetInsertPoint(fail);
+    for (auto it = fs_.heap.rbegin(); it != fs_.heap.rend(); ++it) b_.CreateCall(free_, {*it});
+    b_.CreateRet(status);
+    b_.SetInsertPoint(ok);
+  }
+
+  // An alloca in the entry block, so that it is allocated once per call, not per iteration.
+  llvm::AllocaInst* entry_alloca(llvm::Type* ty, unsigned align) {
+    llvm::IRBuilder<> eb(fs_.entry, fs_.entry->getFirstInsertionPt());
+    llvm::AllocaInst* a = eb.CreateAlloca(ty);
+    a->setAlignment(llvm::Align(align));
+    return a;
+  }
+
+  // ---------------------------------------------------------------- alias information
+
+  // Scopes: one for the arguments only read, one for the arguments written, one per
+  // intermediate buffer. An access is in its buffer's scope and declared not to alias the
+  // others: read-only arguments may alias each other (harmless, nothing writes them), written
+  // arguments may alias each other, but the two groups never overlap (the runtime checks it).
+  struct AliasInfo {
+    llvm::MDNode* scope = nullptr;
+    llvm::MDNode* noalias = nullptr;
+  };
+
+  void setup_alias_scopes(const LoweredFunc& f) {
+    alias_.clear();
+    BufferUseCollector uses;
+    uses.visit(f.body);
+    llvm::MDBuilder md(ctx_);
+    llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(f.name);
+    std::vector<std::pair<std::vector<VarKey>, llvm::MDNode*>> groups;
+    std::vector<VarKey> inputs, outputs;
+    for (const Buffer& buf : f.args) {
+      (uses.stored.count(buf->data.get()) ? outputs : inputs).push_back(buf->data.get());
+    }
+    groups.emplace_back(inputs, md.createAnonymousAliasScope(domain, "inputs"));
+    groups.emplace_back(outputs, md.createAnonymousAliasScope(domain, "outputs"));
+    for (VarKey a : uses.allocated) {
+      groups.emplace_back(std::vector<VarKey>{a}, md.createAnonymousAliasScope(domain));
+    }
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<llvm::Metadata*> others;
+      for (size_t h = 0; h < groups.size(); ++h) {
+        if (h != g && !groups[h].first.empty()) others.push_back(groups[h].second);
+      }
+      AliasInfo info;
+      info.scope = llvm::MDNode::get(ctx_, {groups[g].second});
+      if (!others.empty()) info.noalias = llvm::MDNode::get(ctx_, others);
+      for (VarKey v : groups[g].first) alias_[v] = info;
+    }
+  }
+
+  void annotate(llvm::Value* access, const Buffer& buf) {
+    auto* inst = llvm::dyn_cast<llvm::Instruction>(access);
+    auto it = alias_.find(buf->data.get());
+    if (inst == nullptr || it == alias_.end()) return;
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, it->second.scope);
+    if (it->second.noalias) inst->setMetadata(llvm::LLVMContext::MD_noalias, it->second.noalias);
+  }
+
+  // ---------------------------------------------------------------- statements
+
+  void emit(const Stmt& s) {
+    PTB_ICHECK(s.defined(), "undefined statement");
+    switch (s->kind) {
+      case StmtKind::kFor:
+        return emit_for(s.as<For>());
+      case StmtKind::kStore:
+        return emit_store(s.as<Store>());
+      case StmtKind::kAllocate:
+        return emit_allocate(s.as<Allocate>());
+      case StmtKind::kBlock:
+        for (const Stmt& c : s.as<Block>()->stmts) emit(c);
+        return;
+      case StmtKind::kIfThenElse:
+        return emit_if(s.as<IfThenElse>());
+      case StmtKind::kLetStmt: {
+        const auto* op = s.as<LetStmt>();
+        llvm::Value* prev = bind(op->var.get(), emit(op->value));
+        emit(op->body);
+        unbind(op->var.get(), prev);
+        return;
+      }
+      case StmtKind::kEvaluate: {
+        const Expr& v = s.as<Evaluate>()->value;
+        if (v.defined() && !v.as<IntImm>() && !v.as<FloatImm>()) emit(v);
+        return;
+      }
+      case StmtKind::kProvide:
+      case StmtKind::kRealize:
+        internal_error(__FILE__, __LINE__,
+                       "a tensor-level statement reached codegen; storage flattening must run "
+                       "before it");
+    }
+  }
+
+  void emit_for(const For* op) {
+    const std::string& name = op->var.as<Var>()->name;
+    PTB_ICHECK(op->for_kind != ForKind::kVectorized, "loop '", name,
+               "' is still marked vectorized at codegen; the vectorize pass must rewrite it");
+    if (op->for_kind == ForKind::kParallel && !fs_.parallel) return emit_parallel_for(op);
+    llvm::Value* min = emit(op->min);
+    llvm::Value* extent = emit(op->extent);
+    DataType t = op->var.dtype();
+    llvm::Value* end = emit_binary(b_, BinaryOp::kAdd, min, extent, t);
+    emit_loop(op->var, min, end, op->body, op->for_kind == ForKind::kUnrolled);
+  }
+
+  // for (var = begin; var < end; ++var) body, in the rotated form LLVM's loop passes expect.
+  void emit_loop(const Expr& var, llvm::Value* begin, llvm::Value* end, const Stmt& body,
+                 bool unroll_full) {
+    DataType t = var.dtype();
+    bool is_signed = !t.is_uint();
+    auto less = [&](llvm::Value* a, llvm::Value* c) {
+      return is_signed ? b_.CreateICmpSLT(a, c) : b_.CreateICmpULT(a, c);
+    };
+    const std::string& name = var.as<Var>()->name;
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx_, name + ".loop", fs_.fn);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fs_.fn);
+    b_.CreateCondBr(less(begin, end), loop, exit);
+
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* iv = b_.CreatePHI(begin->getType(), 2, name);
+    iv->addIncoming(begin, pre);
+    llvm::Value* prev = bind(var.get(), iv);
+    emit(body);
+    unbind(var.get(), prev);
+    // iv < end, so iv + 1 cannot overflow.
+    llvm::Value* next = b_.CreateAdd(iv, llvm::ConstantInt::get(iv->getType(), 1), name + ".next",
+                                     /*HasNUW=*/!is_signed, /*HasNSW=*/is_signed);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    llvm::BranchInst* back = b_.CreateCondBr(less(next, end), loop, exit);
+    if (unroll_full) {
+      llvm::MDNode* unroll =
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
+      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, unroll});
+      id->replaceOperandWith(0, id);
+      back->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
+    b_.SetInsertPoint(exit);
+  }
+
+  // The body becomes `i32 f(i64 begin, i64 end, ptr closure)` over a chunk of the iterations;
+  // the closure is a struct on this function's stack holding the loop's min and every value
+  // the body uses from outside.
+  void emit_parallel_for(const For* op) {
+    DataType t = op->var.dtype();
+    llvm::Value* min = emit(op->min);
+    llvm::Value* extent = emit(op->extent);
+
+    VarCollector collector;
+    collector.visit(op->body);
+    std::vector<VarKey> captured;
+    std::vector<llvm::Value*> values{min};
+    for (VarKey v : collector.vars) {
+      auto it = fs_.vars.find(v);
+      if (v == op->var.get() || it == fs_.vars.end()) continue;
+      captured.push_back(v);
+      values.push_back(it->second);
+    }
+    std::vector<llvm::Type*> field_types;
+    for (llvm::Value* v : values) field_types.push_back(v->getType());
+    llvm::StructType* closure_ty = llvm::StructType::get(ctx_, field_types);
+
+    llvm::Value* closure = entry_alloca(closure_ty, 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+      b_.CreateStore(values[i], b_.CreateStructGEP(closure_ty, closure, i));
+    }
+
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* body_ty = llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, b_.getPtrTy()}, false);
+    std::string body_name =
+        fs_.fn->getName().str() + "_parallel_" + std::to_string(parallel_count_++);
+    llvm::Function* body_fn =
+        llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, body_name, module_);
+    configure(body_fn);
+
+    llvm::Value* n = b_.CreateIntCast(extent, i64, /*isSigned=*/!t.is_uint());
+    llvm::Value* status = b_.CreateCall(parallel_for_, {n, body_fn, closure});
+    return_if(b_.CreateICmpNE(status, b_.getInt32(0)), status);
+
+    // Emit the body function, then come back here.
+    FunctionState outer = std::move(fs_);
+    llvm::IRBuilderBase::InsertPoint resume = b_.saveIP();
+    begin_function(body_fn, /*parallel=*/true);
+    llvm::Value* arg_closure = body_fn->getArg(2);
+    arg_closure->setName("closure");
+    std::vector<llvm::Value*> loaded;
+    for (size_t i = 0; i < values.size(); ++i) {
+      loaded.push_back(
+          b_.CreateLoad(field_types[i], b_.CreateStructGEP(closure_ty, arg_closure, i)));
+    }
+    for (size_t i = 0; i < captured.size(); ++i) bind(captured[i], loaded[i + 1]);
+    llvm::Type* var_ty = register_type(ctx_, t);
+    llvm::Value* begin =
+        emit_binary(b_, BinaryOp::kAdd, loaded[0], b_.CreateTrunc(body_fn->getArg(0), var_ty), t);
+    llvm::Value* end =
+        emit_binary(b_, BinaryOp::kAdd, loaded[0], b_.CreateTrunc(body_fn->getArg(1), var_ty), t);
+    emit_loop(op->var, begin, end, op->body, /*unroll_full=*/false);
+    b_.CreateRet(b_.getInt32(0));
+    fs_ = std::move(outer);
+    b_.restoreIP(resume);
+  }
+
+  void emit_if(const IfThenElse* op) {
+    llvm::Value* cond = emit(op->condition);
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", fs_.fn);
+    llvm::BasicBlock* else_bb =
+        op->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "else", fs_.fn) : nullptr;
+    llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "endif", fs_.fn);
+    b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : merge);
+    b_.SetInsertPoint(then_bb);
+    emit(op->then_case);
+    b_.CreateBr(merge);
+    if (else_bb) {
+      b_.SetInsertPoint(else_bb);
+      emit(op->else_case);
+      b_.CreateBr(merge);
+    }
+    b_.SetInsertPoint(merge);
+  }
+
+  void emit_allocate(const Allocate* op) {
+    const BufferNode& buf = *op->buffer;
+    int64_t elem_bytes = static_cast<int64_t>(buf.dtype.bytes()) * buf.dtype.lanes();
+    // The size in bytes, folded when every extent is a constant.
+    bool constant = true;
+    int64_t const_bytes = elem_bytes;
+    llvm::Value* bytes = b_.getInt64(elem_bytes);
+    for (const Expr& extent : buf.shape) {
+      if (auto c = as_const_int(extent)) {
+        const_bytes *= *c;
+      } else {
+        constant = false;
+      }
+      llvm::Value* e = emit_cast(b_, emit(extent), extent.dtype(), DataType::Int(64));
+      bytes = b_.CreateMul(bytes, e, "", false, /*HasNSW=*/true);
+    }
+    llvm::Value* prev = nullptr;
+    if (constant && const_bytes <= kMaxStackAllocation &&
+        fs_.stack_bytes + const_bytes <= kMaxStackPerFunction) {
+      fs_.stack_bytes += const_bytes;
+      llvm::Type* ty = llvm::ArrayType::get(b_.getInt8Ty(), std::max<int64_t>(const_bytes, 1));
+      llvm::AllocaInst* mem = entry_alloca(ty, kAllocAlignment);
+      mem->setName(buf.name);
+      prev = bind(buf.data.get(), mem);
+      emit(op->body);
+    } else {
+      llvm::Value* mem = b_.CreateCall(alloc_, {bytes}, buf.name);
+      return_if(b_.CreateIsNull(mem), b_.getInt32(PTB_ERROR_OUT_OF_MEMORY));
+      fs_.heap.push_back(mem);
+      prev = bind(buf.data.get(), mem);
+      emit(op->body);
+      fs_.heap.pop_back();
+      b_.CreateCall(free_, {mem});
+    }
+    unbind(buf.data.get(), prev);
+  }
+
+  // ---------------------------------------------------------------- memory access
+
+  enum class AccessKind { kScalar, kContiguous, kBroadcast, kGather };
+  struct Address {
+    AccessKind kind;
+    llvm::Value* ptr;  // one pointer, or a vector of pointers for kGather
+  };
+
+  llvm::Value* to_offset(llvm::Value* index, DataType t) {
+    return emit_cast(b_, index, t, DataType::Int(64, t.lanes()));
+  }
+
+  Address address_of(const Buffer& buf, const Expr& index) {
+    llvm::Value* base = lookup(buf->data.as<Var>());
+    llvm::Type* elem = memory_type(ctx_, buf->dtype.element_of());
+    auto gep = [&](const Expr& scalar_index) {
+      return b_.CreateInBoundsGEP(elem, base, to_offset(emit(scalar_index), scalar_index.dtype()));
+    };
+    if (index.dtype().is_scalar()) return {AccessKind::kScalar, gep(index)};
+    if (const auto* ramp = index.as<Ramp>(); ramp && is_const_int(ramp->stride, 1)) {
+      return {AccessKind::kContiguous, gep(ramp->base)};
+    }
+    if (const auto* bc = index.as<Broadcast>()) return {AccessKind::kBroadcast, gep(bc->value)};
+    llvm::Value* offsets = to_offset(emit(index), index.dtype());
+    return {AccessKind::kGather, b_.CreateInBoundsGEP(elem, base, offsets)};
+  }
+
+  // Element alignment only: arrays from users are not guaranteed to be more aligned.
+  llvm::Align element_align(const Buffer& buf) {
+    return llvm::Align(std::max(1, buf->dtype.bytes()));
+  }
+
+  llvm::Value* all_lanes(int lanes) { return llvm::ConstantInt::getTrue(mask_type(lanes)); }
+  llvm::Type* mask_type(int lanes) { return llvm::FixedVectorType::get(b_.getInt1Ty(), lanes); }
+
+  llvm::Value* emit_load(const Load* op) {
+    DataType t = op->dtype;
+    int lanes = t.lanes();
+    llvm::Value* pred = op->predicate.defined() ? emit(op->predicate) : nullptr;
+    llvm::Value* guard = nullptr;  // a scalar condition to branch around the whole load
+    // Inside a lane-wise if_then_else only the lanes that take this branch may be read: a load
+    // of the same lanes is masked, any other is skipped when no lane takes the branch.
+    if (!masks_.empty()) {
+      llvm::Value* mask = masks_.back();
+      if (lanes > 1 && mask_lanes(mask) == lanes) {
+        pred = pred ? b_.CreateAnd(pred, mask) : mask;
+      } else {
+        guard = mask_lanes(mask) > 1 ? b_.CreateOrReduce(mask) : mask;
+      }
+    }
+    if (lanes == 1 && pred) {
+      guard = guard ? b_.CreateAnd(guard, pred) : pred;
+      pred = nullptr;
+    }
+    if (guard) return guarded(guard, [&] { return load_lanes(op, pred); }, t);
+    return load_lanes(op, pred);
+  }
+
+  static int mask_lanes(llvm::Value* mask) {
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(mask->getType());
+    return vt ? static_cast<int>(vt->getNumElements()) : 1;
+  }
+
+  // The load of op's lanes, masked by `mask` (a vector of i1) if given.
+  llvm::Value* load_lanes(const Load* op, llvm::Value* mask) {
+    DataType t = op->dtype;
+    int lanes = t.lanes();
+    llvm::Type* mem_ty = memory_type(ctx_, t);
+    llvm::Align align = element_align(op->buffer);
+    Address addr = address_of(op->buffer, op->index);
+    llvm::Value* zero = llvm::Constant::getNullValue(mem_ty);
+    llvm::Value* v = nullptr;
+    switch (addr.kind) {
+      case AccessKind::kScalar:
+        v = b_.CreateAlignedLoad(mem_ty, addr.ptr, align);
+        break;
+      case AccessKind::kContiguous:
+        v = mask ? static_cast<llvm::Value*>(
+                       b_.CreateMaskedLoad(mem_ty, addr.ptr, align, mask, zero))
+                 : b_.CreateAlignedLoad(mem_ty, addr.ptr, align);
+        break;
+      case AccessKind::kBroadcast:
+        if (!mask) {
+          llvm::LoadInst* one = b_.CreateAlignedLoad(mem_ty->getScalarType(), addr.ptr, align);
+          annotate(one, op->buffer);
+          return from_memory(b_, b_.CreateVectorSplat(lanes, one), t);
+        }
+        v = b_.CreateMaskedGather(mem_ty, b_.CreateVectorSplat(lanes, addr.ptr), align, mask, zero);
+        break;
+      case AccessKind::kGather:
+        v = b_.CreateMaskedGather(mem_ty, addr.ptr, align, mask ? mask : all_lanes(lanes), zero);
+        break;
+    }
+    annotate(v, op->buffer);
+    return from_memory(b_, v, t);
+  }
+
+  // cond ? value() : 0, evaluating value() only when cond holds.
+  llvm::Value* guarded(llvm::Value* cond, const std::function<llvm::Value*()>& value, DataType t) {
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond); c && c->isOne()) return value();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "guarded", fs_.fn);
+    llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "guarded.end", fs_.fn);
+    b_.CreateCondBr(cond, then_bb, merge);
+    b_.SetInsertPoint(then_bb);
+    llvm::Value* v = value();
+    llvm::BasicBlock* then_end = b_.GetInsertBlock();
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(v, then_end);
+    phi->addIncoming(llvm::Constant::getNullValue(register_type(ctx_, t)), pre);
+    return phi;
+  }
+
+  void emit_store(const Store* op) {
+    DataType t = op->value.dtype();
+    int lanes = t.lanes();
+    llvm::Value* value = to_memory(b_, emit(op->value), t);
+    llvm::Value* pred = op->predicate.defined() ? emit(op->predicate) : nullptr;
+    if (pred && lanes == 1) {  // a scalar predicate: a branch around the store
+      llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "store", fs_.fn);
+      llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "store.end", fs_.fn);
+      b_.CreateCondBr(pred, then_bb, merge);
+      b_.SetInsertPoint(then_bb);
+      store_lanes(op, value, nullptr);
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(merge);
+      return;
+    }
+    store_lanes(op, value, pred);
+  }
+
+  void store_lanes(const Store* op, llvm::Value* value, llvm::Value* mask) {
+    int lanes = op->value.dtype().lanes();
+    llvm::Align align = element_align(op->buffer);
+    Address addr = address_of(op->buffer, op->index);
+    llvm::Value* s = nullptr;
+    switch (addr.kind) {
+      case AccessKind::kScalar:
+        s = b_.CreateAlignedStore(value, addr.ptr, align);
+        break;
+      case AccessKind::kContiguous:
+        s = mask ? static_cast<llvm::Value*>(b_.CreateMaskedStore(value, addr.ptr, align, mask))
+                 : b_.CreateAlignedStore(value, addr.ptr, align);
+        break;
+      case AccessKind::kBroadcast:
+        if (!mask) {  // every lane writes the same element: the last one wins, as in a scatter
+          s = b_.CreateAlignedStore(b_.CreateExtractElement(value, lanes - 1), addr.ptr, align);
+          break;
+        }
+        s = b_.CreateMaskedScatter(value, b_.CreateVectorSplat(lanes, addr.ptr), align, mask);
+        break;
+      case AccessKind::kGather:
+        s = b_.CreateMaskedScatter(value, addr.ptr, align, mask ? mask : all_lanes(lanes));
+        break;
+    }
+    annotate(s, op->buffer);
+  }
+
+  // ---------------------------------------------------------------- expressions
+
+  llvm::Value* emit(const Expr& e) {
+    PTB_ICHECK(e.defined(), "undefined expression");
+    switch (e->kind) {
+      case ExprKind::kIntImm:
+        return make_int_constant(ctx_, e.dtype(), e.as<IntImm>()->value);
+      case ExprKind::kFloatImm:
+        return make_float_constant(ctx_, e.dtype(), e.as<FloatImm>()->value);
+      case ExprKind::kVar:
+        return lookup(e.as<Var>());
+      case ExprKind::kCast: {
+        const auto* op = e.as<Cast>();
+        return emit_cast(b_, emit(op->value), op->value.dtype(), op->dtype);
+      }
+#define PTB_BINARY_CASE(T)                                       \
+  case ExprKind::k##T: {                                         \
+    const auto* op = e.as<T>();                                  \
+    llvm::Value* a = emit(op->a);                                \
+    llvm::Value* c = emit(op->b);                                \
+    return emit_binary(b_, BinaryOp::k##T, a, c, op->a.dtype()); \
+  }
+        PTB_BINARY_CASE(Add)
+        PTB_BINARY_CASE(Sub)
+        PTB_BINARY_CASE(Mul)
+        PTB_BINARY_CASE(Div)
+        PTB_BINARY_CASE(Mod)
+        PTB_BINARY_CASE(FloorDiv)
+        PTB_BINARY_CASE(FloorMod)
+        PTB_BINARY_CASE(Min)
+        PTB_BINARY_CASE(Max)
+        PTB_BINARY_CASE(EQ)
+        PTB_BINARY_CASE(NE)
+        PTB_BINARY_CASE(LT)
+        PTB_BINARY_CASE(LE)
+        PTB_BINARY_CASE(GT)
+        PTB_BINARY_CASE(GE)
+        PTB_BINARY_CASE(And)
+        PTB_BINARY_CASE(Or)
+#undef PTB_BINARY_CASE
+      case ExprKind::kNot:
+        return b_.CreateNot(emit(e.as<Not>()->a));
+      case ExprKind::kSelect: {
+        const auto* op = e.as<Select>();
+        llvm::Value* cond = emit(op->condition);
+        llvm::Value* t = emit(op->true_value);
+        llvm::Value* f = emit(op->false_value);
+        return b_.CreateSelect(cond, t, f);
+      }
+      case ExprKind::kCall:
+        return emit_call(e.as<Call>());
+      case ExprKind::kLet: {
+        const auto* op = e.as<Let>();
+        llvm::Value* prev = bind(op->var.get(), emit(op->value));
+        llvm::Value* v = emit(op->body);
+        unbind(op->var.get(), prev);
+        return v;
+      }
+      case ExprKind::kLoad:
+        return emit_load(e.as<Load>());
+      case ExprKind::kRamp:
+        return emit_ramp(e.as<Ramp>());
+      case ExprKind::kBroadcast: {
+        const auto* op = e.as<Broadcast>();
+        return b_.CreateVectorSplat(op->lanes, emit(op->value));
+      }
+      case ExprKind::kTensorRead:
+      case ExprKind::kReduce:
+        internal_error(__FILE__, __LINE__,
+                       "a tensor-level expression reached codegen; lowering must remove it");
+    }
+    internal_error(__FILE__, __LINE__, "unknown expression kind");
+  }
+
+  llvm::Value* emit_ramp(const Ramp* op) {
+    DataType t = op->dtype;
+    DataType elem = t.element_of();
+    llvm::Value* base = b_.CreateVectorSplat(op->lanes, emit(op->base));
+    llvm::Value* stride = b_.CreateVectorSplat(op->lanes, emit(op->stride));
+    std::vector<llvm::Constant*> steps;
+    for (int i = 0; i < op->lanes; ++i) {
+      steps.push_back(llvm::cast<llvm::Constant>(
+          elem.is_float() ? make_float_constant(ctx_, elem, i) : make_int_constant(ctx_, elem, i)));
+    }
+    llvm::Value* offsets =
+        emit_binary(b_, BinaryOp::kMul, stride, llvm::ConstantVector::get(steps), t);
+    return emit_binary(b_, BinaryOp::kAdd, base, offsets, t);
+  }
+
+  llvm::Value* emit_call(const Call* op) {
+    if (op->op == Intrinsic::kIfThenElse) return emit_if_then_else(op);
+    std::vector<llvm::Value*> args;
+    for (const Expr& a : op->args) args.push_back(emit(a));
+    DataType t = op->op == Intrinsic::kIsNan ? op->args[0].dtype() : op->dtype;
+    return emit_math(b_, op->op, args, t, *vector_math_);
+  }
+
+  // Only the branch taken is evaluated, since it may guard a read that would be out of bounds.
+  // A scalar condition branches; a lane-wise one evaluates both sides with the lanes that do
+  // not take them masked off (their loads become masked loads), then selects.
+  llvm::Value* emit_if_then_else(const Call* op) {
+    llvm::Value* cond = emit(op->args[0]);
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond)) {
+      return emit(op->args[c->isOne() ? 1 : 2]);
+    }
+    if (cond->getType()->isVectorTy()) {
+      PTB_ICHECK(op->dtype.lanes() == op->args[0].dtype().lanes(), "if_then_else with a ",
+                 op->args[0].dtype().str(), " condition and ", op->dtype.str(), " values");
+      llvm::Value* outer = masks_.empty() ? nullptr : masks_.back();
+      auto within = [&](llvm::Value* m) { return outer ? b_.CreateAnd(outer, m) : m; };
+      masks_.push_back(within(cond));
+      llvm::Value* t = emit(op->args[1]);
+      masks_.back() = within(b_.CreateNot(cond));
+      llvm::Value* f = emit(op->args[2]);
+      masks_.pop_back();
+      return b_.CreateSelect(cond, t, f);
+    }
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", fs_.fn);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "if_else", fs_.fn);
+    llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "if_end", fs_.fn);
+    b_.CreateCondBr(cond, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    llvm::Value* t = emit(op->args[1]);
+    llvm::BasicBlock* then_end = b_.GetInsertBlock();
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(else_bb);
+    llvm::Value* f = emit(op->args[2]);
+    llvm::BasicBlock* else_end = b_.GetInsertBlock();
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+    llvm::PHINode* phi = b_.CreatePHI(t->getType(), 2);
+    phi->addIncoming(t, then_end);
+    phi->addIncoming(f, else_end);
+    return phi;
+  }
+
+  llvm::Module& module_;
+  llvm::LLVMContext& ctx_;
+  const Target& target_;
+  llvm::IRBuilder<> b_;
+  bool avx512_ = false;
+  const std::vector<VectorMathVariant>* vector_math_ = nullptr;
+  llvm::FunctionCallee parallel_for_, alloc_, free_;
+
+  FunctionState fs_;
+  std::unordered_map<VarKey, AliasInfo> alias_;
+  std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
+  int parallel_count_ = 0;
+};
+
+}  // namespace
+
+std::string kernel_symbol(const std::string& name) { return "ptb." + name; }
+
+void emit_lowered_funcs(llvm::Module& module, llvm::TargetMachine& tm, const Target& target,
+                        const std::vector<LoweredFunc>& funcs) {
+  CodeGenLLVM cg(module, tm, target);
+  for (const LoweredFunc& f : funcs) cg.add_function(f);
+}
+
+}  // namespace ptb

@@ -1,0 +1,209 @@
+#include "codegen/codegen_math.h"
+
+#include <string>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/codegen_arith.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// A function of the math library: its double name ("exp"; float appends 'f') and the LLVM
+// intrinsic for it, if LLVM has one that it lowers to the same libm call on scalars.
+struct LibraryFunction {
+  const char* name;
+  llvm::Intrinsic::ID intrinsic;
+};
+
+LibraryFunction library_function(Intrinsic op) {
+  switch (op) {
+    case Intrinsic::kExp:
+      return {"exp", llvm::Intrinsic::exp};
+    case Intrinsic::kExp2:
+      return {"exp2", llvm::Intrinsic::exp2};
+    case Intrinsic::kLog:
+      return {"log", llvm::Intrinsic::log};
+    case Intrinsic::kLog2:
+      return {"log2", llvm::Intrinsic::log2};
+    case Intrinsic::kLog10:
+      return {"log10", llvm::Intrinsic::log10};
+    case Intrinsic::kLog1p:
+      return {"log1p", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kSin:
+      return {"sin", llvm::Intrinsic::sin};
+    case Intrinsic::kCos:
+      return {"cos", llvm::Intrinsic::cos};
+    // llvm.tan is new in LLVM 19 and not lowered by every backend: call tanf directly.
+    case Intrinsic::kTan:
+      return {"tan", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kTanh:
+      return {"tanh", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kErf:
+      return {"erf", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kPow:
+      return {"pow", llvm::Intrinsic::pow};
+    default:
+      internal_error(__FILE__, __LINE__, intrinsic_name(op), " is not a library function");
+  }
+}
+
+// Declares a pure math function: no errno, no memory access, so calls can be hoisted, removed
+// and vectorized.
+llvm::FunctionCallee declare_pure(llvm::Module& m, const std::string& name, llvm::Type* ty,
+                                  size_t arity) {
+  std::vector<llvm::Type*> params(arity, ty);
+  auto callee = m.getOrInsertFunction(name, llvm::FunctionType::get(ty, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotThrow();
+    f->setDoesNotAccessMemory();
+    f->setWillReturn();
+  }
+  return callee;
+}
+
+llvm::Value* call_scalar(llvm::IRBuilderBase& b, const LibraryFunction& fn,
+                         const std::vector<llvm::Value*>& args) {
+  llvm::Type* ty = args[0]->getType();
+  if (fn.intrinsic != llvm::Intrinsic::not_intrinsic) {
+    return b.CreateIntrinsic(fn.intrinsic, {ty}, args);
+  }
+  std::string name = std::string(fn.name) + (ty->isFloatTy() ? "f" : "");
+  llvm::Module& m = *b.GetInsertBlock()->getModule();
+  return b.CreateCall(declare_pure(m, name, ty, args.size()), args);
+}
+
+// The widest libmvec variant of `scalar` with at most max_lanes lanes.
+const VectorMathVariant* widest_variant(const std::vector<VectorMathVariant>& variants,
+                                        const std::string& scalar, int max_lanes) {
+  const VectorMathVariant* best = nullptr;
+  for (const VectorMathVariant& v : variants) {
+    if (v.scalar == scalar && v.lanes <= max_lanes && (!best || v.lanes > best->lanes)) best = &v;
+  }
+  return best;
+}
+
+llvm::Value* call_vector(llvm::IRBuilderBase& b, const LibraryFunction& fn,
+                         const std::vector<llvm::Value*>& args,
+                         const std::vector<VectorMathVariant>& variants) {
+  auto* vty = llvm::cast<llvm::FixedVectorType>(args[0]->getType());
+  llvm::Type* elem = vty->getElementType();
+  int lanes = static_cast<int>(vty->getNumElements());
+  std::string scalar = std::string(fn.name) + (elem->isFloatTy() ? "f" : "");
+  llvm::Module& m = *b.GetInsertBlock()->getModule();
+
+  llvm::Value* result = llvm::PoisonValue::get(vty);
+  for (int offset = 0; offset < lanes;) {
+    const VectorMathVariant* v = widest_variant(variants, scalar, lanes - offset);
+    if (v == nullptr) {  // no vector variant this narrow: one lane through libm
+      std::vector<llvm::Value*> lane_args;
+      for (llvm::Value* a : args) lane_args.push_back(b.CreateExtractElement(a, offset));
+      result = b.CreateInsertElement(result, call_scalar(b, fn, lane_args), offset);
+      ++offset;
+      continue;
+    }
+    int w = v->lanes;
+    auto* chunk_ty = llvm::FixedVectorType::get(elem, w);
+    auto callee = declare_pure(m, v->vector, chunk_ty, args.size());
+    if (w == lanes) return b.CreateCall(callee, args);
+    std::vector<int> take(w);
+    for (int i = 0; i < w; ++i) take[i] = offset + i;
+    std::vector<llvm::Value*> chunk_args;
+    for (llvm::Value* a : args) chunk_args.push_back(b.CreateShuffleVector(a, take));
+    llvm::Value* chunk = b.CreateCall(callee, chunk_args);
+    // Widen the chunk to `lanes` and blend it into lanes [offset, offset + w).
+    std::vector<int> widen_mask(lanes, -1), blend(lanes);
+    for (int i = 0; i < w; ++i) widen_mask[i] = i;
+    llvm::Value* wide = b.CreateShuffleVector(chunk, widen_mask);
+    for (int i = 0; i < lanes; ++i) {
+      blend[i] = (i >= offset && i < offset + w) ? lanes + (i - offset) : i;
+    }
+    result = b.CreateShuffleVector(result, wide, blend);
+    offset += w;
+  }
+  return result;
+}
+
+llvm::Value* call_library(llvm::IRBuilderBase& b, Intrinsic op,
+                          const std::vector<llvm::Value*>& args,
+                          const std::vector<VectorMathVariant>& variants) {
+  LibraryFunction fn = library_function(op);
+  if (args[0]->getType()->isVectorTy()) return call_vector(b, fn, args, variants);
+  return call_scalar(b, fn, args);
+}
+
+}  // namespace
+
+llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<llvm::Value*>& args,
+                       DataType t, const std::vector<VectorMathVariant>& vector_math) {
+  PTB_ICHECK(!args.empty() && op != Intrinsic::kIfThenElse, intrinsic_name(op));
+  if (!t.is_float()) {
+    PTB_ICHECK(t.is_integer(), intrinsic_name(op), " of ", t.str());
+    if (op == Intrinsic::kAbs) {
+      if (t.is_uint()) return args[0];
+      // abs(INT_MIN) wraps to INT_MIN, as in NumPy.
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b.getFalse());
+    }
+    if (op == Intrinsic::kFma) {
+      return emit_binary(b, BinaryOp::kAdd, emit_binary(b, BinaryOp::kMul, args[0], args[1], t),
+                         args[2], t);
+    }
+    internal_error(__FILE__, __LINE__, intrinsic_name(op), " of ", t.str());
+  }
+
+  std::vector<llvm::Value*> w;
+  for (llvm::Value* a : args) w.push_back(widen(b, a, t));
+  llvm::Value* x = w[0];
+  auto unary = [&](llvm::Intrinsic::ID id) { return b.CreateUnaryIntrinsic(id, x); };
+  llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+  llvm::Value* r = nullptr;
+  switch (op) {
+    case Intrinsic::kIsNan:
+      return b.CreateFCmpUNO(x, x);
+    case Intrinsic::kSqrt:
+      r = unary(llvm::Intrinsic::sqrt);
+      break;
+    case Intrinsic::kRsqrt:
+      r = b.CreateFDiv(one, unary(llvm::Intrinsic::sqrt));
+      break;
+    case Intrinsic::kAbs:
+      r = unary(llvm::Intrinsic::fabs);
+      break;
+    case Intrinsic::kFloor:
+      r = unary(llvm::Intrinsic::floor);
+      break;
+    case Intrinsic::kCeil:
+      r = unary(llvm::Intrinsic::ceil);
+      break;
+    case Intrinsic::kTrunc:
+      r = unary(llvm::Intrinsic::trunc);
+      break;
+    // NumPy rounds halves to even.
+    case Intrinsic::kRound:
+      r = unary(llvm::Intrinsic::roundeven);
+      break;
+    case Intrinsic::kFmod:
+      r = b.CreateFRem(x, w[1]);
+      break;
+    case Intrinsic::kFma:
+      r = b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, w[1], w[2]});
+      break;
+    case Intrinsic::kSigmoid: {
+      llvm::Value* e = call_library(b, Intrinsic::kExp, {b.CreateFNeg(x)}, vector_math);
+      r = b.CreateFDiv(one, b.CreateFAdd(one, e));
+      break;
+    }
+    default:
+      r = call_library(b, op, w, vector_math);
+      break;
+  }
+  return narrow(b, r, t);
+}
+
+}  // namespace ptb

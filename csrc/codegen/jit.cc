@@ -1,0 +1,220 @@
+#include "codegen/jit.h"
+
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/Core.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/libmvec.h"
+#include "codegen/llvm_target.h"
+#include "codegen/optimize.h"
+#include "runtime/backend_api.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// LLVM work is serialised: every build has its own context and TargetMachine, but LLVM's global
+// state (command-line options, statistics, dynamic library handles) is not all thread-safe.
+std::mutex& llvm_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+template <typename T>
+T unwrap(llvm::Expected<T> value, const char* what) {
+  if (!value) internal_error(__FILE__, __LINE__, what, ": ", llvm::toString(value.takeError()));
+  return std::move(*value);
+}
+
+void check(llvm::Error err, const char* what) {
+  if (err) internal_error(__FILE__, __LINE__, what, ": ", llvm::toString(std::move(err)));
+}
+
+std::string print_module(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module.print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+// Machine code (object file or assembly text) for module. Codegen rewrites the IR as it goes,
+// so the module is not reusable afterwards.
+llvm::SmallVector<char, 0> emit_machine_code(llvm::Module& module, llvm::TargetMachine& tm,
+                                             llvm::CodeGenFileType type) {
+  llvm::SmallVector<char, 0> out;
+  llvm::raw_svector_ostream os(out);
+  llvm::legacy::PassManager pm;
+  std::unique_ptr<llvm::TargetLibraryInfoImpl> tlii = make_library_info(tm);
+  pm.add(new llvm::TargetLibraryInfoWrapperPass(*tlii));
+  PTB_ICHECK(!tm.addPassesToEmitFile(pm, os, nullptr, type), "the target cannot emit ",
+             type == llvm::CodeGenFileType::ObjectFile ? "objects" : "assembly");
+  pm.run(module);
+  return out;
+}
+
+std::unique_ptr<llvm::orc::LLJIT> make_jit(const Target& target, const llvm::DataLayout& layout) {
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(host_triple())};
+  jtmb.setCPU(target.cpu);
+  jtmb.addFeatures(llvm::SubtargetFeatures(target.features).getFeatures());
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  jtmb.setCodeModel(llvm::CodeModel::Small);
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+
+  // Objects are compiled before they reach the JIT, so its IR compiler is never used: the
+  // concurrent one creates its TargetMachine on demand, which keeps LLJIT's setup cheap.
+  auto jit =
+      unwrap(llvm::orc::LLJITBuilder()
+                 .setJITTargetMachineBuilder(std::move(jtmb))
+                 .setDataLayout(layout)
+                 .setCompileFunctionCreator(
+                     [](llvm::orc::JITTargetMachineBuilder b)
+                         -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                       return std::make_unique<llvm::orc::ConcurrentIRCompiler>(std::move(b));
+                     })
+                 .create(),
+             "cannot create the JIT");
+
+  llvm::orc::JITDylib& jd = jit->getMainJITDylib();
+  // The backend API by address: the extension's symbols are hidden, so the process symbol
+  // table cannot provide them.
+  llvm::orc::SymbolMap symbols;
+  for (const BackendSymbol& s : backend_symbols()) {
+    symbols[jit->mangleAndIntern(s.name)] = {
+        llvm::orc::ExecutorAddr::fromPtr(s.address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  }
+  check(jd.define(llvm::orc::absoluteSymbols(std::move(symbols))), "cannot define the backend API");
+
+  // Math libraries by name: an extension module is loaded RTLD_LOCAL, so the process's global
+  // symbols may lack libm, libgcc's half-precision helpers (__truncdfhf2...) and libmvec.
+  char prefix = layout.getGlobalPrefix();
+  for (const char* lib : {"libm.so.6", "libgcc_s.so.1"}) {
+    auto generator = llvm::orc::DynamicLibrarySearchGenerator::Load(lib, prefix);
+    if (generator) {
+      jd.addGenerator(std::move(*generator));
+    } else {
+      llvm::consumeError(generator.takeError());  // the process symbols may still have them
+    }
+  }
+  if (!libmvec_path().empty()) {
+    jd.addGenerator(
+        unwrap(llvm::orc::DynamicLibrarySearchGenerator::Load(libmvec_path().c_str(), prefix),
+               "cannot load libmvec"));
+  }
+  return jit;
+}
+
+}  // namespace
+
+struct JITModule::Impl {
+  Target target;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::vector<std::string> names;
+  std::unordered_map<std::string, KernelFn> functions;
+  std::string ll;
+  mutable std::mutex asm_mu;
+  mutable std::string asm_text;  // made on first request
+};
+
+JITModule::JITModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JITModule::~JITModule() = default;
+
+std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& funcs,
+                                              const Target& target,
+                                              const std::string& module_name) {
+  std::lock_guard<std::mutex> lock(llvm_mutex());
+  auto impl = std::make_unique<Impl>();
+  impl->target = target;
+
+  llvm::LLVMContext ctx;
+  auto module = std::make_unique<llvm::Module>(module_name, ctx);
+  std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(target);
+  module->setTargetTriple(tm->getTargetTriple().str());
+  module->setDataLayout(tm->createDataLayout());
+
+  emit_lowered_funcs(*module, *tm, target, funcs);
+  std::string problems;
+  llvm::raw_string_ostream problem_stream(problems);
+  if (llvm::verifyModule(*module, &problem_stream)) {
+    problem_stream.flush();
+    internal_error(__FILE__, __LINE__, "codegen produced invalid LLVM IR: ", problems);
+  }
+  optimize_module(*module, *tm);
+  impl->ll = print_module(*module);
+
+  llvm::SmallVector<char, 0> object =
+      emit_machine_code(*module, *tm, llvm::CodeGenFileType::ObjectFile);
+  impl->jit = make_jit(target, module->getDataLayout());
+  check(impl->jit->addObjectFile(std::make_unique<llvm::SmallVectorMemoryBuffer>(
+            std::move(object), module_name, /*RequiresNullTerminator=*/false)),
+        "cannot add the compiled object to the JIT");
+
+  for (const LoweredFunc& f : funcs) {
+    llvm::orc::ExecutorAddr addr =
+        unwrap(impl->jit->lookup(kernel_symbol(f.name)), "cannot link the kernel");
+    impl->names.push_back(f.name);
+    impl->functions[f.name] = addr.toPtr<KernelFn>();
+  }
+  return std::shared_ptr<JITModule>(new JITModule(std::move(impl)));
+}
+
+JITModule::KernelFn JITModule::lookup(const std::string& name) const {
+  auto it = impl_->functions.find(name);
+  return it == impl_->functions.end() ? nullptr : it->second;
+}
+
+const std::vector<std::string>& JITModule::function_names() const { return impl_->names; }
+
+const Target& JITModule::target() const { return impl_->target; }
+
+std::string JITModule::get_source(const std::string& fmt) const {
+  if (fmt == "ll") return impl_->ll;
+  if (fmt != "asm" && fmt != "s") {
+    value_error("unknown source format '", fmt, "'; expected one of: \"ll\" (LLVM IR), \"asm\" ",
+                "or \"s\" (assembly)");
+  }
+  std::lock_guard<std::mutex> asm_lock(impl_->asm_mu);
+  if (!impl_->asm_text.empty()) return impl_->asm_text;
+  // Assembly is rarely asked for, so it is made on demand from the optimised IR, which gives the
+  // same code as the object the JIT loaded.
+  std::lock_guard<std::mutex> lock(llvm_mutex());
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> module = llvm::parseAssemblyString(impl_->ll, diag, ctx);
+  if (!module) {
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    diag.print("pytvmbridge", os);
+    os.flush();
+    internal_error(__FILE__, __LINE__, "cannot re-read the module's IR: ", message);
+  }
+  std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(impl_->target);
+  llvm::SmallVector<char, 0> text =
+      emit_machine_code(*module, *tm, llvm::CodeGenFileType::AssemblyFile);
+  impl_->asm_text.assign(text.begin(), text.end());
+  return impl_->asm_text;
+}
+
+}  // namespace ptb

@@ -1,0 +1,63 @@
+#include "runtime/backend_api.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+#include "runtime/thread_pool.h"
+
+namespace {
+
+// A parallel body that reports errors by status, adapted to the thread pool's void chunks: the
+// first nonzero status wins, later chunks still run (they cannot be cancelled midway anyway).
+struct StatusClosure {
+  ptb_parallel_body_t body;
+  void* closure;
+  std::atomic<int32_t> status{0};
+};
+
+void run_status_chunk(int64_t begin, int64_t end, void* p) {
+  auto* c = static_cast<StatusClosure*>(p);
+  int32_t status = c->body(begin, end, c->closure);
+  if (status != 0) {
+    int32_t expected = 0;
+    c->status.compare_exchange_strong(expected, status, std::memory_order_relaxed);
+  }
+}
+
+constexpr int64_t kAlignment = 64;
+
+}  // namespace
+
+extern "C" {
+
+int32_t ptb_parallel_for(int64_t n, ptb_parallel_body_t body, void* closure) {
+  StatusClosure c{body, closure};
+  ptb::parallel_for(n, run_status_chunk, &c);
+  return c.status.load(std::memory_order_relaxed);
+}
+
+void* ptb_alloc(int64_t bytes) {
+  if (bytes < 0 || bytes > INT64_MAX - kAlignment) return nullptr;
+  // aligned_alloc needs a multiple of the alignment, and a zero size may return nullptr, which
+  // the generated code would take for a failure.
+  int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  return std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
+}
+
+void ptb_free(void* ptr) { std::free(ptr); }
+}
+
+namespace ptb {
+
+const std::vector<BackendSymbol>& backend_symbols() {
+  static const std::vector<BackendSymbol> symbols = {
+      {"ptb_parallel_for", reinterpret_cast<void*>(&ptb_parallel_for)},
+      {"ptb_alloc", reinterpret_cast<void*>(&ptb_alloc)},
+      {"ptb_free", reinterpret_cast<void*>(&ptb_free)},
+  };
+  return symbols;
+}
+
+}  // namespace ptb

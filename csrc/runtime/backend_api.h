@@ -1,0 +1,35 @@
+// The C functions that generated code calls. The JIT registers them by address (they need not be
+// exported from the extension), so their names are a contract with csrc/codegen only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+extern "C" {
+
+// The status a kernel returns when ptb_alloc failed (0 is success).
+enum { PTB_ERROR_OUT_OF_MEMORY = 1 };
+
+// One chunk [begin, end) of a parallel loop's iterations; returns 0 or an error status.
+typedef int32_t (*ptb_parallel_body_t)(int64_t begin, int64_t end, void* closure);
+
+// Runs body over [0, n) on the thread pool; returns the first nonzero status of a chunk, or 0.
+int32_t ptb_parallel_for(int64_t n, ptb_parallel_body_t body, void* closure);
+
+// 64-byte aligned memory for an intermediate buffer; nullptr on failure (or a negative size).
+// A size of 0 returns a valid pointer that must be freed.
+void* ptb_alloc(int64_t bytes);
+void ptb_free(void* ptr);
+}
+
+namespace ptb {
+
+struct BackendSymbol {
+  const char* name;
+  void* address;
+};
+
+// Every function above, for the JIT to define as absolute symbols.
+const std::vector<BackendSymbol>& backend_symbols();
+
+}  // namespace ptb

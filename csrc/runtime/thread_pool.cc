@@ -1,0 +1,277 @@
+#include "runtime/thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PTB_CPU_RELAX() _mm_pause()
+#else
+#define PTB_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace ptb {
+
+namespace {
+
+// True on pool workers, and on a thread while it runs its own chunk of a parallel_for: a nested
+// parallel_for then runs serially instead of waiting for workers that are all busy.
+thread_local bool t_in_parallel = false;
+
+// How long an idle thread spins before it sleeps. Kernels are often called back to back (a
+// benchmark loop, a model's layers); a worker that is still spinning starts the next loop in
+// tens of nanoseconds instead of the microseconds a futex wake-up costs.
+constexpr auto kSpinTime = std::chrono::microseconds(100);
+
+int cpus_available() {
+#ifdef __linux__
+  // The affinity mask, not the machine: containers and taskset restrict it.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+#endif
+  unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+int default_num_threads() {
+  if (const char* env = std::getenv("PYTVMBRIDGE_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1 && n <= 4096) return static_cast<int>(n);
+    std::fprintf(stderr,
+                 "pytvmbridge: ignoring PYTVMBRIDGE_NUM_THREADS='%s' (expected a positive "
+                 "integer); using %d threads\n",
+                 env, cpus_available());
+  }
+  return cpus_available();
+}
+
+// Spins for up to kSpinTime until done() holds; returns whether it does.
+template <typename Pred>
+bool spin_until(Pred done) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      PTB_CPU_RELAX();
+    }
+    if (std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
+
+// The job state in one atomic word, so that a chunk is claimed with a single compare-exchange
+// that also checks the job is still the current one: [generation:40][next chunk:12][chunks:12].
+constexpr int kChunkBits = 12;
+constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
+constexpr int kMaxChunks = static_cast<int>(kChunkMask);
+
+uint64_t pack(uint64_t generation, uint64_t next, uint64_t chunks) {
+  return (generation << (2 * kChunkBits)) | (next << kChunkBits) | chunks;
+}
+uint64_t generation_of(uint64_t s) { return s >> (2 * kChunkBits); }
+int next_of(uint64_t s) { return static_cast<int>((s >> kChunkBits) & kChunkMask); }
+int chunks_of(uint64_t s) { return static_cast<int>(s & kChunkMask); }
+
+// Chunks are claimed dynamically by the caller and the workers alike: the caller never waits for
+// a worker to wake up (on a busy machine it may run every chunk itself), only for chunks that a
+// worker has already started.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads) : num_threads_(num_threads) {}
+  // Never destroyed (see pool_slot()), so no destructor joins anything.
+
+  int num_threads() const { return num_threads_.load(std::memory_order_relaxed); }
+
+  void resize(int n) {
+    std::lock_guard<std::mutex> submit(submit_mu_);
+    if (n == num_threads()) return;
+    stop_workers();
+    num_threads_.store(n, std::memory_order_relaxed);
+    // Workers start lazily, on the next parallel_for.
+  }
+
+  void run(int64_t n, ParallelBody fn, void* closure) {
+    if (n <= 0) return;
+    if (t_in_parallel || n == 1 || num_threads() == 1) {
+      fn(0, n, closure);
+      return;
+    }
+    std::lock_guard<std::mutex> submit(submit_mu_);
+    int threads = num_threads();
+    if (threads == 1) {  // resized while we waited for the lock
+      fn(0, n, closure);
+      return;
+    }
+    if (static_cast<int>(workers_.size()) != threads - 1) start_workers(threads - 1);
+
+    // Publish the job, then the state that names it: a thread that claims a chunk of this
+    // generation (acquire) sees the job (release). The job stays unchanged until every chunk
+    // is done, so a claimed chunk always reads its own job.
+    job_n_ = n;
+    job_fn_ = fn;
+    job_closure_ = closure;
+    job_error_ = nullptr;
+    int chunks = static_cast<int>(std::min<int64_t>({n, threads, kMaxChunks}));
+    done_.store(0, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      state_.store(pack(++generation_, 0, chunks), std::memory_order_release);
+    }
+    wake_cv_.notify_all();
+
+    t_in_parallel = true;
+    run_chunks(generation_);
+    t_in_parallel = false;
+
+    // Wait for chunks that workers are still running, even after an exception: the closure
+    // lives in our caller's frame.
+    auto all_done = [&] { return done_.load(std::memory_order_acquire) == chunks; };
+    if (!spin_until(all_done)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      done_cv_.wait(lock, all_done);
+    }
+    if (job_error_) std::rethrow_exception(job_error_);
+  }
+
+ private:
+  // Claims and runs chunks of job `generation` until none is left.
+  void run_chunks(uint64_t generation) {
+    uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (generation_of(s) != generation || next_of(s) >= chunks_of(s)) return;
+      uint64_t claimed = pack(generation, next_of(s) + 1, chunks_of(s));
+      if (!state_.compare_exchange_weak(s, claimed, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
+        continue;  // s now holds the current state
+      }
+      run_chunk(next_of(s), chunks_of(s));
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_of(s)) {
+        // Taking the lock orders this notify after a waiting caller's check of done_ under it.
+        std::lock_guard<std::mutex> lock(mu_);
+        done_cv_.notify_one();
+      }
+      s = claimed;
+    }
+  }
+
+  void run_chunk(int chunk, int chunks) {
+    // Chunk sizes differ by at most one; computed without n * chunk, which could overflow.
+    int64_t base = job_n_ / chunks, extra = job_n_ % chunks;
+    int64_t begin = chunk * base + std::min<int64_t>(chunk, extra);
+    int64_t end = begin + base + (chunk < extra ? 1 : 0);
+    try {
+      job_fn_(begin, end, job_closure_);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (!job_error_) job_error_ = std::current_exception();
+    }
+  }
+
+  void worker_loop(uint64_t seen) {
+    t_in_parallel = true;
+    for (;;) {
+      auto has_work = [&] {
+        return stop_.load(std::memory_order_acquire) ||
+               generation_of(state_.load(std::memory_order_acquire)) != seen;
+      };
+      if (!spin_until(has_work)) {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_cv_.wait(lock, has_work);
+      }
+      if (stop_.load(std::memory_order_acquire)) return;
+      seen = generation_of(state_.load(std::memory_order_acquire));
+      run_chunks(seen);
+    }
+  }
+
+  // Called with submit_mu_ held, so no job is running.
+  void start_workers(int count) {
+    stop_workers();
+    workers_.reserve(count);
+    for (int i = 0; i < count; ++i) {
+      workers_.emplace_back([this, g = generation_] { worker_loop(g); });
+    }
+  }
+
+  void stop_workers() {
+    if (workers_.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_.store(true, std::memory_order_release);
+    }
+    wake_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    stop_.store(false, std::memory_order_release);
+  }
+
+  std::mutex submit_mu_;  // one parallel_for (or resize) at a time
+  std::atomic<int> num_threads_;
+  std::vector<std::thread> workers_;
+  uint64_t generation_ = 0;  // the last job's; written under submit_mu_
+
+  // The current job: written by the submitter before state_ names it.
+  int64_t job_n_ = 0;
+  ParallelBody job_fn_ = nullptr;
+  void* job_closure_ = nullptr;
+  std::exception_ptr job_error_;
+  std::mutex error_mu_;
+
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> done_{0};
+  std::mutex mu_;  // guards sleeping: wake_cv_ and done_cv_
+  std::condition_variable wake_cv_, done_cv_;
+  std::atomic<bool> stop_{false};
+};
+
+ThreadPool*& pool_slot();
+
+void reset_pool_in_child() {
+  // After fork() only the forking thread exists: the workers (and any lock they held) are gone.
+  // Leak the old pool and start over with the same size.
+  ThreadPool*& slot = pool_slot();
+  slot = new ThreadPool(slot->num_threads());
+  t_in_parallel = false;
+}
+
+ThreadPool*& pool_slot() {
+  // Deliberately leaked: destroying it at exit would join workers during static destruction,
+  // which can hang when the interpreter exits while a worker is still parked; process exit
+  // ends the threads instead.
+  static ThreadPool* pool = [] {
+    pthread_atfork(nullptr, nullptr, reset_pool_in_child);
+    return new ThreadPool(default_num_threads());
+  }();
+  return pool;
+}
+
+}  // namespace
+
+int get_num_threads() { return pool_slot()->num_threads(); }
+
+void set_num_threads(int n) {
+  if (n < 1) value_error("set_num_threads(", n, "): the number of threads must be at least 1");
+  if (t_in_parallel) value_error("set_num_threads() cannot be called inside a parallel loop");
+  pool_slot()->resize(n);
+}
+
+void parallel_for(int64_t n, ParallelBody fn, void* closure) { pool_slot()->run(n, fn, closure); }
+
+}  // namespace ptb

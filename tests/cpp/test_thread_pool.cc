@@ -1,0 +1,228 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "runtime/backend_api.h"
+#include "runtime/thread_pool.h"
+#include "support/error.h"
+
+namespace ptb {
+namespace {
+
+// Restores the pool size a test changed.
+class ThreadPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override { saved_ = get_num_threads(); }
+  void TearDown() override { set_num_threads(saved_); }
+  int saved_ = 1;
+};
+
+struct Counts {
+  std::vector<std::atomic<int>> hits;
+  explicit Counts(int64_t n) : hits(n) {}
+};
+
+void count_chunk(int64_t begin, int64_t end, void* p) {
+  auto* c = static_cast<Counts*>(p);
+  for (int64_t i = begin; i < end; ++i) c->hits[i].fetch_add(1);
+}
+
+void expect_each_once(const Counts& c) {
+  for (size_t i = 0; i < c.hits.size(); ++i) ASSERT_EQ(c.hits[i].load(), 1) << "index " << i;
+}
+
+TEST_F(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
+  set_num_threads(4);  // more threads than this machine may have cores: still correct
+  for (int64_t n : {0, 1, 2, 3, 5, 1000, 100003}) {
+    Counts c(n);
+    parallel_for(n, count_chunk, &c);
+    expect_each_once(c);
+  }
+}
+
+TEST_F(ThreadPoolTest, ChunksAreContiguousAndOnePerThread) {
+  set_num_threads(3);
+  struct Seen {
+    std::mutex mu;
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+  } seen;
+  parallel_for(
+      10,
+      [](int64_t b, int64_t e, void* p) {
+        auto* s = static_cast<Seen*>(p);
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->chunks.emplace_back(b, e);
+      },
+      &seen);
+  ASSERT_EQ(seen.chunks.size(), 3u);
+  std::set<std::pair<int64_t, int64_t>> chunks(seen.chunks.begin(), seen.chunks.end());
+  EXPECT_EQ(chunks, (std::set<std::pair<int64_t, int64_t>>{{0, 4}, {4, 7}, {7, 10}}));
+}
+
+void nested_outer(int64_t begin, int64_t end, void* p) {
+  auto* c = static_cast<Counts*>(p);
+  for (int64_t i = begin; i < end; ++i) {
+    // Runs serially on this thread; must neither deadlock nor lose iterations.
+    Counts inner(7);
+    parallel_for(7, count_chunk, &inner);
+    for (auto& h : inner.hits) ASSERT_EQ(h.load(), 1);
+    c->hits[i].fetch_add(1);
+  }
+}
+
+TEST_F(ThreadPoolTest, NestedParallelForRunsSerially) {
+  set_num_threads(2);
+  Counts c(50);
+  parallel_for(50, nested_outer, &c);
+  expect_each_once(c);
+}
+
+TEST_F(ThreadPoolTest, ConcurrentCallersFromApplicationThreads) {
+  set_num_threads(2);
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&failures, t] {
+      for (int rep = 0; rep < 200; ++rep) {
+        int64_t n = 17 + 13 * t + rep % 5;
+        Counts c(n);
+        parallel_for(n, count_chunk, &c);
+        for (auto& h : c.hits) {
+          if (h.load() != 1) failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// The calls of fn and the distinct threads that made them.
+struct Calls {
+  int calls = 0;
+  std::set<std::thread::id> threads;
+};
+
+Calls record_calls(int64_t n) {
+  struct Recorder {
+    std::mutex mu;
+    Calls calls;
+  } r;
+  parallel_for(
+      n,
+      [](int64_t, int64_t, void* p) {
+        auto* s = static_cast<Recorder*>(p);
+        std::lock_guard<std::mutex> lock(s->mu);
+        ++s->calls.calls;
+        s->calls.threads.insert(std::this_thread::get_id());
+      },
+      &r);
+  return r.calls;
+}
+
+TEST_F(ThreadPoolTest, SetNumThreadsChangesTheChunking) {
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  Calls three = record_calls(64);
+  EXPECT_EQ(three.calls, 3);  // one chunk per thread
+  EXPECT_LE(three.threads.size(), 3u);
+  set_num_threads(1);
+  EXPECT_EQ(get_num_threads(), 1);
+  Calls one = record_calls(64);
+  EXPECT_EQ(one.calls, 1);
+  EXPECT_EQ(one.threads, std::set<std::thread::id>{std::this_thread::get_id()});
+  set_num_threads(2);
+  EXPECT_EQ(record_calls(64).calls, 2);
+}
+
+TEST_F(ThreadPoolTest, ChunksRunConcurrently) {
+  // Each chunk waits until both have started: only a second thread can run the other chunk.
+  set_num_threads(2);
+  std::atomic<int> started{0};
+  std::atomic<int> met{0};
+  struct Ctx {
+    std::atomic<int>* started;
+    std::atomic<int>* met;
+  } ctx{&started, &met};
+  parallel_for(
+      2,
+      [](int64_t, int64_t, void* p) {
+        auto* c = static_cast<Ctx*>(p);
+        c->started->fetch_add(1);
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (c->started->load() < 2 && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::yield();
+        }
+        if (c->started->load() == 2) c->met->fetch_add(1);
+      },
+      &ctx);
+  EXPECT_EQ(met.load(), 2);
+}
+
+TEST_F(ThreadPoolTest, RejectsFewerThanOneThread) {
+  for (int n : {0, -3}) {
+    try {
+      set_num_threads(n);
+      FAIL() << "expected a ValueError";
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    }
+  }
+}
+
+TEST_F(ThreadPoolTest, RethrowsAnExceptionAfterAllChunksFinish) {
+  set_num_threads(2);
+  Counts c(100);
+  auto throwing = [](int64_t b, int64_t e, void* p) {
+    count_chunk(b, e, p);
+    if (b == 0) throw std::runtime_error("chunk failed");
+  };
+  EXPECT_THROW(parallel_for(100, throwing, &c), std::runtime_error);
+  expect_each_once(c);  // the other chunks still ran to completion
+  Counts after(10);     // and the pool still works
+  parallel_for(10, count_chunk, &after);
+  expect_each_once(after);
+}
+
+TEST(BackendApi, AllocIsAlignedAndHandlesEdgeSizes) {
+  for (int64_t bytes : {0, 1, 63, 64, 65, 1 << 20}) {
+    void* p = ptb_alloc(bytes);
+    ASSERT_NE(p, nullptr) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    ptb_free(p);
+  }
+  EXPECT_EQ(ptb_alloc(-1), nullptr);
+  EXPECT_EQ(ptb_alloc(INT64_MAX), nullptr);
+  ptb_free(nullptr);
+}
+
+TEST(BackendApi, ParallelForReturnsTheFirstErrorStatus) {
+  int64_t hits = 0;
+  auto ok = [](int64_t b, int64_t e, void* p) -> int32_t {
+    __atomic_add_fetch(static_cast<int64_t*>(p), e - b, __ATOMIC_RELAXED);
+    return 0;
+  };
+  EXPECT_EQ(ptb_parallel_for(1000, ok, &hits), 0);
+  EXPECT_EQ(hits, 1000);
+  auto fails = [](int64_t b, int64_t, void*) -> int32_t { return b == 0 ? 7 : 0; };
+  EXPECT_EQ(ptb_parallel_for(1000, fails, nullptr), 7);
+}
+
+TEST(BackendApi, ListsEverySymbol) {
+  std::set<std::string> names;
+  for (const BackendSymbol& s : backend_symbols()) {
+    EXPECT_NE(s.address, nullptr);
+    names.insert(s.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"ptb_parallel_for", "ptb_alloc", "ptb_free"}));
+}
+
+}  // namespace
+}  // namespace ptb

@@ -26,10 +26,18 @@ using BinaryFn = Expr (*)(Expr, Expr);
 
 // Operators return NotImplemented for operands that are neither expressions nor numbers, so
 // Python reports its usual "unsupported operand type(s)" and `expr == None` is simply False.
+bool is_const(const Expr& e) { return e.as<IntImm>() || e.as<FloatImm>(); }
+
+// Operators on two constants fold, as TVM's do, so that `A.shape[0] * 2` of a constant shape is
+// again a constant (usable as a shape, or with int()).
+Expr fold_consts(const Expr& result, const Expr& a, const Expr& b) {
+  return is_const(a) && is_const(b) ? simplify(result) : result;
+}
+
 py::object binary(py::handle a, py::handle b, BinaryFn f) {
   std::vector<Expr> ops;
   if (!match_operands({a, b}, &ops)) return not_implemented();
-  return wrap_expr(f(ops[0], ops[1]));
+  return wrap_expr(fold_consts(f(ops[0], ops[1]), ops[0], ops[1]));
 }
 
 Expr logical_xor(Expr a, Expr b) {
@@ -276,6 +284,10 @@ std::vector<Expr> conditions(const py::args& args, const char* fn) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string what = str_cat("argument ", i, " of ", fn, "()");
     out.push_back(to_expr(args[i], what.c_str()));
+    if (!out.back().dtype().is_bool()) {
+      type_error(what, " must be a bool condition, found ", out.back().dtype().str(),
+                 "; compare it first (e.g. x != 0)");
+    }
   }
   return out;
 }
@@ -284,7 +296,7 @@ template <BinaryFn F>
 py::object binary_function(py::handle a, py::handle b, const char* name) {
   std::string what = std::string("an operand of ") + name + "()";
   std::vector<Expr> v = to_matched_exprs({a, b}, what.c_str());
-  return wrap_expr(F(v[0], v[1]));
+  return wrap_expr(fold_consts(F(v[0], v[1]), v[0], v[1]));
 }
 
 void bind_expr_classes(py::module_& m) {
@@ -332,7 +344,8 @@ combine with an expression by taking its dtype (NumPy's rule for Python scalars)
                           "; use ~ for logical not");
              }
              // x * -1 rather than 0 - x: it gives -0.0 for 0.0, as NumPy's negative does.
-             return wrap_expr(Mul::make(self.e, make_const(self.e.dtype(), int64_t{-1})));
+             Expr minus_one = make_const(self.e.dtype(), int64_t{-1});
+             return wrap_expr(fold_consts(Mul::make(self.e, minus_one), self.e, minus_one));
            })
       .def("__pos__", [](const PyExpr& self) { return wrap_expr(self.e); })
       .def("__invert__", [](const PyExpr& self) { return wrap_expr(Not::make(self.e)); })

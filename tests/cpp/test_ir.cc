@@ -8,6 +8,7 @@
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/stmt.h"
+#include "ir/substitute.h"
 #include "support/error.h"
 #include "te/operation.h"
 
@@ -186,6 +187,27 @@ TEST(Printer, LoopNest) {
             "    B[int64(i)] = 0.0\n"
             "  }\n"
             "}\n");
+}
+
+TEST(Substitute, ReplacesVariablesByIdentityNotByName) {
+  Expr i = Var::make(DataType::Int(32), "i");
+  Expr other_i = Var::make(DataType::Int(32), "i");  // same name, another variable
+  Expr j = Var::make(DataType::Int(32), "j");
+  Expr e = Add::make(Mul::make(i, i32(4)), other_i);
+  EXPECT_EQ(to_string(substitute(e, {{i.get(), Add::make(j, i32(1))}})), "(((j + 1) * 4) + i)");
+  // Nothing to replace: the very same node comes back, shared.
+  EXPECT_TRUE(substitute(e, {{j.get(), i32(0)}}).same_as(e));
+  EXPECT_TRUE(substitute(e, {}).same_as(e));
+}
+
+TEST(Substitute, ReachesIntoStatements) {
+  Expr i = Var::make(DataType::Int(32), "i");
+  Expr n = Var::make(DataType::Int(32), "n");
+  Buffer b = make_buffer("B", DataType::Int(32), {n});
+  Stmt loop = For::make(i, i32(0), n, ForKind::kSerial,
+                        Store::make(b, Mul::make(i, n), Cast::make(kOffsetType, i)));
+  EXPECT_EQ(to_string(substitute(loop, {{n.get(), i32(8)}})),
+            "for (i, 0, 8) {\n  B[int64(i)] = (i * 8)\n}\n");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ Example:
     [1.0, 3.0, 5.0]
 """
 
-from . import _core, nd
+from . import _core, contrib, nd
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
 from .build import LoweredFunc, Module, ProfileResult, build, lower
 from .kernel import kernel

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "ir/op.h"
+#include "ir/simplify.h"
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "lower/schedule_ops.h"
@@ -95,8 +96,10 @@ LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const st
 
   Stmt s = schedule_ops(sch, arg_ops);
   s = storage_flatten(s, buffers);
+  s = simplify(s);
   s = unroll_loops(s);
   s = vectorize_loops(s);
+  s = simplify(s);
 
   std::unordered_set<const ExprNode*> bound;
   for (const Expr& v : f.scalar_params) bound.insert(v.get());
@@ -113,7 +116,7 @@ LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name) {
     std::vector<Expr> compact = compact_strides(b->shape);
     for (size_t d = 0; d < b->strides.size(); ++d) vmap[b->strides[d].get()] = compact[d];
   }
-  out.body = substitute(f.body, vmap);
+  out.body = simplify(substitute(f.body, vmap));
   return out;
 }
 

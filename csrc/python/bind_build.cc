@@ -41,6 +41,21 @@ std::string describe_lowered(const LoweredFunc& f) {
   return text + "):\n" + to_string(f.body);
 }
 
+// Imports argument i. Error text naming the argument is built only when the import fails (it
+// costs as much as the rest of a small call): the import is then repeated with the name, which
+// raises the same error, now saying which argument it is about.
+NDArray import_argument(const Module& mod, py::handle obj, size_t i) {
+  static const std::string kUnnamed = "argument";
+  try {
+    return import_array(obj, kUnnamed);
+  } catch (const UserError&) {
+    const auto& specs = mod.args();
+    std::string what = i < specs.size() ? str_cat("argument ", i, " ('", specs[i].name, "')")
+                                        : str_cat("argument ", i);
+    return import_array(obj, what);
+  }
+}
+
 // Imports the call's arrays (on the stack for the usual few) and runs the kernel with the GIL
 // released, so other Python threads run while it computes.
 void call_module(const Module& mod, py::args args) {
@@ -64,12 +79,8 @@ void call_module(const Module& mod, py::args args) {
     tensors = heap_tensors.data();
     read_only = heap_read_only.get();
   }
-  const auto& specs = mod.args();
   for (size_t i = 0; i < n; ++i) {
-    std::string what = i < specs.size()
-                           ? str_cat("argument ", i, " ('", specs[i].name, "')")
-                           : str_cat("argument ", i);
-    arrays[i] = import_array(args[i], what);
+    arrays[i] = import_argument(mod, args[i], i);
     tensors[i] = &arrays[i].dl_tensor();
     read_only[i] = arrays[i].read_only();
   }
@@ -115,8 +126,13 @@ void bind_build(py::module_& m) {
           [](const Module& mod, py::args inputs) {
             std::vector<NDArray> arrays;
             std::vector<const DLTensor*> tensors;
-            for (size_t i = 0; i < inputs.size(); ++i) {
-              arrays.push_back(import_array(inputs[i], str_cat("input ", i)));
+            std::vector<size_t> input_args;  // the argument index of each input
+            for (size_t i = 0; i < mod.args().size(); ++i) {
+              if (!mod.args()[i].is_output) input_args.push_back(i);
+            }
+            for (size_t k = 0; k < inputs.size(); ++k) {
+              size_t i = k < input_args.size() ? input_args[k] : mod.args().size() + k;
+              arrays.push_back(import_argument(mod, inputs[k], i));
             }
             for (const NDArray& a : arrays) tensors.push_back(&a.dl_tensor());
             return mod.output_shapes(tensors.data(), tensors.size());

@@ -17,6 +17,7 @@ void bind_errors(py::module_& m) {
         case ErrorKind::kValue: PyErr_SetString(PyExc_ValueError, e.what()); return;
         case ErrorKind::kBuffer: PyErr_SetString(PyExc_BufferError, e.what()); return;
         case ErrorKind::kIndex: PyErr_SetString(PyExc_IndexError, e.what()); return;
+        case ErrorKind::kMemory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
         case ErrorKind::kNotImplemented:
           PyErr_SetString(PyExc_NotImplementedError, e.what());
           return;

@@ -14,5 +14,6 @@ void bind_ir(py::module_& m);       // expressions, tensors, operations (bind_ir
 void bind_schedule(py::module_& m); // schedules and stages (bind_schedule.cc)
 void bind_build(py::module_& m);    // lower, build, Module (bind_build.cc)
 void bind_tc(py::module_& m);       // Tensor Comprehensions front end (bind_tc.cc)
+void bind_bridges(py::module_& m);  // the C++ fast path of the bridges (bind_bridges.cc)
 
 }  // namespace ptb::python

@@ -8,4 +8,5 @@ PYBIND11_MODULE(_core, m) {
   ptb::python::bind_schedule(m);
   ptb::python::bind_build(m);
   ptb::python::bind_tc(m);
+  ptb::python::bind_bridges(m);
 }

@@ -1,6 +1,7 @@
 #include "runtime/module.h"
 
 #include <algorithm>
+#include <memory>
 #include <unordered_map>
 
 #include "ir/printer.h"
@@ -122,14 +123,25 @@ Module::Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> sl
       jit_(std::move(jit)),
       generic_(generic),
       compact_(compact),
-      lowered_(std::move(lowered)) {}
+      lowered_(std::move(lowered)) {
+  for (const ArgSpec& a : args_) {
+    for (const DimSpec& d : a.dims) has_expr_dims_ |= d.kind == DimSpec::Kind::kExpr;
+  }
+}
 
 std::string Module::describe(size_t i) const {
   return str_cat("argument ", i, " ('", args_[i].name, "')");
 }
 
 void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const {
-  std::vector<bool> bound(slots_.size(), false);
+  // Which slots hold a size already (on the stack for the usual few, as on every call).
+  bool inline_bound[kInlineSlots] = {};
+  std::unique_ptr<bool[]> heap_bound;
+  bool* bound = inline_bound;
+  if (slots_.size() > kInlineSlots) {
+    heap_bound.reset(new bool[slots_.size()]());
+    bound = heap_bound.get();
+  }
   for (size_t i = 0; i < n; ++i) {
     const DLTensor& t = *tensors[i];
     const ArgSpec& spec = args_[i];
@@ -158,6 +170,7 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
     }
   }
   // Sizes given as expressions (an output of n - 2 rows) are checked once every var is bound.
+  if (!has_expr_dims_) return;
   std::unordered_map<const ExprNode*, int64_t> values;
   for (size_t s = 0; s < slots_.size(); ++s) {
     if (bound[s]) values[slots_[s].get()] = slots[s];
@@ -249,7 +262,7 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
   KernelFn fn = all_compact ? compact_ : generic_;
   int32_t rc = fn(data, slots);
   if (rc != 0) {
-    throw UserError(ErrorKind::kValue,
+    throw UserError(ErrorKind::kMemory,
                     str_cat("kernel '", name_, "' could not allocate memory for an intermediate"));
   }
 }

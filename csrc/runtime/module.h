@@ -64,6 +64,7 @@ class Module {
   KernelFn generic_;
   KernelFn compact_;
   std::string lowered_;
+  bool has_expr_dims_ = false;  // some size is an expression, checked after binding
 };
 
 }  // namespace ptb

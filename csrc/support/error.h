@@ -12,7 +12,7 @@
 
 namespace ptb {
 
-enum class ErrorKind { kType, kValue, kBuffer, kIndex, kNotImplemented };
+enum class ErrorKind { kType, kValue, kBuffer, kIndex, kNotImplemented, kMemory };
 
 class UserError : public std::runtime_error {
  public:

@@ -123,6 +123,7 @@ __all__ = [
     "ceil",
     "compute",
     "const",
+    "contrib",
     "convert",
     "cos",
     "create_schedule",

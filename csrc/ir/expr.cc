@@ -27,9 +27,11 @@ void check_same_dtype(const char* op, const Expr& a, const Expr& b) {
 
 template <typename T>
 constexpr const char* binary_name();
-#define PTB_BINARY_NAME(T, s) \
-  template <>                 \
-  constexpr const char* binary_name<T>() { return s; }
+#define PTB_BINARY_NAME(T, s)              \
+  template <>                              \
+  constexpr const char* binary_name<T>() { \
+    return s;                              \
+  }
 PTB_BINARY_NAME(Add, "+")
 PTB_BINARY_NAME(Sub, "-")
 PTB_BINARY_NAME(Mul, "*")
@@ -68,9 +70,7 @@ Expr FloatImm::make(DataType t, double value) {
   return Expr(std::make_shared<FloatImm>(t, value));
 }
 
-Expr Var::make(DataType t, const std::string& name) {
-  return Expr(std::make_shared<Var>(t, name));
-}
+Expr Var::make(DataType t, const std::string& name) { return Expr(std::make_shared<Var>(t, name)); }
 
 Expr Cast::make(DataType t, Expr value) {
   PTB_ICHECK(value.defined(), "cast of nothing");
@@ -96,7 +96,8 @@ Expr BinaryNode<T>::make(Expr a, Expr b) {
     }
   }
   if constexpr (T::kKind == ExprKind::kFloorDiv || T::kKind == ExprKind::kFloorMod) {
-    if (!t.is_integer()) type_error(binary_name<T>(), " node needs integer operands, found ", t.str());
+    if (!t.is_integer())
+      type_error(binary_name<T>(), " node needs integer operands, found ", t.str());
   }
   if constexpr (is_comparison<T>()) t = DataType::Bool(t.lanes());
   return Expr(std::make_shared<T>(t, std::move(a), std::move(b)));
@@ -142,30 +143,54 @@ Expr Select::make(Expr condition, Expr true_value, Expr false_value) {
 
 const char* intrinsic_name(Intrinsic op) {
   switch (op) {
-    case Intrinsic::kExp: return "exp";
-    case Intrinsic::kExp2: return "exp2";
-    case Intrinsic::kLog: return "log";
-    case Intrinsic::kLog2: return "log2";
-    case Intrinsic::kLog10: return "log10";
-    case Intrinsic::kLog1p: return "log1p";
-    case Intrinsic::kSqrt: return "sqrt";
-    case Intrinsic::kRsqrt: return "rsqrt";
-    case Intrinsic::kSin: return "sin";
-    case Intrinsic::kCos: return "cos";
-    case Intrinsic::kTan: return "tan";
-    case Intrinsic::kTanh: return "tanh";
-    case Intrinsic::kSigmoid: return "sigmoid";
-    case Intrinsic::kErf: return "erf";
-    case Intrinsic::kAbs: return "abs";
-    case Intrinsic::kFloor: return "floor";
-    case Intrinsic::kCeil: return "ceil";
-    case Intrinsic::kRound: return "round";
-    case Intrinsic::kTrunc: return "trunc";
-    case Intrinsic::kPow: return "power";
-    case Intrinsic::kFmod: return "fmod";
-    case Intrinsic::kIsNan: return "isnan";
-    case Intrinsic::kFma: return "fma";
-    case Intrinsic::kIfThenElse: return "if_then_else";
+    case Intrinsic::kExp:
+      return "exp";
+    case Intrinsic::kExp2:
+      return "exp2";
+    case Intrinsic::kLog:
+      return "log";
+    case Intrinsic::kLog2:
+      return "log2";
+    case Intrinsic::kLog10:
+      return "log10";
+    case Intrinsic::kLog1p:
+      return "log1p";
+    case Intrinsic::kSqrt:
+      return "sqrt";
+    case Intrinsic::kRsqrt:
+      return "rsqrt";
+    case Intrinsic::kSin:
+      return "sin";
+    case Intrinsic::kCos:
+      return "cos";
+    case Intrinsic::kTan:
+      return "tan";
+    case Intrinsic::kTanh:
+      return "tanh";
+    case Intrinsic::kSigmoid:
+      return "sigmoid";
+    case Intrinsic::kErf:
+      return "erf";
+    case Intrinsic::kAbs:
+      return "abs";
+    case Intrinsic::kFloor:
+      return "floor";
+    case Intrinsic::kCeil:
+      return "ceil";
+    case Intrinsic::kRound:
+      return "round";
+    case Intrinsic::kTrunc:
+      return "trunc";
+    case Intrinsic::kPow:
+      return "power";
+    case Intrinsic::kFmod:
+      return "fmod";
+    case Intrinsic::kIsNan:
+      return "isnan";
+    case Intrinsic::kFma:
+      return "fma";
+    case Intrinsic::kIfThenElse:
+      return "if_then_else";
   }
   return "?";
 }
@@ -295,10 +320,14 @@ Expr TensorRead::make(Operation op, int value_index, std::vector<Expr> indices) 
 
 const char* reduce_name(ReduceKind kind) {
   switch (kind) {
-    case ReduceKind::kSum: return "sum";
-    case ReduceKind::kProd: return "prod";
-    case ReduceKind::kMin: return "min";
-    case ReduceKind::kMax: return "max";
+    case ReduceKind::kSum:
+      return "sum";
+    case ReduceKind::kProd:
+      return "prod";
+    case ReduceKind::kMin:
+      return "min";
+    case ReduceKind::kMax:
+      return "max";
   }
   return "?";
 }
@@ -320,8 +349,8 @@ Expr Reduce::make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr 
     type_error(reduce_name(kind), "() of a bool expression; cast it with astype() first");
   }
   DataType t = source.dtype();
-  return Expr(std::make_shared<Reduce>(t, kind, std::move(source), std::move(axis),
-                                       std::move(condition)));
+  return Expr(
+      std::make_shared<Reduce>(t, kind, std::move(source), std::move(axis), std::move(condition)));
 }
 
 }  // namespace ptb

@@ -126,15 +126,16 @@ struct Cast : ExprNodeBase<Cast> {
 // are bool (with the operands' lanes). make() checks that both operands have the same dtype.
 template <typename T>
 struct BinaryNode : ExprNodeBase<T> {
-  BinaryNode(DataType t, Expr a_, Expr b_) : ExprNodeBase<T>(t), a(std::move(a_)), b(std::move(b_)) {}
+  BinaryNode(DataType t, Expr a_, Expr b_)
+      : ExprNodeBase<T>(t), a(std::move(a_)), b(std::move(b_)) {}
   static Expr make(Expr a, Expr b);
   const Expr a, b;
 };
 
-#define PTB_BINARY_NODE(T)            \
-  struct T : BinaryNode<T> {          \
-    PTB_NODE_KIND(T);                 \
-    using BinaryNode<T>::BinaryNode;  \
+#define PTB_BINARY_NODE(T)           \
+  struct T : BinaryNode<T> {         \
+    PTB_NODE_KIND(T);                \
+    using BinaryNode<T>::BinaryNode; \
   };
 
 // Div: true division for floats, truncating division for integers (C semantics).
@@ -170,7 +171,10 @@ struct Not : ExprNodeBase<Not> {
 struct Select : ExprNodeBase<Select> {
   PTB_NODE_KIND(Select);
   Select(DataType t, Expr c, Expr tv, Expr fv)
-      : ExprNodeBase(t), condition(std::move(c)), true_value(std::move(tv)), false_value(std::move(fv)) {}
+      : ExprNodeBase(t),
+        condition(std::move(c)),
+        true_value(std::move(tv)),
+        false_value(std::move(fv)) {}
   static Expr make(Expr condition, Expr true_value, Expr false_value);
   const Expr condition, true_value, false_value;
 };
@@ -178,8 +182,30 @@ struct Select : ExprNodeBase<Select> {
 // Built-in functions. kIfThenElse evaluates only the branch it takes, so it may guard a read
 // that would be out of bounds (TVM's if_then_else).
 enum class Intrinsic : uint8_t {
-  kExp, kExp2, kLog, kLog2, kLog10, kLog1p, kSqrt, kRsqrt, kSin, kCos, kTan, kTanh, kSigmoid,
-  kErf, kAbs, kFloor, kCeil, kRound, kTrunc, kPow, kFmod, kIsNan, kFma, kIfThenElse,
+  kExp,
+  kExp2,
+  kLog,
+  kLog2,
+  kLog10,
+  kLog1p,
+  kSqrt,
+  kRsqrt,
+  kSin,
+  kCos,
+  kTan,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kAbs,
+  kFloor,
+  kCeil,
+  kRound,
+  kTrunc,
+  kPow,
+  kFmod,
+  kIsNan,
+  kFma,
+  kIfThenElse,
 };
 const char* intrinsic_name(Intrinsic op);
 
@@ -205,8 +231,8 @@ struct Let : ExprNodeBase<Let> {
 // strides in elements (strides may be symbolic: compiled code reads them at run time).
 struct BufferNode {
   std::string name;
-  DataType dtype;       // element type
-  Expr data;            // Var of DataType::Handle()
+  DataType dtype;  // element type
+  Expr data;       // Var of DataType::Handle()
   std::vector<Expr> shape;
   std::vector<Expr> strides;  // empty: compact row-major
 };
@@ -229,7 +255,8 @@ struct Load : ExprNodeBase<Load> {
 // The vector base, base + stride, ..., base + (lanes - 1) * stride.
 struct Ramp : ExprNodeBase<Ramp> {
   PTB_NODE_KIND(Ramp);
-  Ramp(DataType t, Expr b, Expr s, int l) : ExprNodeBase(t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
+  Ramp(DataType t, Expr b, Expr s, int l)
+      : ExprNodeBase(t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
   static Expr make(Expr base, Expr stride, int lanes);
   const Expr base, stride;
   const int lanes;
@@ -246,7 +273,9 @@ struct Broadcast : ExprNodeBase<Broadcast> {
 // A half-open range [min, min + extent).
 struct Range {
   Expr min, extent;
-  static Range from_min_extent(Expr min, Expr extent) { return {std::move(min), std::move(extent)}; }
+  static Range from_min_extent(Expr min, Expr extent) {
+    return {std::move(min), std::move(extent)};
+  }
 };
 
 // An iteration variable: a loop axis of a compute (data-parallel) or a reduction axis.
@@ -285,7 +314,11 @@ Expr reduce_combine(ReduceKind kind, Expr acc, Expr value);
 struct Reduce : ExprNodeBase<Reduce> {
   PTB_NODE_KIND(Reduce);
   Reduce(DataType t, ReduceKind k, Expr s, std::vector<IterVar> a, Expr c)
-      : ExprNodeBase(t), combiner(k), source(std::move(s)), axis(std::move(a)), condition(std::move(c)) {}
+      : ExprNodeBase(t),
+        combiner(k),
+        source(std::move(s)),
+        axis(std::move(a)),
+        condition(std::move(c)) {}
   // axis: reduce IterVars (at least one); condition: a bool predicate or undefined.
   static Expr make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition);
   const ReduceKind combiner;

@@ -6,7 +6,8 @@ Expr IRMutator::mutate(const Expr& e) {
   if (!e.defined()) return e;
   switch (e->kind) {
 #define PTB_DISPATCH(T) \
-  case ExprKind::k##T: return mutate_node(static_cast<const T*>(e.get()), e);
+  case ExprKind::k##T:  \
+    return mutate_node(static_cast<const T*>(e.get()), e);
     PTB_EXPR_NODES(PTB_DISPATCH)
 #undef PTB_DISPATCH
   }
@@ -17,7 +18,8 @@ Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s->kind) {
 #define PTB_DISPATCH(T) \
-  case StmtKind::k##T: return mutate_node(static_cast<const T*>(s.get()), s);
+  case StmtKind::k##T:  \
+    return mutate_node(static_cast<const T*>(s.get()), s);
     PTB_STMT_NODES(PTB_DISPATCH)
 #undef PTB_DISPATCH
   }
@@ -41,9 +43,9 @@ Expr IRMutator::mutate_node(const Cast* op, const Expr& self) {
   Expr v = mutate(op->value);
   return v.same_as(op->value) ? self : Cast::make(op->dtype, v);
 }
-#define PTB_MUTATE_BINARY(T)                                      \
-  Expr IRMutator::mutate_node(const T* op, const Expr& self) {    \
-    Expr a = mutate(op->a), b = mutate(op->b);                    \
+#define PTB_MUTATE_BINARY(T)                                            \
+  Expr IRMutator::mutate_node(const T* op, const Expr& self) {          \
+    Expr a = mutate(op->a), b = mutate(op->b);                          \
     return a.same_as(op->a) && b.same_as(op->b) ? self : T::make(a, b); \
   }
 PTB_MUTATE_BINARY(Add)

@@ -28,13 +28,16 @@ Expr max_value(DataType t) {
                                             : (int64_t{1} << (t.bits() - 1)) - 1);
     case DataType::kUInt:
       return IntImm::make(t, t.bits() == 64 ? -1 : (int64_t{1} << t.bits()) - 1);
-    case DataType::kBool: return IntImm::make(t, 1);
-    case DataType::kBFloat: return FloatImm::make(t, 3.3895313892515355e38);
+    case DataType::kBool:
+      return IntImm::make(t, 1);
+    case DataType::kBFloat:
+      return FloatImm::make(t, 3.3895313892515355e38);
     case DataType::kFloat:
       if (t.bits() == 16) return FloatImm::make(t, 65504.0);
       if (t.bits() == 32) return FloatImm::make(t, std::numeric_limits<float>::max());
       return FloatImm::make(t, std::numeric_limits<double>::max());
-    default: type_error("max_value() of ", t.str());
+    default:
+      type_error("max_value() of ", t.str());
   }
 }
 
@@ -45,10 +48,13 @@ Expr min_value(DataType t) {
       return IntImm::make(t, t.bits() == 64 ? std::numeric_limits<int64_t>::min()
                                             : -(int64_t{1} << (t.bits() - 1)));
     case DataType::kUInt:
-    case DataType::kBool: return IntImm::make(t, 0);
+    case DataType::kBool:
+      return IntImm::make(t, 0);
     case DataType::kBFloat:
-    case DataType::kFloat: return FloatImm::make(t, -as_const_float(max_value(t)).value());
-    default: type_error("min_value() of ", t.str());
+    case DataType::kFloat:
+      return FloatImm::make(t, -as_const_float(max_value(t)).value());
+    default:
+      type_error("min_value() of ", t.str());
   }
 }
 
@@ -180,20 +186,28 @@ Expr idx_max(Expr a, Expr b) {
 
 Expr reduce_identity(ReduceKind kind, DataType dtype) {
   switch (kind) {
-    case ReduceKind::kSum: return make_zero(dtype);
-    case ReduceKind::kProd: return make_one(dtype);
-    case ReduceKind::kMin: return max_value(dtype);
-    case ReduceKind::kMax: return min_value(dtype);
+    case ReduceKind::kSum:
+      return make_zero(dtype);
+    case ReduceKind::kProd:
+      return make_one(dtype);
+    case ReduceKind::kMin:
+      return max_value(dtype);
+    case ReduceKind::kMax:
+      return min_value(dtype);
   }
   return Expr();
 }
 
 Expr reduce_combine(ReduceKind kind, Expr acc, Expr value) {
   switch (kind) {
-    case ReduceKind::kSum: return Add::make(std::move(acc), std::move(value));
-    case ReduceKind::kProd: return Mul::make(std::move(acc), std::move(value));
-    case ReduceKind::kMin: return Min::make(std::move(acc), std::move(value));
-    case ReduceKind::kMax: return Max::make(std::move(acc), std::move(value));
+    case ReduceKind::kSum:
+      return Add::make(std::move(acc), std::move(value));
+    case ReduceKind::kProd:
+      return Mul::make(std::move(acc), std::move(value));
+    case ReduceKind::kMin:
+      return Min::make(std::move(acc), std::move(value));
+    case ReduceKind::kMax:
+      return Max::make(std::move(acc), std::move(value));
   }
   return Expr();
 }

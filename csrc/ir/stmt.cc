@@ -7,10 +7,14 @@ namespace ptb {
 
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "for";
-    case ForKind::kParallel: return "parallel";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kUnrolled: return "unrolled";
+    case ForKind::kSerial:
+      return "for";
+    case ForKind::kParallel:
+      return "parallel";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kUnrolled:
+      return "unrolled";
   }
   return "?";
 }

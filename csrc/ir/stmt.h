@@ -65,7 +65,11 @@ const char* for_kind_name(ForKind kind);
 struct For : StmtNodeBase<For> {
   PTB_STMT_KIND(For);
   For(Expr v, Expr m, Expr e, ForKind k, Stmt b)
-      : var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k), body(std::move(b)) {}
+      : var(std::move(v)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        for_kind(k),
+        body(std::move(b)) {}
   static Stmt make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body);
   const Expr var, min, extent;
   const ForKind for_kind;
@@ -110,7 +114,8 @@ struct IfThenElse : StmtNodeBase<IfThenElse> {
 
 struct LetStmt : StmtNodeBase<LetStmt> {
   PTB_STMT_KIND(LetStmt);
-  LetStmt(Expr v, Expr val, Stmt b) : var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  LetStmt(Expr v, Expr val, Stmt b)
+      : var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
   static Stmt make(Expr var, Expr value, Stmt body);
   const Expr var, value;
   const Stmt body;

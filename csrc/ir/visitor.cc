@@ -8,7 +8,8 @@ void IRVisitor::visit(const Expr& e) {
   if (!e.defined()) return;
   switch (e->kind) {
 #define PTB_DISPATCH(T) \
-  case ExprKind::k##T: return visit_node(static_cast<const T*>(e.get()));
+  case ExprKind::k##T:  \
+    return visit_node(static_cast<const T*>(e.get()));
     PTB_EXPR_NODES(PTB_DISPATCH)
 #undef PTB_DISPATCH
   }
@@ -18,7 +19,8 @@ void IRVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s->kind) {
 #define PTB_DISPATCH(T) \
-  case StmtKind::k##T: return visit_node(static_cast<const T*>(s.get()));
+  case StmtKind::k##T:  \
+    return visit_node(static_cast<const T*>(s.get()));
     PTB_STMT_NODES(PTB_DISPATCH)
 #undef PTB_DISPATCH
   }
@@ -28,10 +30,10 @@ void IRVisitor::visit_node(const IntImm*) {}
 void IRVisitor::visit_node(const FloatImm*) {}
 void IRVisitor::visit_node(const Var*) {}
 void IRVisitor::visit_node(const Cast* op) { visit(op->value); }
-#define PTB_VISIT_BINARY(T)                   \
+#define PTB_VISIT_BINARY(T)                 \
   void IRVisitor::visit_node(const T* op) { \
-    visit(op->a);                             \
-    visit(op->b);                             \
+    visit(op->a);                           \
+    visit(op->b);                           \
   }
 PTB_VISIT_BINARY(Add)
 PTB_VISIT_BINARY(Sub)

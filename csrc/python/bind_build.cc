@@ -19,7 +19,8 @@ constexpr size_t kInlineArgs = 16;
 
 std::vector<Tensor> to_args(py::handle obj) {
   if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) {
-    type_error("args must be a list of tensors, got ", py::str(py::type::of(obj)).cast<std::string>());
+    type_error("args must be a list of tensors, got ",
+               py::str(py::type::of(obj)).cast<std::string>());
   }
   std::vector<Tensor> out;
   size_t i = 0;
@@ -158,8 +159,7 @@ void bind_build(py::module_& m) {
       py::arg("schedule"), py::arg("args"), py::arg("name") = "main");
   m.def(
       "build",
-      [](const Schedule& sch, py::handle args, const std::string& target,
-         const std::string& name) {
+      [](const Schedule& sch, py::handle args, const std::string& target, const std::string& name) {
         std::vector<Tensor> tensors = to_args(args);
         py::gil_scoped_release release;  // compiling takes milliseconds: let other threads run
         return build_module(sch, tensors, target, name);

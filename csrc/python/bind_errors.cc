@@ -13,11 +13,21 @@ void bind_errors(py::module_& m) {
       if (p) std::rethrow_exception(p);
     } catch (const UserError& e) {
       switch (e.kind()) {
-        case ErrorKind::kType: PyErr_SetString(PyExc_TypeError, e.what()); return;
-        case ErrorKind::kValue: PyErr_SetString(PyExc_ValueError, e.what()); return;
-        case ErrorKind::kBuffer: PyErr_SetString(PyExc_BufferError, e.what()); return;
-        case ErrorKind::kIndex: PyErr_SetString(PyExc_IndexError, e.what()); return;
-        case ErrorKind::kMemory: PyErr_SetString(PyExc_MemoryError, e.what()); return;
+        case ErrorKind::kType:
+          PyErr_SetString(PyExc_TypeError, e.what());
+          return;
+        case ErrorKind::kValue:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          return;
+        case ErrorKind::kBuffer:
+          PyErr_SetString(PyExc_BufferError, e.what());
+          return;
+        case ErrorKind::kIndex:
+          PyErr_SetString(PyExc_IndexError, e.what());
+          return;
+        case ErrorKind::kMemory:
+          PyErr_SetString(PyExc_MemoryError, e.what());
+          return;
         case ErrorKind::kNotImplemented:
           PyErr_SetString(PyExc_NotImplementedError, e.what());
           return;

@@ -9,11 +9,11 @@ namespace ptb::python {
 namespace py = pybind11;
 
 void bind_errors(py::module_& m);
-void bind_runtime(py::module_& m);  // NDArray, DLPack import/export (bind_runtime.cc)
-void bind_ir(py::module_& m);       // expressions, tensors, operations (bind_ir.cc)
-void bind_schedule(py::module_& m); // schedules and stages (bind_schedule.cc)
-void bind_build(py::module_& m);    // lower, build, Module (bind_build.cc)
-void bind_tc(py::module_& m);       // Tensor Comprehensions front end (bind_tc.cc)
-void bind_bridges(py::module_& m);  // the C++ fast path of the bridges (bind_bridges.cc)
+void bind_runtime(py::module_& m);   // NDArray, DLPack import/export (bind_runtime.cc)
+void bind_ir(py::module_& m);        // expressions, tensors, operations (bind_ir.cc)
+void bind_schedule(py::module_& m);  // schedules and stages (bind_schedule.cc)
+void bind_build(py::module_& m);     // lower, build, Module (bind_build.cc)
+void bind_tc(py::module_& m);        // Tensor Comprehensions front end (bind_tc.cc)
+void bind_bridges(py::module_& m);   // the C++ fast path of the bridges (bind_bridges.cc)
 
 }  // namespace ptb::python

@@ -33,11 +33,16 @@ int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_
   auto binary = [&](const Expr& a, const Expr& b, auto f) {
     return f(eval_int(a, vars), eval_int(b, vars));
   };
-  if (const auto* o = e.as<Add>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return x + y; });
-  if (const auto* o = e.as<Sub>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return x - y; });
-  if (const auto* o = e.as<Mul>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return x * y; });
-  if (const auto* o = e.as<Min>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::min(x, y); });
-  if (const auto* o = e.as<Max>()) return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::max(x, y); });
+  if (const auto* o = e.as<Add>())
+    return binary(o->a, o->b, [](int64_t x, int64_t y) { return x + y; });
+  if (const auto* o = e.as<Sub>())
+    return binary(o->a, o->b, [](int64_t x, int64_t y) { return x - y; });
+  if (const auto* o = e.as<Mul>())
+    return binary(o->a, o->b, [](int64_t x, int64_t y) { return x * y; });
+  if (const auto* o = e.as<Min>())
+    return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::min(x, y); });
+  if (const auto* o = e.as<Max>())
+    return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::max(x, y); });
   auto divisor = [&](const Expr& b) {
     int64_t d = eval_int(b, vars);
     if (d == 0) value_error("division by zero while computing the size ", to_string(e));
@@ -162,9 +167,9 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
           slots[dim.slot] = got;
           bound[dim.slot] = true;
         } else if (slots[dim.slot] != got) {
-          value_error(describe(i), ": size variable '", slots_[dim.slot].as<Var>()->name,
-                      "' is ", slots[dim.slot], " from an earlier argument but ", got,
-                      " in dimension ", d, " (shape ", shape_str(t), ")");
+          value_error(describe(i), ": size variable '", slots_[dim.slot].as<Var>()->name, "' is ",
+                      slots[dim.slot], " from an earlier argument but ", got, " in dimension ", d,
+                      " (shape ", shape_str(t), ")");
         }
       }
     }
@@ -284,8 +289,8 @@ std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* i
     const ArgSpec& spec = args_[input_index[k]];
     const DLTensor& t = *inputs[k];
     if (t.ndim != static_cast<int>(spec.dims.size())) {
-      value_error(describe(input_index[k]), ": expected ", spec.dims.size(),
-                  " dimension(s), got ", t.ndim, " (shape ", shape_str(t), ")");
+      value_error(describe(input_index[k]), ": expected ", spec.dims.size(), " dimension(s), got ",
+                  t.ndim, " (shape ", shape_str(t), ")");
     }
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       if (spec.dims[d].kind == DimSpec::Kind::kVar && !bound[spec.dims[d].slot]) {

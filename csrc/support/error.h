@@ -55,14 +55,14 @@ template <typename... Args>
 template <typename... Args>
 [[noreturn]] void internal_error(const char* file, int line, Args&&... args) {
   throw InternalError(str_cat("internal error in pytvmbridge at ", file, ":", line, ": ",
-                              std::forward<Args>(args)...,
-                              " (this is a bug; please report it)"));
+                              std::forward<Args>(args)..., " (this is a bug; please report it)"));
 }
 
 }  // namespace ptb
 
 // Checks an invariant of pytvmbridge itself; a failure is a bug, reported as RuntimeError.
-#define PTB_ICHECK(cond, ...) \
-  do { \
-    if (!(cond)) ::ptb::internal_error(__FILE__, __LINE__, "check failed: " #cond ". ", ##__VA_ARGS__); \
+#define PTB_ICHECK(cond, ...)                                                                \
+  do {                                                                                       \
+    if (!(cond))                                                                             \
+      ::ptb::internal_error(__FILE__, __LINE__, "check failed: " #cond ". ", ##__VA_ARGS__); \
   } while (0)

@@ -63,7 +63,8 @@ def test_strided_torch_views_as_inputs_and_outputs():
     y = base_y.t()[5:25, ::3]  # transposed and strided
     n, m = x.shape[0], y.shape[1]
     out_base = torch.zeros(40, 40)
-    z = out_base.t()[1 : 1 + m, :n].t()  # (n, m), column-major with an offset: z[i, j] = base[i, 1+j]
+    # (n, m), column-major with an offset: z[i, j] = base[i, 1 + j]
+    z = out_base.t()[1 : 1 + m, :n].t()
     assert not z.is_contiguous()
     f(x, y, z)
     torch.testing.assert_close(z, x @ y, rtol=1e-5, atol=1e-5)
@@ -150,7 +151,7 @@ def test_wrong_ndim():
 
 def test_symbolic_size_disagreement():
     f = vadd()
-    with pytest.raises(ValueError, match="size variable 'n'.*3.*4"):
+    with pytest.raises(ValueError, match=r"size variable 'n'.*3.*4"):
         f(np.zeros(3, "float32"), np.zeros(4, "float32"), np.zeros(3, "float32"))
 
 
@@ -189,7 +190,7 @@ def test_not_an_array():
 def test_placeholder_missing_from_args():
     A = tvm.placeholder((4,), name="A")
     B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
-    with pytest.raises(ValueError, match="placeholder 'A'.*argument list"):
+    with pytest.raises(ValueError, match=r"placeholder 'A'.*argument list"):
         tvm.build(tvm.create_schedule(B.op), [B])
 
 

@@ -1,0 +1,310 @@
+"""Tensor Comprehensions: kernels written in TC's Einstein notation, run on any framework's arrays.
+
+``define(lang)`` parses TC source, checks it and translates every ``def`` into the same tensor
+expressions the Python DSL builds, so schedules and code generation are shared. Calling the
+result with arrays of any framework (PyTorch, NumPy, JAX, MXNet, anything with ``__dlpack__``)
+infers the output shapes from the input sizes, allocates the outputs in the framework of the
+first input and returns them (one array, or a tuple for several outputs)::
+
+    def matmul(float(M, K) A, float(K, N) B) -> (C) {
+        C(m, n) +=! A(m, r_k) * B(r_k, n)
+    }
+
+The language:
+
+* Types ``bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 bfloat16 float32
+  float64``, and ``float``/``double`` for float32/float64. A size in a signature is a name (the
+  same name in two inputs means the same size, checked at call time) or an integer.
+* Statements ``O(i, j) op expr``, with ``op`` one of ``=``, ``+=!``, ``*=!``, ``min=!``,
+  ``max=!`` (initialise the output to the operator's identity, then reduce over the indices that
+  appear on the right only) and ``+= *= min= max=`` (accumulate into the values that earlier
+  statements wrote; on an output's first write, where TC's outputs are freshly allocated, they
+  are the same as the ``!`` forms).
+* ``where i in lo:hi`` gives a range, overriding inference; ``where x = expr`` is a binding
+  substituted where ``x`` is used.
+* Expressions: ``+ - * /`` (integer ``/`` rounds down), unary ``-``, ``!``, comparisons, ``&&``,
+  ``||``, ``c ? a : b``, ``T.k`` (the size of dimension ``k`` of tensor ``T``), the sizes of the
+  signature by name, integer and float literals, conversions ``float32(x)``, and the builtins
+  ``exp log tanh sqrt rsqrt erf abs floor ceil sigmoid fmax fmin pow`` (``max``/``min`` are
+  aliases of ``fmax``/``fmin``). ``#`` starts a comment.
+* Literals adopt the dtype of the tensor values they meet (``A(i) * 2`` is float64 for a
+  float64 ``A``); tensor values of different dtypes never mix without a conversion.
+
+Range inference gives each index variable the largest range that keeps every read in bounds;
+indices must be affine (``2 * h + kh``). An output's shape follows from the ranges of its first
+write. Statements run in order; an output written by several statements is updated in place and
+later statements read its newest values; elements that no statement writes are 0. Reads made
+out of bounds by ``where`` clauses are refused with a ValueError before the kernel runs.
+
+Every error in the source is a ``TCError`` (a ``ValueError``) with ``line``, ``column``, the
+message and the source line with a caret under the offending token. Inputs whose sizes disagree
+raise ``ValueError`` naming the size variable; a wrong dtype raises ``TypeError``.
+
+Compilation happens once per def, on its first call: the dtypes are fixed by the signature and
+the sizes are symbolic, so every later call (whatever the shapes) reuses the compiled kernel.
+
+Example:
+    >>> import numpy as np
+    >>> from pytvmbridge import tc
+    >>> matmul = tc.define('''
+    ...     def matmul(float(M, K) A, float(K, N) B) -> (C) {
+    ...         C(m, n) +=! A(m, r_k) * B(r_k, n)
+    ...     }''')
+    >>> a = np.ones((2, 3), "float32"); b = np.ones((3, 4), "float32")
+    >>> matmul(a, b)
+    array([[3., 3., 3., 3.],
+           [3., 3., 3., 3.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from . import _core, frameworks
+from .bridges import Signature, call_allocating, call_inplace
+
+__all__ = ["TCError", "TcDefs", "TcFunction", "define"]
+
+#: The error raised for TC source that does not parse or check: a ``ValueError`` with the
+#: attributes ``line``, ``column`` (1-based), ``message`` and ``source_line``.
+TCError = _core.TCError
+
+# Input signatures (dtype and shape per input) remembered as checked, per def, before the table
+# is emptied: the check is cheap, this only spares repeating it for every call.
+_CHECKED_LIMIT = 4096
+
+
+class TcFunction:
+    """One TC ``def``, callable with arrays of any framework; made by ``define``.
+
+    Example:
+        >>> import torch
+        >>> from pytvmbridge import tc
+        >>> relu = tc.define("def relu(float(N) I) -> (O) { O(i) = fmax(I(i), 0) }")
+        >>> relu(torch.tensor([-1.0, 2.0]))
+        tensor([0., 2.])
+        >>> relu.name, relu.input_names, relu.output_names
+        ('relu', ['I'], ['O'])
+    """
+
+    def __init__(self, fn: Any, target: str = "llvm") -> None:
+        self._fn = fn
+        self.target = target
+        self._sig: Signature | None = None
+        self._lock = threading.Lock()
+        self._checked: set[Any] = set()
+
+    @property
+    def name(self) -> str:
+        """The name of the def."""
+        return str(self._fn.name)
+
+    @property
+    def signature(self) -> str:
+        """The def's signature as text, e.g. ``'relu(float32(N) I) -> (O)'``."""
+        return str(self._fn.signature)
+
+    @property
+    def input_names(self) -> list[str]:
+        """The names of the inputs, in order."""
+        return list(self._fn.input_names)
+
+    @property
+    def output_names(self) -> list[str]:
+        """The names of the outputs, in order."""
+        return list(self._fn.output_names)
+
+    @property
+    def inputs(self) -> list[Any]:
+        """The input placeholders (tensor expressions), in order."""
+        return list(self._fn.inputs)
+
+    @property
+    def outputs(self) -> list[Any]:
+        """The output tensors (the last stage written for each output), in order."""
+        return list(self._fn.outputs)
+
+    def create_schedule(self) -> Any:
+        """A default schedule of the outputs, to transform before ``build``.
+
+        Example:
+            >>> from pytvmbridge import tc
+            >>> f = tc.define("def f(float(N) A) -> (B) { B(i) = A(i) * 2 }")
+            >>> s = f.create_schedule()
+            >>> outer, inner = s[f.outputs[0]].split(s[f.outputs[0]].op.axis[0], factor=4)
+        """
+        from .schedule import create_schedule
+
+        return create_schedule([t.op for t in self.outputs])
+
+    def build(self, schedule: Any = None) -> Any:
+        """Compile (with ``schedule``, or the default one) into a ``Module`` taking the inputs
+        then the outputs; later calls of this object run it.
+
+        Example:
+            >>> from pytvmbridge import tc
+            >>> f = tc.define("def f(float(N) A) -> (B) { B(i) = A(i) * 2 }")
+            >>> f.build().arg_names
+            ['A', 'B']
+        """
+        sig = Signature(self._compile(schedule))
+        with self._lock:
+            self._sig = sig
+        return sig.module
+
+    def _compile(self, schedule: Any = None) -> Any:
+        from .build import build
+
+        s = schedule if schedule is not None else self.create_schedule()
+        return build(s, self.inputs + self.outputs, target=self.target, name=self.name)
+
+    @property
+    def module(self) -> Any:
+        """The compiled Module (compiled on first use)."""
+        return self._signature().module
+
+    def _signature(self) -> Signature:
+        """The compiled kernel: built once, on first use; concurrent first callers wait."""
+        sig = self._sig
+        if sig is None:
+            with self._lock:
+                if self._sig is None:
+                    self._sig = Signature(self._compile())
+                sig = self._sig
+        return sig
+
+    def _check(self, inputs: tuple[Any, ...]) -> None:
+        """The TC-level checks of a call: sizes against the signature, reads in bounds."""
+        try:
+            key = tuple([(x.dtype, x.shape) for x in inputs])
+        except AttributeError:
+            key = None
+        if key is not None and key in self._checked:
+            return
+        if len(inputs) != len(self._fn.input_names):
+            names = ", ".join(self._fn.input_names)
+            raise TypeError(
+                f"{self.name}() takes {len(self._fn.input_names)} input(s) ({names}), "
+                f"got {len(inputs)}"
+            )
+        shapes, dtypes = [], []
+        for k, x in enumerate(inputs):
+            try:
+                fw = frameworks.framework_of(x)
+            except TypeError as err:
+                raise TypeError(f"input {k} ('{self._fn.input_names[k]}'): {err}") from None
+            shapes.append(list(fw.shape(x)))
+            dtypes.append(fw.dtype(x))
+        self._fn.prepare(shapes, dtypes)
+        if key is not None:
+            if len(self._checked) >= _CHECKED_LIMIT:
+                self._checked.clear()
+            self._checked.add(key)
+
+    def __call__(self, *inputs: Any, out: Any = None) -> Any:
+        """Run on ``inputs``; returns the outputs, allocated in the first input's framework
+        (NumPy for a def without inputs): one array, or a tuple for several outputs.
+
+        With ``out=`` (one array, or a tuple for several outputs) the outputs are written there
+        and ``out`` is returned.
+        """
+        self._check(inputs)
+        sig = self._signature()
+        if out is None:
+            fw = frameworks.framework_of(inputs[0]) if inputs else frameworks.get("numpy")
+            return call_allocating(sig, fw, inputs)
+        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(outs) != len(sig.outputs):
+            raise TypeError(f"{self.name}() has {len(sig.outputs)} output(s), got {len(outs)}")
+        call_inplace(sig, inputs + outs)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<tc.TcFunction {self.signature}>"
+
+
+class TcDefs:
+    """The defs of a TC source with several of them: one attribute per def (also ``defs[name]``).
+
+    Example:
+        >>> from pytvmbridge import tc
+        >>> lib = tc.define('''
+        ...     def twice(float(N) A) -> (B) { B(i) = 2 * A(i) }
+        ...     def square(float(N) A) -> (B) { B(i) = A(i) * A(i) }
+        ... ''')
+        >>> lib.names
+        ['twice', 'square']
+        >>> import numpy as np
+        >>> lib.square(np.arange(3, dtype="float32"))
+        array([0., 1., 4.], dtype=float32)
+    """
+
+    def __init__(self, functions: list[TcFunction]) -> None:
+        self._functions = {f.name: f for f in functions}
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the defs, in source order."""
+        return list(self._functions)
+
+    def __getattr__(self, name: str) -> TcFunction:
+        try:
+            return self.__dict__["_functions"][name]
+        except KeyError:
+            raise AttributeError(
+                f"the TC source has no def named {name!r}; it defines "
+                f"{', '.join(self.__dict__.get('_functions', {}))}"
+            ) from None
+
+    def __getitem__(self, name: str) -> TcFunction:
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[TcFunction]:
+        return iter(self._functions.values())
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def __dir__(self) -> list[str]:
+        return [*super().__dir__(), *self._functions]
+
+    def __repr__(self) -> str:
+        return f"<tc.TcDefs {', '.join(self._functions)}>"
+
+
+def define(lang: str | bytes, name: str | None = None, target: str = "llvm") -> Any:
+    """Parse and check TC source; returns a ``TcFunction`` when it has one def (or ``name``
+    picks one), else a ``TcDefs`` with an attribute per def.
+
+    Raises ``TCError`` (a ``ValueError``) with the line, column and a caret for any error in
+    the source, and ``ValueError`` when ``name`` is not one of its defs.
+
+    Example:
+        >>> from pytvmbridge import tc
+        >>> try:
+        ...     tc.define("def f(float(N, M) A) -> (B) { B(i) = A(i, j) }")
+        ... except tc.TCError as err:
+        ...     print(err.line, err.column, err.message[:41])
+        1 43 'j' is not an index of the left-hand side
+    """
+    if isinstance(lang, str):
+        # surrogatepass: any str reaches the lexer, which reports bad characters as TCError.
+        source = lang.encode("utf-8", "surrogatepass")
+    elif isinstance(lang, (bytes, bytearray)):
+        source = bytes(lang)
+    else:
+        raise TypeError(f"define() takes TC source as a str, got {type(lang).__name__}")
+    functions = [TcFunction(fn, target) for fn in _core.tc_compile(source)]
+    if name is not None:
+        for f in functions:
+            if f.name == name:
+                return f
+        raise ValueError(
+            f"the TC source has no def named {name!r}; it defines "
+            f"{', '.join(f.name for f in functions)}"
+        )
+    if len(functions) == 1:
+        return functions[0]
+    return TcDefs(functions)

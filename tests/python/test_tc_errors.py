@@ -1,0 +1,133 @@
+"""Tensor Comprehensions errors: every kind of mistake in the source is a TCError with its line,
+column, source line and caret; mistakes in a call are ValueError / TypeError naming the culprit."""
+
+import numpy as np
+import pytest
+import torch
+
+from pytvmbridge import tc
+
+# (id, source, line, column, part of the message). Columns are 1-based.
+F = "def f(float(N) A) -> (B) {\n  "
+SOURCE_ERRORS = [
+    ("syntax", F + "B(i) = A(i) +\n}", 3, 1, "expected an expression"),
+    ("character", F + "B(i) = A(i) $ 2\n}", 2, 15, "unexpected character '$'"),
+    ("unclosed", F + "B(i) = A(i\n}", 3, 1, "expected ')'"),
+    ("undefined-tensor", F + "B(i) = C(i)\n}", 2, 10, "undefined tensor or function 'C'"),
+    ("undefined-output", F + "D(i) = A(i)\n}", 2, 3, "undefined output 'D'"),
+    ("undefined-size", F + "B(i) = A(i) where i in 0:Q\n}", 2, 28, "undefined name 'Q'"),
+    ("too-many-indices", F + "B(i) = A(i, i)\n}", 2, 10, "wrong number of indices"),
+    ("too-few-indices", F + "B(i) = A\n}", 2, 10, "wrong number of indices"),
+    ("lhs-indices", F + "B(i) = A(i)\n  B(i, j) = A(i)\n}", 3, 3, "wrong number of indices"),
+    ("reduction", F + "B(i) = A(i + j)\n}", 2, 16, "'j' is not an index of the left-hand side"),
+    ("assign-input", F + "A(i) = 1\n}", 2, 3, "cannot assign to input 'A'"),
+    (
+        "type-mismatch",
+        "def f(float(N) A, double(N) B) -> (C) {\n  C(i) = A(i) + B(i)\n}",
+        2,
+        15,
+        "type mismatch: float32 and float64",
+    ),
+    ("type-mismatch-update", F + "B(i) = A(i)\n  B(i) += double(A(i))\n}", 3, 8, "'B' is float32"),
+    (
+        "float-in-int",
+        F + "B(i) = int32(A(i)) * 0.5\n}",
+        2,
+        22,
+        "cannot use a float constant in int32",
+    ),
+    ("float-math-on-int", F + "B(i) = exp(int32(A(i)))\n}", 2, 10, "needs a float argument"),
+    ("bool-arithmetic", F + "B(i) = (A(i) > 0) + 1\n}", 2, 21, "cannot use an integer constant"),
+    ("range", F + "B(i) = 0\n}", 2, 5, "cannot infer the range of index 'i'; add a where clause"),
+    ("read-before-write", F + "B(i) = B(i) + A(i)\n}", 2, 10, "read before any statement writes"),
+    (
+        "never-written",
+        "def f(float(N) A) -> (B, C) {\n  B(i) = A(i)\n}",
+        1,
+        26,
+        "'C' is never written",
+    ),
+    ("static-bounds", F + "B(i) = A(i + 1) where i in 0:N + 1\n}", 2, 12, "out of bounds"),
+    ("non-affine-index", F + "B(i) = A(i * i)\n}", 2, 14, "multiplied by integer"),
+    ("cyclic-binding", F + "B(i) = A(k) where k = k + 1\n}", 2, 25, "refers to itself"),
+    ("duplicate-def", F + "B(i) = A(i)\n}\n" + F + "B(i) = A(i)\n}", 4, 5, "defined twice"),
+]
+
+
+@pytest.mark.parametrize(
+    "source,line,column,message", [c[1:] for c in SOURCE_ERRORS], ids=[c[0] for c in SOURCE_ERRORS]
+)
+def test_source_errors_have_a_position_and_a_caret(source, line, column, message):
+    with pytest.raises(tc.TCError) as info:
+        tc.define(source)
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert (err.line, err.column) == (line, column), str(err)
+    assert message in err.message, str(err)
+    source_line = source.split("\n")[line - 1]
+    assert err.source_line == source_line
+    text = str(err)
+    assert text.startswith(f"line {line}, column {column}: ")
+    # The quoted line, then a caret under the offending column.
+    assert f"\n    {source_line}\n    {' ' * (column - 1)}^" in text
+
+
+def test_caret_lines_up_with_tabs_and_wide_characters():
+    source = "def f(float(N) A) -> (B) {\n\tB(i) = A(i) # é\n\tB(i) = \u00e9\n}"
+    with pytest.raises(tc.TCError) as info:
+        tc.define(source)
+    err = info.value
+    assert (err.line, err.column) == (3, 9)
+    assert "\n    \tB(i) = \u00e9\n    \t       ^" in str(err)
+
+
+def test_define_checks_its_arguments():
+    with pytest.raises(TypeError, match="str"):
+        tc.define(42)
+    with pytest.raises(ValueError, match="no def named 'g'"):
+        tc.define("def f(float(N) A) -> (B) { B(i) = A(i) }", name="g")
+    lib = tc.define(
+        "def f(float(N) A) -> (B) { B(i) = A(i) }\ndef g(float(N) A) -> (B) { B(i) = A(i) }"
+    )
+    with pytest.raises(AttributeError, match="no def named 'h'"):
+        lib.h  # noqa: B018
+
+
+MATMUL = "def mm(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, k) * B(k, n) }"
+
+
+def test_inconsistent_sizes_name_the_size_variable():
+    f = tc.define(MATMUL)
+    with pytest.raises(ValueError, match=r"inconsistent size 'K'.*'A' has K = 3.*'B' has K = 4"):
+        f(np.ones((2, 3), "float32"), np.ones((4, 5), "float32"))
+    with pytest.raises(ValueError, match=r"'A' of mm\(\) must have 2 dimension"):
+        f(torch.ones(2, 3, 1), torch.ones(3, 5))
+    fixed = tc.define("def g(float(3, N) A) -> (B) { B(i, j) = A(i, j) }")
+    with pytest.raises(ValueError, match="must have size 3 in dimension 0, got 4"):
+        fixed(np.ones((4, 2), "float32"))
+
+
+def test_wrong_dtypes_and_counts_are_type_errors():
+    f = tc.define(MATMUL)
+    with pytest.raises(TypeError, match=r"'A' of mm\(\) must be float32, got float64"):
+        f(np.ones((2, 3)), np.ones((3, 4), "float32"))
+    with pytest.raises(TypeError, match="takes 2 input"):
+        f(np.ones((2, 3), "float32"))
+    with pytest.raises(TypeError, match="input 1"):
+        f(np.ones((2, 3), "float32"), "not an array")
+
+
+def test_inputs_too_small_for_the_output():
+    f = tc.define("def conv(float(H) I, float(KH) W) -> (O) { O(h) +=! I(h + kh) * W(kh) }")
+    with pytest.raises(ValueError, match=r"output 'O' of conv\(\) would have size -2"):
+        f(np.ones(2, "float32"), np.ones(5, "float32"))
+    assert f(np.ones(2, "float32"), np.ones(3, "float32")).shape == (0,)
+
+
+def test_where_clauses_that_read_out_of_bounds_are_refused_before_running():
+    f = tc.define("def f(float(N) A) -> (B) {\n  B(i) +=! A(i + k) where k in 0:3, i in 0:N\n}")
+    with pytest.raises(ValueError, match=r"read of 'A' goes out of bounds.*reaches 6") as info:
+        f(np.ones(5, "float32"))
+    assert "line 2, column 14" in str(info.value)
+    g = tc.define("def g(float(N) A) -> (B) { B(i) +=! A(i + k) where k in 0:3 }")
+    np.testing.assert_array_equal(g(np.arange(5, dtype="float32")), [3, 6, 9])

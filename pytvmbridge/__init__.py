@@ -17,7 +17,7 @@ Example:
     [1.0, 3.0, 5.0]
 """
 
-from . import _core, contrib, nd
+from . import _core, contrib, nd, tc
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
 from .build import LoweredFunc, Module, ProfileResult, build, lower
 from .kernel import kernel
@@ -163,6 +163,7 @@ __all__ = [
     "sum",
     "tan",
     "tanh",
+    "tc",
     "to_jax",
     "to_mxnet",
     "to_numpy",

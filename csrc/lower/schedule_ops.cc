@@ -138,10 +138,7 @@ class NestBuilder {
       const Stage& st = *p;
       body = Block::make({build(st, in_parallel), body});
       if (!is_arg(st)) {
-        const StageBound& b = bounds_.at(st.get());
-        size_t ndim = st->origin_op->output_shape(0).size();
-        std::vector<Range> region(b.root_ranges.begin(), b.root_ranges.begin() + ndim);
-        body = Realize::make(st->origin_op, region, body);
+        body = Realize::make(st->origin_op, bounds_.at(st.get()).storage, body);
       }
     }
     return body;

@@ -281,6 +281,19 @@ class LaneRewriter : public IRMutator {
     Stmt t = masked(mask, op->then_case);
     Stmt e = op->else_case.defined() ? masked(Not::make(mask), op->else_case) : Stmt();
     Stmt result = Block::make({t, e});
+    // A guard of a non-dividing split holds for every lane but at the boundary: test that with
+    // one scalar comparison and run the unmasked vector code then, the masked one otherwise.
+    if (!op->else_case.defined()) {
+      std::vector<Expr> every_lane;
+      for (const Expr& m : per_lane) {
+        Expr all = all_lanes(m);
+        if (!all.defined()) break;
+        every_lane.push_back(all);
+      }
+      if (every_lane.size() == per_lane.size()) {
+        result = IfThenElse::make(all_of(every_lane), mutate(op->then_case), t);
+      }
+    }
     if (!uniform.empty()) result = IfThenElse::make(all_of(uniform), result);
     return result;
   }
@@ -318,6 +331,35 @@ class LaneRewriter : public IRMutator {
     N out = mutate(node);
     predicate_ = saved;
     return out;
+  }
+
+  // For a comparison between a ramp and a uniform value, the scalar condition that it holds on
+  // every lane (it is monotonic along the ramp); undefined for anything else.
+  Expr all_lanes(const Expr& cmp) const {
+    Expr a, b;
+    int kind = 0;  // 1: a < b, 2: a <= b (a > b and a >= b are swapped into these)
+    if (const auto* x = cmp.as<LT>()) a = x->a, b = x->b, kind = 1;
+    if (const auto* x = cmp.as<LE>()) a = x->a, b = x->b, kind = 2;
+    if (const auto* x = cmp.as<GT>()) a = x->b, b = x->a, kind = 1;
+    if (const auto* x = cmp.as<GE>()) a = x->b, b = x->a, kind = 2;
+    if (!kind) return Expr();
+    auto lane_range = [&](const Expr& e, Expr* lo, Expr* hi) {
+      if (const Expr* u = uniform_value(e)) {
+        *lo = *hi = *u;
+        return true;
+      }
+      const auto* r = e.as<Ramp>();
+      auto stride = r ? as_const_int(r->stride) : std::nullopt;
+      if (!stride) return false;
+      Expr last = idx_add(r->base, make_const(r->base.dtype(), *stride * (r->lanes - 1)));
+      *lo = *stride > 0 ? r->base : last;
+      *hi = *stride > 0 ? last : r->base;
+      return true;
+    };
+    Expr alo, ahi, blo, bhi;
+    if (!lane_range(a, &alo, &ahi) || !lane_range(b, &blo, &bhi)) return Expr();
+    // Every lane: the largest left side against the smallest right side.
+    return kind == 1 ? LT::make(ahi, blo) : LE::make(ahi, blo);
   }
 
   const ExprNode* var_;

@@ -1,4 +1,6 @@
 // compute_at, compute_inline, compute_root (primitives.h).
+#include <algorithm>
+
 #include "schedule/primitives.h"
 #include "schedule/stage_bodies.h"
 #include "support/error.h"
@@ -36,7 +38,15 @@ void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
   if (target->schedule.lock() != sch)
     value_error(where(), ": the stages belong to different schedules");
   if (target == stage) value_error(where(), ": a stage cannot be computed inside itself");
-  target->leaf_position(axis, "compute_at");
+  const auto& all = target->all_iter_vars;
+  if (std::find(all.begin(), all.end(), axis) == all.end()) {
+    value_error(where(), ": the axis is not an axis of ", target->describe(),
+                " (pass an axis of the stage it is computed at)");
+  }
+  const auto& leaves = target->leaf_iter_vars;
+  if (std::find(leaves.begin(), leaves.end(), axis) == leaves.end()) {
+    value_error(where(), ": the axis was already split or fused; use one of the axes it became");
+  }
   if (stage->is_output) {
     value_error(where(), ": ", stage->describe(), " is an output; outputs are computed at root");
   }

@@ -15,6 +15,17 @@ namespace {
 
 const std::string& iv_name(const IterVar& iv) { return iv->var.as<Var>()->name; }
 
+// Whether a term of f mentions one of the (loop) variables of `vars`.
+bool uses_any(const LinearForm& f, const VarIntervals& vars) {
+  bool found = false;
+  for (const auto& tc : f.terms()) {
+    for_each_expr(tc.first, [&](const Expr& e) {
+      if (e.as<Var>() && vars.count(e.get())) found = true;
+    });
+  }
+  return found;
+}
+
 void validate_attachment(const Schedule& sch, const StageBodies& bodies, const Stage& st) {
   const Stage& target = st->attach_stage;
   const IterVar& axis = st->attach_ivar;
@@ -64,8 +75,8 @@ StageBound infer_region(const Stage& st, const Stage& target, const StageBound& 
     Interval range = Interval::of(LinearForm(0), hi);
     if (j > pos) {
       inner[leaf->var.get()] = range;
-    } else if (hi.is_constant()) {
-      (*context)[leaf->var.get()] = range;  // encloses st: used to prove its region in bounds
+    } else {
+      (*context)[leaf->var.get()] = range;  // a loop enclosing st
     }
   }
   VarMap vmap;
@@ -92,14 +103,35 @@ StageBound infer_region(const Stage& st, const Stage& target, const StageBound& 
     const IterVar& iv = compute->axis[d];
     DataType t = iv->var.dtype();
     const Range& dom = iv->dom;
-    if (!any_read || !region[d].bounded) {
+    auto whole_domain = [&]() {
       bound.root_ranges.push_back(dom);
+      bound.storage.push_back(dom);
+    };
+    if (!any_read || !region[d].bounded) {
+      whole_domain();
       continue;
     }
     const LinearForm& lo = region[d].lo;
-    const LinearForm& hi = region[d].hi;
-    bound.root_ranges.push_back(
-        Range::from_min_extent(lo.to_expr(t), (hi - lo + LinearForm(1)).to_expr(t)));
+    LinearForm extent = region[d].hi - lo + LinearForm(1);
+    // The extent over every iteration of the enclosing loops: a constant one makes the loops
+    // over the region constant (unrollable, vectorizable, stack-allocated) at the price of a few
+    // extra elements; a symbolic one still gives a loop-independent size to allocate.
+    if (!extent.is_constant()) {
+      if (auto c = const_upper_bound(extent, *context)) extent = LinearForm(*c);
+    }
+    LinearForm alloc = extent;
+    if (!extent.is_constant()) {
+      Interval cover = eval_interval(extent.to_expr(t), *context);
+      if (!cover.bounded || uses_any(cover.hi, *context)) {
+        whole_domain();
+        continue;
+      }
+      alloc = cover.hi;
+    }
+    Expr min = lo.to_expr(t);
+    bound.root_ranges.push_back(Range::from_min_extent(min, extent.to_expr(t)));
+    bound.storage.push_back(Range::from_min_extent(min, alloc.to_expr(t)));
+    LinearForm hi = lo + extent - LinearForm(1);
     LinearForm dom_lo = LinearForm::of(dom.min);
     LinearForm dom_hi = LinearForm::of(dom.min) + LinearForm::of(dom.extent) - LinearForm(1);
     auto below = const_lower_bound(lo - dom_lo, *context);
@@ -125,7 +157,11 @@ BoundMap infer_bounds(const Schedule& sch, const StageBodies& bodies) {
     const Stage& st = *it;
     if (!bodies.count(st.get())) continue;  // placeholders and inlined stages
     if (st->attach_type != AttachType::kScope) {
-      out[st.get()] = StageBound{root_domains(*st), {}};
+      std::vector<Range> storage;
+      for (const Expr& e : st->origin_op->output_shape(0)) {
+        storage.push_back(Range::from_min_extent(make_zero(e.dtype()), e));
+      }
+      out[st.get()] = StageBound{root_domains(*st), storage, {}};
       context[st.get()] = {};
       continue;
     }

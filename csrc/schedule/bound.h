@@ -15,6 +15,10 @@ namespace ptb {
 
 struct StageBound {
   std::vector<Range> root_ranges;  // one per root iteration variable (axes, then reduce axes)
+  // The region to allocate, one range per dimension: it covers root_ranges, and its extents
+  // never depend on loop variables (passes that rewrite loops, like unrolling, substitute in
+  // statements but not in buffer shapes).
+  std::vector<Range> storage;
   // Conditions on the root variables keeping a stage inside its operation's domain where the
   // region its consumer reads may reach past it (a consumer split by a non-dividing factor).
   std::vector<Expr> domain_guards;

@@ -361,14 +361,48 @@ std::optional<int64_t> const_bound(const LinearForm& f, const VarIntervals& vars
   return total;
 }
 
+// Interval arithmetic forgets that the two sides of hi - lo move together; expanding the min and
+// max terms first keeps that: max(a, b) - min(c, d) = max(a - c, a - d, b - c, b - d), each a
+// difference whose variables cancel.
+std::optional<int64_t> upper_bound_expanding(const LinearForm& f, const VarIntervals& vars,
+                                             int budget) {
+  const auto& terms = f.terms();
+  for (size_t t = 0; budget > 0 && t < terms.size(); ++t) {
+    const auto* mn = terms[t].first.as<Min>();
+    const auto* mx = terms[t].first.as<Max>();
+    if (!mn && !mx) continue;
+    int64_t c = terms[t].second;
+    LinearForm rest = f - LinearForm::term(terms[t].first) * c;
+    Expr p = mn ? mn->a : mx->a;
+    Expr q = mn ? mn->b : mx->b;
+    auto up = upper_bound_expanding(rest + LinearForm::of(p) * c, vars, budget - 1);
+    auto uq = upper_bound_expanding(rest + LinearForm::of(q) * c, vars, budget - 1);
+    // c * min(p, q) is at most both alternatives when c > 0 (c * max(p, q) when c < 0); the
+    // other two cases are the larger of the alternatives.
+    if ((mn && c > 0) || (mx && c < 0)) {
+      if (!up) return uq;
+      if (!uq) return up;
+      return std::min(*up, *uq);
+    }
+    if (!up || !uq) return std::nullopt;
+    return std::max(*up, *uq);
+  }
+  return const_bound(f, vars, false);
+}
+
+// Expansions per bound: 2^kExpansionBudget evaluations at most.
+constexpr int kExpansionBudget = 6;
+
 }  // namespace
 
 std::optional<int64_t> const_lower_bound(const LinearForm& f, const VarIntervals& vars) {
-  return const_bound(f, vars, true);
+  auto u = upper_bound_expanding(f * -1, vars, kExpansionBudget);
+  if (!u) return std::nullopt;
+  return -*u;
 }
 
 std::optional<int64_t> const_upper_bound(const LinearForm& f, const VarIntervals& vars) {
-  return const_bound(f, vars, false);
+  return upper_bound_expanding(f, vars, kExpansionBudget);
 }
 
 }  // namespace ptb

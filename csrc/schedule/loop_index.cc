@@ -1,6 +1,7 @@
 #include "schedule/loop_index.h"
 
 #include "ir/op.h"
+#include "schedule/interval.h"
 #include "support/error.h"
 
 namespace ptb {
@@ -14,9 +15,10 @@ Expr index_lt(Expr a, Expr b) {
   return LT::make(a, b);
 }
 
-bool divides(const Expr& extent, const Expr& factor) {
-  auto ce = as_const_int(extent), cf = as_const_int(factor);
-  return ce && cf && *cf != 0 && *ce % *cf == 0;
+bool same_extent(const Expr& a, const Expr& b) {
+  auto ca = as_const_int(a), cb = as_const_int(b);
+  if (ca && cb) return *ca == *cb;
+  return structurally_equal(a, b);
 }
 
 }  // namespace
@@ -65,9 +67,10 @@ LoopIndex index_loops(const StageNode& stage, const std::vector<Range>& root_ran
       Expr v = idx_add(idx_mul(ix.value.at(rel.outer.get()), inner_extent),
                        ix.value.at(rel.inner.get()));
       ix.value[rel.parent.get()] = v;
+      // The split's loops cover outer * inner >= parent iterations; the extra ones are guarded.
       Expr parent_extent = ix.extent.at(rel.parent.get());
       Expr covered = idx_mul(ix.extent.at(rel.outer.get()), inner_extent);
-      if (!divides(parent_extent, inner_extent) || !divides(covered, parent_extent)) {
+      if (!same_extent(covered, parent_extent)) {
         ix.guards.push_back(index_lt(v, parent_extent));
         ix.guard_on_reduce.push_back(rel.parent->kind == IterKind::kReduce);
       }

@@ -1,0 +1,263 @@
+"""The GEMM optimisation ladder (TVM's "How to optimize GEMM on CPU"), timed next to
+torch.matmul and NumPy's matmul in the same run with the same thread count.
+
+Steps: the default schedule; blocking (32x32 tiles, k split by 4); vectorize; loop permutation;
+array packing of B; a write cache computed at the tile with the k loop unrolled; parallel; and a
+register-blocked micro-kernel (a small accumulator tile that lives in vector registers, B packed in
+panels of the vector width, L2-sized panels). Each step prints its median time and GFLOPS; JSON
+goes to benchmarks/results/gemm.json.
+
+    .venv/bin/python benchmarks/gemm.py [--quick] [--size 1024] [--threads N] [--steps a,b]
+
+The schedule functions are imported by tests/python/test_schedule_gemm.py, which checks every
+step against NumPy at sizes that are and are not multiples of the tiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BN = 32  # the ladder's tile
+KFACTOR = 4  # its k split
+MR, NR = 4, 16  # the micro-kernel's register tile: MR rows x NR columns of accumulators
+
+
+def _tvm():
+    import pytvmbridge as tvm
+
+    return tvm
+
+
+def matmul(M: int, N: int, K: int, packed_width: int | None = None):
+    """C = A @ B; with packed_width, B is first copied into panels [N / w, K, w] (array packing)."""
+    tvm = _tvm()
+    A = tvm.placeholder((M, K), name="A")
+    B = tvm.placeholder((K, N), name="B")
+    k = tvm.reduce_axis((0, K), name="k")
+    if packed_width is None:
+        C = tvm.compute((M, N), lambda x, y: tvm.sum(A[x, k] * B[k, y], axis=k), name="C")
+        return A, B, C, None
+    w = packed_width
+    panels = (N + w - 1) // w
+    # The last panel is padded with zeros when w does not divide N.
+    packedB = tvm.compute(
+        (panels, K, w),
+        lambda x, y, z: tvm.if_then_else(x * w + z < N, B[y, tvm.min(x * w + z, N - 1)], 0.0),
+        name="packedB",
+    )
+    C = tvm.compute(
+        (M, N), lambda x, y: tvm.sum(A[x, k] * packedB[y // w, k, y % w], axis=k), name="C"
+    )
+    return A, B, C, packedB
+
+
+def step_default(M, N, K):
+    tvm = _tvm()
+    A, B, C, _ = matmul(M, N, K)
+    return tvm.create_schedule(C.op), [A, B, C]
+
+
+def _blocked(M, N, K, permute: bool, vectorize: bool, packed: bool):
+    tvm = _tvm()
+    A, B, C, packedB = matmul(M, N, K, BN if packed else None)
+    s = tvm.create_schedule(C.op)
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    (k,) = s[C].op.reduce_axis
+    ko, ki = s[C].split(k, factor=KFACTOR)
+    if permute:
+        s[C].reorder(xo, yo, ko, xi, ki, yi)
+    else:
+        s[C].reorder(xo, yo, ko, ki, xi, yi)
+    if vectorize:
+        s[C].vectorize(yi)
+    if packed:
+        x, _y, z = s[packedB].op.axis
+        s[packedB].vectorize(z)
+        s[packedB].parallel(x)
+    return s, [A, B, C]
+
+
+def step_blocking(M, N, K):
+    return _blocked(M, N, K, permute=False, vectorize=False, packed=False)
+
+
+def step_vectorize(M, N, K):
+    return _blocked(M, N, K, permute=False, vectorize=True, packed=False)
+
+
+def step_permutation(M, N, K):
+    return _blocked(M, N, K, permute=True, vectorize=True, packed=False)
+
+
+def step_packing(M, N, K):
+    return _blocked(M, N, K, permute=True, vectorize=True, packed=True)
+
+
+def _write_cache(M, N, K, parallel: bool):
+    tvm = _tvm()
+    A, B, C, packedB = matmul(M, N, K, BN)
+    s = tvm.create_schedule(C.op)
+    CC = s.cache_write(C, "global")
+    xo, yo, _xi, _yi = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    s[CC].compute_at(s[C], yo)
+    xc, yc = s[CC].op.axis
+    (k,) = s[CC].op.reduce_axis
+    ko, ki = s[CC].split(k, factor=KFACTOR)
+    s[CC].reorder(ko, xc, ki, yc)
+    s[CC].unroll(ki)
+    s[CC].vectorize(yc)
+    if parallel:
+        s[C].parallel(xo)
+    x, _y, z = s[packedB].op.axis
+    s[packedB].vectorize(z)
+    s[packedB].parallel(x)
+    return s, [A, B, C]
+
+
+def step_write_cache(M, N, K):
+    return _write_cache(M, N, K, parallel=False)
+
+
+def step_parallel(M, N, K):
+    return _write_cache(M, N, K, parallel=True)
+
+
+def step_micro_kernel(M, N, K):
+    """Register blocking: an MR x NR accumulator tile (MR * NR / 8 AVX2 registers) updated by one
+    broadcast of A and NR / 8 loads of packed B per k; column panels outermost so that one panel
+    of packed B (K x NR floats) stays in L2 while every row block streams through it."""
+    tvm = _tvm()
+    A, B, C, packedB = matmul(M, N, K, NR)
+    s = tvm.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], MR, NR)
+    s[C].reorder(yo, xo, xi, yi)
+    s[C].vectorize(yi)
+    s[C].parallel(yo)
+    s[CC].compute_at(s[C], xo)
+    xc, yc = s[CC].op.axis
+    (k,) = s[CC].op.reduce_axis
+    s[CC].reorder(k, xc, yc)
+    s[CC].unroll(xc)
+    s[CC].vectorize(yc)
+    x, _y, z = s[packedB].op.axis
+    s[packedB].vectorize(z)
+    s[packedB].parallel(x)
+    return s, [A, B, C]
+
+
+STEPS: dict[str, Callable] = {
+    "default": step_default,
+    "blocking": step_blocking,
+    "vectorize": step_vectorize,
+    "loop_permutation": step_permutation,
+    "array_packing": step_packing,
+    "write_cache": step_write_cache,
+    "parallel": step_parallel,
+    "micro_kernel": step_micro_kernel,
+}
+
+
+def median_time(fn: Callable[[], None], repeat: int, min_time: float) -> float:
+    """Median of `repeat` rounds; each round calls fn enough times to last about min_time."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-9)
+    number = max(1, int(min_time / once))
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - start) / number)
+    return statistics.median(rounds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="256^3 and fewer repeats")
+    parser.add_argument("--size", type=int, default=None, help="M = N = K (default 1024)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for all")
+    parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated step names")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "gemm.json"))
+    args = parser.parse_args()
+    size = args.size or (256 if args.quick else 1024)
+    repeat = 3 if args.quick else 7
+    min_time = 0.05 if args.quick else 0.3
+    # BLAS thread pools read these when NumPy and PyTorch load.
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    os.environ["PYTVMBRIDGE_NUM_THREADS"] = str(args.threads)
+
+    import numpy as np
+    import torch
+
+    tvm = _tvm()
+    torch.set_num_threads(args.threads)
+    tvm.set_num_threads(args.threads)
+
+    M = N = K = size
+    flops = 2.0 * M * N * K
+    rng = np.random.default_rng(0)
+    a = rng.random((M, K), dtype=np.float32)
+    b = rng.random((K, N), dtype=np.float32)
+    expected = a @ b
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    tc = torch.empty(M, N)
+
+    results = []
+
+    def record(name: str, seconds: float) -> None:
+        gflops = flops / seconds / 1e9
+        results.append({"name": name, "seconds": seconds, "gflops": gflops})
+        print(f"{name:>18}: {seconds * 1e3:9.3f} ms  {gflops:8.2f} GFLOPS", flush=True)
+
+    print(f"GEMM {M}x{N}x{K} float32, {args.threads} thread(s), median of {repeat} rounds")
+    record("torch.matmul", median_time(lambda: torch.matmul(ta, tb, out=tc), repeat, min_time))
+    record("numpy.matmul", median_time(lambda: np.matmul(a, b, out=expected), repeat, min_time))
+    for name in args.steps.split(","):
+        s, tensors = STEPS[name](M, N, K)
+        f = tvm.build(s, tensors, name=name)
+        c = np.zeros((M, N), dtype=np.float32)
+        # The default schedule is slow at 1024^3: time it with a single call per round.
+        steps_min_time = min_time if name != "default" else 0.0
+        record(name, median_time(lambda f=f, c=c: f(a, b, c), repeat, steps_min_time))
+        np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3 * K)
+    # Competitors again at the end: the machine's speed may drift during the run.
+    record(
+        "torch.matmul (end)", median_time(lambda: torch.matmul(ta, tb, out=tc), repeat, min_time)
+    )
+
+    torch_gflops = max(r["gflops"] for r in results if r["name"].startswith("torch"))
+    best = results[-2]
+    print(f"last step ({best['name']}): {100 * best['gflops'] / torch_gflops:.1f}% of torch.matmul")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "gemm",
+                "size": [M, N, K],
+                "dtype": "float32",
+                "threads": args.threads,
+                "repeat": repeat,
+                "statistic": "median seconds per call",
+                "results": results,
+                "last_step_vs_torch": best["gflops"] / torch_gflops,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

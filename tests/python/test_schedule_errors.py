@@ -1,0 +1,129 @@
+"""Illegal schedule requests raise ValueError naming the stage and the axis."""
+
+import pytest
+
+import pytvmbridge as tvm
+
+
+def matmul():
+    A = tvm.placeholder((8, 8), name="A")
+    B = tvm.placeholder((8, 8), name="B")
+    r = tvm.reduce_axis((0, 8), name="k")
+    C = tvm.compute((8, 8), lambda i, j: tvm.sum(A[i, r] * B[r, j], axis=r), name="C")
+    D = tvm.compute((8, 8), lambda i, j: C[i, j] + 1.0, name="D")
+    return A, B, C, D
+
+
+def test_split_needs_exactly_one_positive_factor():
+    _A, _B, _C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    with pytest.raises(ValueError, match=r"stage 'D'.*axis 'i'.*exactly one"):
+        s[D].split(D.op.axis[0], factor=2, nparts=2)
+    with pytest.raises(ValueError, match=r"exactly one"):
+        s[D].split(D.op.axis[0])
+    with pytest.raises(ValueError, match=r"stage 'D'.*axis 'i'.*positive"):
+        s[D].split(D.op.axis[0], factor=0)
+    with pytest.raises(ValueError, match=r"positive"):
+        s[D].split(D.op.axis[0], nparts=-3)
+
+
+def test_axis_of_another_stage():
+    _A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    for call in [
+        lambda: s[D].split(C.op.axis[0], factor=2),
+        lambda: s[D].vectorize(C.op.axis[1]),
+        lambda: s[D].parallel(C.op.axis[0]),
+        lambda: s[D].unroll(C.op.axis[0]),
+        lambda: s[D].reorder(C.op.axis[0], D.op.axis[0]),
+    ]:
+        with pytest.raises(ValueError, match=r"stage 'D'.*axis '.'.*not an axis of this stage"):
+            call()
+
+
+def test_axis_already_split():
+    _A, _B, _C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    s[D].split(D.op.axis[0], factor=2)
+    with pytest.raises(ValueError, match=r"stage 'D'.*'i'.*already split"):
+        s[D].vectorize(D.op.axis[0])
+
+
+def test_fuse_errors():
+    _A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    i, j = C.op.axis
+    (k,) = C.op.reduce_axis
+    with pytest.raises(ValueError, match=r"stage 'C'.*'j'.*'k'.*reduce"):
+        s[C].fuse(j, k)
+    with pytest.raises(ValueError, match=r"stage 'C'.*'j'.*'i'.*adjacent"):
+        s[C].fuse(j, i)
+
+
+def test_reorder_duplicate():
+    _A, _B, _C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    with pytest.raises(ValueError, match=r"stage 'D'.*'i'.*twice"):
+        s[D].reorder(D.op.axis[0], D.op.axis[0])
+
+
+def test_parallel_reduce_axis_suggests_rfactor():
+    _A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    with pytest.raises(ValueError, match=r"stage 'C'.*'k'.*rfactor"):
+        s[C].parallel(C.op.reduce_axis[0])
+
+
+def test_compute_at_errors():
+    A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    with pytest.raises(ValueError, match=r"stage 'D'.*axis 'i'.*stage 'C'"):
+        s[D].compute_at(s[C], C.op.axis[0])  # D is an output and C does not read it
+    with pytest.raises(ValueError, match=r"stage 'C'.*axis 'i'"):
+        s[C].compute_at(s[D], C.op.axis[0])  # an axis of C, not of D
+    E = tvm.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="E")
+    F = tvm.compute((8, 8), lambda i, j: E[i, j] + D[i, j], name="F")
+    s2 = tvm.create_schedule(F.op)
+    with pytest.raises(ValueError, match=r"stage 'E'.*axis 'i'.*stage 'D'.*does not read"):
+        s2[E].compute_at(s2[D], D.op.axis[0])
+    with pytest.raises(TypeError):
+        s2[E].compute_at(D, D.op.axis[0])
+
+
+def test_compute_at_axis_split_later_fails_at_lowering():
+    A, B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    s[D].split(D.op.axis[0], factor=2)
+    with pytest.raises(ValueError, match=r"stage 'C'.*axis 'i'.*split"):
+        tvm.lower(s, [A, B, D])
+
+
+def test_compute_inline_errors():
+    A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    with pytest.raises(ValueError, match=r"stage 'C'.*reduction"):
+        s[C].compute_inline()
+    with pytest.raises(ValueError, match=r"stage 'D'.*output"):
+        s[D].compute_inline()
+    with pytest.raises(ValueError, match=r"stage 'A'.*placeholder"):
+        s[A].compute_inline()
+
+
+def test_cache_and_rfactor_errors():
+    A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    with pytest.raises(ValueError, match=r"stage 'A'.*placeholder"):
+        s.cache_write(A, "local")
+    with pytest.raises(ValueError, match=r"stage 'C'.*does not read"):
+        s.cache_read(D, "shared", [C])
+    with pytest.raises(ValueError, match=r"stage 'D'.*not a reduction"):
+        s.rfactor(D, D.op.axis[0])
+    with pytest.raises(ValueError, match=r"stage 'C'.*'i'.*data axis"):
+        s.rfactor(C, C.op.axis[0])
+    s[D].split(D.op.axis[0], factor=2)
+    with pytest.raises(ValueError, match=r"stage 'D'.*before"):
+        s.cache_write(D, "local")
+    X = tvm.placeholder((3,), name="X")
+    with pytest.raises(ValueError, match=r"not part of this schedule"):
+        s[X]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 VECTOR = 64  # elements per vectorized inner loop (4 chunks of 16 lanes)
 BLOCK = 1 << 14  # elements per parallel task
+SETTLE_SECONDS = 0.3
 
 
 def relu_fma_schedule(n):
@@ -36,19 +37,25 @@ def relu_fma_schedule(n):
     return s, [A, B, C, D]
 
 
-def median_time(fn, repeat: int, min_time: float) -> float:
-    fn()
-    start = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - start, 1e-9)
-    number = max(1, int(min_time / once))
-    rounds = []
-    for _ in range(repeat):
+def interleaved_medians(candidates, repeat: int, min_time: float) -> dict[str, float]:
+    """Median seconds per call of each candidate; every round times every candidate once, after
+    a pause that lets other libraries' spinning thread pools go idle (as in gemm.py)."""
+    number = {}
+    for name, fn in candidates.items():
+        fn()
         start = time.perf_counter()
-        for _ in range(number):
+        fn()
+        number[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
+    rounds = {name: [] for name in candidates}
+    for _ in range(repeat):
+        for name, fn in candidates.items():
+            time.sleep(SETTLE_SECONDS)
             fn()
-        rounds.append((time.perf_counter() - start) / number)
-    return statistics.median(rounds)
+            start = time.perf_counter()
+            for _ in range(number[name]):
+                fn()
+            rounds[name].append((time.perf_counter() - start) / number[name])
+    return {name: statistics.median(r) for name, r in rounds.items()}
 
 
 def main() -> None:
@@ -89,23 +96,23 @@ def main() -> None:
     np.testing.assert_allclose(d, np.maximum(a * b + c, 0), rtol=1e-6, atol=1e-6)
 
     kernel_bytes = 4 * 4 * n
-    results = []
-
-    def record(name: str, seconds: float, moved: int = kernel_bytes) -> None:
-        gbps = moved / seconds / 1e9
-        results.append({"name": name, "seconds": seconds, "gb_per_s": gbps})
-        print(f"{name:>28}: {seconds * 1e3:8.3f} ms  {gbps:7.2f} GB/s", flush=True)
-
     print(f"relu(a * b + c), {n} float32, {args.threads} thread(s), median of {repeat} rounds")
-    record("pytvmbridge fused", median_time(lambda: f(a, b, c, d), repeat, min_time))
-    record("torch eager", median_time(lambda: torch.relu(ta * tb + tc), repeat, min_time))
-    record(
-        "torch eager (out=, in place)",
-        median_time(lambda: torch.relu_(torch.addcmul(tc, ta, tb, out=td)), repeat, min_time),
-    )
-    record("numpy", median_time(lambda: np.maximum(a * b + c, 0), repeat, min_time))
-    record("copy (torch, same bytes)", median_time(lambda: tdst.copy_(tsrc), repeat, min_time))
-    record("copy (numpy, same bytes)", median_time(lambda: np.copyto(dst, src), repeat, min_time))
+    candidates = {
+        "pytvmbridge fused": lambda: f(a, b, c, d),
+        "torch eager": lambda: torch.relu(ta * tb + tc),
+        "torch eager (out=, in place)": lambda: torch.relu_(torch.addcmul(tc, ta, tb, out=td)),
+        "numpy": lambda: np.maximum(a * b + c, 0),
+        "numpy (out=, in place)": lambda: np.maximum(
+            np.add(np.multiply(a, b, out=d), c, out=d), 0, out=d
+        ),
+        "copy (torch, same bytes)": lambda: tdst.copy_(tsrc),
+        "copy (numpy, same bytes)": lambda: np.copyto(dst, src),
+    }
+    results = []
+    for name, seconds in interleaved_medians(candidates, repeat, min_time).items():
+        gbps = kernel_bytes / seconds / 1e9
+        results.append({"name": name, "seconds": seconds, "gb_per_s": gbps})
+        print(f"{name:>30}: {seconds * 1e3:8.3f} ms  {gbps:7.2f} GB/s", flush=True)
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,8 @@ torch.matmul and NumPy's matmul in the same run with the same thread count.
 
 Steps: the default schedule; blocking (32x32 tiles, k split by 4); vectorize; loop permutation;
 array packing of B; a write cache computed at the tile with the k loop unrolled; parallel; and a
-register-blocked micro-kernel (a small accumulator tile that lives in vector registers, B packed in
-panels of the vector width, L2-sized panels). Each step prints its median time and GFLOPS; JSON
+register-blocked micro-kernel (a 4x16 tile of C that lives in vector registers across the k loop,
+B packed in panels of 16 columns). Each step prints its median time and GFLOPS; JSON
 goes to benchmarks/results/gemm.json.
 
     .venv/bin/python benchmarks/gemm.py [--quick] [--size 1024] [--threads N] [--steps a,b]
@@ -26,6 +26,7 @@ from pathlib import Path
 BN = 32  # the ladder's tile
 KFACTOR = 4  # its k split
 MR, NR = 4, 16  # the micro-kernel's register tile: MR rows x NR columns of accumulators
+SETTLE_SECONDS = 0.3  # pause before timing each candidate (see interleaved_medians)
 
 
 def _tvm():
@@ -129,23 +130,21 @@ def step_parallel(M, N, K):
 
 
 def step_micro_kernel(M, N, K):
-    """Register blocking: an MR x NR accumulator tile (MR * NR / 8 AVX2 registers) updated by one
-    broadcast of A and NR / 8 loads of packed B per k; column panels outermost so that one panel
-    of packed B (K x NR floats) stays in L2 while every row block streams through it."""
+    """Register blocking: C is tiled by MR x NR and each tile accumulates over the whole k loop
+    in MR * NR / 8 AVX2 registers (the rows unrolled, the columns one vector), fed by one
+    broadcast of A per row and NR / 8 loads of packed B per k. Column panels are the outermost
+    (parallel) loop, so a panel of packed B (K x NR floats) stays in L2 while every row block
+    streams through it. No write cache: with constant tile offsets LLVM keeps C's tile in
+    registers across k and stores it once."""
     tvm = _tvm()
     A, B, C, packedB = matmul(M, N, K, NR)
     s = tvm.create_schedule(C.op)
-    CC = s.cache_write(C, "local")
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], MR, NR)
-    s[C].reorder(yo, xo, xi, yi)
+    (k,) = s[C].op.reduce_axis
+    s[C].reorder(yo, xo, k, xi, yi)
+    s[C].unroll(xi)
     s[C].vectorize(yi)
     s[C].parallel(yo)
-    s[CC].compute_at(s[C], xo)
-    xc, yc = s[CC].op.axis
-    (k,) = s[CC].op.reduce_axis
-    s[CC].reorder(k, xc, yc)
-    s[CC].unroll(xc)
-    s[CC].vectorize(yc)
     x, _y, z = s[packedB].op.axis
     s[packedB].vectorize(z)
     s[packedB].parallel(x)
@@ -164,20 +163,35 @@ STEPS: dict[str, Callable] = {
 }
 
 
-def median_time(fn: Callable[[], None], repeat: int, min_time: float) -> float:
-    """Median of `repeat` rounds; each round calls fn enough times to last about min_time."""
+def calls_per_round(fn: Callable[[], None], min_time: float) -> int:
+    """How many calls of fn last about min_time (at least one); warms fn up on the way."""
     fn()
     start = time.perf_counter()
     fn()
-    once = max(time.perf_counter() - start, 1e-9)
-    number = max(1, int(min_time / once))
-    rounds = []
+    return max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
+
+
+def interleaved_medians(
+    candidates: dict[str, Callable[[], None]], repeat: int, min_time: float
+) -> dict[str, float]:
+    """Median seconds per call of each candidate over `repeat` rounds. Every round times every
+    candidate once, one after the other, so a drift of the machine's speed (turbo, other load)
+    during the run affects all of them alike instead of favouring whoever ran first.
+
+    Before each candidate the run pauses: the BLAS thread pools keep spinning after a call (Intel
+    OpenMP for 200 ms by default, OpenBLAS similarly) and would otherwise share the cores with
+    whatever is timed next."""
+    number = {name: calls_per_round(fn, min_time) for name, fn in candidates.items()}
+    rounds: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - start) / number)
-    return statistics.median(rounds)
+        for name, fn in candidates.items():
+            time.sleep(SETTLE_SECONDS)
+            fn()  # warm caches after the pause
+            start = time.perf_counter()
+            for _ in range(number[name]):
+                fn()
+            rounds[name].append((time.perf_counter() - start) / number[name])
+    return {name: statistics.median(r) for name, r in rounds.items()}
 
 
 def main() -> None:
@@ -212,31 +226,31 @@ def main() -> None:
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     tc = torch.empty(M, N)
 
-    results = []
+    print(f"GEMM {M}x{N}x{K} float32, {args.threads} thread(s), median of {repeat} rounds")
+    candidates: dict[str, Callable[[], None]] = {
+        "torch.matmul": lambda: torch.matmul(ta, tb, out=tc),
+        "numpy.matmul": lambda: np.matmul(a, b, out=expected),
+    }
+    outputs = {}
+    for name in args.steps.split(","):
+        s, tensors = STEPS[name](M, N, K)
+        f = tvm.build(s, tensors, name=name)
+        c = outputs[name] = np.zeros((M, N), dtype=np.float32)
+        candidates[name] = lambda f=f, c=c: f(a, b, c)
+    # The early steps are slow at 1024^3 (seconds per call): they get one call per round.
+    medians = interleaved_medians(candidates, repeat, min_time)
+    reference = a @ b
+    for name, c in outputs.items():
+        np.testing.assert_allclose(c, reference, rtol=1e-3, atol=1e-3 * K, err_msg=name)
 
-    def record(name: str, seconds: float) -> None:
+    results = []
+    for name, seconds in medians.items():
         gflops = flops / seconds / 1e9
         results.append({"name": name, "seconds": seconds, "gflops": gflops})
         print(f"{name:>18}: {seconds * 1e3:9.3f} ms  {gflops:8.2f} GFLOPS", flush=True)
 
-    print(f"GEMM {M}x{N}x{K} float32, {args.threads} thread(s), median of {repeat} rounds")
-    record("torch.matmul", median_time(lambda: torch.matmul(ta, tb, out=tc), repeat, min_time))
-    record("numpy.matmul", median_time(lambda: np.matmul(a, b, out=expected), repeat, min_time))
-    for name in args.steps.split(","):
-        s, tensors = STEPS[name](M, N, K)
-        f = tvm.build(s, tensors, name=name)
-        c = np.zeros((M, N), dtype=np.float32)
-        # The default schedule is slow at 1024^3: time it with a single call per round.
-        steps_min_time = min_time if name != "default" else 0.0
-        record(name, median_time(lambda f=f, c=c: f(a, b, c), repeat, steps_min_time))
-        np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3 * K)
-    # Competitors again at the end: the machine's speed may drift during the run.
-    record(
-        "torch.matmul (end)", median_time(lambda: torch.matmul(ta, tb, out=tc), repeat, min_time)
-    )
-
-    torch_gflops = max(r["gflops"] for r in results if r["name"].startswith("torch"))
-    best = results[-2]
+    torch_gflops = results[0]["gflops"]
+    best = results[-1]
     print(f"last step ({best['name']}): {100 * best['gflops'] / torch_gflops:.1f}% of torch.matmul")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

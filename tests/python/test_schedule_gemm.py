@@ -39,4 +39,5 @@ def test_ladder_lowered_structure():
     assert "if (" not in text  # everything divides: no guards
     s, tensors = gemm.step_micro_kernel(64, 64, 64)
     text = str(tvm.lower(s, tensors))
-    assert "allocate C.local[float32 * 4 * 16]" in text
+    assert "parallel (y.outer, 0, 4)" in text
+    assert "for (k, 0, 64)" in text

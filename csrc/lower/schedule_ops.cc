@@ -5,6 +5,7 @@
 
 #include "ir/op.h"
 #include "ir/substitute.h"
+#include "ir/visitor.h"
 #include "schedule/bound.h"
 #include "schedule/loop_index.h"
 #include "schedule/stage_bodies.h"
@@ -64,8 +65,9 @@ class NestBuilder {
         provides.push_back(
             Provide::make(op, static_cast<int>(i), substitute(bodies[i], vmap), out_index));
       }
-      return wrap(*stage, ix, kinds, inside_parallel, 0, leaves.size(), true,
-                  guard(ix, Block::make(provides), true));
+      auto guards = place_guards(*stage, ix);
+      return wrap(*stage, ix, kinds, inside_parallel, 0, leaves.size(), &guards,
+                  Block::make(provides));
     }
 
     // Reduction: the init nest sits just outside the first reduce loop and loops over the
@@ -96,9 +98,10 @@ class NestBuilder {
       if (leaves[i]->kind == IterKind::kReduce) continue;
       init = loop(leaves[i], ix, kinds[i], init);
     }
-    Stmt update = wrap(*stage, ix, kinds, inside_parallel, first_reduce, leaves.size(), true,
-                       guard(ix, Block::make(updates), true));
-    return wrap(*stage, ix, kinds, inside_parallel, 0, first_reduce, true,
+    auto guards = place_guards(*stage, ix);
+    Stmt update = wrap(*stage, ix, kinds, inside_parallel, first_reduce, leaves.size(), &guards,
+                       Block::make(updates));
+    return wrap(*stage, ix, kinds, inside_parallel, 0, first_reduce, nullptr,
                 Block::make({init, update}));
   }
 
@@ -117,15 +120,49 @@ class NestBuilder {
     return IfThenElse::make(all_of(conds), body);
   }
 
+  // The guards grouped by where they are tested: entry i + 1 right inside the loop of leaf i,
+  // the innermost leaf whose variable the guard uses (entry 0: above every loop). A guard then
+  // runs once per iteration of the loops it depends on, and an inner vectorized loop sees only
+  // the conditions that really vary along it.
+  static std::vector<std::vector<Expr>> place_guards(const StageNode& stage, const LoopIndex& ix) {
+    std::unordered_map<const ExprNode*, int> depth;
+    for (size_t i = 0; i < stage.leaf_iter_vars.size(); ++i) {
+      depth[stage.leaf_iter_vars[i]->var.get()] = static_cast<int>(i);
+    }
+    std::vector<std::vector<Expr>> at(stage.leaf_iter_vars.size() + 1);
+    for (const Expr& g : ix.guards) {
+      int d = -1;
+      for_each_expr(g, [&](const Expr& e) {
+        auto it = depth.find(e.get());
+        if (it != depth.end()) d = std::max(d, it->second);
+      });
+      at[static_cast<size_t>(d + 1)].push_back(g);
+    }
+    return at;
+  }
+
+  static Stmt guarded(const std::vector<Expr>& conds, Stmt body) {
+    return conds.empty() ? body : IfThenElse::make(all_of(conds), std::move(body));
+  }
+
   // Loops over leaves [begin, end) around `body`, each with the stages computed at it placed
-  // first in its body.
+  // first in its body, followed by the rest under the leaf's guards when `guards` is given; the
+  // guards of leaves outside the range go around the whole (then skipping stages computed inside
+  // is fine too: they only feed the iterations the guard skips).
   Stmt wrap(const StageNode& stage, const LoopIndex& ix, const std::vector<ForKind>& kinds,
-            const std::vector<bool>& inside_parallel, size_t begin, size_t end, bool attach,
-            Stmt body) {
+            const std::vector<bool>& inside_parallel, size_t begin, size_t end,
+            const std::vector<std::vector<Expr>>* guards, Stmt body) {
     for (size_t i = end; i-- > begin;) {
       const IterVar& iv = stage.leaf_iter_vars[i];
-      if (attach) body = with_attached(iv, inside_parallel[i], body);
+      if (guards) body = guarded((*guards)[i + 1], body);
+      body = with_attached(iv, inside_parallel[i], body);
       body = loop(iv, ix, kinds[i], body);
+    }
+    if (guards) {
+      std::vector<Expr> outer;
+      for (size_t d = 0; d <= begin; ++d)
+        outer.insert(outer.end(), (*guards)[d].begin(), (*guards)[d].end());
+      body = guarded(outer, body);
     }
     return body;
   }

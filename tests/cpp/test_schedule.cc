@@ -60,6 +60,26 @@ TEST(ScheduleSplit, NonDividingFactorIsGuarded) {
   expect_same_as_default(s, e.args(), {e.B.op()});
 }
 
+TEST(ScheduleSplit, GuardsAreTestedInTheLoopTheyDependOn) {
+  Elementwise e(10, 13);
+  Schedule s = e.schedule();
+  tile(stage_of(s, e.B), axis(e.B, 0), axis(e.B, 1), ci(4), ci(8));
+  Stmt body = lower(s, e.args(), "f").body;
+  // for i.outer: for j.outer: for i.inner: if (i < 10) for j.inner: if (j < 13) store
+  const auto* io = body.as<For>();
+  ASSERT_NE(io, nullptr);
+  const auto* jo = io->body.as<For>();
+  ASSERT_NE(jo, nullptr);
+  const auto* ii = jo->body.as<For>();
+  ASSERT_NE(ii, nullptr);
+  const auto* row_guard = ii->body.as<IfThenElse>();
+  ASSERT_NE(row_guard, nullptr) << to_string(body);
+  const auto* ji = row_guard->then_case.as<For>();
+  ASSERT_NE(ji, nullptr) << to_string(body);
+  EXPECT_NE(ji->body.as<IfThenElse>(), nullptr) << to_string(body);
+  expect_same_as_default(s, e.args(), {e.B.op()});
+}
+
 TEST(ScheduleSplit, Nparts) {
   Elementwise e(16, 3);
   Schedule s = e.schedule();

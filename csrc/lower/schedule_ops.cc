@@ -1,6 +1,7 @@
 #include "lower/schedule_ops.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "ir/op.h"
@@ -34,30 +35,16 @@ class NestBuilder {
   // already runs in parallel (nested parallel loops run serially: the pool is not reentrant and
   // the outer loop already occupies it).
   Stmt build(const Stage& stage, bool in_parallel) {
-    const StageBound& bound = bounds_.at(stage.get());
-    LoopIndex ix = index_loops(*stage, bound.root_ranges);
-    VarMap vmap;
-    for (const IterVar& iv : stage->root_iter_vars) vmap[iv->var.get()] = ix.value.at(iv.get());
-    for (const Expr& g : bound.domain_guards) {
-      ix.guards.push_back(substitute(g, vmap));
-      ix.guard_on_reduce.push_back(false);
-    }
-    const auto& leaves = stage->leaf_iter_vars;
-    std::vector<ForKind> kinds;
-    std::vector<bool> inside_parallel;  // per leaf: a loop around its body runs in parallel
-    for (const IterVar& iv : leaves) {
-      ForKind k = stage->kind_of(iv);
-      if (k == ForKind::kParallel && in_parallel) k = ForKind::kSerial;
-      if (k == ForKind::kParallel) in_parallel = true;
-      kinds.push_back(k);
-      inside_parallel.push_back(in_parallel);
-    }
-
+    Nest n = make_nest(stage, in_parallel);
     const auto* compute = static_cast<const ComputeOpNode*>(stage->op.get());
     const std::vector<Expr>& bodies = bodies_.at(stage.get());
+    VarMap vmap;
+    for (const IterVar& iv : stage->root_iter_vars) vmap[iv->var.get()] = n.ix.value.at(iv.get());
     std::vector<Expr> out_index;
-    for (const IterVar& iv : compute->axis) out_index.push_back(ix.value.at(iv.get()));
+    for (const IterVar& iv : compute->axis) out_index.push_back(n.ix.value.at(iv.get()));
     const Operation& op = stage->origin_op;
+    const size_t num_leaves = stage->leaf_iter_vars.size();
+    Dropped none(n.guards.size(), false);
 
     if (!compute->is_reduction()) {
       std::vector<Stmt> provides;
@@ -65,15 +52,15 @@ class NestBuilder {
         provides.push_back(
             Provide::make(op, static_cast<int>(i), substitute(bodies[i], vmap), out_index));
       }
-      auto guards = place_guards(*stage, ix);
-      return wrap(*stage, ix, kinds, inside_parallel, 0, leaves.size(), &guards,
-                  Block::make(provides));
+      Stmt body = Block::make(provides);
+      return segment(n, 0, num_leaves, none, [&](const Dropped&) { return body; });
     }
 
     // Reduction: the init nest sits just outside the first reduce loop and loops over the
     // data-parallel leaves that come after it; the update runs in the full nest.
-    size_t first_reduce = leaves.size();
-    for (size_t i = 0; i < leaves.size(); ++i) {
+    const auto& leaves = stage->leaf_iter_vars;
+    size_t first_reduce = num_leaves;
+    for (size_t i = 0; i < num_leaves; ++i) {
       if (leaves[i]->kind == IterKind::kReduce) {
         first_reduce = i;
         break;
@@ -93,78 +80,147 @@ class NestBuilder {
       }
       updates.push_back(update);
     }
-    Stmt init = guard(ix, Block::make(inits), false);
-    for (size_t i = leaves.size(); i-- > first_reduce;) {
-      if (leaves[i]->kind == IterKind::kReduce) continue;
-      init = loop(leaves[i], ix, kinds[i], init);
-    }
-    auto guards = place_guards(*stage, ix);
-    Stmt update = wrap(*stage, ix, kinds, inside_parallel, first_reduce, leaves.size(), &guards,
-                       Block::make(updates));
-    return wrap(*stage, ix, kinds, inside_parallel, 0, first_reduce, nullptr,
-                Block::make({init, update}));
+    Stmt init_body = Block::make(inits), update_body = Block::make(updates);
+    auto inner = [&](const Dropped& dropped) {
+      // The init is cheap (one pass over the outputs): its data guards stay innermost.
+      std::vector<Expr> conds;
+      for (size_t g = 0; g < n.guards.size(); ++g) {
+        if (!dropped[g] && !n.guards[g].on_reduce) conds.push_back(n.guards[g].cond);
+      }
+      Stmt init = guarded(conds, init_body);
+      for (size_t i = num_leaves; i-- > first_reduce;) {
+        if (leaves[i]->kind != IterKind::kReduce) init = loop(n, i, init);
+      }
+      Stmt update = segment(n, first_reduce, num_leaves, dropped,
+                            [&](const Dropped&) { return update_body; });
+      return Block::make({init, update});
+    };
+    return loops(n, 0, first_reduce, false, none, inner);
   }
 
  private:
-  static Stmt loop(const IterVar& iv, const LoopIndex& ix, ForKind kind, Stmt body) {
-    Expr extent = cast(iv->var.dtype(), ix.extent.at(iv.get()));
-    return For::make(iv->var, make_zero(iv->var.dtype()), extent, kind, std::move(body));
-  }
+  struct Guard {
+    Expr cond;
+    int depth;  // the innermost leaf whose variable the condition uses (-1: none)
+    bool on_reduce;
+  };
+  using Dropped = std::vector<bool>;  // per guard: not needed in this part of the nest
+  using Inner = std::function<Stmt(const Dropped&)>;
 
-  static Stmt guard(const LoopIndex& ix, Stmt body, bool include_reduce) {
-    std::vector<Expr> conds;
-    for (size_t i = 0; i < ix.guards.size(); ++i) {
-      if (include_reduce || !ix.guard_on_reduce[i]) conds.push_back(ix.guards[i]);
+  // What building one stage's nest needs, per leaf and per guard.
+  struct Nest {
+    const StageNode* stage;
+    LoopIndex ix;
+    std::vector<ForKind> kinds;
+    std::vector<bool> inside_parallel;  // a loop around the leaf's body runs in parallel
+    std::vector<Guard> guards;
+    // Loop partitioning: the guard a leaf's first iterations can drop (-1: none), and how many.
+    std::vector<int> partition;
+    std::vector<Expr> full_tiles;
+  };
+
+  // Non-dividing splits guard the innermost body, which costs a test per iteration and keeps
+  // LLVM from holding accumulators in registers. The split's outer loop is cut in two instead:
+  // whole tiles without the guard, then the last tile with it. Each cut doubles the code under
+  // it, so a few suffice (the row and column tiles of a 2-D tiling).
+  static constexpr int kMaxPartitions = 2;
+
+  Nest make_nest(const Stage& stage, bool in_parallel) {
+    const StageBound& bound = bounds_.at(stage.get());
+    Nest n{stage.get(), index_loops(*stage, bound.root_ranges), {}, {}, {}, {}, {}};
+    VarMap vmap;
+    for (const IterVar& iv : stage->root_iter_vars) vmap[iv->var.get()] = n.ix.value.at(iv.get());
+    for (const Expr& g : bound.domain_guards) {
+      n.ix.guards.push_back(substitute(g, vmap));
+      n.ix.guard_on_reduce.push_back(false);
+      n.ix.guard_outer.push_back(nullptr);
+      n.ix.guard_full_tiles.push_back(Expr());
     }
-    if (conds.empty()) return body;
-    return IfThenElse::make(all_of(conds), body);
-  }
-
-  // The guards grouped by where they are tested: entry i + 1 right inside the loop of leaf i,
-  // the innermost leaf whose variable the guard uses (entry 0: above every loop). A guard then
-  // runs once per iteration of the loops it depends on, and an inner vectorized loop sees only
-  // the conditions that really vary along it.
-  static std::vector<std::vector<Expr>> place_guards(const StageNode& stage, const LoopIndex& ix) {
+    const auto& leaves = stage->leaf_iter_vars;
     std::unordered_map<const ExprNode*, int> depth;
-    for (size_t i = 0; i < stage.leaf_iter_vars.size(); ++i) {
-      depth[stage.leaf_iter_vars[i]->var.get()] = static_cast<int>(i);
+    std::unordered_map<const IterVarNode*, int> position;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      ForKind k = stage->kind_of(leaves[i]);
+      if (k == ForKind::kParallel && in_parallel) k = ForKind::kSerial;
+      if (k == ForKind::kParallel) in_parallel = true;
+      n.kinds.push_back(k);
+      n.inside_parallel.push_back(in_parallel);
+      depth[leaves[i]->var.get()] = static_cast<int>(i);
+      position[leaves[i].get()] = static_cast<int>(i);
     }
-    std::vector<std::vector<Expr>> at(stage.leaf_iter_vars.size() + 1);
-    for (const Expr& g : ix.guards) {
+    n.partition.assign(leaves.size(), -1);
+    n.full_tiles.resize(leaves.size());
+    int partitions = 0;
+    for (size_t g = 0; g < n.ix.guards.size(); ++g) {
       int d = -1;
-      for_each_expr(g, [&](const Expr& e) {
+      for_each_expr(n.ix.guards[g], [&](const Expr& e) {
         auto it = depth.find(e.get());
         if (it != depth.end()) d = std::max(d, it->second);
       });
-      at[static_cast<size_t>(d + 1)].push_back(g);
+      n.guards.push_back({n.ix.guards[g], d, n.ix.guard_on_reduce[g]});
+      auto outer = position.find(n.ix.guard_outer[g]);
+      if (outer == position.end() || partitions == kMaxPartitions) continue;
+      const Expr& full = n.ix.guard_full_tiles[g];
+      size_t leaf = static_cast<size_t>(outer->second);
+      if (n.partition[leaf] >= 0 || is_const_int(full, 0)) continue;
+      n.partition[leaf] = static_cast<int>(g);
+      n.full_tiles[leaf] = cast(leaves[leaf]->var.dtype(), full);
+      ++partitions;
     }
-    return at;
+    return n;
+  }
+
+  Stmt loop(const Nest& n, size_t i, Stmt body) const {
+    const IterVar& iv = n.stage->leaf_iter_vars[i];
+    Expr extent = cast(iv->var.dtype(), n.ix.extent.at(iv.get()));
+    return For::make(iv->var, make_zero(iv->var.dtype()), extent, n.kinds[i], std::move(body));
   }
 
   static Stmt guarded(const std::vector<Expr>& conds, Stmt body) {
     return conds.empty() ? body : IfThenElse::make(all_of(conds), std::move(body));
   }
 
-  // Loops over leaves [begin, end) around `body`, each with the stages computed at it placed
-  // first in its body, followed by the rest under the leaf's guards when `guards` is given; the
-  // guards of leaves outside the range go around the whole (then skipping stages computed inside
-  // is fine too: they only feed the iterations the guard skips).
-  Stmt wrap(const StageNode& stage, const LoopIndex& ix, const std::vector<ForKind>& kinds,
-            const std::vector<bool>& inside_parallel, size_t begin, size_t end,
-            const std::vector<std::vector<Expr>>* guards, Stmt body) {
-    for (size_t i = end; i-- > begin;) {
-      const IterVar& iv = stage.leaf_iter_vars[i];
-      if (guards) body = guarded((*guards)[i + 1], body);
-      body = with_attached(iv, inside_parallel[i], body);
-      body = loop(iv, ix, kinds[i], body);
+  // The guards tested right inside the loop of leaf `depth` (-1: above every loop): each guard
+  // goes to the innermost leaf whose variable it uses, so it runs once per iteration of the loops
+  // it depends on, and an inner vectorized loop sees only the conditions varying along it.
+  static std::vector<Expr> guards_at(const Nest& n, int lo, int hi, const Dropped& dropped) {
+    std::vector<Expr> out;
+    for (size_t g = 0; g < n.guards.size(); ++g) {
+      if (!dropped[g] && n.guards[g].depth >= lo && n.guards[g].depth <= hi) {
+        out.push_back(n.guards[g].cond);
+      }
     }
-    if (guards) {
-      std::vector<Expr> outer;
-      for (size_t d = 0; d <= begin; ++d)
-        outer.insert(outer.end(), (*guards)[d].begin(), (*guards)[d].end());
-      body = guarded(outer, body);
-    }
-    return body;
+    return out;
+  }
+
+  // Loops [begin, end) with their guards, the guards of outer leaves around the whole (skipping
+  // stages computed inside is then fine too: they only feed the iterations the guard skips).
+  Stmt segment(const Nest& n, size_t begin, size_t end, const Dropped& dropped,
+               const Inner& inner) {
+    Stmt body = loops(n, begin, end, true, dropped, inner);
+    return guarded(guards_at(n, -1, static_cast<int>(begin) - 1, dropped), body);
+  }
+
+  // Loops [i, end) around inner(), each with the stages computed at it placed first in its body
+  // and, in a guarded segment, its guards around the rest.
+  Stmt loops(const Nest& n, size_t i, size_t end, bool with_guards, const Dropped& dropped,
+             const Inner& inner) {
+    if (i == end) return inner(dropped);
+    const IterVar& iv = n.stage->leaf_iter_vars[i];
+    auto body = [&](const Dropped& d) {
+      Stmt b = loops(n, i + 1, end, with_guards, d, inner);
+      if (with_guards) b = guarded(guards_at(n, static_cast<int>(i), static_cast<int>(i), d), b);
+      return with_attached(iv, n.inside_parallel[i], b);
+    };
+    int g = n.partition[i];
+    if (g < 0 || dropped[static_cast<size_t>(g)]) return loop(n, i, body(dropped));
+    Dropped whole = dropped;
+    whole[static_cast<size_t>(g)] = true;
+    Expr full = n.full_tiles[i];
+    Expr extent = cast(iv->var.dtype(), n.ix.extent.at(iv.get()));
+    return Block::make(
+        {For::make(iv->var, make_zero(full.dtype()), full, n.kinds[i], body(whole)),
+         For::make(iv->var, full, idx_sub(extent, full), n.kinds[i], body(dropped))});
   }
 
   Stmt with_attached(const IterVar& leaf, bool in_parallel, Stmt body) {

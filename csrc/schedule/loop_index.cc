@@ -8,11 +8,20 @@ namespace ptb {
 
 namespace {
 
-// a < b on index expressions of possibly different integer widths.
+// Index expressions of different integer widths (an int64 size, an int32 factor) in the wider.
+void widen(Expr* a, Expr* b) {
+  if (a->dtype().bits() < b->dtype().bits()) *a = cast(b->dtype(), *a);
+  if (b->dtype().bits() < a->dtype().bits()) *b = cast(a->dtype(), *b);
+}
+
 Expr index_lt(Expr a, Expr b) {
-  if (a.dtype().bits() < b.dtype().bits()) a = cast(b.dtype(), a);
-  if (b.dtype().bits() < a.dtype().bits()) b = cast(a.dtype(), b);
+  widen(&a, &b);
   return LT::make(a, b);
+}
+
+Expr index_floordiv(Expr a, Expr b) {
+  widen(&a, &b);
+  return floordiv(a, b);
 }
 
 bool same_extent(const Expr& a, const Expr& b) {
@@ -27,7 +36,7 @@ Expr ceil_div(const Expr& a, const Expr& b) {
   auto ca = as_const_int(a), cb = as_const_int(b);
   if (ca && cb) return IntImm::make(a.dtype(), (*ca + *cb - 1) / *cb);
   if (cb && *cb == 1) return a;
-  return floordiv(idx_sub(idx_add(a, b), make_one(b.dtype())), b);
+  return index_floordiv(idx_sub(idx_add(a, b), make_one(b.dtype())), b);
 }
 
 std::vector<Range> root_domains(const StageNode& stage) {
@@ -73,12 +82,20 @@ LoopIndex index_loops(const StageNode& stage, const std::vector<Range>& root_ran
       if (!same_extent(covered, parent_extent)) {
         ix.guards.push_back(index_lt(v, parent_extent));
         ix.guard_on_reduce.push_back(rel.parent->kind == IterKind::kReduce);
+        // outer * inner_extent + inner < parent holds for every inner whenever
+        // outer < floor(parent / inner_extent).
+        auto cp = as_const_int(parent_extent), ci = as_const_int(inner_extent);
+        ix.guard_outer.push_back(rel.outer.get());
+        ix.guard_full_tiles.push_back(cp && ci ? make_const(parent_extent.dtype(), *cp / *ci)
+                                               : index_floordiv(parent_extent, inner_extent));
       }
     } else {
       Expr fused = ix.value.at(rel.fused.get());
       Expr inner_extent = ix.extent.at(rel.inner.get());
-      ix.value[rel.outer.get()] = floordiv(fused, inner_extent);
-      ix.value[rel.inner.get()] = floormod(fused, inner_extent);
+      Expr f = fused, e = inner_extent;
+      widen(&f, &e);
+      ix.value[rel.outer.get()] = floordiv(f, e);
+      ix.value[rel.inner.get()] = floormod(f, e);
     }
   }
   for (size_t i = 0; i < root_ranges.size(); ++i) {

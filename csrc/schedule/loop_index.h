@@ -22,6 +22,11 @@ struct LoopIndex {
   // involves a reduce axis (the reduction's init must not test those).
   std::vector<Expr> guards;
   std::vector<bool> guard_on_reduce;
+  // For a split's guard: the split's outer leaf and how many of its first iterations never
+  // need the guard (whole inner tiles), so that lowering can run those without it. Null and
+  // undefined for guards of other kinds.
+  std::vector<const IterVarNode*> guard_outer;
+  std::vector<Expr> guard_full_tiles;
 };
 
 // `root_ranges` holds one range per root iteration variable of the stage: its domain, or for a

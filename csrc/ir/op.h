@@ -25,6 +25,13 @@ bool is_const_int(const Expr& e, int64_t value);
 
 Expr cast(DataType t, Expr value);  // no-op when the dtype already matches
 
+// Python's // and % on 64-bit constants (b != 0): what FloorDiv/FloorMod compute.
+inline int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+inline int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+
 // Python's // and % for integers; for floats floor(a / b) and a - floor(a / b) * b.
 Expr floordiv(Expr a, Expr b);
 Expr floormod(Expr a, Expr b);

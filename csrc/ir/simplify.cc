@@ -26,12 +26,6 @@ namespace {
 
 bool is_u64(DataType t) { return t.is_uint() && t.bits() == 64; }
 
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
-
 bool signed_min(DataType t, int64_t v) {
   return t.is_int() && v == (t.bits() == 64 ? std::numeric_limits<int64_t>::min()
                                             : -(int64_t{1} << (t.bits() - 1)));

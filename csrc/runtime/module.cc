@@ -4,6 +4,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "ir/op.h"
 #include "ir/printer.h"
 #include "runtime/dlpack_ext.h"
 #include "support/error.h"
@@ -15,11 +16,6 @@ namespace {
 // The fixed-size scalar buffer of a call; kernels with more slots use the heap.
 constexpr size_t kInlineSlots = 64;
 constexpr size_t kInlineArgs = 16;
-
-int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
 // Evaluates an integer expression of size variables (an output shape such as n - 2).
 int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& vars) {
@@ -50,8 +46,7 @@ int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_
   };
   if (const auto* o = e.as<FloorDiv>()) return floor_div(eval_int(o->a, vars), divisor(o->b));
   if (const auto* o = e.as<FloorMod>()) {
-    int64_t a = eval_int(o->a, vars), b = divisor(o->b);
-    return a - floor_div(a, b) * b;
+    return floor_mod(eval_int(o->a, vars), divisor(o->b));
   }
   if (const auto* o = e.as<Div>()) return eval_int(o->a, vars) / divisor(o->b);
   if (const auto* o = e.as<Mod>()) return eval_int(o->a, vars) % divisor(o->b);

@@ -10,13 +10,6 @@ namespace ptb {
 
 namespace {
 
-int64_t floor_div_int(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
-int64_t floor_mod_int(int64_t a, int64_t b) { return a - floor_div_int(a, b) * b; }
-
 bool is_widening_int_cast(const Cast* c) {
   DataType to = c->dtype, from = c->value.dtype();
   return to.is_integer() && from.is_integer() && from.is_scalar() &&
@@ -173,7 +166,7 @@ LinearForm LinearForm::floor_div(int64_t k, DataType t) const {
   PTB_ICHECK(k > 0, "floor_div by ", k);
   // this = k * quotient + rest, where rest keeps the terms whose coefficient k does not divide
   // and the constant's remainder; floor(this / k) = quotient + floor(rest / k).
-  LinearForm quotient(floor_div_int(constant_, k)), rest(floor_mod_int(constant_, k));
+  LinearForm quotient(ptb::floor_div(constant_, k)), rest(ptb::floor_mod(constant_, k));
   for (const auto& [term, coeff] : terms_) {
     if (coeff % k == 0) {
       quotient.add_term(term, coeff / k);
@@ -189,7 +182,7 @@ std::optional<int64_t> LinearForm::const_mod(int64_t k) const {
   for (const auto& tc : terms_) {
     if (tc.second % k != 0) return std::nullopt;
   }
-  return floor_mod_int(constant_, k);
+  return ptb::floor_mod(constant_, k);
 }
 
 Expr LinearForm::to_expr(DataType t) const {

@@ -436,7 +436,7 @@ uint16_t bits_of(_Float16 h) {
   return b;
 }
 
-TEST(CodegenMath, Float16ArithmeticRoundsAfterEachOperation) {
+TEST(CodegenMath, Float16ArithmeticRoundsInFloat16) {
   for (const char* target : {"llvm", "llvm -mcpu=x86-64"}) {  // F16C, and libgcc's helpers
     for (int lanes : {1, 16}) {
       Elementwise k(
@@ -454,7 +454,13 @@ TEST(CodegenMath, Float16ArithmeticRoundsAfterEachOperation) {
             static_cast<_Float16>(static_cast<float>(a[i]) * static_cast<float>(b[i]));
         _Float16 expected =
             static_cast<_Float16>(static_cast<float>(product) + static_cast<float>(a[i]));
-        ASSERT_EQ(bits_of(c[i]), bits_of(expected)) << target << " lanes " << lanes << " i " << i;
+        // Float operations may contract (docs/architecture.md): where the CPU has native
+        // float16 FMAs (AVX512-FP16), a*b+a is rounded once, from the exact value (which a
+        // double holds). Otherwise each operation rounds to float16.
+        _Float16 fused = static_cast<_Float16>(static_cast<double>(a[i]) * b[i] + a[i]);
+        ASSERT_TRUE(bits_of(c[i]) == bits_of(expected) || bits_of(c[i]) == bits_of(fused))
+            << target << " lanes " << lanes << " i " << i << ": got " << bits_of(c[i])
+            << ", rounded per operation " << bits_of(expected) << ", fused " << bits_of(fused);
       }
     }
   }

@@ -21,7 +21,14 @@ The language:
   statements wrote; on an output's first write, where TC's outputs are freshly allocated, they
   are the same as the ``!`` forms).
 * ``where i in lo:hi`` gives a range, overriding inference; ``where x = expr`` is a binding
-  substituted where ``x`` is used.
+  substituted where ``x`` is used; ``where exists T(i, k)`` constrains inference as the read
+  ``T(i, k)`` would, without reading anything.
+* Gather indexing: a tensor index may read another tensor (``O(i) = T(I(i))``,
+  ``O(b, d) = W(I(b), d)``, ``B(C(i) + 1)``). Such an index constrains no range (the index
+  tensor's own reads do); its value, of any integer dtype, is clamped into the dimension it
+  indexes, so an id out of range reads the first or last element instead of outside the
+  tensor (PyTorch's ``embedding`` would raise). Gathering from an empty dimension raises
+  ``ValueError`` at call time.
 * Expressions: ``+ - * /`` (integer ``/`` rounds down), unary ``-``, ``!``, comparisons, ``&&``,
   ``||``, ``c ? a : b``, ``T.k`` (the size of dimension ``k`` of tensor ``T``), the sizes of the
   signature by name, integer and float literals, conversions ``float32(x)``, and the builtins
@@ -31,10 +38,16 @@ The language:
   float64 ``A``); tensor values of different dtypes never mix without a conversion.
 
 Range inference gives each index variable the largest range that keeps every read in bounds;
-indices must be affine (``2 * h + kh``). An output's shape follows from the ranges of its first
-write. Statements run in order; an output written by several statements is updated in place and
-later statements read its newest values; elements that no statement writes are 0. Reads made
-out of bounds by ``where`` clauses are refused with a ValueError before the kernel runs.
+indices must be affine (``2 * h + kh``) or gathered. An output's shape follows from the ranges
+of its first write. Statements run in order; an output written by several statements is
+updated in place and later statements read its newest values; elements that no statement
+writes are 0. Reads made out of bounds by ``where`` clauses are refused with a ValueError
+before the kernel runs.
+
+Each def compiles on its own: in a source with several, a def with an error (or using a
+feature this front end lacks) raises its ``TCError`` when it is used (``lib.bad``) and is
+listed in ``lib.errors``; the other defs work. Errors outside any def (no def at all, a name
+defined twice, a character the lexer rejects) still fail ``define``.
 
 Every error in the source is a ``TCError`` (a ``ValueError``) with ``line``, ``column``, the
 message and the source line with a caret under the offending token. Inputs whose sizes disagree
@@ -65,7 +78,7 @@ from typing import Any
 from . import _core, frameworks
 from .bridges import Signature, call_allocating, call_inplace
 
-__all__ = ["TCError", "TcDefs", "TcFunction", "define"]
+__all__ = ["TCError", "TcDefs", "TcFunction", "define", "make_autograd"]
 
 #: The error raised for TC source that does not parse or check: a ``ValueError`` with the
 #: attributes ``line``, ``column`` (1-based), ``message`` and ``source_line``.
@@ -241,18 +254,30 @@ class TcDefs:
         array([0., 1., 4.], dtype=float32)
     """
 
-    def __init__(self, functions: list[TcFunction]) -> None:
+    def __init__(
+        self, functions: list[TcFunction], errors: dict[str, Exception] | None = None
+    ) -> None:
         self._functions = {f.name: f for f in functions}
+        self._errors = dict(errors or {})
+        self._order = [*self._functions, *self._errors]
 
     @property
     def names(self) -> list[str]:
-        """The names of the defs, in source order."""
+        """The names of the defs that compiled, in source order."""
         return list(self._functions)
+
+    @property
+    def errors(self) -> dict[str, Exception]:
+        """The defs that did not compile, each with its ``TCError``; using one raises it."""
+        return dict(self._errors)
 
     def __getattr__(self, name: str) -> TcFunction:
         try:
             return self.__dict__["_functions"][name]
         except KeyError:
+            err = self.__dict__.get("_errors", {}).get(name)
+            if err is not None:
+                raise _def_error(name, err) from None
             raise AttributeError(
                 f"the TC source has no def named {name!r}; it defines "
                 f"{', '.join(self.__dict__.get('_functions', {}))}"
@@ -296,15 +321,109 @@ def define(lang: str | bytes, name: str | None = None, target: str = "llvm") -> 
         source = bytes(lang)
     else:
         raise TypeError(f"define() takes TC source as a str, got {type(lang).__name__}")
-    functions = [TcFunction(fn, target) for fn in _core.tc_compile(source)]
+    # Each def compiles on its own: one that fails (a feature this front end lacks) raises its
+    # TCError when it is used, and the others stay usable.
+    entries = _core.tc_compile_defs(source)
+    functions = [TcFunction(v, target) for _, v in entries if not isinstance(v, BaseException)]
+    errors = {n: v for n, v in entries if isinstance(v, BaseException)}
     if name is not None:
+        if name in errors:
+            raise _def_error(name, errors[name])
         for f in functions:
             if f.name == name:
                 return f
         raise ValueError(
             f"the TC source has no def named {name!r}; it defines "
-            f"{', '.join(f.name for f in functions)}"
+            f"{', '.join(n for n, _ in entries)}"
         )
-    if len(functions) == 1:
+    if len(entries) == 1:
+        if errors:
+            raise _def_error(entries[0][0], errors[entries[0][0]])
         return functions[0]
-    return TcDefs(functions)
+    return TcDefs(functions, errors)
+
+
+def _def_error(name: str, err: Any) -> Exception:
+    """A fresh copy of the TCError that stopped def ``name`` (each raise gets its own
+    traceback)."""
+    copy = TCError(str(err))
+    for attr in ("line", "column", "message", "source_line"):
+        setattr(copy, attr, getattr(err, attr))
+    return copy
+
+
+class _AutogradFunction:
+    """The callable ``make_autograd`` returns: ``forward`` with ``backward`` as its gradient."""
+
+    def __init__(self, forward: Any, backward: Any) -> None:
+        self.forward = forward
+        self.backward = backward
+
+    def __call__(self, *inputs: Any) -> Any:
+        return _autograd_function().apply(self.forward, self.backward, *inputs)
+
+
+_AUTOGRAD_CLASS: Any = None
+
+
+def _autograd_function() -> Any:
+    """The torch.autograd.Function behind make_autograd (built on first use: importing torch
+    is slow and only needed here)."""
+    global _AUTOGRAD_CLASS
+    if _AUTOGRAD_CLASS is None:
+        import torch
+
+        class TcAutogradFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, forward: Any, backward: Any, *inputs: Any) -> Any:
+                ctx.backward_fn = backward
+                ctx.save_for_backward(*inputs)
+                out = forward(*inputs)
+                return tuple(out) if isinstance(out, list) else out
+
+            @staticmethod
+            def backward(ctx: Any, *grads: Any) -> Any:
+                inputs = ctx.saved_tensors
+                # The gradient PyTorch passes is often an expanded (zero-stride) view of a
+                # scalar; a compact copy lets the kernel take its contiguous fast path.
+                g = ctx.backward_fn(*inputs, *(x.contiguous() for x in grads))
+                g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
+                if len(g) != len(inputs):
+                    raise ValueError(
+                        f"the backward function returned {len(g)} gradient(s) for "
+                        f"{len(inputs)} input(s); return one per input (None for none)"
+                    )
+                return (None, None, *g)
+
+        _AUTOGRAD_CLASS = TcAutogradFunction
+    return _AUTOGRAD_CLASS
+
+
+def make_autograd(forward: Any, backward: Any) -> Any:
+    """A differentiable PyTorch function from a forward TC def and a hand-written backward, as
+    TC's ``make_autograd``: ``backward`` is called with the forward's inputs followed by the
+    gradients of its outputs, and returns one gradient per input (``None`` for an input that
+    needs none). Both are any callables taking and returning torch tensors, usually TC defs.
+
+    Example:
+        >>> import torch
+        >>> from pytvmbridge import tc
+        >>> T = tc.define('''
+        ...     def scale(double(N) X, double(N) W) -> (Y) { Y(i) = X(i) * W(i) }
+        ...     def scale_grad(double(N) X, double(N) W, double(N) dY) -> (dX, dW) {
+        ...         dX(i) = dY(i) * W(i)
+        ...         dW(i) = dY(i) * X(i)
+        ...     }''')
+        >>> f = tc.make_autograd(T.scale, T.scale_grad)
+        >>> x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+        >>> w = torch.tensor([3.0, 4.0], dtype=torch.float64, requires_grad=True)
+        >>> f(x, w).sum().backward()
+        >>> x.grad, w.grad
+        (tensor([3., 4.], dtype=torch.float64), tensor([1., 2.], dtype=torch.float64))
+    """
+    if not callable(forward) or not callable(backward):
+        raise TypeError(
+            "make_autograd(forward, backward) takes two callables (TC defs or functions), got "
+            f"{type(forward).__name__} and {type(backward).__name__}"
+        )
+    return _AutogradFunction(forward, backward)

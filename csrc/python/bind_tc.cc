@@ -39,6 +39,18 @@ py::list dtype_names(const std::vector<Tensor>& ts) {
   return out;
 }
 
+// The Python TCError for `e`, with its position attributes (not raised).
+py::object tc_error_object(const tc::TCError& e) {
+  py::object exc =
+      py::reinterpret_steal<py::object>(PyObject_CallOneArg(tc_error_type, to_str(e.what()).ptr()));
+  if (!exc) throw py::error_already_set();
+  exc.attr("line") = e.line();
+  exc.attr("column") = e.col();
+  exc.attr("message") = to_str(e.message());
+  exc.attr("source_line") = to_str(e.source_line());
+  return exc;
+}
+
 }  // namespace
 
 void bind_tc(py::module_& m) {
@@ -57,14 +69,11 @@ void bind_tc(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const tc::TCError& e) {
-      py::object exc = py::reinterpret_steal<py::object>(
-          PyObject_CallOneArg(tc_error_type, to_str(e.what()).ptr()));
-      if (!exc) return;  // the call set a Python error already
-      exc.attr("line") = e.line();
-      exc.attr("column") = e.col();
-      exc.attr("message") = to_str(e.message());
-      exc.attr("source_line") = to_str(e.source_line());
-      PyErr_SetObject(tc_error_type, exc.ptr());
+      try {
+        PyErr_SetObject(tc_error_type, tc_error_object(e).ptr());
+      } catch (py::error_already_set& failed) {
+        failed.restore();  // building the exception failed: raise that error instead
+      }
     }
   });
 
@@ -108,6 +117,20 @@ void bind_tc(py::module_& m) {
       },
       py::arg("source"),
       "Parses and checks TC source; one TcFunction per def, in order. Raises TCError.");
+
+  m.def(
+      "tc_compile_defs",
+      [](const std::string& source) {
+        py::list out;
+        for (tc::TcDef& d : tc::compile_tc_defs(source)) {
+          py::object value = d.fn ? py::cast(d.fn) : tc_error_object(*d.error);
+          out.append(py::make_tuple(to_str(d.name), value));
+        }
+        return out;
+      },
+      py::arg("source"),
+      "Like tc_compile, but each def on its own: a list of (name, TcFunction or TCError), so "
+      "one def's error leaves the others usable. Raises TCError for errors of no single def.");
 }
 
 }  // namespace ptb::python

@@ -59,13 +59,16 @@ struct AstParam {
   std::vector<AstDim> dims;
 };
 
-// `where i in lo:hi` (a range) or `where x = expr` (a binding substituted where x is used).
+// `where i in lo:hi` (a range), `where x = expr` (a binding substituted where x is used) or
+// `where exists T(i, k)` (a read that constrains range inference as if it were made, without
+// reading anything; TC's form for giving a variable the range of a tensor's dimension).
 struct AstWhere {
   bool is_range = true;
-  SourcePos pos;  // of the name
+  bool is_exists = false;
+  SourcePos pos;  // of the name (of 'exists')
   std::string name;
   AstExprPtr lo, hi;  // ranges
-  AstExprPtr value;   // bindings
+  AstExprPtr value;   // bindings; the read of an exists clause
 };
 
 struct AstIndex {
@@ -89,6 +92,9 @@ struct AstStmt {
 struct AstDef {
   SourcePos pos;  // of the name
   std::string name;
+  // Set when the def did not parse: the parser skips to the next def, so one def that uses
+  // syntax this front end lacks leaves the others usable. Only `pos` and `name` are valid then.
+  std::shared_ptr<const TCError> error;
   std::vector<AstParam> inputs;
   std::vector<AstParam> outputs;
   std::vector<AstStmt> stmts;

@@ -14,7 +14,7 @@ class Parser {
   AstProgram program() {
     AstProgram prog;
     if (peek().kind == Tok::kEnd) fail(peek(), "the source has no 'def'");
-    while (peek().kind != Tok::kEnd) prog.defs.push_back(def());
+    while (peek().kind != Tok::kEnd) prog.defs.push_back(recovering_def());
     return prog;
   }
 
@@ -56,10 +56,26 @@ class Parser {
     return next();
   }
 
-  AstDef def() {
+  // A def; when its name parsed but the rest did not, a def holding only the name and the
+  // error, the tokens up to the next 'def' skipped (TC has no nested defs, so that is where the
+  // next one starts). Errors before the name have no def to blame: they stop the parse.
+  AstDef recovering_def() {
     expect(Tok::kDef, "to start a definition");
-    AstDef d;
     const Token& name = expect(Tok::kIdent, "after 'def'");
+    try {
+      return def(name);
+    } catch (const TCError& e) {
+      AstDef broken;
+      broken.pos = name.pos;
+      broken.name = name.text;
+      broken.error = std::make_shared<const TCError>(e);
+      while (peek().kind != Tok::kEnd && peek().kind != Tok::kDef) next();
+      return broken;
+    }
+  }
+
+  AstDef def(const Token& name) {
+    AstDef d;
     d.pos = name.pos;
     d.name = name.text;
     expect(Tok::kLParen, "after the name of the def");
@@ -212,6 +228,12 @@ class Parser {
     const Token& name = expect(Tok::kIdent, "in a where clause (i in 0:N or x = expr)");
     w.pos = name.pos;
     w.name = name.text;
+    if (name.text == "exists" && peek().kind == Tok::kIdent) {
+      w.is_range = false;
+      w.is_exists = true;
+      w.value = expr();
+      return w;
+    }
     if (accept(Tok::kIn)) {
       w.is_range = true;
       w.lo = or_expr();

@@ -22,6 +22,9 @@ namespace ptb::tc {
 struct IndexForm {
   SymInt offset;
   std::vector<std::pair<int, int64_t>> terms;  // (variable id, non-zero coefficient)
+  // A gathered index (`T(I(i))`): a value read from a tensor, unknown until run time. It has no
+  // terms, so it constrains no variable; the read clamps it into the dimension.
+  bool gathered = false;
 
   void add_term(int var, int64_t coef);
   int64_t coefficient(int var) const;

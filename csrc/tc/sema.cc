@@ -134,6 +134,7 @@ class DefChecker {
 
     // Where clauses first: a binding changes what its name means in the whole statement.
     for (const AstWhere& w : s.wheres) {
+      if (w.is_exists) continue;
       if (si.ranges.count(w.name) || si.lets.count(w.name)) {
         fail(w.pos, "'" + w.name + "' appears twice in the where clauses");
       }
@@ -171,8 +172,18 @@ class DefChecker {
     }
 
     visit(*s.rhs);
+    for (const AstWhere& w : s.wheres) {
+      if (!w.is_exists) continue;
+      const AstExpr& read = *w.value;
+      if (read.kind != AstKind::kCall || info_.kind_of(si, read.name) != NameKind::kTensor) {
+        fail(read.start, "'where exists' needs a tensor read, such as 'where exists A(i, k)'");
+      }
+      visit(read);
+      si.exists.push_back(&read);
+    }
 
     for (const AstWhere& w : s.wheres) {
+      if (w.is_exists) continue;
       if (w.is_range) {
         if (!si.index_id.count(w.name)) {
           fail(w.pos, "'" + w.name + "' is not an index of this statement");

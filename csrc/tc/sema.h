@@ -49,6 +49,7 @@ struct StmtInfo {
   std::map<std::string, int> index_id;
   std::map<std::string, const AstWhere*> ranges;  // where i in lo:hi
   std::map<std::string, const AstWhere*> lets;    // where x = expr
+  std::vector<const AstExpr*> exists;             // where exists T(...): reads for inference
   bool has_reduction() const { return index_names.size() > num_lhs; }
 };
 

@@ -8,7 +8,7 @@
 
 namespace ptb::tc {
 
-std::vector<TcFunction> compile_tc(const std::string& source) {
+std::vector<TcDef> compile_tc_defs(const std::string& source) {
   SourceText text(source);
   AstProgram program = parse_program(text);
   std::map<std::string, SourcePos> seen;
@@ -17,8 +17,27 @@ std::vector<TcFunction> compile_tc(const std::string& source) {
       text.fail(def.pos, "'" + def.name + "' is defined twice");
     }
   }
+  std::vector<TcDef> out;
+  for (const AstDef& def : program.defs) {
+    TcDef d{def.name, nullptr, def.error};
+    if (!d.error) {
+      try {
+        d.fn = std::make_shared<TcFunction>(to_te(text, check_def(text, def)));
+      } catch (const TCError& e) {
+        d.error = std::make_shared<const TCError>(e);
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<TcFunction> compile_tc(const std::string& source) {
   std::vector<TcFunction> out;
-  for (const AstDef& def : program.defs) out.push_back(to_te(text, check_def(text, def)));
+  for (TcDef& d : compile_tc_defs(source)) {
+    if (d.error) throw *d.error;
+    out.push_back(std::move(*d.fn));
+  }
   return out;
 }
 

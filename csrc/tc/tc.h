@@ -9,6 +9,7 @@
 // Pipeline: lexer.h -> parser.h (ast.h) -> sema.h -> to_te.h (range_inference.h, typing.h).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,18 @@ namespace ptb::tc {
 
 // Translates every def of `source`, in order. Throws TCError for any error in the source.
 std::vector<TcFunction> compile_tc(const std::string& source);
+
+// One def of a source translated on its own: `fn`, or the `error` that stopped it.
+struct TcDef {
+  std::string name;
+  std::shared_ptr<TcFunction> fn;
+  std::shared_ptr<const TCError> error;
+};
+
+// Every def of `source`, in order, each translated independently, so an error in one def (one
+// using a feature this front end lacks) leaves the others usable. Throws TCError only for errors
+// that belong to no def: a source without defs, a def defined twice, a lexical error, or a
+// parse error before a def's name.
+std::vector<TcDef> compile_tc_defs(const std::string& source);
 
 }  // namespace ptb::tc

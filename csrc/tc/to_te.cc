@@ -296,6 +296,43 @@ class Translator {
     return e.defined() ? idx_add(e, off) : off;
   }
 
+  // Whether `e` reads a tensor value (through where bindings too): as a tensor index, it makes
+  // a gather (TC's `O(i) = T(I(i))`).
+  bool reads_tensor(const AstExpr& e) const {
+    switch (e.kind) {
+      case AstKind::kIdent: {
+        NameKind k = def_.kind_of(*si_, e.name);
+        if (k == NameKind::kLet) return reads_tensor(*si_->lets.at(e.name)->value);
+        return k == NameKind::kTensor;
+      }
+      case AstKind::kCall:
+        if (def_.kind_of(*si_, e.name) == NameKind::kTensor) return true;
+        break;
+      default:
+        break;
+    }
+    for (const auto& a : e.args) {
+      if (reads_tensor(*a)) return true;
+    }
+    return false;
+  }
+
+  // A gathered index: the integer value of `e`, clamped into [0, size - 1]. Clamping costs a
+  // min and a max per read and keeps an out-of-range index from reading outside the tensor
+  // (embedding tables are commonly indexed with ids that are assumed valid). A size of 0 is
+  // refused at call time (add_bounds_checks), so the clamped range is never empty.
+  Expr gathered_index(const AstExpr& e, const SymInt& size) {
+    TypeClass c = classify(e);
+    if (c.is_bool() || c.weak == Weak::kFloat || (!c.is_weak() && !c.dtype.is_integer())) {
+      fail(e.start, "a tensor index read from a tensor must be an integer, found " + c.str());
+    }
+    // Clamped in 64 bits, so a wide id cannot wrap into range first.
+    const DataType wide = DataType::Int(64);
+    Expr v = cast(wide, lower(e, c.is_weak() ? kIndexType : c.dtype));
+    Expr hi = cast(wide, idx_sub(size.to_expr(), IntImm::make(kIndexType, 1)));
+    return cast(kIndexType, Max::make(Min::make(v, hi), make_zero(wide)));
+  }
+
   void collect_reads(const AstExpr& e, std::vector<ReadRecord>* out) {
     if (e.kind == AstKind::kIdent && def_.kind_of(*si_, e.name) == NameKind::kLet) {
       return collect_reads(*si_->lets.at(e.name)->value, out);
@@ -305,7 +342,14 @@ class Translator {
       r.tensor = &tensor(e.name);
       r.access.shape = r.tensor->shape;
       for (const auto& a : e.args) {
-        r.access.indices.push_back(index_form(*a));
+        if (reads_tensor(*a)) {
+          IndexForm gathered;
+          gathered.gathered = true;
+          r.access.indices.push_back(gathered);
+          collect_reads(*a, out);  // the index tensor's own reads constrain the variables
+        } else {
+          r.access.indices.push_back(index_form(*a));
+        }
         r.index_pos.push_back(a->start);
       }
       out->push_back(std::move(r));
@@ -478,9 +522,14 @@ class Translator {
 
   Expr lower_call(const AstExpr& e, DataType target) {
     if (def_.kind_of(*si_, e.name) == NameKind::kTensor) {
+      const TensorState& t = tensor(e.name);
       std::vector<Expr> idx;
-      for (const auto& a : e.args) idx.push_back(index_expr(index_form(*a)));
-      return read(tensor(e.name), std::move(idx), target);
+      for (size_t d = 0; d < e.args.size(); ++d) {
+        const AstExpr& a = *e.args[d];
+        idx.push_back(reads_tensor(a) ? gathered_index(a, t.shape.at(d))
+                                      : index_expr(index_form(a)));
+      }
+      return read(t, std::move(idx), target);
     }
     const BuiltinInfo& b = *lookup_builtin(e.name);
     std::vector<Expr> args;
@@ -577,6 +626,10 @@ class Translator {
     collect_reads(*st.rhs, &reads);
     std::vector<Access> accesses;
     for (const ReadRecord& r : reads) accesses.push_back(r.access);
+    // `where exists T(...)`: constrains the ranges like a read, but nothing is read.
+    std::vector<ReadRecord> exists_reads;
+    for (const AstExpr* e : si.exists) collect_reads(*e, &exists_reads);
+    for (const ReadRecord& r : exists_reads) accesses.push_back(r.access);
     if (has_prev) {
       Access self;
       self.shape = out.shape;
@@ -742,8 +795,25 @@ class Translator {
     }
     for (const ReadRecord& read : reads) {
       for (size_t d = 0; d < read.access.indices.size(); ++d) {
-        auto [lo, hi] = index_bounds(read.access.indices[d], ranges);
         const SymInt& size = read.access.shape[d];
+        if (read.access.indices[d].gathered) {
+          // A gathered index is clamped into the dimension, which therefore must not be empty.
+          if (provably_positive(size)) continue;
+          if (size.is_const() && surely_runs) {
+            fail(read.index_pos[d], str_cat("dimension ", d, " of '", read.tensor->info->name,
+                                            "' is empty but read with an index from a tensor"));
+          }
+          BoundsCheck c;
+          c.extents = extents;
+          c.value = IntImm::make(kIndexType, 0);
+          c.size = size.to_expr();
+          c.tensor = read.tensor->info->name;
+          c.dim = static_cast<int>(d);
+          c.location = src_.make_error(read.index_pos[d], "the read is here").what();
+          fn_.checks.push_back(std::move(c));
+          continue;
+        }
+        auto [lo, hi] = index_bounds(read.access.indices[d], ranges);
         for (bool is_lower : {true, false}) {
           // The check is lhs <= rhs.
           SymInt slack = is_lower ? lo : (size - 1) - hi;

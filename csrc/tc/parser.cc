@@ -9,7 +9,8 @@ namespace {
 
 class Parser {
  public:
-  explicit Parser(const SourceText& source) : source_(source), toks_(tokenize(source)) {}
+  Parser(const SourceText& source, bool per_def)
+      : source_(source), toks_(tokenize(source)), per_def_(per_def) {}
 
   AstProgram program() {
     AstProgram prog;
@@ -56,12 +57,13 @@ class Parser {
     return next();
   }
 
-  // A def; when its name parsed but the rest did not, a def holding only the name and the
-  // error, the tokens up to the next 'def' skipped (TC has no nested defs, so that is where the
-  // next one starts). Errors before the name have no def to blame: they stop the parse.
+  // A def. Per def: when its name parsed but the rest did not, a def holding only the name and
+  // the error, the tokens up to the next 'def' skipped (TC has no nested defs, so that is where
+  // the next one starts). Errors before the name have no def to blame: they stop the parse.
   AstDef recovering_def() {
     expect(Tok::kDef, "to start a definition");
     const Token& name = expect(Tok::kIdent, "after 'def'");
+    if (!per_def_) return def(name);
     try {
       return def(name);
     } catch (const TCError& e) {
@@ -411,10 +413,13 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int depth_ = 0;
+  const bool per_def_;
 };
 
 }  // namespace
 
-AstProgram parse_program(const SourceText& source) { return Parser(source).program(); }
+AstProgram parse_program(const SourceText& source, bool per_def) {
+  return Parser(source, per_def).program();
+}
 
 }  // namespace ptb::tc

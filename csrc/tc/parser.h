@@ -21,7 +21,9 @@
 
 namespace ptb::tc {
 
-// Parses the whole source; throws TCError at the first syntax error.
-AstProgram parse_program(const SourceText& source);
+// Parses the whole source; throws TCError at the first syntax error. With `per_def`, a syntax
+// error inside a def (after its name) is kept in that def (AstDef::error) and parsing goes on
+// with the next def.
+AstProgram parse_program(const SourceText& source, bool per_def = false);
 
 }  // namespace ptb::tc

@@ -8,15 +8,23 @@
 
 namespace ptb::tc {
 
-std::vector<TcDef> compile_tc_defs(const std::string& source) {
-  SourceText text(source);
-  AstProgram program = parse_program(text);
+namespace {
+
+void check_unique_names(const SourceText& text, const AstProgram& program) {
   std::map<std::string, SourcePos> seen;
   for (const AstDef& def : program.defs) {
     if (!seen.emplace(def.name, def.pos).second) {
       text.fail(def.pos, "'" + def.name + "' is defined twice");
     }
   }
+}
+
+}  // namespace
+
+std::vector<TcDef> compile_tc_defs(const std::string& source) {
+  SourceText text(source);
+  AstProgram program = parse_program(text, /*per_def=*/true);
+  check_unique_names(text, program);
   std::vector<TcDef> out;
   for (const AstDef& def : program.defs) {
     TcDef d{def.name, nullptr, def.error};
@@ -33,11 +41,11 @@ std::vector<TcDef> compile_tc_defs(const std::string& source) {
 }
 
 std::vector<TcFunction> compile_tc(const std::string& source) {
+  SourceText text(source);
+  AstProgram program = parse_program(text);
+  check_unique_names(text, program);
   std::vector<TcFunction> out;
-  for (TcDef& d : compile_tc_defs(source)) {
-    if (d.error) throw *d.error;
-    out.push_back(std::move(*d.fn));
-  }
+  for (const AstDef& def : program.defs) out.push_back(to_te(text, check_def(text, def)));
   return out;
 }
 

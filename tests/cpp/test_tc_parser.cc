@@ -200,3 +200,19 @@ TEST(TcParser, DeepNestingIsAnErrorNotACrash) {
 
 }  // namespace
 }  // namespace ptb::tc
+
+TEST(TcParser, PerDefParsingKeepsASyntaxErrorInItsDef) {
+  SourceText src(
+      "def ok(float(N) A) -> (B) { B(i) = A(i) }\n"
+      "def bad(float(N) A) -> (B) { B(i) = A(i) <=> 1 }\n"
+      "def also_ok(float(N) A) -> (B) { B(i) = 2 * A(i) }");
+  EXPECT_THROW(parse_program(src), TCError);
+  AstProgram p = parse_program(src, /*per_def=*/true);
+  ASSERT_EQ(p.defs.size(), 3u);
+  EXPECT_EQ(p.defs[0].error, nullptr);
+  ASSERT_NE(p.defs[1].error, nullptr);
+  EXPECT_EQ(p.defs[1].name, "bad");
+  EXPECT_EQ(p.defs[1].error->line(), 2);
+  EXPECT_EQ(p.defs[2].error, nullptr);
+  EXPECT_EQ(p.defs[2].stmts.size(), 1u);
+}

@@ -199,8 +199,6 @@ TEST(TcParser, DeepNestingIsAnErrorNotACrash) {
 }
 
 }  // namespace
-}  // namespace ptb::tc
-
 TEST(TcParser, PerDefParsingKeepsASyntaxErrorInItsDef) {
   SourceText src(
       "def ok(float(N) A) -> (B) { B(i) = A(i) }\n"
@@ -216,3 +214,5 @@ TEST(TcParser, PerDefParsingKeepsASyntaxErrorInItsDef) {
   EXPECT_EQ(p.defs[2].error, nullptr);
   EXPECT_EQ(p.defs[2].stmts.size(), 1u);
 }
+
+}  // namespace ptb::tc

@@ -262,7 +262,7 @@ TEST(TcToTe, SemanticErrorsPointAtTheOffendingToken) {
        "'j' is an index"},
       {"def f(float(N) A) -> (B) {\n  B(i) = A(i * i)\n}", 2, 14, "multiplied by integer"},
       {"def f(float(N) A) -> (B) {\n  B(i) = A(i / 2)\n}", 2, 14, "divide exactly"},
-      {"def f(float(N) A) -> (B) {\n  B(i) = A(A(i))\n}", 2, 12, "affine"},
+      {"def f(float(N) A) -> (B) {\n  B(i) = A(A(i))\n}", 2, 12, "must be an integer"},
       {"def f(float(N) A) -> (B) {\n  B(i) = exp(A(i), 1)\n}", 2, 10, "takes 1 argument"},
       {"def f(float(N) A) -> (B) {\n  B(i) = A.1\n}", 2, 10, "no dimension 1"},
       {"def f(int32(N) A) -> (B) {\n  B(i) = A(i) / 0\n}", 2, 15, "division by zero"},

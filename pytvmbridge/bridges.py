@@ -137,12 +137,11 @@ def _run(sig: Signature, args: list[Any] | tuple[Any, ...], originals: Any, posi
 
 
 def _recover(sig: Signature, arrays: tuple[Any, ...], err: Exception) -> None:
-    """The arrays failed as they are: convert each through its framework and try once more."""
-    converted = _convert(sig, arrays)
-    if all(c is x for c, x in zip(converted, arrays, strict=True)):
-        _explain(sig, arrays, range(sig.n_all), err)
-        raise err
-    _run(sig, converted, arrays, range(sig.n_all))
+    """The arrays failed as they are: raise a clearer error when a framework can tell what is
+    wrong, else the error itself. Nothing is retried: a producer is asked for its array once,
+    and a capsule can be consumed only once."""
+    _explain(sig, arrays, range(sig.n_all), err)
+    raise err
 
 
 # Per type: how an array of that type is checked before it is handed over as an output. None:

@@ -121,7 +121,7 @@ class Kernel:
         try:
             key = tuple([(x.dtype, x.shape) for x in inputs])
         except AttributeError:  # capsules and bare DLPack producers: view them once
-            inputs = tuple(x if hasattr(x, "shape") else _core.from_dlpack(x) for x in inputs)
+            inputs = self._viewed(inputs)
             key = tuple([(x.dtype, x.shape) for x in inputs])
         sig = self._exact.get(key)
         if sig is None:
@@ -147,8 +147,16 @@ class Kernel:
             >>> k.module_for(np.zeros(4, "int32")).arg_names
             ['A', 'B']
         """
-        inputs = tuple(x if hasattr(x, "shape") else _core.from_dlpack(x) for x in inputs)
+        inputs = self._viewed(inputs)
         return self._lookup(tuple((x.dtype, x.shape) for x in inputs), inputs).module
+
+    def _viewed(self, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The inputs, with capsules and bare DLPack producers viewed as NDArrays (once)."""
+        names = self._arg_names or [f"x{k}" for k in range(len(inputs))]
+        return tuple(
+            x if hasattr(x, "shape") else _core.from_dlpack(x, f"argument {k} ('{names[k]}')")
+            for k, x in enumerate(inputs)
+        )
 
     def _lookup(self, key: Any, inputs: tuple[Any, ...]) -> Signature:
         """The compiled variant for these inputs: found by layout class, or built."""

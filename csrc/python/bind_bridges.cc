@@ -7,9 +7,9 @@
 // when the framework forbids the write, e.g. PyTorch's requires_grad; anything else: the array
 // needs its framework's conversion), imports every array without building any error text, and
 // runs the kernel with the GIL released. Whatever is not that common case (another number of
-// arrays, a type not yet in the dict, a capsule, any failure while importing or checking sizes)
-// is handed to the Python bridge, `fallback`, which does the conversions and raises the errors
-// that name the argument. Nothing is written before the kernel runs, so that retry is safe.
+// arrays, a type not yet in the dict, an array that needs its framework's conversion) is handed
+// to the Python bridge, `fallback`. Errors while importing or running are raised from here,
+// naming the argument; nothing is retried, and nothing is written before the kernel runs.
 #include "python/bindings.h"  // first: Python.h before structmember.h
 
 #include <structmember.h>
@@ -42,23 +42,19 @@ struct FastBridge {
   Py_ssize_t outputs[kMaxArgs];
 };
 
-const std::string& no_name() {
-  static const std::string* const name = new std::string();  // never destroyed: see dlpack_import
-  return *name;
-}
-
 PyObject* call_fallback(FastBridge* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
-// Imports and runs; false (with no Python error set) when the Python bridge should take over.
+// Imports and runs; false with the Python error set (naming the argument) on failure. Nothing
+// is retried: a producer is asked for its array once, and a capsule can be consumed once.
 bool try_run(FastBridge* self, PyObject* const* args, Py_ssize_t n) {
   NDArray arrays[kMaxArgs];
   const DLTensor* tensors[kMaxArgs];
   bool read_only[kMaxArgs];
   try {
     for (Py_ssize_t i = 0; i < n; ++i) {
-      arrays[i] = import_array(pybind11::handle(args[i]), no_name());
+      arrays[i] = import_array(pybind11::handle(args[i]), ArgName(*self->mod, i));
       tensors[i] = &arrays[i].dl_tensor();
       read_only[i] = arrays[i].read_only();
     }
@@ -66,9 +62,9 @@ bool try_run(FastBridge* self, PyObject* const* args, Py_ssize_t n) {
     self->mod->run(tensors, read_only, static_cast<size_t>(n));
   } catch (pybind11::error_already_set& e) {
     e.restore();
-    PyErr_Clear();
     return false;
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
     return false;
   }
   return true;  // the imported arrays are released here, with the GIL held
@@ -100,11 +96,7 @@ PyObject* fast_bridge_call(PyObject* obj, PyObject* const* args, size_t nargsf, 
     if (result == nullptr) return nullptr;  // the framework's own error: nothing written
     Py_DECREF(result);
   }
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    // A capsule is good for one import only: the Python bridge may need to retry.
-    if (PyCapsule_CheckExact(args[i])) return call_fallback(self, args, nargsf, kwnames);
-  }
-  if (!try_run(self, args, n)) return call_fallback(self, args, nargsf, kwnames);
+  if (!try_run(self, args, n)) return nullptr;
   Py_RETURN_NONE;
 }
 

@@ -42,21 +42,6 @@ std::string describe_lowered(const LoweredFunc& f) {
   return text + "):\n" + to_string(f.body);
 }
 
-// Imports argument i. Error text naming the argument is built only when the import fails (it
-// costs as much as the rest of a small call): the import is then repeated with the name, which
-// raises the same error, now saying which argument it is about.
-NDArray import_argument(const Module& mod, py::handle obj, size_t i) {
-  static const std::string kUnnamed = "argument";
-  try {
-    return import_array(obj, kUnnamed);
-  } catch (const UserError&) {
-    const auto& specs = mod.args();
-    std::string what = i < specs.size() ? str_cat("argument ", i, " ('", specs[i].name, "')")
-                                        : str_cat("argument ", i);
-    return import_array(obj, what);
-  }
-}
-
 // Imports the call's arrays (on the stack for the usual few) and runs the kernel with the GIL
 // released, so other Python threads run while it computes.
 void call_module(const Module& mod, py::args args) {
@@ -80,14 +65,29 @@ void call_module(const Module& mod, py::args args) {
     tensors = heap_tensors.data();
     read_only = heap_read_only.get();
   }
+  const auto& specs = mod.args();
+  if (n != specs.size()) {
+    type_error("kernel '", mod.name(), "' takes ", specs.size(), " array(s), got ", n);
+  }
   for (size_t i = 0; i < n; ++i) {
-    arrays[i] = import_argument(mod, args[i], i);
+    // An output's framework may forbid the write (autograd, JAX): refused before anything runs.
+    if (i < specs.size() && specs[i].is_output) check_writable_object(args[i], ArgName(mod, i));
+    arrays[i] = import_array(args[i], ArgName(mod, i));
     tensors[i] = &arrays[i].dl_tensor();
     read_only[i] = arrays[i].read_only();
   }
   {
     py::gil_scoped_release release;
     mod.run(tensors, read_only, n);
+  }
+}
+
+// The kernel's name becomes a symbol of the generated code: a NUL would cut it short, and the
+// linker would look for a symbol that does not exist.
+void check_function_name(const std::string& name) {
+  if (name.find('\0') != std::string::npos) {
+    value_error("name must not contain a NUL character ('\\0'), got ",
+                py::repr(py::str(name)).cast<std::string>());
   }
 }
 
@@ -133,7 +133,7 @@ void bind_build(py::module_& m) {
             }
             for (size_t k = 0; k < inputs.size(); ++k) {
               size_t i = k < input_args.size() ? input_args[k] : mod.args().size() + k;
-              arrays.push_back(import_argument(mod, inputs[k], i));
+              arrays.push_back(import_array(inputs[k], ArgName(mod, i)));
             }
             for (const NDArray& a : arrays) tensors.push_back(&a.dl_tensor());
             return mod.output_shapes(tensors.data(), tensors.size());
@@ -154,12 +154,14 @@ void bind_build(py::module_& m) {
   m.def(
       "lower",
       [](const Schedule& sch, py::handle args, const std::string& name) {
+        check_function_name(name);
         return lower(sch, to_args(args), name);
       },
       py::arg("schedule"), py::arg("args"), py::arg("name") = "main");
   m.def(
       "build",
       [](const Schedule& sch, py::handle args, const std::string& target, const std::string& name) {
+        check_function_name(name);
         std::vector<Tensor> tensors = to_args(args);
         py::gil_scoped_release release;  // compiling takes milliseconds: let other threads run
         return build_module(sch, tensors, target, name);

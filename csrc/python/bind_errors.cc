@@ -7,33 +7,45 @@
 
 namespace ptb::python {
 
+bool set_python_error(const std::exception& e) {
+  if (const auto* user = dynamic_cast<const UserError*>(&e)) {
+    PyObject* type = PyExc_RuntimeError;
+    switch (user->kind()) {
+      case ErrorKind::kType:
+        type = PyExc_TypeError;
+        break;
+      case ErrorKind::kValue:
+        type = PyExc_ValueError;
+        break;
+      case ErrorKind::kBuffer:
+        type = PyExc_BufferError;
+        break;
+      case ErrorKind::kIndex:
+        type = PyExc_IndexError;
+        break;
+      case ErrorKind::kMemory:
+        type = PyExc_MemoryError;
+        break;
+      case ErrorKind::kNotImplemented:
+        type = PyExc_NotImplementedError;
+        break;
+    }
+    PyErr_SetString(type, e.what());
+    return true;
+  }
+  if (dynamic_cast<const InternalError*>(&e) != nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return true;
+  }
+  return false;
+}
+
 void bind_errors(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
-    } catch (const UserError& e) {
-      switch (e.kind()) {
-        case ErrorKind::kType:
-          PyErr_SetString(PyExc_TypeError, e.what());
-          return;
-        case ErrorKind::kValue:
-          PyErr_SetString(PyExc_ValueError, e.what());
-          return;
-        case ErrorKind::kBuffer:
-          PyErr_SetString(PyExc_BufferError, e.what());
-          return;
-        case ErrorKind::kIndex:
-          PyErr_SetString(PyExc_IndexError, e.what());
-          return;
-        case ErrorKind::kMemory:
-          PyErr_SetString(PyExc_MemoryError, e.what());
-          return;
-        case ErrorKind::kNotImplemented:
-          PyErr_SetString(PyExc_NotImplementedError, e.what());
-          return;
-      }
-    } catch (const InternalError& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const std::exception& e) {
+      if (!set_python_error(e)) throw;
     }
   });
 }

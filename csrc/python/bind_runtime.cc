@@ -204,10 +204,11 @@ void bind_runtime(py::module_& m) {
            [](py::handle self) -> std::string { return py::str(call_nd("_repr", self)); });
 
   m.def(
-      "from_dlpack", [](py::handle obj) { return import_array(obj, "from_dlpack argument"); },
-      py::arg("obj"),
+      "from_dlpack",
+      [](py::handle obj, const std::string& what) { return import_array(obj, what); },
+      py::arg("obj"), py::arg("what") = "from_dlpack argument",
       "Views any DLPack producer (an object with __dlpack__ or a capsule) as an NDArray without "
-      "copying.");
+      "copying; `what` names it in errors.");
   m.def(
       "empty",
       [](py::handle shape, const std::string& dtype) {

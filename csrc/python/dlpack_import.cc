@@ -1,9 +1,11 @@
 #include "python/dlpack_import.h"
 
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "runtime/dlpack.h"
+#include "runtime/module.h"
 #include "support/error.h"
 
 namespace ptb::python {
@@ -44,16 +46,19 @@ const Interned& interned() {
 PyTypeObject* g_ndarray_type = nullptr;
 bool g_exchange_enabled = true;
 
-// Per-type answer to "does this type publish a usable exchange table?". Few types ever reach
+// What import needs to know about a producer's type, found once per type. Few types ever reach
 // here (torch.Tensor, numpy.ndarray, jax's ArrayImpl...), so a short vector beats a hash map.
-// Each type is kept alive so that its address cannot be reused by another type.
+// Each type (and method) is kept alive so that its address cannot be reused by another type.
 struct TypeEntry {
   PyTypeObject* type;
-  const ExchangeAPI* api;
+  const ExchangeAPI* api;  // a usable `__dlpack_c_exchange_api__` table, or nullptr
+  PyObject* is_neg;        // PyTorch: the Tensor.is_neg method (lazy negation), else nullptr
+  bool torch;              // a torch.Tensor (requires_grad, device and layout rules)
+  bool immutable;          // a JAX array: never an output
+  bool legacy_dlpack;      // __dlpack__ refused max_version: call it without
 };
 std::vector<TypeEntry> g_type_cache;
 constexpr size_t kMaxCachedTypes = 64;
-
 std::string type_name(PyObject* obj) {
   PyTypeObject* tp = Py_TYPE(obj);
   py::handle type(reinterpret_cast<PyObject*>(tp));
@@ -106,16 +111,53 @@ const ExchangeAPI* lookup_exchange_api(PyTypeObject* tp) {
   return api;
 }
 
-const ExchangeAPI* exchange_api_for(PyTypeObject* tp) {
-  for (const TypeEntry& e : g_type_cache) {
-    if (e.type == tp) return e.api;
+// The package a type comes from ("torch" for torch.nn.Parameter...), looked up along its MRO so
+// that subclasses defined elsewhere belong to their framework.
+bool from_package(PyTypeObject* tp, std::initializer_list<const char*> roots) {
+  PyObject* mro = tp->tp_mro;
+  if (mro == nullptr || !PyTuple_Check(mro)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* module = PyObject_GetAttrString(PyTuple_GET_ITEM(mro, i), "__module__");
+    if (module == nullptr) {
+      PyErr_Clear();
+      continue;
+    }
+    const char* name = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : nullptr;
+    if (name == nullptr) PyErr_Clear();
+    bool match = false;
+    for (const char* root : roots) {
+      const size_t n = std::strlen(root);
+      match = match || (name && std::strncmp(name, root, n) == 0 && (name[n] == '.' || !name[n]));
+    }
+    Py_DECREF(module);
+    if (match) return true;
   }
-  const ExchangeAPI* api = lookup_exchange_api(tp);
-  if (g_type_cache.size() < kMaxCachedTypes) {
-    Py_INCREF(tp);
-    g_type_cache.push_back({tp, api});
+  return false;
+}
+
+TypeEntry& entry_for(PyTypeObject* tp) {
+  // Reserved once: references handed out stay valid while later types are added.
+  if (g_type_cache.capacity() == 0) g_type_cache.reserve(kMaxCachedTypes);
+  for (TypeEntry& e : g_type_cache) {
+    if (e.type == tp) return e;
   }
-  return api;
+  TypeEntry e{tp, lookup_exchange_api(tp), nullptr, false, false, false};
+  e.torch = from_package(tp, {"torch"});
+  e.immutable = from_package(tp, {"jax", "jaxlib"});
+  if (e.torch) {
+    e.is_neg = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), "is_neg");
+    if (e.is_neg == nullptr) PyErr_Clear();
+  }
+  if (g_type_cache.size() >= kMaxCachedTypes) {
+    // Rare (a program with many array types): a per-call entry, still correct.
+    static thread_local TypeEntry scratch;
+    Py_XDECREF(scratch.is_neg);
+    scratch = e;
+    return scratch;
+  }
+  Py_INCREF(tp);
+  g_type_cache.push_back(e);
+  return g_type_cache.back();
 }
 
 [[noreturn]] void throw_not_an_array(PyObject* obj, const std::string& what) {
@@ -125,12 +167,35 @@ const ExchangeAPI* exchange_api_for(PyTypeObject* tp) {
              type_name(obj), "'");
 }
 
-// obj.__dlpack__(max_version=(1, 0)), falling back to obj.__dlpack__() for producers that
-// predate the keyword. Returns a new reference.
-py::object call_dlpack(PyObject* obj, const std::string& what) {
+// Whether the pending TypeError says that __dlpack__ does not take max_version (a producer that
+// predates DLPack 1.0), as opposed to a TypeError of the producer's own.
+bool refused_max_version() {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  bool refused = false;
+  if (PyObject* text = value ? PyObject_Str(value) : nullptr) {
+    const char* message = PyUnicode_AsUTF8(text);
+    refused = message && std::strstr(message, "max_version") != nullptr;
+    Py_DECREF(text);
+  }
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+  return refused;
+}
+
+// obj.__dlpack__(max_version=(1, 0)), or obj.__dlpack__() for producers that predate the
+// keyword (remembered per type, so that the producer is called once per import). Returns a new
+// reference.
+py::object call_dlpack(PyObject* obj, TypeEntry& entry, const std::string& what) {
   const Interned& s = interned();
-  PyObject* args[2] = {obj, s.max_version};
-  PyObject* result = PyObject_VectorcallMethod(s.dlpack, args, 1, s.version_kwname);
+  PyObject* result = nullptr;
+  if (!entry.legacy_dlpack) {
+    PyObject* args[2] = {obj, s.max_version};
+    result = PyObject_VectorcallMethod(s.dlpack, args, 1, s.version_kwname);
+  } else {
+    result = PyObject_CallMethodNoArgs(obj, s.dlpack);
+  }
   if (result == nullptr) {
     if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
       // Tell "no __dlpack__ at all" from an AttributeError raised inside the producer.
@@ -146,8 +211,11 @@ py::object call_dlpack(PyObject* obj, const std::string& what) {
       PyErr_Restore(type, value, tb);
       throw py::error_already_set();
     }
-    if (!PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+    if (entry.legacy_dlpack || !PyErr_ExceptionMatches(PyExc_TypeError) || !refused_max_version()) {
+      throw py::error_already_set();
+    }
     PyErr_Clear();
+    entry.legacy_dlpack = true;
     result = PyObject_CallMethodNoArgs(obj, s.dlpack);
     if (result == nullptr) throw py::error_already_set();
   }
@@ -159,6 +227,50 @@ py::object call_dlpack(PyObject* obj, const std::string& what) {
   return capsule;
 }
 
+// A str attribute of obj (str(obj.name)), or "?" when there is none.
+std::string attr_text(PyObject* obj, const char* name) {
+  py::object value = py::reinterpret_steal<py::object>(PyObject_GetAttrString(obj, name));
+  PyObject* text = value ? PyObject_Str(value.ptr()) : nullptr;
+  const char* utf8 = text ? PyUnicode_AsUTF8(text) : nullptr;
+  std::string out = utf8 ? utf8 : "?";
+  Py_XDECREF(text);
+  PyErr_Clear();
+  return out;
+}
+
+// After PyTorch failed to export a tensor (its error is pending): when the tensor is not a dense
+// CPU one, a ValueError saying so replaces PyTorch's error (whose text is a C++ stack trace).
+void explain_torch_export_failure(PyObject* obj, const std::string& what) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  const std::string device = attr_text(obj, "device");
+  const std::string layout = attr_text(obj, "layout");
+  if (device == "cpu" && layout == "torch.strided") {
+    PyErr_Restore(type, value, tb);
+    return;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  value_error(what, ": a PyTorch tensor on device '", device, "' with layout ", layout,
+              "; pytvmbridge kernels take dense (torch.strided) tensors in CPU memory: use "
+              ".to_dense() / .cpu() (a meta tensor has no data at all)");
+}
+
+void check_not_negated(PyObject* obj, const TypeEntry& entry, const std::string& what) {
+  if (entry.is_neg == nullptr) return;
+  PyObject* negated = PyObject_Vectorcall(entry.is_neg, &obj, 1, nullptr);
+  if (negated == nullptr) throw py::error_already_set();
+  const bool yes = negated == Py_True;
+  Py_DECREF(negated);
+  if (yes) {
+    value_error(what,
+                ": the tensor has PyTorch's lazy negative bit (a view such as z.conj().imag or "
+                "torch._neg_view(x)): its memory holds the negated values; pass "
+                "x.resolve_neg() instead");
+  }
+}
+
 NDArray import_with_exchange_api(PyObject* obj, const ExchangeAPI* api, const std::string& what) {
   DLManagedTensorVersioned* managed = nullptr;
   if (api->managed_tensor_from_py_object_no_sync(obj, &managed) != 0 || managed == nullptr) {
@@ -167,6 +279,87 @@ NDArray import_with_exchange_api(PyObject* obj, const ExchangeAPI* api, const st
                  "' could not export the array through __dlpack_c_exchange_api__");
   }
   return NDArray::adopt(managed, what);
+}
+
+// The import itself; errors start with `what` (empty: import_array prefixes the name).
+NDArray import_unnamed(PyObject* o, const std::string& what) {
+  PyTypeObject* tp = Py_TYPE(o);
+  TypeEntry& entry = entry_for(tp);
+  check_not_negated(o, entry, what);
+  if (g_exchange_enabled && entry.api != nullptr) {
+    try {
+      return import_with_exchange_api(o, entry.api, what);
+    } catch (py::error_already_set& e) {
+      e.restore();
+      explain_torch_export_failure(o, what);
+      throw py::error_already_set();
+    }
+  }
+  py::object source = py::reinterpret_borrow<py::object>(o);
+  if (entry.torch) {
+    // PyTorch's __dlpack__ refuses tensors that require grad; reading one is fine.
+    py::object grad = py::reinterpret_steal<py::object>(PyObject_GetAttrString(o, "requires_grad"));
+    if (!grad) throw py::error_already_set();
+    if (grad.ptr() == Py_True) {
+      source = py::reinterpret_steal<py::object>(PyObject_CallMethod(o, "detach", nullptr));
+      if (!source) throw py::error_already_set();
+    }
+  }
+  py::object capsule;
+  try {
+    capsule = call_dlpack(source.ptr(), entry, what);
+  } catch (py::error_already_set& e) {
+    if (!entry.torch) throw;
+    e.restore();
+    explain_torch_export_failure(o, what);
+    throw py::error_already_set();
+  }
+  return import_capsule(capsule, what);
+}
+
+// Re-raises the pending Python exception with the argument named (see import_array).
+[[noreturn]] void raise_named(const ArgName& what) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (tb != nullptr && value != nullptr) PyException_SetTraceback(value, tb);
+  if (value == nullptr || !PyErr_GivenExceptionMatches(type, PyExc_Exception)) {
+    PyErr_Restore(type, value, tb);
+    throw py::error_already_set();
+  }
+  const std::string name = what.str();
+  PyObject* plain[] = {PyExc_TypeError,    PyExc_ValueError,    PyExc_BufferError,
+                       PyExc_RuntimeError, PyExc_OverflowError, PyExc_NotImplementedError};
+  bool is_plain = false;
+  for (PyObject* cls : plain) is_plain = is_plain || type == cls;
+  PyObject* args = PyObject_GetAttrString(value, "args");
+  if (is_plain && args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 &&
+      PyUnicode_Check(PyTuple_GET_ITEM(args, 0))) {
+    PyObject* message = PyUnicode_FromFormat("%s: %U", name.c_str(), PyTuple_GET_ITEM(args, 0));
+    PyObject* fresh = message ? PyObject_CallOneArg(type, message) : nullptr;
+    Py_XDECREF(message);
+    Py_DECREF(args);
+    if (fresh != nullptr) {
+      PyException_SetCause(fresh, value);  // steals value
+      PyException_SetContext(fresh, nullptr);
+      Py_XDECREF(tb);
+      PyErr_SetObject(type, fresh);
+      Py_DECREF(fresh);
+      Py_DECREF(type);
+      throw py::error_already_set();
+    }
+    PyErr_Clear();
+  } else {
+    Py_XDECREF(args);
+    PyErr_Clear();
+    PyObject* note = PyUnicode_FromFormat("while reading %s", name.c_str());
+    PyObject* added = note ? PyObject_CallMethod(value, "add_note", "O", note) : nullptr;
+    Py_XDECREF(note);
+    Py_XDECREF(added);
+    PyErr_Clear();
+  }
+  PyErr_Restore(type, value, tb);
+  throw py::error_already_set();
 }
 
 template <typename Managed>
@@ -227,19 +420,52 @@ NDArray import_capsule(py::handle capsule, const std::string& what) {
              name ? name : "<NULL>", "'");
 }
 
-NDArray import_array(py::handle obj, const std::string& what) {
+NDArray import_array(py::handle obj, const ArgName& what) {
   PyObject* o = obj.ptr();
   PyTypeObject* tp = Py_TYPE(o);
   if (g_ndarray_type != nullptr && (tp == g_ndarray_type || PyType_IsSubtype(tp, g_ndarray_type))) {
     return py::cast<const NDArray&>(obj);
   }
-  if (PyCapsule_CheckExact(o)) return import_capsule(obj, what);
-  if (g_exchange_enabled) {
-    if (const ExchangeAPI* api = exchange_api_for(tp))
-      return import_with_exchange_api(o, api, what);
+  static const std::string* const kUnnamed = new std::string();  // never destroyed: see above
+  try {
+    if (PyCapsule_CheckExact(o)) return import_capsule(obj, *kUnnamed);
+    return import_unnamed(o, *kUnnamed);
+  } catch (const UserError& e) {
+    throw UserError(e.kind(), what.str() + e.what());
+  } catch (py::error_already_set& e) {
+    e.restore();
+    raise_named(what);
   }
-  py::object capsule = call_dlpack(o, what);
-  return import_capsule(capsule, what);
+}
+
+void check_writable_object(py::handle obj, const ArgName& what) {
+  PyTypeObject* tp = Py_TYPE(obj.ptr());
+  if (tp == g_ndarray_type || PyCapsule_CheckExact(obj.ptr())) return;
+  const TypeEntry& entry = entry_for(tp);
+  if (entry.immutable) {
+    type_error(what.str(),
+               ": JAX arrays are immutable and cannot be outputs; call the kernel with its "
+               "inputs only (through to_jax or @kernel) and the outputs are allocated and "
+               "returned");
+  }
+  if (!entry.torch) return;
+  PyObject* grad = PyObject_GetAttrString(obj.ptr(), "requires_grad");
+  if (grad == nullptr) throw py::error_already_set();
+  const bool requires_grad = grad == Py_True;
+  Py_DECREF(grad);
+  if (requires_grad) {
+    value_error(what.str(),
+                " is an output but the tensor requires grad: autograd would not see the "
+                "kernel's write; pass a tensor with requires_grad=False (e.g. "
+                "torch.empty_like(x))");
+  }
+}
+
+std::string ArgName::str() const {
+  if (module_ == nullptr) return text_ ? text_ : "argument";
+  const auto& args = module_->args();
+  if (index_ < args.size()) return str_cat("argument ", index_, " ('", args[index_].name, "')");
+  return str_cat("argument ", index_);
 }
 
 py::capsule export_capsule(const NDArray& array, bool versioned) {

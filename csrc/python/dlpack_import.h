@@ -3,11 +3,31 @@
 
 #include <pybind11/pybind11.h>
 
+#include <cstddef>
 #include <string>
 
 #include "runtime/ndarray.h"
 
+namespace ptb {
+class Module;
+}
+
 namespace ptb::python {
+
+// How an argument is named in errors: a fixed text, or argument `index` of a Module ("argument 1
+// ('B')"). Holds pointers only; the text is built when an error is raised, never on success.
+class ArgName {
+ public:
+  ArgName(const char* text) : text_(text) {}  // NOLINT: implicit, as a string literal
+  ArgName(const std::string& text) : text_(text.c_str()) {}  // NOLINT
+  ArgName(const Module& module, size_t index) : module_(&module), index_(index) {}
+  std::string str() const;
+
+ private:
+  const char* text_ = nullptr;
+  const Module* module_ = nullptr;
+  size_t index_ = 0;
+};
 
 // Imports one argument without copying: an nd.NDArray (_core.NDArray, taken directly), a raw
 // "dltensor"/"dltensor_versioned" capsule, or any object with __dlpack__. `what` names the
@@ -21,14 +41,24 @@ namespace ptb::python {
 //
 // Errors: TypeError for an object that is no array, a capsule of another kind or an unsupported
 // dtype; BufferError for a consumed capsule or an unreadable DLPack version; ValueError for a
-// device other than cpu/cuda_host or a malformed tensor; the producer's own exception otherwise.
+// device other than cpu/cuda_host, a malformed tensor, a PyTorch tensor with the lazy negative
+// bit (its memory holds the negated values) or one that is not a dense CPU tensor (meta, sparse).
+// An exception raised by the producer itself goes through once, as it is, with the argument
+// named: the message is prefixed for the built-in exception classes, a note (PEP 678) is added
+// for others; exceptions that are not Exceptions (KeyboardInterrupt, SystemExit) are untouched.
 // Needs the GIL. The producer's deleter runs when the last handle goes; Python producers take
 // the GIL in their deleters as the specification requires, but dropping imported arrays while
 // holding the GIL is cheaper.
-NDArray import_array(pybind11::handle obj, const std::string& what);
+NDArray import_array(pybind11::handle obj, const ArgName& what);
 
 // Imports a "dltensor" or "dltensor_versioned" capsule (the capsule part of import_array).
 NDArray import_capsule(pybind11::handle capsule, const std::string& what);
+
+// Raises unless `obj` may be written by a kernel as far as its framework is concerned: a PyTorch
+// tensor that requires grad (autograd would not see the write) is a ValueError, a JAX array
+// (immutable) a TypeError. Arrays of other types pass; their DLPack read-only flag is checked
+// when the kernel runs.
+void check_writable_object(pybind11::handle obj, const ArgName& what);
 
 // Wraps a new managed tensor of `array` in a capsule whose destructor calls the deleter unless a
 // consumer took it: versioned (1.0) or legacy. Export of a read-only array as legacy is a

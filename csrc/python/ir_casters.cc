@@ -259,6 +259,14 @@ std::vector<Expr> to_shape(py::handle obj, const char* what) {
   std::vector<Expr> shape;
   for (size_t i = 0; i < dims.size(); ++i) {
     std::string dim_what = str_cat("dimension ", i, " of ", what);
+    if (PyLong_Check(dims[i].ptr())) {
+      int overflow = 0;
+      (void)PyLong_AsLongLongAndOverflow(dims[i].ptr(), &overflow);
+      if (overflow != 0) {
+        value_error(dim_what, " (", py::str(dims[i]).cast<std::string>(),
+                    ") does not fit a 64-bit size");
+      }
+    }
     Expr e = to_expr(dims[i], dim_what.c_str());
     if (e.dtype().is_integer() && e.dtype() != kIndexType) {
       // Loop variables are int32 (kIndexType), and a loop's bounds must have its var's type.

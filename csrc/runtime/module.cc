@@ -100,16 +100,38 @@ std::pair<uintptr_t, uintptr_t> byte_span(const DLTensor& t) {
   return {base + lo * item, base + (hi + 1) * item};
 }
 
-// Whether two elements of an output would be the same memory (a zero stride, say).
-bool has_self_overlap(const DLTensor& t) {
+// Whether two elements of an array may be the same memory (a zero stride, or strides that
+// interleave such as (1, 1)). A cheap sufficient test: with the dimensions sorted by stride, each
+// stride must step past everything the smaller ones reach. Arrays that fail it may still be
+// free of overlap (exotic interleavings), but none that a framework makes without as_strided.
+bool may_self_overlap(const DLTensor& t) {
   if (!t.strides) return false;
+  std::pair<int64_t, int64_t> dims[64];  // (|stride|, extent) of the dimensions longer than 1
+  int count = 0;
   for (int d = 0; d < t.ndim; ++d) {
     if (t.shape[d] == 0) return false;  // no elements, nothing to share
+    if (t.shape[d] == 1) continue;
+    if (count == 64) return true;  // beyond any real array: refuse rather than guess
+    const int64_t stride = t.strides[d];
+    dims[count++] = {stride < 0 ? -stride : stride, t.shape[d]};
   }
-  for (int d = 0; d < t.ndim; ++d) {
-    if (t.shape[d] > 1 && t.strides[d] == 0) return true;
+  std::sort(dims, dims + count);
+  int64_t reach = 0;  // the largest offset the dimensions so far can make
+  for (int k = 0; k < count; ++k) {
+    if (dims[k].first <= reach) return true;
+    int64_t span = 0;
+    if (__builtin_mul_overflow(dims[k].first, dims[k].second - 1, &span) ||
+        __builtin_add_overflow(reach, span, &reach)) {
+      return true;
+    }
   }
   return false;
+}
+
+std::string strides_str(const DLTensor& t) {
+  std::string s = "(";
+  for (int d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.strides[d]);
+  return s + (t.ndim == 1 ? ",)" : ")");
 }
 
 }  // namespace
@@ -222,9 +244,11 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
       if (read_only[i]) {
         value_error(describe(i), " is an output but the array is read-only");
       }
-      if (has_self_overlap(t)) {
-        value_error(describe(i),
-                    " is an output but several of its elements share memory (a zero stride)");
+      if (may_self_overlap(t)) {
+        value_error(describe(i), " is an output but several of its elements share memory (shape ",
+                    shape_str(t), ", strides ", strides_str(t),
+                    "): the result would depend on the loop order; pass an array whose elements "
+                    "are distinct (e.g. a contiguous one)");
       }
     }
     data[i] = static_cast<char*>(t.data) + t.byte_offset;
@@ -295,7 +319,8 @@ std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* i
     }
   }
   std::vector<std::vector<int64_t>> shapes;
-  for (const ArgSpec& spec : args_) {
+  for (size_t i = 0; i < args_.size(); ++i) {
+    const ArgSpec& spec = args_[i];
     if (!spec.is_output) continue;
     std::vector<int64_t> shape;
     for (const DimSpec& dim : spec.dims) {
@@ -310,7 +335,13 @@ std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* i
         }
         shape.push_back(it->second);
       } else {
-        shape.push_back(eval_int(dim.expr, values));
+        const int64_t size = eval_int(dim.expr, values);
+        if (size < 0) {
+          value_error(describe(i), ", an output, would have size ", to_string(dim.expr), " = ",
+                      size, " in dimension ", shape.size(),
+                      " for these inputs: they are too small for what the kernel computes");
+        }
+        shape.push_back(size);
       }
     }
     shapes.push_back(std::move(shape));

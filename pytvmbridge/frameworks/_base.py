@@ -55,7 +55,7 @@ class Framework:
 
     def as_input(self, x: Any, what: str) -> Any:
         """What the kernel is given to read ``x``."""
-        return self.view(x)
+        return _core.from_dlpack(x, what)
 
     def as_output(self, x: Any, what: str) -> Any:
         """What the kernel is given to write ``x``; raises if ``x`` may not be written."""

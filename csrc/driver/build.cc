@@ -1,6 +1,7 @@
 #include "driver/build.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "codegen/jit.h"
 #include "codegen/target.h"
@@ -23,6 +24,7 @@ int slot_of(const std::vector<Expr>& slots, const Expr& var) {
 
 std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tensor>& args,
                                      const std::string& target, const std::string& name) {
+  auto start = std::chrono::steady_clock::now();
   Target tgt = Target::parse(target);
   LoweredFunc generic = lower(sch, args, name);
   LoweredFunc compact = specialize_compact(generic, name + "_compact");
@@ -41,6 +43,7 @@ std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tens
         d.value = imm->value;
       } else if (dim.as<Var>()) {
         d.kind = DimSpec::Kind::kVar;
+        d.expr = dim;
         d.slot = slot_of(generic.scalar_params, dim);
         PTB_ICHECK(d.slot >= 0, "size var of ", t.name(), " has no slot");
       } else {
@@ -58,8 +61,11 @@ std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tens
   auto jit = JITModule::compile({generic, compact}, tgt, name);
   KernelFn generic_fn = jit->lookup(generic.name);
   KernelFn compact_fn = jit->lookup(compact.name);
-  return std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit, generic_fn,
-                                  compact_fn, to_string(generic.body));
+  auto module = std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit,
+                                         generic_fn, compact_fn, to_string(generic.body));
+  module->set_compile_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return module;
 }
 
 }  // namespace ptb

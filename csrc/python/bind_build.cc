@@ -116,6 +116,25 @@ void bind_build(py::module_& m) {
                                for (const ArgSpec& a : mod.args()) out.push_back(a.dtype.str());
                                return out;
                              })
+      .def_property_readonly("arg_shapes",
+                             [](const Module& mod) {
+                               py::list out;
+                               for (const ArgSpec& a : mod.args()) {
+                                 py::list dims;
+                                 for (const DimSpec& d : a.dims) {
+                                   if (d.kind == DimSpec::Kind::kConst) {
+                                     dims.append(d.value);
+                                   } else {
+                                     dims.append(to_string(d.expr));
+                                   }
+                                 }
+                                 out.append(py::tuple(dims));
+                               }
+                               return out;
+                             })
+      .def_property_readonly("target",
+                             [](const Module& mod) { return mod.jit().target().str(); })
+      .def_property_readonly("compile_seconds", &Module::compile_seconds)
       .def_property_readonly("is_output",
                              [](const Module& mod) {
                                std::vector<bool> out;

@@ -63,6 +63,17 @@ const char* attach_name(AttachType t) {
   return "?";
 }
 
+// ("split", parent, outer, inner, factor, nparts) with one of factor/nparts None, or
+// ("fuse", outer, inner, fused).
+py::tuple relation(const IterVarRelation& r) {
+  if (r.kind == IterVarRelation::Kind::kSplit) {
+    return py::make_tuple("split", wrap_iter_var(r.parent), wrap_iter_var(r.outer),
+                          wrap_iter_var(r.inner), wrap_expr(r.factor), wrap_expr(r.nparts));
+  }
+  return py::make_tuple("fuse", wrap_iter_var(r.outer), wrap_iter_var(r.inner),
+                        wrap_iter_var(r.fused));
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -77,6 +88,29 @@ void bind_schedule(py::module_& m) {
                              [](const StageNode& s) { return wrap_iter_vars(s.leaf_iter_vars); })
       .def_property_readonly("all_iter_vars",
                              [](const StageNode& s) { return wrap_iter_vars(s.all_iter_vars); })
+      // What pytvmbridge.display draws: how the loops were derived, annotated and attached.
+      .def_property_readonly("relations",
+                             [](const StageNode& s) {
+                               py::list out;
+                               for (const IterVarRelation& r : s.relations) out.append(relation(r));
+                               return out;
+                             })
+      .def(
+          "iter_var_kind",
+          [](const StageNode& s, py::handle iv) {
+            return for_kind_name(s.kind_of(to_iter_var(iv, "iter_var_kind() axis")));
+          },
+          py::arg("iv"), "'for', 'parallel', 'vectorized' or 'unrolled'.")
+      .def_property_readonly("attach_stage",
+                             [](const StageNode& s) -> py::object {
+                               if (!s.attach_stage) return py::none();
+                               return py::cast(s.attach_stage);
+                             })
+      .def_property_readonly("attach_ivar",
+                             [](const StageNode& s) -> py::object {
+                               if (!s.attach_ivar) return py::none();
+                               return wrap_iter_var(s.attach_ivar);
+                             })
       .def(
           "split",
           [](const Stage& s, py::handle parent, py::handle factor, py::handle nparts) {

@@ -23,7 +23,7 @@ struct DimSpec {
   Kind kind = Kind::kConst;
   int64_t value = 0;
   int slot = -1;
-  Expr expr;
+  Expr expr;  // kExpr: the size to check; kVar: the variable itself (for display)
 };
 
 struct ArgSpec {
@@ -43,6 +43,9 @@ class Module {
   const std::vector<ArgSpec>& args() const { return args_; }
   const std::string& lowered_text() const { return lowered_; }
   const JITModule& jit() const { return *jit_; }
+  // Seconds build_module took (lowering, LLVM optimisation, machine code), shown by displays.
+  double compile_seconds() const { return compile_seconds_; }
+  void set_compile_seconds(double seconds) { compile_seconds_ = seconds; }
 
   // Checks `n` tensors against the signature (count, ndim, dtype, device, constant and symbolic
   // sizes, writable and non-overlapping outputs), binds sizes and strides and runs the kernel.
@@ -65,6 +68,7 @@ class Module {
   KernelFn compact_;
   std::string lowered_;
   bool has_expr_dims_ = false;  // some size is an expression, checked after binding
+  double compile_seconds_ = 0;
 };
 
 }  // namespace ptb

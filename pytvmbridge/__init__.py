@@ -17,12 +17,14 @@ Example:
     [1.0, 3.0, 5.0]
 """
 
-from . import _core, contrib, nd, tc, te
+from . import _core, contrib, display, nd, progress, tc, te
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
 from .build import LoweredFunc, Module, ProfileResult, build, lower
 from .kernel import kernel
 from .schedule import Schedule, Stage, create_schedule
 from .te import *  # noqa: F403  (the DSL names of API.md section 1; te.__all__ lists them)
+
+display.install()  # rich display in Jupyter and IPython (pytvmbridge/display.py)
 
 
 def set_num_threads(n: int) -> None:
@@ -59,10 +61,12 @@ __all__ = [
     "build",
     "contrib",
     "create_schedule",
+    "display",
     "get_num_threads",
     "kernel",
     "lower",
     "nd",
+    "progress",
     "set_num_threads",
     "tc",
     "te",

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _core
+from . import _core, progress
 
 Module = _core.Module
 LoweredFunc = _core.LoweredFunc
@@ -72,7 +72,8 @@ def build(
         raise ValueError(f"target_host must be an llvm target, got {target_host!r}")
     if not isinstance(target, str):
         raise TypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
-    return _core.build(s, list(args), target, name)
+    with progress.busy(f"building {name}"):  # a bar only if it takes over a second
+        return _core.build(s, list(args), target, name)
 
 
 @dataclass

@@ -1,0 +1,140 @@
+"""Progress bars for work that can take more than a second: long builds, schedule sweeps, and
+(later) graph compilation and tuning.
+
+A bar appears only once the work has lasted ``delay`` seconds (one second by default), so the
+usual 20 ms build never prints anything. Bars come from ``tqdm.auto``: a widget in Jupyter
+(when ipywidgets is installed), text on stderr elsewhere. Without tqdm, or with the
+environment variable ``PYTVMBRIDGE_PROGRESS=0``, nothing is shown and the work runs the same.
+
+Example:
+    >>> from pytvmbridge import progress
+    >>> [x * x for x in progress.track(range(4), desc="squares")]
+    [0, 1, 4, 9]
+    >>> with progress.busy("waiting"):
+    ...     pass
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Seconds a piece of work runs before its bar appears.
+DEFAULT_DELAY = 1.0
+# How often an open "busy" bar refreshes its elapsed time.
+_BUSY_REFRESH = 0.25
+
+
+def enabled() -> bool:
+    """Whether bars may be shown: tqdm is installed and ``PYTVMBRIDGE_PROGRESS`` is not ``0``.
+
+    Example:
+        >>> import os
+        >>> from pytvmbridge import progress
+        >>> os.environ["PYTVMBRIDGE_PROGRESS"] = "0"; progress.enabled()
+        False
+        >>> del os.environ["PYTVMBRIDGE_PROGRESS"]
+    """
+    if os.environ.get("PYTVMBRIDGE_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _tqdm_class() -> Any:
+    """tqdm.auto's class, chosen now (in a notebook, its kernel is known only at run time).
+    Without ipywidgets tqdm falls back to text and warns; the text bar is what we want then."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from tqdm.auto import tqdm
+    return tqdm
+
+
+def track(
+    iterable: Iterable[T],
+    desc: str | None = None,
+    total: int | None = None,
+    unit: str = "it",
+    delay: float = DEFAULT_DELAY,
+    file: Any = None,
+) -> Iterator[T]:
+    """Iterate over ``iterable``, with a bar once the loop has run ``delay`` seconds.
+
+    ``total`` defaults to ``len(iterable)`` when it has one. ``file`` sends a text bar
+    elsewhere than stderr (tests use it).
+
+    Example:
+        >>> from pytvmbridge import progress
+        >>> sum(progress.track([1, 2, 3], desc="adding", unit="number"))
+        6
+    """
+    if not enabled():
+        yield from iterable
+        return
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {"desc": desc, "total": total, "unit": unit, "delay": delay}
+    if file is not None:
+        kwargs["file"] = file
+    with _tqdm_class()(**kwargs) as bar:
+        for item in iterable:
+            yield item
+            bar.update(1)
+
+
+@contextmanager
+def busy(desc: str, delay: float = DEFAULT_DELAY, file: Any = None) -> Iterator[None]:
+    """Show ``desc`` with the elapsed time while the block runs, once it has run ``delay``
+    seconds: for one long call that reports no steps (a build, a graph compile).
+
+    The bar is drawn from a helper thread, so the block must release the GIL while it works
+    (compiling does); a block shorter than ``delay`` shows nothing and starts no bar.
+
+    Example:
+        >>> from pytvmbridge import progress
+        >>> with progress.busy("compiling gemm"):
+        ...     result = 6 * 7
+        >>> result
+        42
+    """
+    if not enabled():
+        yield
+        return
+    done = threading.Event()
+    start = time.perf_counter()
+
+    def show() -> None:
+        if done.wait(delay):
+            return
+        kwargs: dict[str, Any] = {"desc": desc, "bar_format": "{desc}: {elapsed}", "total": None}
+        if file is not None:
+            kwargs["file"] = file
+        bar = _tqdm_class()(**kwargs)
+        # tqdm counts elapsed time from its own creation; start it at the block's start.
+        bar.start_t = start
+        try:
+            while not done.wait(_BUSY_REFRESH):
+                bar.refresh()
+        finally:
+            bar.close()
+
+    watcher = threading.Thread(target=show, name="pytvmbridge-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
+__all__ = ["DEFAULT_DELAY", "busy", "enabled", "track"]

@@ -65,7 +65,7 @@ _NUMBER = "color:rgb(8,145,178)"  # cyan
 _CODE = "margin:4px 0;padding:0;background:transparent;color:inherit;font-family:monospace"
 _TABLE = "border-collapse:collapse;margin:4px 0;font-family:monospace;font-size:13px"
 _CELL = "padding:1px 10px 1px 0;text-align:left;border:none;background:transparent"
-_SOURCE_LINES = 2000  # assembly and LLVM IR are cut after this many lines
+_SOURCE_LINES = 1000  # assembly and LLVM IR are cut after this many lines (get_source has all)
 
 
 def _e(value: Any) -> str:
@@ -139,7 +139,7 @@ def _plain_block(code: str, limit: int = _SOURCE_LINES) -> str:
     lines = code.splitlines()
     note = ""
     if len(lines) > limit:
-        note = f"\n... {len(lines) - limit} more lines"
+        note = f"\n... {len(lines) - limit} more lines: see get_source()"
         lines = lines[:limit]
     return f'<pre style="{_CODE}">{_e(chr(10).join(lines) + note)}</pre>'
 

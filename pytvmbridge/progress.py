@@ -120,8 +120,9 @@ def busy(desc: str, delay: float = DEFAULT_DELAY, file: Any = None) -> Iterator[
         if file is not None:
             kwargs["file"] = file
         bar = _tqdm_class()(**kwargs)
-        # tqdm counts elapsed time from its own creation; start it at the block's start.
-        bar.start_t = start
+        # tqdm counts elapsed time from its own creation, on its own clock: move its start back
+        # to the block's start.
+        bar.start_t -= time.perf_counter() - start
         try:
             while not done.wait(_BUSY_REFRESH):
                 bar.refresh()

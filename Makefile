@@ -5,12 +5,13 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := llvm-19-dev libdlpack-dev libgtest-dev clang-format-19
-PY_DEPS := numpy torch==2.13.0 jax pytest hypothesis pybind11 scikit-build-core ninja ruff
+PY_DEPS := numpy torch==2.13.0 jax pytest hypothesis pybind11 scikit-build-core ninja ruff \
+	tqdm matplotlib nbclient nbformat ipykernel
 BUILD_DIR := build/dev
 SOURCES := $(shell find csrc tests/cpp -name '*.cc' -o -name '*.h' 2>/dev/null) \
 	$(shell find pytvmbridge -name '*.py' 2>/dev/null) CMakeLists.txt pyproject.toml
 
-.PHONY: demo test build setup test-cpp test-python test-mxnet lint format bench clean
+.PHONY: demo test build setup test-cpp test-python test-mxnet lint format bench clean kernel notebooks
 
 demo: build
 	$(PY) examples/quickstart.py
@@ -87,6 +88,14 @@ format: setup
 
 bench: build
 	$(PY) benchmarks/compile_and_call.py
+
+# A Jupyter kernel named "pytvmbridge" running .venv's Python, for examples/notebooks.
+kernel: build
+	$(PY) -m ipykernel install --user --name pytvmbridge --display-name "Python (pytvmbridge)"
+
+# Rewrites examples/notebooks/*.ipynb from tools/make_notebooks.py (outputs are never stored).
+notebooks: setup
+	$(PY) tools/make_notebooks.py
 
 clean:
 	rm -rf build $(VENV) .venv-mxnet

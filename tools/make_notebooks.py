@@ -205,9 +205,7 @@ def matmul(packed=False):
         C = tvm.compute((M, N), lambda x, y: tvm.sum(A[x, k] * B[k, y], axis=k), name="C")
         return A, B, C, None
     P = tvm.compute((N // BN, K, BN), lambda x, y, z: B[y, x * BN + z], name="packedB")
-    C = tvm.compute(
-        (M, N), lambda x, y: tvm.sum(A[x, k] * P[y // BN, k, y % BN], axis=k), name="C"
-    )
+    C = tvm.compute((M, N), lambda x, y: tvm.sum(A[x, k] * P[y // BN, k, y % BN], axis=k), name="C")
     return A, B, C, P
 
 
@@ -238,7 +236,7 @@ def write_cache(parallel=False):
     A, B, C, P = matmul(packed=True)
     s = tvm.create_schedule(C.op)
     CC = s.cache_write(C, "global")
-    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
+    xo, yo, _, _ = s[C].tile(C.op.axis[0], C.op.axis[1], BN, BN)
     s[CC].compute_at(s[C], yo)
     xc, yc = s[CC].op.axis
     ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=KF)
@@ -357,7 +355,6 @@ same tensor expressions the Python DSL builds, so schedules apply to them too.""
         """import numpy as np
 import torch
 
-import pytvmbridge as tvm
 from pytvmbridge import tc""",
     ),
     (
@@ -367,11 +364,11 @@ expression each statement became.""",
     ),
     (
         "code",
-        """matmul = tc.define('''
+        '''matmul = tc.define("""
 def matmul(float(M, K) A, float(K, N) B) -> (C) {
     C(m, n) +=! A(m, r_k) * B(r_k, n)
-}''')
-matmul""",
+}""")
+matmul''',
     ),
     (
         "code",
@@ -389,15 +386,15 @@ documentation writes it. The output is updated in place by each statement.""",
     ),
     (
         "code",
-        """fcrelu = tc.define('''
+        '''fcrelu = tc.define("""
 def fcrelu(float(B, M) I, float(N, M) W1, float(N) B1) -> (O1) {
     O1(b, n) +=! I(b, r_m) * W1(n, r_m)
     O1(b, n) = O1(b, n) + B1(n)
     O1(b, n) = fmax(O1(b, n), 0)
-}''')
+}""")
 x, w, bias = torch.randn(16, 40), torch.randn(24, 40), torch.randn(24)
 torch.testing.assert_close(fcrelu(x, w, bias), torch.relu(x @ w.T + bias), rtol=1e-4, atol=1e-4)
-fcrelu""",
+fcrelu''',
     ),
     (
         "md",
@@ -425,10 +422,10 @@ notebook shows the line with a caret under it instead of a Python traceback.""",
     ),
     (
         "code!",
-        """tc.define('''
+        '''tc.define("""
 def broken(float(N) A) -> (B) {
     B(i) = A(i) +* 2
-}''')""",
+}""")''',
     ),
     (
         "md",

@@ -132,8 +132,7 @@ void bind_build(py::module_& m) {
                                }
                                return out;
                              })
-      .def_property_readonly("target",
-                             [](const Module& mod) { return mod.jit().target().str(); })
+      .def_property_readonly("target", [](const Module& mod) { return mod.jit().target().str(); })
       .def_property_readonly("compile_seconds", &Module::compile_seconds)
       .def_property_readonly("is_output",
                              [](const Module& mod) {

@@ -561,14 +561,31 @@ def tc_function_text(fn: Any) -> str:
     return "\n".join(out)
 
 
+def _tc_broken(defs: Any) -> list[tuple[str, list[str]]]:
+    """(name, error lines without colour) of each def of ``defs`` that did not compile."""
+    return [
+        (name, [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in tc_error_traceback(err)])
+        for name, err in getattr(defs, "errors", {}).items()
+    ]
+
+
 def tc_defs_html(defs: Any) -> str:
-    """HTML for a TC source with several defs: one block per def."""
-    return _box("TC defs", ", ".join(defs.names), "".join(tc_function_html(f) for f in defs))
+    """HTML for a TC source with several defs: one block per def, and the error of each def
+    that did not compile."""
+    body = "".join(tc_function_html(f) for f in defs)
+    for name, lines in _tc_broken(defs):
+        error = f'<pre style="{_CODE}">{_e(chr(10).join(lines))}</pre>'
+        body += _box(f"TC def {name}", "", _badge("does not compile", "error") + error)
+    return _box("TC defs", ", ".join(defs.names), body)
 
 
 def tc_defs_text(defs: Any) -> str:
     """Text for a TC source with several defs."""
-    return "\n".join(tc_function_text(f) for f in defs)
+    out = [tc_function_text(f) for f in defs]
+    for name, lines in _tc_broken(defs):
+        out.append(f"TC def {name}: does not compile")
+        out += [f"  {line}" for line in lines]
+    return "\n".join(out)
 
 
 _RED, _BOLD, _RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"

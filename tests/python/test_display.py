@@ -444,3 +444,21 @@ def test_a_small_build_prints_no_bar(capfd):
     B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
     tvm.build(tvm.create_schedule(B.op), [A, B])
     assert capfd.readouterr().err == ""
+
+
+def test_tc_defs_show_the_defs_that_do_not_compile():
+    lib = tc.define(
+        "def ok(float(N) A) -> (B) { B(i) = A(i) }\ndef bad(float(N) A) -> (B) { B(i) = A(i) +* 2 }"
+    )
+    text = pretty(lib).splitlines()
+    assert text[-4:] == [
+        "TC def bad: does not compile",
+        "  TCError: line 2, column 43: expected an expression, found '*'",
+        "      2 | def bad(float(N) A) -> (B) { B(i) = A(i) +* 2 }",
+        "        |                                           ^",
+    ]
+    html = lib._repr_html_()
+    check_safe(html)
+    assert "does not compile" in visible(html) and "TC def ok" in visible(html)
+    assert "\x1b" not in html
+    np.testing.assert_array_equal(lib.ok(np.arange(3, dtype="float32")), [0, 1, 2])

@@ -18,6 +18,7 @@ Example:
 """
 
 from . import _core, contrib, display, nd, progress, tc, te
+from .autoschedule import auto_schedule, auto_schedule_space
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
 from .build import LoweredFunc, Module, ProfileResult, build, lower
 from .kernel import kernel
@@ -58,6 +59,8 @@ __all__ = [
     "ProfileResult",
     "Schedule",
     "Stage",
+    "auto_schedule",
+    "auto_schedule_space",
     "build",
     "contrib",
     "create_schedule",

@@ -20,9 +20,11 @@ matrix product whose inner sizes differ). This is checked once per new set of sh
 through other index expressions (``A[i + 1]``, ``A[2 * i]``) are the function's to keep in
 range, as in a loop written in C.
 
-``@kernel(schedule=fn)`` schedules the outputs: ``fn(s, *outputs)`` modifies the schedule ``s``
-(or returns a new one). The cache is safe to use from several threads: each variant is built
-once, concurrent callers of a variant being built wait for it.
+Kernels are scheduled by ``auto_schedule`` unless told otherwise: ``@kernel(schedule=fn)``
+schedules the outputs with ``fn(s, *outputs)``, which modifies the naive schedule ``s`` (or
+returns a new one); ``@kernel(schedule=None)`` keeps the naive schedule. The cache is safe to
+use from several threads: each variant is built once, concurrent callers of a variant being
+built wait for it.
 
 Example:
     >>> import numpy as np, torch
@@ -75,14 +77,16 @@ class Kernel:
     def __init__(
         self,
         fn: Callable[..., Any],
-        schedule: Callable[..., Any] | None = None,
+        schedule: Callable[..., Any] | str | None = "auto",
         target: str = "llvm",
         name: str | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@kernel decorates a function, got {type(fn).__name__}")
-        if schedule is not None and not callable(schedule):
-            raise TypeError(f"schedule must be a function (s, *outputs), got {schedule!r}")
+        if schedule != "auto" and schedule is not None and not callable(schedule):
+            raise TypeError(
+                f"schedule must be 'auto', None or a function (s, *outputs), got {schedule!r}"
+            )
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.schedule = schedule
@@ -214,7 +218,11 @@ class Kernel:
                     "outputs must be computed tensors"
                 )
         s = create_schedule([t.op for t in outputs])
-        if self.schedule is not None:
+        if isinstance(self.schedule, str):
+            from .autoschedule import auto_schedule
+
+            auto_schedule(s, target=self.target)
+        elif self.schedule is not None:
             scheduled = self.schedule(s, *outputs)
             if scheduled is not None:
                 s = scheduled
@@ -365,7 +373,7 @@ def kernel(fn: Callable[..., Any]) -> Kernel: ...
 def kernel(
     fn: None = None,
     *,
-    schedule: Callable[..., Any] | None = None,
+    schedule: Callable[..., Any] | str | None = "auto",
     target: str = "llvm",
     name: str | None = None,
 ) -> Callable[[Callable[..., Any]], Kernel]: ...
@@ -374,7 +382,7 @@ def kernel(
 def kernel(
     fn: Callable[..., Any] | None = None,
     *,
-    schedule: Callable[..., Any] | None = None,
+    schedule: Callable[..., Any] | str | None = "auto",
     target: str = "llvm",
     name: str | None = None,
 ) -> Kernel | Callable[[Callable[..., Any]], Kernel]:

@@ -102,9 +102,10 @@ class TcFunction:
         ('relu', ['I'], ['O'])
     """
 
-    def __init__(self, fn: Any, target: str = "llvm") -> None:
+    def __init__(self, fn: Any, target: str = "llvm", schedule: Any = "auto") -> None:
         self._fn = fn
         self.target = target
+        self.schedule = schedule
         self._sig: Signature | None = None
         self._lock = threading.Lock()
         self._checked: set[Any] = set()
@@ -140,7 +141,7 @@ class TcFunction:
         return list(self._fn.outputs)
 
     def create_schedule(self) -> Any:
-        """A default schedule of the outputs, to transform before ``build``.
+        """A default (naive) schedule of the outputs, to transform before ``build``.
 
         Example:
             >>> from pytvmbridge import tc
@@ -153,8 +154,9 @@ class TcFunction:
         return create_schedule([t.op for t in self.outputs])
 
     def build(self, schedule: Any = None) -> Any:
-        """Compile (with ``schedule``, or the default one) into a ``Module`` taking the inputs
-        then the outputs; later calls of this object run it.
+        """Compile (with ``schedule``, or the def's own: automatic unless ``define`` was given
+        ``schedule=``) into a ``Module`` taking the inputs then the outputs; later calls of this
+        object run it.
 
         Example:
             >>> from pytvmbridge import tc
@@ -170,8 +172,22 @@ class TcFunction:
     def _compile(self, schedule: Any = None) -> Any:
         from .build import build
 
-        s = schedule if schedule is not None else self.create_schedule()
+        s = schedule if schedule is not None else self._default_schedule()
         return build(s, self.inputs + self.outputs, target=self.target, name=self.name)
+
+    def _default_schedule(self) -> Any:
+        """The schedule ``define(schedule=...)`` asked for: automatic, naive (None), or a
+        function ``fn(s, *outputs)`` that modifies the naive one or returns another."""
+        from .autoschedule import auto_schedule
+
+        s = self.create_schedule()
+        if isinstance(self.schedule, str):
+            return auto_schedule(s, target=self.target)
+        if self.schedule is not None:
+            scheduled = self.schedule(s, *self.outputs)
+            if scheduled is not None:
+                s = scheduled
+        return s
 
     @property
     def module(self) -> Any:
@@ -299,9 +315,14 @@ class TcDefs:
         return f"<tc.TcDefs {', '.join(self._functions)}>"
 
 
-def define(lang: str | bytes, name: str | None = None, target: str = "llvm") -> Any:
+def define(
+    lang: str | bytes, name: str | None = None, target: str = "llvm", schedule: Any = "auto"
+) -> Any:
     """Parse and check TC source; returns a ``TcFunction`` when it has one def (or ``name``
     picks one), else a ``TcDefs`` with an attribute per def.
+
+    Each def is compiled with ``auto_schedule`` unless ``schedule`` says otherwise: ``None``
+    for the naive schedule, or a function ``fn(s, *outputs)`` that schedules the naive one.
 
     Raises ``TCError`` (a ``ValueError``) with the line, column and a caret for any error in
     the source, and ``ValueError`` when ``name`` is not one of its defs.
@@ -321,10 +342,14 @@ def define(lang: str | bytes, name: str | None = None, target: str = "llvm") -> 
         source = bytes(lang)
     else:
         raise TypeError(f"define() takes TC source as a str, got {type(lang).__name__}")
+    if schedule != "auto" and schedule is not None and not callable(schedule):
+        raise TypeError(
+            f"define() schedule must be 'auto', None or a function (s, *outputs), got {schedule!r}"
+        )
     # Each def compiles on its own: one that fails (a feature this front end lacks) raises its
     # TCError when it is used, and the others stay usable.
     entries = _core.tc_compile_defs(source)
-    functions = [TcFunction(v, target) for _, v in entries if not isinstance(v, BaseException)]
+    functions = [TcFunction(v, target, schedule) for _, v in entries if not isinstance(v, BaseException)]
     errors = {n: v for n, v in entries if isinstance(v, BaseException)}
     if name is not None:
         if name in errors:

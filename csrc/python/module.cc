@@ -6,6 +6,7 @@ PYBIND11_MODULE(_core, m) {
   ptb::python::bind_runtime(m);
   ptb::python::bind_ir(m);
   ptb::python::bind_schedule(m);
+  ptb::python::bind_autoschedule(m);
   ptb::python::bind_build(m);
   ptb::python::bind_tc(m);
   ptb::python::bind_bridges(m);

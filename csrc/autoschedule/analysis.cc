@@ -1,0 +1,75 @@
+#include "autoschedule/analysis.h"
+
+#include "ir/op.h"
+#include "ir/visitor.h"
+
+namespace ptb::autoschedule {
+
+const ComputeOpNode* as_compute(const Operation& op) {
+  if (!op || op->kind != OpKind::kCompute) return nullptr;
+  return static_cast<const ComputeOpNode*>(op.get());
+}
+
+StageKind classify(const Stage& st) {
+  if (st->op->kind == OpKind::kPlaceholder) return StageKind::kPlaceholder;
+  const ComputeOpNode* c = as_compute(st->op);
+  if (c == nullptr) return StageKind::kOther;
+  if (!c->is_reduction()) return StageKind::kInjective;
+  if (c->body.size() != 1) return StageKind::kOther;
+  const auto* red = c->body[0].as<Reduce>();
+  if (red == nullptr) return StageKind::kOther;
+  switch (red->combiner) {
+    case ReduceKind::kSum:
+    case ReduceKind::kProd:
+    case ReduceKind::kMin:
+    case ReduceKind::kMax:
+      return StageKind::kReduction;
+  }
+  return StageKind::kOther;
+}
+
+std::vector<const TensorRead*> tensor_reads(const Expr& e) {
+  std::vector<const TensorRead*> reads;
+  for_each_expr(e, [&](const Expr& sub) {
+    if (const auto* r = sub.as<TensorRead>()) reads.push_back(r);
+  });
+  return reads;
+}
+
+bool uses_var(const Expr& e, const Expr& var) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& sub) {
+    if (!found && sub.get() == var.get()) found = true;
+  });
+  return found;
+}
+
+std::optional<int64_t> const_extent(const IterVar& iv) { return as_const_int(iv->dom.extent); }
+
+std::optional<int64_t> const_product(const std::vector<IterVar>& ivs) {
+  int64_t product = 1;
+  for (const IterVar& iv : ivs) {
+    auto e = const_extent(iv);
+    if (!e) return std::nullopt;
+    product *= *e;
+  }
+  return product;
+}
+
+std::optional<int64_t> output_size(const ComputeOpNode* c) {
+  int64_t n = 1;
+  for (const Expr& e : c->shape) {
+    auto v = as_const_int(e);
+    if (!v) return std::nullopt;
+    n *= *v;
+  }
+  return n;
+}
+
+bool same_extent(const Expr& a, const Expr& b) {
+  if (a.get() == b.get()) return true;
+  auto x = as_const_int(a), y = as_const_int(b);
+  return x && y && *x == *y;
+}
+
+}  // namespace ptb::autoschedule

@@ -1,0 +1,45 @@
+// Facts about operations that the rules decide with: which kind of computation a stage is, which
+// tensors its body reads and which axes each read depends on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/expr.h"
+#include "schedule/schedule.h"
+#include "te/operation.h"
+
+namespace ptb::autoschedule {
+
+enum class StageKind {
+  kPlaceholder,
+  kInjective,  // a compute without reduction: elementwise, broadcast, pad, reshape, transpose...
+  kReduction,  // a compute whose single body is a sum/prod/min/max reduction
+  kOther,      // anything else (other operation kinds): left on the default schedule
+};
+
+StageKind classify(const Stage& st);
+
+// The compute behind a stage (nullptr when it is not a compute).
+const ComputeOpNode* as_compute(const Operation& op);
+
+// Every tensor read in `e`, in order of appearance (repeats included).
+std::vector<const TensorRead*> tensor_reads(const Expr& e);
+
+// Whether `e` mentions variable `var`.
+bool uses_var(const Expr& e, const Expr& var);
+
+// The constant extent of an iteration variable, if it has one.
+std::optional<int64_t> const_extent(const IterVar& iv);
+
+// Product of the constant extents (nullopt when one of them is symbolic).
+std::optional<int64_t> const_product(const std::vector<IterVar>& ivs);
+
+// Elements of a stage's output (nullopt when symbolic).
+std::optional<int64_t> output_size(const ComputeOpNode* c);
+
+// Whether two extents are the same: equal constants or the same variable.
+bool same_extent(const Expr& a, const Expr& b);
+
+}  // namespace ptb::autoschedule

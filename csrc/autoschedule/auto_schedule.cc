@@ -1,0 +1,86 @@
+#include "autoschedule/auto_schedule.h"
+
+#include <map>
+
+#include "autoschedule/analysis.h"
+#include "autoschedule/context.h"
+#include "autoschedule/rules.h"
+#include "support/error.h"
+
+namespace ptb::autoschedule {
+
+namespace {
+
+void check_unscheduled(const Stage& st) {
+  bool fresh = st->relations.empty() && st->attach_type == AttachType::kRoot &&
+               st->iter_kind.empty() && st->op == st->origin_op;
+  if (!fresh) {
+    value_error("auto_schedule: ", st->describe(),
+                " is already scheduled (split, fused, annotated, attached or rewritten); "
+                "auto_schedule takes a fresh schedule from create_schedule or the output tensors");
+  }
+}
+
+// Stage keys: operation names, repeated names numbered "#2", "#3"... in producer-first order.
+void name_stages(Context& ctx) {
+  std::map<std::string, int> seen;
+  for (const Stage& st : ctx.sch->stages) {
+    int n = ++seen[st->op->name];
+    ctx.keys[st.get()] = n == 1 ? st->op->name : st->op->name + "#" + std::to_string(n);
+  }
+}
+
+}  // namespace
+
+Result auto_schedule(const Schedule& sch, const Target& target, const Config* given) {
+  for (const Stage& st : sch->stages) check_unscheduled(st);
+  Decisions decisions(given);
+  Context ctx;
+  ctx.sch = sch;
+  ctx.unit = vector_unit(target);
+  ctx.decisions = &decisions;
+  name_stages(ctx);
+
+  // Which reductions become micro-kernels decides what must stay stored: their operands.
+  std::vector<Stage> snapshot = sch->stages;
+  std::map<const StageNode*, TiledPlan> plans;
+  std::unordered_set<const StageNode*> keep;
+  for (const Stage& st : snapshot) {
+    auto plan = plan_tiled(ctx, st);
+    if (!plan) continue;
+    plans[st.get()] = *plan;
+    for (const Stage& producer : sch->stages) {
+      for (const Tensor& t : st->op->input_tensors()) {
+        if (t.op() == producer->origin_op) keep.insert(producer.get());
+      }
+    }
+  }
+  inline_injective(ctx, keep);
+
+  for (const Stage& st : snapshot) {
+    if (ctx.settled.count(st.get()) || st->attach_type != AttachType::kRoot) continue;
+    switch (classify(st)) {
+      case StageKind::kPlaceholder:
+        break;
+      case StageKind::kInjective:
+        schedule_injective(ctx, st);
+        break;
+      case StageKind::kReduction: {
+        auto it = plans.find(st.get());
+        if (it != plans.end()) {
+          schedule_tiled(ctx, st, it->second);
+        } else {
+          schedule_reduction(ctx, st);
+        }
+        break;
+      }
+      case StageKind::kOther:
+        ctx.rule(st, "default");
+        break;
+    }
+  }
+  decisions.check_all_used();
+  return {decisions.chosen(), decisions.space()};
+}
+
+}  // namespace ptb::autoschedule

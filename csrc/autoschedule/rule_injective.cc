@@ -1,0 +1,49 @@
+// Injective stages at root (outputs, and intermediates kept stored): vectorize the innermost
+// axis (the output is row-major, so its innermost axis is the contiguous one), run the outer
+// loops in parallel.
+#include "autoschedule/analysis.h"
+#include "autoschedule/rules.h"
+#include "ir/op.h"
+#include "schedule/primitives.h"
+
+namespace ptb::autoschedule {
+
+void schedule_injective(Context& ctx, const Stage& st) {
+  ctx.rule(st, "injective");
+  const ComputeOpNode* c = as_compute(st->op);
+  std::vector<IterVar> axes = st->leaf_iter_vars;
+  if (axes.empty()) return;
+  int64_t lanes = ctx.lanes(c->output_dtype(0));
+  IterVar inner = axes.back();
+  std::vector<IterVar> outer(axes.begin(), axes.end() - 1);
+  auto extent = const_extent(inner);
+
+  // Factor of the innermost split: the widest multiple of the vector width (up to four
+  // registers, so each iteration issues several independent loads) that divides the extent;
+  // 0 leaves the axis whole.
+  std::vector<int64_t> factors = {lanes, 2 * lanes, 4 * lanes};
+  int64_t factor = 4 * lanes;
+  if (extent) {
+    factor = 0;
+    for (int64_t f : {4 * lanes, 2 * lanes, lanes}) {
+      if (*extent % f == 0 && *extent > f) {
+        factor = f;
+        break;
+      }
+    }
+    if (factor == 0 && *extent > 4 * lanes) factor = 4 * lanes;
+  }
+  factors.push_back(0);
+  factor = ctx.knob(st, "vector_factor", factor, factors);
+  bool worth = !extent || *extent >= 4;
+  bool vector = ctx.knob(st, "vectorize", worth ? 1 : 0, {0, 1}) == 1;
+  if (vector && factor > 0 && (!extent || *extent > factor)) {
+    auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), factor), Expr());
+    outer.push_back(io);
+    inner = ii;
+  }
+  if (vector) vectorize(st, inner);
+  parallelize(ctx, st, outer, output_size(c));
+}
+
+}  // namespace ptb::autoschedule

@@ -1,0 +1,174 @@
+// Reductions without data reuse: sums and means over axes, softmax's and the norms' statistics,
+// pooling windows. A scalar accumulator is latency-bound (one add every few cycles), so the
+// rule gets vector accumulators: through rfactor when the reduced axis is the contiguous one,
+// by moving the reduce loops outside a contiguous data axis otherwise.
+#include <algorithm>
+
+#include "autoschedule/analysis.h"
+#include "autoschedule/rules.h"
+#include "ir/op.h"
+#include "schedule/primitives.h"
+
+namespace ptb::autoschedule {
+
+namespace {
+
+// Windows at most this large (pooling) are unrolled inside a vectorized data loop.
+constexpr int64_t kMaxUnrolledWindow = 32;
+constexpr int64_t kMaxUnrolledAxis = 8;
+// A reduction with no parallel axis is split into this many parallel parts by default.
+constexpr int64_t kParallelParts = 16;
+
+std::optional<int64_t> tensor_size(const TensorRead* r) {
+  int64_t n = 1;
+  for (const Expr& e : r->op->output_shape(r->value_index)) {
+    auto v = as_const_int(e);
+    if (!v) return std::nullopt;
+    n *= *v;
+  }
+  return n;
+}
+
+// The read that moves the most data (symbolic sizes count as largest).
+const TensorRead* main_read(const Expr& source) {
+  const TensorRead* best = nullptr;
+  std::optional<int64_t> best_size = 0;
+  for (const TensorRead* r : tensor_reads(source)) {
+    if (r->indices.empty()) continue;
+    auto size = tensor_size(r);
+    bool larger = best == nullptr || (best_size && (!size || *size > *best_size));
+    if (larger) {
+      best = r;
+      best_size = size;
+    }
+  }
+  return best;
+}
+
+std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b) {
+  if (!a || !b) return std::nullopt;
+  return *a * *b;
+}
+
+}  // namespace
+
+void schedule_reduction(Context& ctx, const Stage& st) {
+  const ComputeOpNode* c = as_compute(st->op);
+  const auto* red = c->body[0].as<Reduce>();
+  std::vector<IterVar> data, reds;
+  for (const IterVar& iv : st->leaf_iter_vars) {
+    (iv->kind == IterKind::kReduce ? reds : data).push_back(iv);
+  }
+  int64_t lanes = ctx.lanes(c->output_dtype(0));
+  auto out_size = output_size(c);
+  auto red_size = const_product(reds);
+  auto work = times(out_size, red_size);
+  const TensorRead* read = main_read(red->source);
+  Expr last = read != nullptr ? read->indices.back() : Expr();
+  bool last_uses_data = false;
+  for (const IterVar& iv : data) last_uses_data |= last.defined() && uses_var(last, iv->var);
+  bool contiguous_reduce = last.defined() && !last_uses_data && uses_var(last, reds.back()->var);
+  bool data_contiguous = last.defined() && !data.empty() && uses_var(last, data.back()->var) &&
+                         std::none_of(reds.begin(), reds.end(),
+                                      [&](const IterVar& r) { return uses_var(last, r->var); });
+
+  // Nothing to run in parallel (the sum of a whole tensor): split the reduction into parts,
+  // each reduced in parallel by a new stage (rfactor); this stage adds the parts up.
+  bool whole = data.empty() || out_size == 1;
+  auto first_extent = const_extent(reds.front());
+  bool big = !red_size || *red_size >= kMinParallelWork;
+  if (whole && big && (!first_extent || *first_extent >= 2)) {
+    int64_t parts = ctx.knob(st, "rfactor_parts", kParallelParts, {0, 4, 8, 16, 32, 64});
+    if (parts > 0) {
+      ctx.rule(st, "reduction_parts");
+      auto [kp, kr] = split(st, reds.front(), Expr(), make_const(reds.front()->var.dtype(), parts));
+      (void)kr;
+      Tensor rf = rfactor(ctx.sch, Tensor(st->op, 0), kp, 0);
+      Stage rf_stage = ctx.sch->stage(rf.op());
+      ctx.name_new(rf_stage, st, ".rf");
+      schedule_reduction(ctx, rf_stage);
+      return;
+    }
+  }
+  ctx.rule(st, "reduction");
+
+  // Small windows (pooling): unrolled, so the data loop around them can be vectorized.
+  bool small_window = red_size && *red_size <= kMaxUnrolledWindow && !contiguous_reduce &&
+                      std::all_of(reds.begin(), reds.end(), [](const IterVar& r) {
+                        auto e = const_extent(r);
+                        return e && *e <= kMaxUnrolledAxis;
+                      });
+  if (small_window && !data.empty() && ctx.knob(st, "unroll_window", 1, {0, 1}) == 1) {
+    for (const IterVar& r : reds) unroll(st, r);
+    std::vector<IterVar> outer(data.begin(), data.end() - 1);
+    IterVar inner = data.back();
+    auto extent = const_extent(inner);
+    if (!extent || *extent >= 4) {
+      if (!extent || *extent > lanes) {
+        auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), lanes), Expr());
+        outer.push_back(io);
+        inner = ii;
+      }
+      vectorize(st, inner);
+    }
+    parallelize(ctx, st, outer, work);
+    return;
+  }
+
+  // The reduced axis is the contiguous one (row sums, softmax over the last axis): lanes of it
+  // become a data axis of a new stage accumulated in one vector register per output element.
+  auto inner_extent = const_extent(reds.back());
+  bool long_enough = !inner_extent || *inner_extent >= 2 * lanes;
+  if (contiguous_reduce && long_enough && ctx.knob(st, "vector_rfactor", 1, {0, 1}) == 1) {
+    auto [ko, ki] = split(st, reds.back(), make_const(reds.back()->var.dtype(), lanes), Expr());
+    (void)ko;
+    Tensor rf = rfactor(ctx.sch, Tensor(st->op, 0), ki, static_cast<int>(c->axis.size()));
+    Stage rf_stage = ctx.sch->stage(rf.op());
+    ctx.name_new(rf_stage, st, ".rf");
+    ctx.rule(rf_stage, "reduction_lanes");
+    std::vector<IterVar> outer = parallelize(
+        ctx, st,
+        st->leaf_iter_vars.size() > 1
+            ? std::vector<IterVar>(st->leaf_iter_vars.begin(), st->leaf_iter_vars.end() - 1)
+            : std::vector<IterVar>{},
+        work);
+    if (!outer.empty()) compute_at(rf_stage, st, outer.back());
+    // rf's loops: its data axes (one iteration each inside st's loop), the reductions, then the
+    // lanes, vectorized.
+    std::vector<IterVar> rf_data, rf_reds;
+    for (const IterVar& iv : rf_stage->leaf_iter_vars) {
+      (iv->kind == IterKind::kReduce ? rf_reds : rf_data).push_back(iv);
+    }
+    IterVar lanes_axis = rf_data.back();
+    std::vector<IterVar> order(rf_data.begin(), rf_data.end() - 1);
+    order.insert(order.end(), rf_reds.begin(), rf_reds.end());
+    order.push_back(lanes_axis);
+    reorder(rf_stage, order);
+    vectorize(rf_stage, lanes_axis);
+    return;
+  }
+
+  // A data axis is the contiguous one (sums over an outer axis): reduce loops go outside it and
+  // it is vectorized; the accumulators are the output's own elements.
+  if (data_contiguous && ctx.knob(st, "reduce_outside", 1, {0, 1}) == 1) {
+    std::vector<IterVar> outer(data.begin(), data.end() - 1);
+    IterVar inner = data.back();
+    auto extent = const_extent(inner);
+    if (!extent || *extent > lanes) {
+      auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), lanes), Expr());
+      outer.push_back(io);
+      inner = ii;
+    }
+    std::vector<IterVar> order = outer;
+    order.insert(order.end(), reds.begin(), reds.end());
+    order.push_back(inner);
+    reorder(st, order);
+    vectorize(st, inner);
+    parallelize(ctx, st, outer, work);
+    return;
+  }
+
+  parallelize(ctx, st, data, work);
+}
+
+}  // namespace ptb::autoschedule

@@ -1,0 +1,275 @@
+// Register-blocked micro-kernels for sums of products with data reuse (matmul, batch matmul,
+// convolution), generalising the GEMM ladder's last step (benchmarks/gemm.py):
+//
+//   parallel for (outer tiles, the streamed operand's panel outermost)
+//     for reduce axes                      <- the block below stays in registers throughout
+//       for r in rows (unrolled)           <- one broadcast of the other operand per row
+//         for v in vector lanes x count    <- loads of the packed streamed operand
+//           block[r, v] += a * b
+//     epilogue over the block (vectorized): the copy to the output, or the single elementwise
+//     consumer (bias, batch norm, residual add, activation) fused in.
+//
+// The vector axis is an output axis that only one operand (the streamed one) depends on, the row
+// axis one that only the other operands depend on; the tile is rows x (vectors of the target's
+// width), with rows * vectors accumulators sized from the target's register count.
+#include <algorithm>
+
+#include "autoschedule/analysis.h"
+#include "autoschedule/rules.h"
+#include "ir/op.h"
+#include "schedule/primitives.h"
+#include "schedule/stage_bodies.h"
+
+namespace ptb::autoschedule {
+
+namespace {
+
+// A streamed operand read at least this many times per element is packed.
+constexpr int64_t kPackReuse = 16;
+// Registers kept free of accumulators: the streamed vectors and the broadcast value.
+constexpr int kSpareRegisters = 4;
+// Row counts tried in order of preference (8 x 2 and 6 x 2 AVX-512 vectors measured best for
+// SGEMM); the first that divides the row axis wins, so the tile needs no guard.
+constexpr int64_t kRowPreference[] = {8, 6, 7, 4, 5, 12, 14, 10, 3, 2};
+
+std::optional<int64_t> extent_of(const IterVar& iv) { return const_extent(iv); }
+
+// Whether `read` indexes some dimension by exactly `var`, and no other dimension uses it.
+int exact_dim(const TensorRead* read, const Expr& var) {
+  int found = -1;
+  for (size_t d = 0; d < read->indices.size(); ++d) {
+    const Expr& index = read->indices[d];
+    if (index.get() == var.get()) {
+      if (found >= 0) return -1;
+      found = static_cast<int>(d);
+    } else if (uses_var(index, var)) {
+      return -1;
+    }
+  }
+  return found;
+}
+
+bool depends(const TensorRead* read, const Expr& var) {
+  return std::any_of(read->indices.begin(), read->indices.end(),
+                     [&](const Expr& i) { return uses_var(i, var); });
+}
+
+// The single consumer that can take the reduction's tile as its epilogue: injective, at root,
+// same shape, reading the reduction only at its own axes, in order.
+Stage fusable_epilogue(Context& ctx, const Stage& st) {
+  if (st->is_output) return nullptr;
+  StageBodies bodies = inline_bodies(ctx.sch);
+  std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, st);
+  if (consumers.size() != 1) return nullptr;
+  Stage e = consumers[0];
+  if (classify(e) != StageKind::kInjective || ctx.settled.count(e.get())) return nullptr;
+  if (e->attach_type != AttachType::kRoot || !e->relations.empty()) return nullptr;
+  const ComputeOpNode* ec = as_compute(e->op);
+  const ComputeOpNode* rc = as_compute(st->op);
+  if (ec->shape.size() != rc->shape.size()) return nullptr;
+  for (size_t d = 0; d < ec->shape.size(); ++d) {
+    if (!same_extent(ec->shape[d], rc->shape[d])) return nullptr;
+  }
+  for (const Expr& body : bodies.at(e.get())) {
+    for (const TensorRead* r : tensor_reads(body)) {
+      if (r->op != st->origin_op) continue;
+      for (size_t d = 0; d < r->indices.size(); ++d) {
+        if (r->indices[d].get() != ec->axis[d]->var.get()) return nullptr;
+      }
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
+  if (classify(st) != StageKind::kReduction) return std::nullopt;
+  const ComputeOpNode* c = as_compute(st->op);
+  const auto* red = c->body[0].as<Reduce>();
+  if (red->combiner != ReduceKind::kSum || !st->relations.empty()) return std::nullopt;
+  if (st->attach_type != AttachType::kRoot) return std::nullopt;
+  std::vector<const TensorRead*> reads;
+  for (const TensorRead* r : tensor_reads(red->source)) {
+    if (!r->indices.empty()) reads.push_back(r);
+  }
+  if (reads.size() < 2) return std::nullopt;
+  int lanes = ctx.lanes(c->output_dtype(0));
+  int n = static_cast<int>(c->axis.size());
+
+  TiledPlan best;
+  int best_score = -1;
+  for (int a = 0; a < n; ++a) {
+    const Expr& var = c->axis[a]->var;
+    std::vector<const TensorRead*> deps;
+    for (const TensorRead* r : reads) {
+      if (depends(r, var)) deps.push_back(r);
+    }
+    if (deps.size() != 1) continue;
+    auto extent = extent_of(c->axis[a]);
+    if (extent && *extent < lanes) continue;
+    int score = 0;
+    if (!extent || *extent % (2 * lanes) == 0) score += 4;
+    if (!extent || *extent % lanes == 0) score += 2;
+    if (a == n - 1) score += 1;
+    if (score > best_score) {
+      best_score = score;
+      best.vector_axis = a;
+      best.streamed = deps[0];
+      best.streamed_dim = exact_dim(deps[0], var);
+    }
+  }
+  if (best_score < 0) return std::nullopt;
+  // The row axis: the innermost axis the streamed operand does not depend on but another does.
+  std::optional<int64_t> reuse = 1;
+  for (int a = n - 1; a >= 0; --a) {
+    const Expr& var = c->axis[a]->var;
+    if (a == best.vector_axis || depends(best.streamed, var)) continue;
+    auto extent = extent_of(c->axis[a]);
+    reuse = reuse && extent ? std::optional<int64_t>(*reuse * *extent) : std::nullopt;
+    bool others = std::any_of(reads.begin(), reads.end(), [&](const TensorRead* r) {
+      return r != best.streamed && depends(r, var);
+    });
+    if (others && best.row_axis < 0 && (!extent || *extent >= 2)) best.row_axis = a;
+  }
+  best.reuse = reuse;
+  // Without reuse (a matrix-vector product) the reduction rule's schedule is the right one.
+  if (reuse && *reuse < 2) return std::nullopt;
+  return best;
+}
+
+void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
+  ctx.rule(st, "tiled_reduction");
+  const ComputeOpNode* c = as_compute(st->op);
+  int64_t lanes = ctx.lanes(c->output_dtype(0));
+  IterVar vaxis = c->axis[plan.vector_axis];
+  auto vext = extent_of(vaxis);
+
+  // Tile: rows x (vectors x lanes), accumulators within the register file.
+  int64_t budget = std::max<int64_t>(1, ctx.unit.vector_registers - kSpareRegisters);
+  int64_t vectors = (!vext || *vext % (2 * lanes) == 0 || *vext >= 4 * lanes) ? 2 : 1;
+  std::vector<int64_t> vector_candidates;
+  for (int64_t v = 1; v <= 4 && v <= budget && (!vext || v * lanes <= *vext); ++v) {
+    vector_candidates.push_back(v);
+  }
+  vectors = ctx.knob(st, "tile_vectors", vectors, vector_candidates);
+  int64_t width = vectors * lanes;
+
+  int64_t rows = 1;
+  std::vector<int64_t> row_candidates = {1};
+  if (plan.row_axis >= 0) {
+    auto rext = extent_of(c->axis[plan.row_axis]);
+    int64_t max_rows = budget / vectors;
+    for (int64_t r = 2; r <= max_rows && (!rext || r <= *rext); ++r) row_candidates.push_back(r);
+    rows = 0;
+    for (int64_t r : kRowPreference) {
+      if (r <= max_rows && rext && *rext % r == 0) {
+        rows = r;
+        break;
+      }
+    }
+    if (rows == 0) rows = rext && *rext <= max_rows ? *rext : std::min<int64_t>(8, max_rows);
+    rows = ctx.knob(st, "tile_rows", rows, row_candidates);
+  }
+
+  // Packing the streamed operand when it is read often enough and its vector dimension can
+  // become the panels' contiguous one.
+  bool can_pack = plan.streamed_dim >= 0;
+  bool pays = !plan.reuse || *plan.reuse >= kPackReuse;
+  if (can_pack && ctx.knob(st, "pack", pays ? 1 : 0, {0, 1}) == 1) {
+    Stage pack = pack_operand(ctx, st, plan.streamed, plan.streamed_dim, vaxis, width);
+    ctx.rule(pack, "pack");
+    const ComputeOpNode* pc = as_compute(pack->op);
+    auto pack_size = output_size(pc);
+    std::vector<IterVar> outer(pack->leaf_iter_vars.begin(), pack->leaf_iter_vars.end() - 1);
+    vectorize(pack, pack->leaf_iter_vars.back());
+    parallelize(ctx, pack, {outer.front()}, pack_size);
+  }
+
+  // The block: the reduction computed into a tile-sized buffer laid out rows x vectors (so the
+  // vectors are contiguous and LLVM keeps it in registers). The tile is written out by the
+  // single elementwise consumer when there is one that can take it (the copy is then inlined
+  // into it), else by the copy itself.
+  int n = static_cast<int>(c->axis.size());
+  std::vector<int> perm;
+  for (int a = 0; a < n; ++a) {
+    if (a != plan.vector_axis && a != plan.row_axis) perm.push_back(a);
+  }
+  if (plan.row_axis >= 0) perm.push_back(plan.row_axis);
+  perm.push_back(plan.vector_axis);
+  Stage fused = ctx.knob(st, "fuse_epilogue", 1, {0, 1}) == 1 ? fusable_epilogue(ctx, st) : nullptr;
+  Stage compute = block_cache(ctx, st, perm);
+  ctx.rule(compute, "block");
+  Stage epilogue = st;
+  if (fused) {
+    compute_inline(st);
+    epilogue = fused;
+    ctx.rule(epilogue, "epilogue");
+  }
+  ctx.settled.insert(epilogue.get());
+
+  // Epilogue loops: outer tiles (the streamed operand's axes first, so its packed panel is
+  // reused by every row block), then the tile's rows and vectors.
+  const ComputeOpNode* ec = as_compute(epilogue->op);
+  std::vector<IterVar> axes = epilogue->leaf_iter_vars;
+  auto [vo, vi] =
+      split(epilogue, axes[plan.vector_axis], make_const(vaxis->var.dtype(), width), Expr());
+  IterVar ro, ri;
+  if (plan.row_axis >= 0) {
+    std::tie(ro, ri) = split(epilogue, axes[plan.row_axis],
+                             make_const(axes[plan.row_axis]->var.dtype(), rows), Expr());
+  }
+  int64_t order = ctx.knob(st, "streamed_outer", 1, {0, 1});
+  std::vector<IterVar> first, second;
+  for (int a = 0; a < static_cast<int>(axes.size()); ++a) {
+    IterVar leaf = a == plan.vector_axis ? vo : a == plan.row_axis ? ro : axes[a];
+    bool streamed_axis = depends(plan.streamed, c->axis[a]->var) || a == plan.vector_axis;
+    (order == 1 && !streamed_axis ? second : first).push_back(leaf);
+  }
+  std::vector<IterVar> outer = first;
+  outer.insert(outer.end(), second.begin(), second.end());
+  std::vector<IterVar> inner;
+  if (plan.row_axis >= 0 && plan.row_axis < plan.vector_axis)
+    inner = {ri, vi};
+  else if (plan.row_axis >= 0)
+    inner = {vi, ri};
+  else
+    inner = {vi};
+  std::vector<IterVar> loop_order = outer;
+  loop_order.insert(loop_order.end(), inner.begin(), inner.end());
+  reorder(epilogue, loop_order);
+  // The innermost epilogue loop is contiguous in the output when it is the output's last axis.
+  IterVar last_inner = inner.back();
+  int last_axis = last_inner == vi ? plan.vector_axis : plan.row_axis;
+  if (last_axis == static_cast<int>(axes.size()) - 1) vectorize(epilogue, last_inner);
+
+  std::optional<int64_t> work;
+  if (auto out = output_size(ec)) {
+    std::vector<IterVar> reds(c->reduce_axis.begin(), c->reduce_axis.end());
+    if (auto r = const_product(reds)) work = *out * *r;
+  }
+  outer = parallelize(ctx, epilogue, outer, work, st);
+  compute_at(compute, epilogue, outer.back());
+
+  // The block's loops: the other axes (one iteration each), the reductions, the rows
+  // (unrolled), the vectors.
+  std::vector<IterVar> data, reds;
+  for (const IterVar& iv : compute->leaf_iter_vars) {
+    (iv->kind == IterKind::kReduce ? reds : data).push_back(iv);
+  }
+  IterVar cv = data.back();
+  IterVar cr = plan.row_axis >= 0 ? data[data.size() - 2] : nullptr;
+  std::vector<IterVar> block_order(data.begin(), data.end() - (cr ? 2 : 1));
+  block_order.insert(block_order.end(), reds.begin(), reds.end());
+  if (cr) block_order.push_back(cr);
+  block_order.push_back(cv);
+  reorder(compute, block_order);
+  if (cr && rows > 1) unroll(compute, cr);
+  vectorize(compute, cv);
+  // A short innermost reduce loop (a convolution's kernel width) is unrolled as well.
+  auto last_red = extent_of(reds.back());
+  bool short_red = last_red && *last_red <= 4 && reds.size() > 1;
+  if (ctx.knob(st, "unroll_reduce", short_red ? 1 : 0, {0, 1}) == 1) unroll(compute, reds.back());
+}
+
+}  // namespace ptb::autoschedule

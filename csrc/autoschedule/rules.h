@@ -1,0 +1,73 @@
+// The rules of the automatic scheduler, one per file. Each takes a stage the rules before it
+// left at root and unscheduled, schedules it (and the stages it creates or absorbs), marks them
+// settled and records its decisions as knobs (config.h).
+#pragma once
+
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "autoschedule/context.h"
+
+namespace ptb::autoschedule {
+
+// ---- loops.cc: shared loop shaping ----
+
+// Fuses the first `depth` of the adjacent leaves `outer` into one parallel loop, depth being the
+// knob "parallel_depth" (default: enough iterations to share among threads, none when `work`
+// is too small to pay for waking them). Returns `outer` as it is afterwards. The knob belongs
+// to `knob_owner` when given (a micro-kernel's epilogue: the reduction holds its knobs).
+std::vector<IterVar> parallelize(Context& ctx, const Stage& st, const std::vector<IterVar>& outer,
+                                 std::optional<int64_t> work, const Stage& knob_owner = nullptr);
+
+// ---- rule_inline.cc ----
+
+// Marks injective intermediate stages inline (knob "inline"), except those in `keep`.
+void inline_injective(Context& ctx, const std::unordered_set<const StageNode*>& keep);
+
+// ---- rule_injective.cc ----
+
+// Elementwise-like stages at root: the innermost axis split by a multiple of the vector width
+// and vectorized, the outer loops fused and run in parallel.
+void schedule_injective(Context& ctx, const Stage& st);
+
+// ---- rule_reduction.cc ----
+
+// Reductions without data reuse (sums, means, norms' statistics, pooling windows): vectorized
+// through rfactor when the reduced axis is contiguous, reduce loops moved outside a contiguous
+// data axis otherwise, small windows unrolled; rfactor for parallelism when nothing else is
+// parallel (the sum of a whole tensor).
+void schedule_reduction(Context& ctx, const Stage& st);
+
+// ---- rule_tiled_reduction.cc ----
+
+// A sum of products with data reuse (matmul, batch matmul, convolution): which output axis is
+// vectorized, which one is register-blocked, and which operand is streamed along the vector axis.
+struct TiledPlan {
+  int vector_axis = -1;                  // index into the compute's axes
+  int row_axis = -1;                     // -1: none
+  const TensorRead* streamed = nullptr;  // the read that depends on the vector axis
+  int streamed_dim = -1;         // its dimension indexed by exactly the vector axis (-1: none)
+  std::optional<int64_t> reuse;  // how often each streamed element is used (nullopt: symbolic)
+};
+std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st);
+// Register-blocked micro-kernel: packing of the streamed operand, the output (or its single
+// elementwise consumer: bias, batch norm, residual add, activation) tiled by rows x vectors,
+// the reduction computed per tile into a block that stays in registers.
+void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan);
+
+// ---- pack_operand.cc ----
+
+// Copies tensor `read->op` into panels [ceil(n / width), other dims..., width] where n is its
+// dimension `dim`, and makes `st` read the panels instead (reads indexed by exactly `axis` in
+// that dimension). Returns the packing stage, at root and unscheduled.
+Stage pack_operand(Context& ctx, const Stage& st, const TensorRead* read, int dim,
+                   const IterVar& axis, int64_t width);
+
+// ---- block_cache.cc ----
+
+// cache_write of `st` into a new stage whose axes are st's in the order `perm`; `st` becomes a
+// copy out of it. Returns the new stage (at root, unscheduled).
+Stage block_cache(Context& ctx, const Stage& st, const std::vector<int>& perm);
+
+}  // namespace ptb::autoschedule

@@ -1,0 +1,337 @@
+"""auto_schedule: automatically scheduled computations give the naive schedule's values (random
+compositions of elementwise, broadcast, reduction and matmul stages, hypothesis); the rules'
+decisions are visible in lower() for a matmul and a convolution (the epilogue fused, the block
+vectorized, the outer loop parallel, the streamed operand packed); the configuration space
+round-trips through JSON and every point of it computes the same values."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pytvmbridge as tvm
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def run(s, args, inputs):
+    f = tvm.build(s, args)
+    outs = [np.zeros([int(d) for d in t.shape], t.dtype) for t in args[len(inputs) :]]
+    f(*inputs, *outs)
+    return outs
+
+
+def naive_and_auto(args, inputs, config=None):
+    outputs = args[len(inputs) :]
+    naive = run(tvm.create_schedule([t.op for t in outputs]), args, inputs)
+    auto = run(tvm.auto_schedule(outputs, config=config), args, inputs)
+    return naive, auto
+
+
+def matmul_relu(M, N, K, name="C"):
+    A = tvm.placeholder((M, K), name="A")
+    B = tvm.placeholder((K, N), name="B")
+    bias = tvm.placeholder((N,), name="bias")
+    k = tvm.reduce_axis((0, K), name="k")
+    C = tvm.compute((M, N), lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k), name=name)
+    D = tvm.compute((M, N), lambda i, j: tvm.max(C[i, j] + bias[j], 0.0), name="D")
+    return [A, B, bias, D], C
+
+
+def conv_bias_relu(N, C, H, W, O, KH, KW, stride, pad):
+    X = tvm.placeholder((N, C, H, W), name="X")
+    Wt = tvm.placeholder((O, C, KH, KW), name="W")
+    bias = tvm.placeholder((O,), name="bias")
+    P = tvm.compute(
+        (N, C, H + 2 * pad, W + 2 * pad),
+        lambda n, c, h, w: tvm.if_then_else(
+            tvm.all(h >= pad, h < H + pad, w >= pad, w < W + pad), X[n, c, h - pad, w - pad], 0.0
+        ),
+        name="pad",
+    )
+    OH = (H + 2 * pad - KH) // stride + 1
+    OW = (W + 2 * pad - KW) // stride + 1
+    rc = tvm.reduce_axis((0, C), name="rc")
+    rh = tvm.reduce_axis((0, KH), name="rh")
+    rw = tvm.reduce_axis((0, KW), name="rw")
+    Y = tvm.compute(
+        (N, O, OH, OW),
+        lambda n, o, h, w: tvm.sum(
+            P[n, rc, h * stride + rh, w * stride + rw] * Wt[o, rc, rh, rw], axis=[rc, rh, rw]
+        ),
+        name="conv",
+    )
+    R = tvm.compute((N, O, OH, OW), lambda n, o, h, w: tvm.max(Y[n, o, h, w] + bias[o], 0.0))
+    return [X, Wt, bias, R]
+
+
+def conv_reference(x, w, b, stride, pad):
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - kh) // stride + 1
+    ow = (wd + 2 * pad - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow), np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return np.maximum(out + b[None, :, None, None], 0.0)
+
+
+rng = np.random.default_rng(0)
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype("float32")
+
+
+# ---- random compositions --------------------------------------------------------------------
+
+
+@st.composite
+def programs(draw):
+    """A chain of 1-4 stages over an (m, n) input: elementwise maps, broadcast adds, row
+    reductions broadcast back (softmax-like), column sums, transposes, matmuls with an epilogue."""
+    m = draw(st.sampled_from([1, 3, 7, 16, 33, 64]))
+    n = draw(st.sampled_from([1, 5, 16, 31, 48]))
+    A = tvm.placeholder((m, n), name="A")
+    inputs = [A]
+    arrays = [rand(m, n)]
+    cur = A
+    for step in range(draw(st.integers(1, 4))):
+        a, b = (int(d) for d in cur.shape)
+        kind = draw(
+            st.sampled_from(["map", "bias", "rowmax", "colsum", "transpose", "matmul", "exp"])
+        )
+        x = cur
+        name = f"s{step}"
+        if kind == "map":
+            cur = tvm.compute(
+                (a, b), lambda i, j, x=x: tvm.max(x[i, j] * 0.5 + 1.0, 0.0), name=name
+            )
+        elif kind == "exp":
+            cur = tvm.compute((a, b), lambda i, j, x=x: tvm.exp(x[i, j] * 0.1), name=name)
+        elif kind == "bias":
+            v = tvm.placeholder((b,), name=f"v{step}")
+            inputs.append(v)
+            arrays.append(rand(b))
+            cur = tvm.compute((a, b), lambda i, j, x=x, v=v: x[i, j] + v[j], name=name)
+        elif kind == "rowmax":
+            r = tvm.reduce_axis((0, b), name=f"r{step}")
+            mx = tvm.compute((a,), lambda i, x=x, r=r: tvm.max(x[i, r], axis=r), name=name + "m")
+            cur = tvm.compute((a, b), lambda i, j, x=x, mx=mx: x[i, j] - mx[i], name=name)
+        elif kind == "colsum":
+            r = tvm.reduce_axis((0, a), name=f"r{step}")
+            cs = tvm.compute((b,), lambda j, x=x, r=r: tvm.sum(x[r, j], axis=r), name=name + "c")
+            cur = tvm.compute((a, b), lambda i, j, x=x, cs=cs: x[i, j] * 0.25 + cs[j], name=name)
+        elif kind == "transpose":
+            cur = tvm.compute((b, a), lambda i, j, x=x: x[j, i], name=name)
+        else:
+            p = draw(st.sampled_from([1, 16, 40]))
+            w = tvm.placeholder((b, p), name=f"w{step}")
+            inputs.append(w)
+            arrays.append(rand(b, p))
+            r = tvm.reduce_axis((0, b), name=f"r{step}")
+            mm = tvm.compute(
+                (a, p), lambda i, j, x=x, w=w, r=r: tvm.sum(x[i, r] * w[r, j], axis=r), name=name
+            )
+            cur = tvm.compute((a, p), lambda i, j, mm=mm: tvm.max(mm[i, j], 0.0), name=name + "e")
+    return inputs, arrays, cur
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_compositions_match_the_naive_schedule(program):
+    inputs, arrays, out = program
+    naive, auto = naive_and_auto([*inputs, out], arrays)
+    np.testing.assert_allclose(auto[0], naive[0], rtol=2e-4, atol=2e-4)
+
+
+# ---- the rules' decisions, as lower() prints them ---------------------------------------------
+
+
+def test_matmul_decisions_in_lower():
+    args, _ = matmul_relu(128, 256, 64)
+    s = tvm.auto_schedule(args[-1])
+    text = str(tvm.lower(s, args))
+    # B is packed into panels of two 16-wide vectors (AVX-512) or two 8-wide ones (AVX2).
+    assert "B.packed" in text
+    # The matmul is computed per tile into a block (never the whole 128 x 256 intermediate)...
+    assert "allocate C.local[float32 * " in text
+    assert "allocate C[" not in text
+    # ...inside the one parallel loop of the epilogue, whose relu reads the block.
+    main = text[text.index("allocate C.local") :]
+    assert "parallel (j.outer.i.outer.fused" in text  # column panels outermost, then rows
+    assert "max((C.local[" in main
+    # The block's vectors are contiguous loads and stores; the rows are unrolled.
+    assert "C.local[ramp(0i64, 1i64, " in main
+    assert "for (i.inner" in main or "for (i.c" not in main
+    a, b, bias = rand(128, 64), rand(64, 256), rand(256)
+    (d,) = run(s, args, [a, b, bias])
+    np.testing.assert_allclose(d, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_decisions_in_lower():
+    args = conv_bias_relu(1, 16, 14, 14, 32, 3, 3, 1, 1)
+    s = tvm.auto_schedule(args[-1])
+    text = str(tvm.lower(s, args))
+    space = tvm.auto_schedule_space(conv_bias_relu(1, 16, 14, 14, 32, 3, 3, 1, 1)[-1])
+    rules = space["rules"]
+    assert rules["conv"] == "tiled_reduction"
+    assert rules["conv.local"] == "block"
+    assert rules["compute"] == "epilogue"  # bias + relu fused into the tile's write-back
+    assert rules["pad"] == "injective"  # stored once rather than tested in the inner loop
+    # Weights packed by output channel; output channels vectorized in the block, 7 columns
+    # of the output row (dividing 14) register-blocked.
+    assert "W.packed" in text
+    assert space["default"]["conv"]["tile_rows"] == 7
+    block = text[text.index("allocate conv.local") :]
+    assert "allocate conv.local[float32 * 1 * 1 * 7 * " in text
+    assert "conv.local[ramp(0i64, 1i64, " in block
+    assert "max((conv.local[" in block
+    assert "parallel (" in text[: text.index("allocate conv.local")]
+    x, w, b = rand(1, 16, 14, 14), rand(32, 16, 3, 3), rand(32)
+    (y,) = run(s, args, [x, w, b])
+    np.testing.assert_allclose(y, conv_reference(x, w, b, 1, 1), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 3, 9, 9, 16, 3, 3, 1, 1), (2, 8, 11, 13, 24, 3, 3, 2, 1), (1, 5, 6, 6, 17, 1, 1, 1, 0)],
+)
+def test_conv_odd_shapes(shape):
+    n, c, h, w_, o, kh, kw, stride, pad = shape
+    args = conv_bias_relu(*shape)
+    x, w, b = rand(n, c, h, w_), rand(o, c, kh, kw), rand(o)
+    (y,) = run(tvm.auto_schedule(args[-1]), args, [x, w, b])
+    np.testing.assert_allclose(y, conv_reference(x, w, b, stride, pad), rtol=1e-3, atol=1e-3)
+
+
+def test_whole_tensor_sum_is_split_into_parallel_parts():
+    A = tvm.placeholder((300, 517), name="A")
+    r0 = tvm.reduce_axis((0, 300), name="r0")
+    r1 = tvm.reduce_axis((0, 517), name="r1")
+    S = tvm.compute((1,), lambda i: tvm.sum(A[r0, r1], axis=[r0, r1]), name="S")
+    s = tvm.auto_schedule(S)
+    text = str(tvm.lower(s, [A, S]))
+    assert "S.rf" in text and "parallel (" in text
+    a = rand(300, 517)
+    (out,) = run(s, [A, S], [a])
+    np.testing.assert_allclose(out[0], a.astype(np.float64).sum(), rtol=1e-4)
+
+
+def test_row_sum_uses_vector_accumulators():
+    A = tvm.placeholder((64, 1000), name="A")
+    r = tvm.reduce_axis((0, 1000), name="r")
+    S = tvm.compute((64,), lambda i: tvm.sum(A[i, r], axis=r), name="S")
+    s = tvm.auto_schedule(S)
+    text = str(tvm.lower(s, [A, S]))
+    assert "S.rf[ramp(" in text  # the lanes of the accumulator are one vector
+    a = rand(64, 1000)
+    (out,) = run(s, [A, S], [a])
+    np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-4, atol=1e-3)
+
+
+def test_symbolic_shapes_are_scheduled_correctly():
+    m, n, k = tvm.var("m"), tvm.var("n"), tvm.var("k")
+    A = tvm.placeholder((m, k), name="A")
+    B = tvm.placeholder((k, n), name="B")
+    r = tvm.reduce_axis((0, k), name="r")
+    C = tvm.compute((m, n), lambda i, j: tvm.sum(A[i, r] * B[r, j], axis=r), name="C")
+    E = tvm.compute((m, n), lambda i, j: tvm.exp(C[i, j] * 0.01), name="E")
+    f = tvm.build(tvm.auto_schedule(E), [A, B, E])
+    for M, N, K in [(1, 1, 1), (13, 37, 5), (64, 48, 70)]:
+        a, b = rand(M, K), rand(K, N)
+        e = np.zeros((M, N), "float32")
+        f(a, b, e)
+        np.testing.assert_allclose(e, np.exp((a @ b) * 0.01), rtol=1e-4, atol=1e-5)
+
+
+# ---- the configuration space ----------------------------------------------------------------
+
+
+def test_config_round_trip_through_json():
+    args, _ = matmul_relu(96, 64, 48)
+    space = tvm.auto_schedule_space(args[-1])
+    assert space["rules"]["C"] == "tiled_reduction"
+    knobs = space["knobs"]["C"]
+    for knob in ("tile_rows", "tile_vectors", "pack", "parallel_depth", "fuse_epilogue"):
+        assert space["default"]["C"][knob] in knobs[knob]
+    point = json.loads(json.dumps(space["default"]))
+    default_text = str(tvm.lower(tvm.auto_schedule(args[-1]), args))
+    replayed_args, _ = matmul_relu(96, 64, 48)
+    replayed = str(tvm.lower(tvm.auto_schedule(replayed_args[-1], config=point), replayed_args))
+    assert replayed == default_text
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"tile_rows": 3, "tile_vectors": 1},
+        {"pack": 0, "fuse_epilogue": 0},
+        {"streamed_outer": 0, "parallel_depth": 0},
+        {"unroll_reduce": 1, "tile_rows": 12},
+    ],
+)
+def test_every_point_computes_the_same_values(change):
+    args, _ = matmul_relu(50, 40, 30)
+    a, b, bias = rand(50, 30), rand(30, 40), rand(40)
+    knobs = tvm.auto_schedule_space(args[-1])["knobs"]["C"]
+    change = {k: v for k, v in change.items() if v in knobs[k]}
+    (d,) = run(tvm.auto_schedule(args[-1], config={"C": change}), args, [a, b, bias])
+    np.testing.assert_allclose(d, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_configs_are_value_and_type_errors():
+    args, _ = matmul_relu(32, 32, 32)
+    with pytest.raises(ValueError, match="knob 'tile_rows' is 999, which is not one of"):
+        tvm.auto_schedule(args[-1], config={"C": {"tile_rows": 999}})
+    with pytest.raises(ValueError, match="no stage 'nope'"):
+        tvm.auto_schedule(args[-1], config={"nope": {}})
+    with pytest.raises(ValueError, match="has no knob 'speed'"):
+        tvm.auto_schedule(args[-1], config={"C": {"speed": 1}})
+    with pytest.raises(TypeError, match="must be an int, found str"):
+        tvm.auto_schedule(args[-1], config={"C": {"tile_rows": "8"}})
+    with pytest.raises(TypeError, match="config must be a dict"):
+        tvm.auto_schedule(args[-1], config=[1])
+
+
+def test_a_scheduled_schedule_is_refused():
+    args, C = matmul_relu(32, 32, 32)
+    s = tvm.create_schedule(args[-1].op)
+    s[C].split(C.op.axis[0], factor=4)
+    with pytest.raises(ValueError, match="stage 'C' is already scheduled"):
+        tvm.auto_schedule(s)
+
+
+# ---- the default paths: @kernel and tc.define ------------------------------------------------
+
+
+def test_kernel_and_tc_use_auto_schedule_by_default():
+    @tvm.kernel
+    def mm(A, B):
+        k = tvm.reduce_axis((0, A.shape[1]), name="k")
+        return tvm.compute(
+            (A.shape[0], B.shape[1]), lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k), name="C"
+        )
+
+    naive = tvm.kernel(mm.fn, schedule=None)
+    a, b = rand(37, 19), rand(19, 45)
+    np.testing.assert_allclose(mm(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(naive(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    auto_ll = mm.module_for(a, b).get_source("ll")
+    naive_ll = naive.module_for(a, b).get_source("ll")
+    assert "ptb_parallel_for" in auto_ll and "ptb_parallel_for" not in naive_ll
+
+    src = "def mm(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, r) * B(r, n) }"
+    auto_tc = tvm.tc.define(src)
+    naive_tc = tvm.tc.define(src, schedule=None)
+    np.testing.assert_allclose(auto_tc(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(naive_tc(a, b), a @ b, rtol=1e-4, atol=1e-4)
+    assert "ptb_parallel_for" in auto_tc.module.get_source("ll")
+    assert "ptb_parallel_for" not in naive_tc.module.get_source("ll")
+    with pytest.raises(TypeError, match="schedule must be 'auto', None or a function"):
+        tvm.tc.define(src, schedule="fast")

@@ -349,7 +349,9 @@ def define(
     # Each def compiles on its own: one that fails (a feature this front end lacks) raises its
     # TCError when it is used, and the others stay usable.
     entries = _core.tc_compile_defs(source)
-    functions = [TcFunction(v, target, schedule) for _, v in entries if not isinstance(v, BaseException)]
+    functions = [
+        TcFunction(v, target, schedule) for _, v in entries if not isinstance(v, BaseException)
+    ]
     errors = {n: v for n, v in entries if isinstance(v, BaseException)}
     if name is not None:
         if name in errors:

@@ -14,12 +14,12 @@ void bind_errors(py::module_& m);
 // Sets the Python exception a C++ exception maps to (as the pybind11 translator does), for code
 // that calls the C API directly; returns false for exceptions it does not know (none set).
 bool set_python_error(const std::exception& e);
-void bind_runtime(py::module_& m);   // NDArray, DLPack import/export (bind_runtime.cc)
-void bind_ir(py::module_& m);        // expressions, tensors, operations (bind_ir.cc)
-void bind_schedule(py::module_& m);  // schedules and stages (bind_schedule.cc)
+void bind_runtime(py::module_& m);       // NDArray, DLPack import/export (bind_runtime.cc)
+void bind_ir(py::module_& m);            // expressions, tensors, operations (bind_ir.cc)
+void bind_schedule(py::module_& m);      // schedules and stages (bind_schedule.cc)
 void bind_autoschedule(py::module_& m);  // auto_schedule (bind_autoschedule.cc)
-void bind_build(py::module_& m);     // lower, build, Module (bind_build.cc)
-void bind_tc(py::module_& m);        // Tensor Comprehensions front end (bind_tc.cc)
-void bind_bridges(py::module_& m);   // the C++ fast path of the bridges (bind_bridges.cc)
+void bind_build(py::module_& m);         // lower, build, Module (bind_build.cc)
+void bind_tc(py::module_& m);            // Tensor Comprehensions front end (bind_tc.cc)
+void bind_bridges(py::module_& m);       // the C++ fast path of the bridges (bind_bridges.cc)
 
 }  // namespace ptb::python

@@ -53,6 +53,8 @@ def get_num_threads() -> int:
 
 __version__ = "0.1.0"
 
+# display and progress stay out of __all__: `from pytvmbridge import *` in a notebook must not
+# hide IPython's display().
 __all__ = [
     "LoweredFunc",
     "Module",
@@ -64,12 +66,10 @@ __all__ = [
     "build",
     "contrib",
     "create_schedule",
-    "display",
     "get_num_threads",
     "kernel",
     "lower",
     "nd",
-    "progress",
     "set_num_threads",
     "tc",
     "te",

@@ -3,8 +3,9 @@
 One module draws everything; the classes only point here (``install()`` attaches the hooks):
 
 * tensors and operations: name, dtype and shape, the compute expression, axes, inputs;
-* schedules: each stage's loop nest with its split/fuse relations, loop annotations
-  (parallel, vectorized, unrolled) and the stages computed inside its loops;
+* schedules (and single stages, ``s[C]``): each stage's loop nest with its split/fuse
+  relations, loop annotations (parallel, vectorized, unrolled) and the stages computed inside
+  its loops;
 * ``lower()`` results: the loop nest, highlighted, with parallel loops and vector statements
   marked;
 * modules: signature, target, compile time, and the loop nest, assembly and LLVM IR in
@@ -13,8 +14,9 @@ One module draws everything; the classes only point here (``install()`` attaches
   became; a ``TCError`` shows the offending source line with a caret instead of a Python
   traceback (``_render_traceback_``).
 
-The HTML uses inline styles only: no scripts, no stylesheets, nothing fetched, so it survives
-the sanitiser of an untrusted notebook. Text keeps the theme's colour; marks are translucent
+The HTML uses inline styles only: no scripts, no stylesheets, nothing fetched, and only CSS
+that JupyterLab's sanitiser keeps (plain properties, ``rgba`` alphas written ``0.x``), so it
+reads the same in an untrusted notebook. Text keeps the theme's colour; marks are translucent
 backgrounds, readable on light and dark themes, and always carry a word as well as a colour.
 Every piece of text is escaped with ``html.escape``.
 
@@ -55,14 +57,14 @@ _RGB = {
     "error": "220,38,38",  # red
 }
 _BOX = (
-    "font-family:monospace;font-size:13px;line-height:1.45;border:1px solid rgba(127,127,127,.4);"
-    "border-radius:4px;padding:6px 10px;margin:2px 0;background:transparent;color:inherit;"
+    "font-family:monospace;font-size:13px;line-height:1.45;border:1px solid rgba(127,127,127,0.4);"
+    "border-radius:4px;padding:6px 10px;margin:2px 0;background:transparent;"
     "max-width:100%;overflow-x:auto"
 )
-_MUTED = "opacity:.7"
+_MUTED = "opacity:0.7"
 _KEYWORD = "font-weight:bold;color:rgb(168,85,247)"  # violet: readable on white and on black
 _NUMBER = "color:rgb(8,145,178)"  # cyan
-_CODE = "margin:4px 0;padding:0;background:transparent;color:inherit;font-family:monospace"
+_CODE = "margin:4px 0;padding:0;background:transparent;font-family:monospace"
 _TABLE = "border-collapse:collapse;margin:4px 0;font-family:monospace;font-size:13px"
 _CELL = "padding:1px 10px 1px 0;text-align:left;border:none;background:transparent"
 _SOURCE_LINES = 1000  # assembly and LLVM IR are cut after this many lines (get_source has all)
@@ -76,7 +78,7 @@ def _badge(word: str, kind: str) -> str:
     rgb = _RGB.get(kind, _RGB["inline"])
     return (
         f'<span style="display:inline-block;padding:0 5px;margin:0 2px;border-radius:3px;'
-        f"font-size:85%;background:rgba({rgb},.18);border:1px solid rgba({rgb},.6)"
+        f"font-size:85%;background:rgba({rgb},0.18);border:1px solid rgba({rgb},0.6)"
         f'">{_e(word)}</span>'
     )
 
@@ -301,10 +303,9 @@ def _schedule_title(s: Any) -> tuple[str, str]:
     return "Schedule", f"{computes} compute stage(s), output {outputs}"
 
 
-def schedule_html(s: Any) -> str:
-    """HTML for a Schedule: every stage's loop nest with relations, annotations, attachments."""
+def _rows_html(rows: Iterable[_Row]) -> str:
     parts = []
-    for row in _schedule_rows(s):
+    for row in rows:
         style = f"padding-left:{row.depth * 1.5}em;white-space:pre"
         marks = "".join(_badge(word, kind) for word, kind in row.marks)
         if row.kind == "stage":
@@ -316,20 +317,46 @@ def schedule_html(s: Any) -> str:
             kind = row.text.split(" ", 1)[0]
             if row.kind == "loop" and kind in _RGB:  # parallel, vectorized, unrolled
                 content += " " + _badge(kind, kind)
-                style += f";background:rgba({_RGB[kind]},.10)"
+                style += f";background:rgba({_RGB[kind]},0.1)"
         parts.append(f'<div style="{style}">{content} {marks}</div>')
-    return _box(*_schedule_title(s), "".join(parts))
+    return "".join(parts)
+
+
+def _rows_text(title: str, rows: Iterable[_Row]) -> str:
+    out = [title]
+    for row in rows:
+        marks = "".join(f"  [{word}]" for word, _ in row.marks)
+        prefix = "# " if row.kind in ("relation", "note") else ""
+        out.append(f"{'  ' * (row.depth + 1)}{prefix}{row.text}{marks}")
+    return "\n".join(out)
+
+
+def schedule_html(s: Any) -> str:
+    """HTML for a Schedule: every stage's loop nest with relations, annotations, attachments."""
+    return _box(*_schedule_title(s), _rows_html(_schedule_rows(s)))
 
 
 def schedule_text(s: Any) -> str:
     """Text for a Schedule (the console's pretty form)."""
     title, subtitle = _schedule_title(s)
-    out = [f"{title}: {subtitle}"]
-    for row in _schedule_rows(s):
-        marks = "".join(f"  [{word}]" for word, _ in row.marks)
-        prefix = "# " if row.kind in ("relation", "note") else ""
-        out.append(f"{'  ' * (row.depth + 1)}{prefix}{row.text}{marks}")
-    return "\n".join(out)
+    return _rows_text(f"{title}: {subtitle}", _schedule_rows(s))
+
+
+def _stage_only_rows(stage: Any) -> list[_Row]:
+    rows: list[_Row] = []
+    if _is_compute(stage.op):
+        _stage_rows(stage, 0, {}, rows)  # the stages computed inside it belong to the schedule
+    return rows
+
+
+def stage_html(stage: Any) -> str:
+    """HTML for one Stage (``s[C]``): its loops, relations and annotations."""
+    return _box(f"Stage {stage.op.name}", stage.attach_type, _rows_html(_stage_only_rows(stage)))
+
+
+def stage_text(stage: Any) -> str:
+    """Text for one Stage (the console's pretty form)."""
+    return _rows_text(f"Stage {stage.op.name}: {stage.attach_type}", _stage_only_rows(stage))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,8 +425,8 @@ def _loop_nest_html(code: str) -> str:
             continue
         rgb = _RGB[mark[1]]
         rows.append(
-            f'<div style="white-space:pre;background:rgba({rgb},.10);'
-            f'border-left:3px solid rgba({rgb},.8);padding-left:3px">'
+            f'<div style="white-space:pre;background:rgba({rgb},0.1);'
+            f'border-left:3px solid rgba({rgb},0.8);padding-left:3px">'
             f"{_highlight(line)} {_badge(mark[0], mark[1])}</div>"
         )
     return f'<div style="{_CODE}">{"".join(rows)}</div>'
@@ -632,6 +659,7 @@ def _renderers() -> list[tuple[type, Callable[[Any], str], Callable[[Any], str]]
         (_core.Tensor, tensor_html, tensor_text),
         (_core.Operation, tensor_html, tensor_text),
         (_core.Schedule, schedule_html, schedule_text),
+        (_core.Stage, stage_html, stage_text),
         (_core.LoweredFunc, lowered_html, lowered_text),
         (_core.Module, module_html, module_text),
         (tc.TcFunction, tc_function_html, tc_function_text),
@@ -705,6 +733,8 @@ __all__ = [
     "module_text",
     "schedule_html",
     "schedule_text",
+    "stage_html",
+    "stage_text",
     "tc_defs_html",
     "tc_defs_text",
     "tc_error_traceback",

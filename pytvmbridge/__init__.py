@@ -17,7 +17,8 @@ Example:
     [1.0, 3.0, 5.0]
 """
 
-from . import _core, contrib, display, nd, progress, tc, te
+from . import _core, contrib, display, nd, tc, te
+from . import progress as progress  # tvm.progress.track(...): bars for long work
 from .autoschedule import auto_schedule, auto_schedule_space
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
 from .build import LoweredFunc, Module, ProfileResult, build, lower

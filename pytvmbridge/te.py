@@ -155,20 +155,23 @@ def compute(
     ``fcompute`` takes one index variable per dimension (named after its parameters) and returns
     an expression, or a list/tuple of expressions for several outputs (then a list of tensors is
     returned). A reduction (``sum``, ``max``...) must be the whole returned expression. ``tag``
-    and ``attrs`` are accepted for TVM compatibility and ignored.
+    (a string such as ``"elemwise"`` or ``"conv2d_nchw"``) and ``attrs`` (a dict of str to int,
+    float, str or list of ints) annotate the operation, as in TVM: automatic schedules read them
+    from ``op.tag`` and ``op.attrs``.
 
     Example:
         >>> import pytvmbridge.te as te
         >>> A = te.placeholder((3, 4), name="A")
-        >>> B = te.compute((3, 4), lambda i, j: A[i, j] + 1.0, name="B")
-        >>> B.op.axis[1].name, B.op.body
-        ('j', [(A[i, j] + 1.0)])
+        >>> B = te.compute((3, 4), lambda i, j: A[i, j] + 1.0, name="B", tag="elemwise")
+        >>> B.op.axis[1].name, B.op.body, B.op.tag
+        ('j', [(A[i, j] + 1.0)], 'elemwise')
     """
-    del tag, attrs
+    if not isinstance(tag, str):
+        raise TypeError(f"tag of compute {name!r} must be a str, got {type(tag).__name__}")
     if not callable(fcompute):
         raise TypeError(f"fcompute of compute {name!r} must be callable, got {fcompute!r}")
     names = _axis_names(fcompute, _dims(shape), name)
-    outputs = _core.compute(shape, fcompute, name, names)
+    outputs = _core.compute(shape, fcompute, name, names, tag, attrs)
     return outputs[0] if len(outputs) == 1 else outputs
 
 

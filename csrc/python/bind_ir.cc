@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ir/op.h"
@@ -160,8 +162,70 @@ std::string operation_repr(const Operation& op) {
          ", dtype='" + op->output_dtype(0).str() + "')";
 }
 
+// attrs={...} of compute: str keys; int/bool, float, str or a list/tuple of ints as values.
+OpAttrs to_attrs(py::handle obj, const std::string& name) {
+  OpAttrs out;
+  if (obj.is_none()) return out;
+  if (!py::isinstance<py::dict>(obj)) {
+    type_error("attrs of compute '", name, "' must be a dict, found ",
+               py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+  }
+  for (auto item : obj.cast<py::dict>()) {
+    if (!py::isinstance<py::str>(item.first)) {
+      type_error("attrs of compute '", name, "' must have str keys, found ",
+                 py::repr(item.first).cast<std::string>());
+    }
+    std::string key = item.first.cast<std::string>();
+    py::handle v = item.second;
+    auto is_int = [](py::handle x) { return py::isinstance<py::int_>(x); };
+    if (is_int(v)) {
+      out[key] = v.cast<int64_t>();
+    } else if (py::isinstance<py::float_>(v)) {
+      out[key] = v.cast<double>();
+    } else if (py::isinstance<py::str>(v)) {
+      out[key] = v.cast<std::string>();
+    } else if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+      std::vector<int64_t> ints;
+      for (py::handle x : v) {
+        if (!is_int(x)) {
+          type_error("attrs['", key, "'] of compute '", name,
+                     "' is a sequence; only sequences of ints are supported, found ",
+                     py::repr(x).cast<std::string>());
+        }
+        ints.push_back(x.cast<int64_t>());
+      }
+      out[key] = std::move(ints);
+    } else {
+      type_error("attrs['", key, "'] of compute '", name,
+                 "' must be an int, float, str or list of ints, found ",
+                 py::repr(v).cast<std::string>());
+    }
+  }
+  return out;
+}
+
+py::dict attrs_dict(const OpAttrs& attrs) {
+  py::dict d;
+  for (const auto& [key, value] : attrs) {
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+            py::list l;
+            for (int64_t x : v) l.append(x);
+            d[py::str(key)] = py::tuple(l);
+          } else {
+            d[py::str(key)] = py::cast(v);
+          }
+        },
+        value);
+  }
+  return d;
+}
+
 py::list compute(py::handle shape_obj, const py::function& fcompute, const std::string& name,
-                 py::handle axis_names) {
+                 py::handle axis_names, const std::string& tag, py::handle attrs_obj) {
+  OpAttrs attrs = to_attrs(attrs_obj, name);
   std::string what = "the shape of compute '" + name + "'";
   std::vector<Expr> shape = to_shape(shape_obj, what.c_str());
   std::vector<std::string> names;
@@ -189,7 +253,8 @@ py::list compute(py::handle shape_obj, const py::function& fcompute, const std::
                         : str_cat("output ", i, " fcompute returned for compute '", name, "'");
     body.push_back(to_expr(items[i], w.c_str()));
   }
-  Operation op = make_compute(name, std::move(shape), std::move(axis), std::move(body));
+  Operation op =
+      make_compute(name, std::move(shape), std::move(axis), std::move(body), tag, std::move(attrs));
   py::list out;
   for (int i = 0; i < op->num_outputs(); ++i) out.append(wrap_tensor(Tensor(op, i)));
   return out;
@@ -509,6 +574,16 @@ void bind_tensor_classes(py::module_& m) {
                                const auto* c = as_compute(self.op);
                                return to_list(c ? c->body : kNoExprs, &wrap_expr);
                              })
+      .def_property_readonly("tag",
+                             [](const PyOperation& self) {
+                               const auto* c = as_compute(self.op);
+                               return c ? c->tag : std::string();
+                             })
+      .def_property_readonly("attrs",
+                             [](const PyOperation& self) {
+                               const auto* c = as_compute(self.op);
+                               return c ? attrs_dict(c->attrs) : py::dict();
+                             })
       .def_property_readonly(
           "input_tensors",
           [](const PyOperation& self) { return to_list(self.op->input_tensors(), &wrap_tensor); })
@@ -576,7 +651,7 @@ void bind_functions(py::module_& m) {
       },
       py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "placeholder");
   m.def("compute", &compute, py::arg("shape"), py::arg("fcompute"), py::arg("name") = "compute",
-        py::arg("axis_names") = py::none(),
+        py::arg("axis_names") = py::none(), py::arg("tag") = "", py::arg("attrs") = py::none(),
         "Builds a compute; returns the list of its output tensors.");
   m.def("reduce_axis", &reduce_axis, py::arg("dom"), py::arg("name") = "rv");
   m.def("reduce", &reduce, py::arg("kind"), py::arg("expr"), py::arg("axis"),

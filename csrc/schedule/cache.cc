@@ -80,7 +80,7 @@ Tensor cache_write(const Schedule& sch, const Tensor& tensor, const std::string&
   for (int i = 0; i < c->num_outputs(); ++i) {
     copies.push_back(TensorRead::make(cache, i, axis_vars));
   }
-  st->op = make_compute(c->name, c->shape, c->axis, copies);
+  st->op = make_compute(c->name, c->shape, c->axis, copies, c->tag, c->attrs);
   st->root_iter_vars = c->axis;
   st->all_iter_vars = c->axis;
   std::vector<IterVar> leaves;
@@ -132,7 +132,7 @@ Tensor cache_read(const Schedule& sch, const Tensor& tensor, const std::string& 
     std::vector<Expr> bodies;
     for (const Expr& b : c->body) bodies.push_back(replace.mutate(b));
     // Same axes and reduce axes: the reader's loops and relations stay valid.
-    rs->op = make_compute(c->name, c->shape, c->axis, bodies);
+    rs->op = make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs);
     sch->stage_of_op[rs->op.get()] = rs;
   }
   Stage cache_stage = make_stage(cache);

@@ -99,7 +99,7 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
     const auto* red = c->body[i].as<Reduce>();
     bodies.push_back(Reduce::make(red->combiner, TensorRead::make(rf, i, idx), {rv}, Expr()));
   }
-  Operation replaced = make_compute(c->name, c->shape, c->axis, bodies);
+  Operation replaced = make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs);
   // The stage's loops are reset: its old reduce leaves no longer exist.
   Stage fresh = make_stage(replaced);
   st->op = replaced;

@@ -53,7 +53,7 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype, const std::string& n
 }
 
 Operation make_compute(const std::string& name, std::vector<Expr> shape, std::vector<IterVar> axis,
-                       std::vector<Expr> body) {
+                       std::vector<Expr> body, std::string tag, OpAttrs attrs) {
   check_shape(shape, "compute '" + name + "'");
   PTB_ICHECK(axis.size() == shape.size(), "compute axes do not match its shape");
   if (body.empty()) value_error("compute '", name, "' has no body");
@@ -82,7 +82,8 @@ Operation make_compute(const std::string& name, std::vector<Expr> shape, std::ve
     }
   }
   return std::make_shared<ComputeOpNode>(name, std::move(axis), std::move(reduce_axis),
-                                         std::move(body), std::move(shape));
+                                         std::move(body), std::move(shape), std::move(tag),
+                                         std::move(attrs));
 }
 
 }  // namespace ptb

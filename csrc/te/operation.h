@@ -3,8 +3,11 @@
 // these; everything after them (schedule, lowering, codegen) is shared.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ir/expr.h"
@@ -39,14 +42,21 @@ struct PlaceholderOpNode : OperationNode {
   const DataType dtype;
 };
 
+// One value of a compute's `attrs` (TVM's compute(..., attrs=)): annotations that schedules read
+// (a layout name, strides), never part of the computation.
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+using OpAttrs = std::map<std::string, AttrValue>;
+
 struct ComputeOpNode : OperationNode {
   ComputeOpNode(std::string n, std::vector<IterVar> a, std::vector<IterVar> r, std::vector<Expr> b,
-                std::vector<Expr> s)
+                std::vector<Expr> s, std::string t = "", OpAttrs at = {})
       : OperationNode(OpKind::kCompute, std::move(n)),
         axis(std::move(a)),
         reduce_axis(std::move(r)),
         body(std::move(b)),
-        shape(std::move(s)) {}
+        shape(std::move(s)),
+        tag(std::move(t)),
+        attrs(std::move(at)) {}
   int num_outputs() const override { return static_cast<int>(body.size()); }
   DataType output_dtype(int i) const override { return body.at(i).dtype(); }
   const std::vector<Expr>& output_shape(int) const override { return shape; }
@@ -57,6 +67,10 @@ struct ComputeOpNode : OperationNode {
   const std::vector<IterVar> reduce_axis;  // the reduce axes of the body's Reduce, if any
   const std::vector<Expr> body;            // one per output; a Reduce only at the top
   const std::vector<Expr> shape;
+  // What kind of operator this is ("elemwise", "broadcast", "injective", "conv2d_nchw"...), as
+  // TVM's TOPI tags its computes, so that automatic schedules can recognise operators.
+  const std::string tag;
+  const OpAttrs attrs;
 };
 
 class Tensor {
@@ -86,8 +100,9 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype, const std::string& n
 
 // Builds a compute from its axes and body. `axis` must have one IterVar per dimension of `shape`;
 // reduce axes are collected from a top-level Reduce. Throws ValueError/TypeError on bad input.
+// `tag` and `attrs` annotate the operation (see ComputeOpNode).
 Operation make_compute(const std::string& name, std::vector<Expr> shape, std::vector<IterVar> axis,
-                       std::vector<Expr> body);
+                       std::vector<Expr> body, std::string tag = "", OpAttrs attrs = {});
 // Convenience for front ends: creates the axes (named i0, i1... or `axis_names`), calls `fbody`.
 template <typename F>
 Tensor compute(std::vector<Expr> shape, F fbody, const std::string& name,

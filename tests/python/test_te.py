@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import pytvmbridge as tvm
 import pytvmbridge.te as te
 
 ALL_DTYPES = [
@@ -272,6 +273,28 @@ def test_operation_properties_and_reprs():
     assert repr(A) == "Tensor(shape=(n, 4), op.name=A, dtype=float32)"
     assert repr(k) == "iter_var(k, Range(min=0, extent=4), reduce)"
     assert repr(C.op.axis[0]) == "iter_var(i, Range(min=0, extent=n))"
+
+
+def test_compute_tag_and_attrs():
+    A = te.placeholder((4,), name="A")
+    attrs = {"layout": "NCHW", "strides": [1, 2], "eps": 1e-5, "groups": 2}
+    B = te.compute((4,), lambda i: A[i] * 2.0, name="B", tag="elemwise", attrs=attrs)
+    assert B.op.tag == "elemwise"
+    assert B.op.attrs == {"layout": "NCHW", "strides": (1, 2), "eps": 1e-5, "groups": 2}
+    assert A.op.tag == "" and A.op.attrs == {}
+    assert te.compute((4,), lambda i: A[i], name="C").op.tag == ""
+    # Schedule rewrites keep the annotation of the stage they rewrite.
+    s = tvm.create_schedule(B.op)
+    s.cache_write(B, "local")
+    assert s[B].op.tag == "elemwise" and s[B].op.attrs["layout"] == "NCHW"
+    with pytest.raises(TypeError, match="tag of compute 'D' must be a str"):
+        te.compute((4,), lambda i: A[i], name="D", tag=1)
+    with pytest.raises(TypeError, match="attrs of compute 'D' must be a dict"):
+        te.compute((4,), lambda i: A[i], name="D", attrs=[1])
+    with pytest.raises(TypeError, match=r"attrs\['x'\] of compute 'D' must be an int"):
+        te.compute((4,), lambda i: A[i], name="D", attrs={"x": None})
+    with pytest.raises(TypeError, match="only sequences of ints"):
+        te.compute((4,), lambda i: A[i], name="D", attrs={"x": [1.5]})
 
 
 # --- reductions -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ Example:
     [1.0, 3.0, 5.0]
 """
 
-from . import _core, contrib, display, nd, tc, te
+from . import _core, contrib, display, nd, tc, te, topi
 from . import progress as progress  # tvm.progress.track(...): bars for long work
 from .autoschedule import auto_schedule, auto_schedule_space
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
@@ -78,5 +78,6 @@ __all__ = [
     "to_mxnet",
     "to_numpy",
     "to_pytorch",
+    "topi",
     *te.__all__,
 ]

@@ -1,0 +1,241 @@
+"""Binary operators with NumPy broadcasting, and ``where``.
+
+Shapes are aligned from the right; a dimension of size 1 stretches to the other's size.
+Symbolic dimensions broadcast when they are the same var (or one side is the constant 1).
+Either operand may be a Python number or a scalar expression; two numbers give an expression.
+Both tensors must have the same dtype (cast one with :func:`topi.cast`).
+
+Example:
+    >>> import numpy as np, pytvmbridge as tvm
+    >>> from pytvmbridge import topi
+    >>> n = tvm.var("n")
+    >>> A = tvm.placeholder((n, 3), name="A")
+    >>> b = tvm.placeholder((3,), name="b")
+    >>> C = topi.add(A, b)
+    >>> C.shape, C.op.tag
+    ((n, 3), 'broadcast')
+    >>> f = tvm.build(tvm.create_schedule(C.op), [A, b, C])
+    >>> a = np.ones((2, 3), "float32"); bb = np.arange(3, dtype="float32")
+    >>> c = np.empty((2, 3), "float32"); f(a, bb, c); c.tolist()
+    [[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import te
+from . import tag
+from .utils import Tensor, const_int, is_float, same_dim
+
+Operand = Tensor | te.Expr | int | float | bool
+BinaryFn = Callable[[te.Expr, te.Expr], te.Expr]
+
+
+def broadcast_shape(shape1: Sequence[Any], shape2: Sequence[Any], what: str = "broadcast") -> list:
+    """The shape two shapes broadcast to (NumPy's rule); ValueError if they do not.
+
+    Example:
+        >>> from pytvmbridge.topi.broadcast import broadcast_shape
+        >>> broadcast_shape((4, 1, 3), (5, 1))
+        [4, 5, 3]
+    """
+    out: list[Any] = []
+    n1, n2 = len(shape1), len(shape2)
+    for k in range(1, max(n1, n2) + 1):
+        if k > n1:
+            out.append(shape2[n2 - k])
+            continue
+        if k > n2:
+            out.append(shape1[n1 - k])
+            continue
+        a, b = shape1[n1 - k], shape2[n2 - k]
+        if same_dim(a, b) or const_int(b) == 1:
+            out.append(a)
+        elif const_int(a) == 1:
+            out.append(b)
+        else:
+            raise ValueError(
+                f"{what}: shapes {tuple(shape1)} and {tuple(shape2)} do not broadcast "
+                f"(dimension {a} against {b}; symbolic dimensions must be the same var)"
+            )
+    out.reverse()
+    return [const_int(d) if const_int(d) is not None else d for d in out]
+
+
+def broadcast_index(x: Tensor, out_shape: Sequence[Any], index: Sequence[Any]) -> list:
+    """The index into ``x`` for output ``index`` when ``x`` is broadcast to ``out_shape``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge.topi.broadcast import broadcast_index
+        >>> i, j = tvm.var("i"), tvm.var("j")
+        >>> broadcast_index(tvm.placeholder((1, 3)), (2, 3), (i, j))
+        [0, j]
+    """
+    skip = len(out_shape) - x.ndim
+    out = []
+    for d in range(x.ndim):
+        if const_int(x.shape[d]) == 1 and const_int(out_shape[skip + d]) != 1:
+            out.append(te.const(0, "int32"))
+        else:
+            out.append(index[skip + d])
+    return out
+
+
+def _operand(x: Operand, what: str) -> Tensor | te.Expr:
+    if isinstance(x, (te.Tensor, te.Expr)):
+        return x
+    if isinstance(x, (bool, int, float)):
+        return te.convert(x)
+    raise TypeError(f"{what} must be a Tensor, an expression or a number, found {type(x).__name__}")
+
+
+def _binary(name: str, fn: BinaryFn, lhs: Operand, rhs: Operand) -> Tensor | te.Expr:
+    a, b = _operand(lhs, f"lhs of {name}"), _operand(rhs, f"rhs of {name}")
+    a_tensor, b_tensor = isinstance(a, te.Tensor), isinstance(b, te.Tensor)
+    if not a_tensor and not b_tensor:
+        return fn(a, b)
+    if a_tensor and b_tensor:
+        if a.dtype != b.dtype:
+            raise TypeError(
+                f"{name}: lhs {a.name!r} is {a.dtype} and rhs {b.name!r} is {b.dtype}; "
+                "cast one of them with topi.cast"
+            )
+        shape = broadcast_shape(a.shape, b.shape, name)
+        return te.compute(
+            shape,
+            lambda *i: fn(a[broadcast_index(a, shape, i)], b[broadcast_index(b, shape, i)]),
+            name=f"T_{name}",
+            tag=tag.BROADCAST,
+        )
+    if a_tensor:
+        return te.compute(a.shape, lambda *i: fn(a[i], b), name=f"T_{name}", tag=tag.ELEMWISE)
+    return te.compute(b.shape, lambda *i: fn(a, b[i]), name=f"T_{name}", tag=tag.ELEMWISE)
+
+
+def _make(
+    name: str, fn: BinaryFn, doc: str, dtype: str = "float32"
+) -> Callable[[Operand, Operand], Any]:
+    def op(lhs: Operand, rhs: Operand) -> Tensor | te.Expr:
+        return _binary(name, fn, lhs, rhs)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (
+        f"{doc}, elementwise with broadcasting.\n\n"
+        "    Example:\n"
+        "        >>> import pytvmbridge as tvm\n"
+        "        >>> from pytvmbridge import topi\n"
+        f"        >>> A = tvm.placeholder((2, 3), {dtype!r}, name='A')\n"
+        f"        >>> topi.{name}(A, tvm.placeholder((2, 1), {dtype!r}, name='B')).shape\n"
+        "        (2, 3)\n"
+    )
+    return op
+
+
+def _divide(a: te.Expr, b: te.Expr) -> te.Expr:
+    # TVM's divide: true division for floats, truncating division for integers (C's `/`).
+    return a / b if is_float(a.dtype) or is_float(b.dtype) else te.truncdiv(a, b)
+
+
+def _power(a: te.Expr, b: te.Expr) -> te.Expr:
+    return te.power(a, b)
+
+
+add = _make("add", lambda a, b: a + b, "``lhs + rhs``")
+subtract = _make("subtract", lambda a, b: a - b, "``lhs - rhs``")
+multiply = _make("multiply", lambda a, b: a * b, "``lhs * rhs``")
+divide = _make(
+    "divide", _divide, "``lhs / rhs`` (true division for floats; rounds toward zero for integers)"
+)
+floor_divide = _make("floor_divide", te.floordiv, "``lhs // rhs`` (rounds toward -inf)", "int32")
+trunc_divide = _make(
+    "trunc_divide", te.truncdiv, "Integer ``lhs / rhs`` rounding toward zero", "int32"
+)
+floor_mod = _make(
+    "floor_mod", te.floormod, "``lhs % rhs`` with the sign of rhs (Python's)", "int32"
+)
+mod = _make(
+    "mod", te.truncmod, "The remainder with the sign of lhs (C's ``%``, TVM's mod)", "int32"
+)
+trunc_mod = _make(
+    "trunc_mod", te.truncmod, "The remainder with the sign of lhs (C's ``%``)", "int32"
+)
+power = _make("power", _power, "``lhs ** rhs`` for floats")
+maximum = _make("maximum", lambda a, b: te.max(a, b), "The larger of lhs and rhs")
+minimum = _make("minimum", lambda a, b: te.min(a, b), "The smaller of lhs and rhs")
+equal = _make("equal", lambda a, b: a == b, "``lhs == rhs`` as bool")
+not_equal = _make("not_equal", lambda a, b: a != b, "``lhs != rhs`` as bool")
+less = _make("less", lambda a, b: a < b, "``lhs < rhs`` as bool")
+less_equal = _make("less_equal", lambda a, b: a <= b, "``lhs <= rhs`` as bool")
+greater = _make("greater", lambda a, b: a > b, "``lhs > rhs`` as bool")
+greater_equal = _make("greater_equal", lambda a, b: a >= b, "``lhs >= rhs`` as bool")
+logical_and = _make("logical_and", lambda a, b: a & b, "Logical and of bool tensors", "bool")
+logical_or = _make("logical_or", lambda a, b: a | b, "Logical or of bool tensors", "bool")
+logical_xor = _make("logical_xor", lambda a, b: a != b, "Logical xor of bool tensors", "bool")
+
+
+def broadcast_to(data: Tensor, shape: Sequence[Any]) -> Tensor:
+    """``data`` broadcast to ``shape`` (NumPy's ``np.broadcast_to``, as a new tensor).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.broadcast_to(tvm.placeholder((3, 1), name="A"), (2, 3, 4)).shape
+        (2, 3, 4)
+    """
+    if not isinstance(data, te.Tensor):
+        raise TypeError(f"data of broadcast_to must be a Tensor, found {type(data).__name__}")
+    shape = list(shape)
+    if len(shape) < data.ndim or broadcast_shape(data.shape, shape, "broadcast_to") != [
+        const_int(d) if const_int(d) is not None else d for d in shape
+    ]:
+        raise ValueError(f"broadcast_to: shape {tuple(data.shape)} cannot broadcast to {shape}")
+    return te.compute(
+        shape,
+        lambda *i: data[broadcast_index(data, shape, i)],
+        name="T_broadcast_to",
+        tag=tag.BROADCAST,
+    )
+
+
+def where(condition: Tensor, x: Operand, y: Operand) -> Tensor:
+    """``x`` where ``condition`` is true, else ``y``, all three broadcast together.
+
+    ``condition`` is a bool tensor (or any tensor: nonzero means true); ``x`` and ``y`` tensors or
+    numbers of one dtype.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> c = tvm.placeholder((2, 3), "bool", name="c")
+        >>> topi.where(c, tvm.placeholder((3,), name="x"), 0.0).shape
+        (2, 3)
+    """
+    if not isinstance(condition, te.Tensor):
+        raise TypeError(f"condition of where must be a Tensor, found {type(condition).__name__}")
+    xs = _operand(x, "x of where")
+    ys = _operand(y, "y of where")
+    shape = list(condition.shape)
+    tensors = [t for t in (xs, ys) if isinstance(t, te.Tensor)]
+    for t in tensors:
+        shape = broadcast_shape(shape, t.shape, "where")
+    if len(tensors) == 2 and tensors[0].dtype != tensors[1].dtype:
+        raise TypeError(
+            f"where: x is {tensors[0].dtype} and y is {tensors[1].dtype}; cast one with topi.cast"
+        )
+    dtype = tensors[0].dtype if tensors else None
+
+    def value(v: Tensor | te.Expr, i: Sequence[Any]) -> te.Expr:
+        if isinstance(v, te.Tensor):
+            return v[broadcast_index(v, shape, i)]
+        return v.astype(dtype) if dtype is not None and v.dtype != dtype else v
+
+    def fcompute(*i: Any) -> te.Expr:
+        c = condition[broadcast_index(condition, shape, i)]
+        if c.dtype != "bool":
+            c = c != te.const(0, c.dtype)
+        return te.select(c, value(xs, i), value(ys, i))
+
+    return te.compute(shape, fcompute, name="T_where", tag=tag.BROADCAST)

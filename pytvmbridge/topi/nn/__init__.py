@@ -1,0 +1,69 @@
+"""Neural-network operators (TVM's ``topi.nn``): convolution, pooling, dense and batched
+matrix products, normalisation, softmax, activations and padding.
+
+Example:
+    >>> import pytvmbridge as tvm
+    >>> from pytvmbridge import topi
+    >>> X = tvm.placeholder((1, 3, 8, 8), name="X")
+    >>> W = tvm.placeholder((4, 3, 3, 3), name="W")
+    >>> Y = topi.nn.relu(topi.nn.conv2d(X, W, 1, 1))
+    >>> Y.shape
+    (1, 4, 8, 8)
+"""
+
+from .activation import (
+    elu,
+    gelu,
+    hardsigmoid,
+    hardswish,
+    leaky_relu,
+    prelu,
+    relu,
+    sigmoid,
+    silu,
+    softplus,
+    tanh,
+)
+from .conv2d import conv2d, conv2d_nchw, depthwise_conv2d_nchw, group_conv2d_nchw
+from .dense import batch_matmul, dense, matmul
+from .pad import get_pad_tuple, pad
+from .pooling import (
+    adaptive_avg_pool2d,
+    adaptive_max_pool2d,
+    avg_pool2d,
+    global_pool,
+    max_pool2d,
+    pool2d,
+)
+from .softmax import log_softmax, softmax
+
+__all__ = [
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "avg_pool2d",
+    "batch_matmul",
+    "conv2d",
+    "conv2d_nchw",
+    "dense",
+    "depthwise_conv2d_nchw",
+    "elu",
+    "gelu",
+    "get_pad_tuple",
+    "global_pool",
+    "group_conv2d_nchw",
+    "hardsigmoid",
+    "hardswish",
+    "leaky_relu",
+    "log_softmax",
+    "matmul",
+    "max_pool2d",
+    "pad",
+    "pool2d",
+    "prelu",
+    "relu",
+    "sigmoid",
+    "silu",
+    "softmax",
+    "softplus",
+    "tanh",
+]

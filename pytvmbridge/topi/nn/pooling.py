@@ -1,0 +1,295 @@
+"""2-d pooling in NCHW: ``max_pool2d``, ``avg_pool2d``, ``adaptive_avg_pool2d`` (and max).
+
+``max_pool2d``/``avg_pool2d`` follow PyTorch's ``max_pool2d``/``avg_pool2d``: ``strides``
+defaults to the window; ``ceil_mode`` rounds the output size up, dropping a last window that
+would start inside the bottom/right padding; ``count_include_pad`` divides by the window size
+clipped to the padded input (True) or by the number of real elements (False). Padding takes
+TVM's forms (int, pair, or ``(top, left, bottom, right)``). ``pool2d`` is TVM's entry point.
+
+Example:
+    >>> import numpy as np, pytvmbridge as tvm
+    >>> from pytvmbridge import topi
+    >>> X = tvm.placeholder((1, 1, 4, 4), name="X")
+    >>> Y = topi.nn.max_pool2d(X, 2)
+    >>> Y.shape, Y.op.tag
+    ((1, 1, 2, 2), 'pool_max')
+    >>> f = tvm.build(tvm.create_schedule(Y.op), [X, Y])
+    >>> y = np.empty((1, 1, 2, 2), "float32")
+    >>> f(np.arange(16, dtype="float32").reshape(1, 1, 4, 4), y); y.ravel().tolist()
+    [5.0, 7.0, 13.0, 15.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ... import te
+from .. import tag
+from ..utils import Tensor, cast_to, check_ndim, check_tensor, const_int, is_float, positive_pair
+from .pad import PaddingArg, get_pad_tuple, pad
+
+IntPair = int | Sequence[int]
+
+
+def _pooled_size(size: Any, k: int, s: int, d: int, before: int, after: int, ceil: bool) -> Any:
+    span = d * (k - 1) + 1
+    c = const_int(size)
+    if c is not None:
+        if c + before + after < span:
+            raise ValueError(
+                f"the pooling window ({span}) is larger than the padded input "
+                f"({c} + {before} + {after})"
+            )
+        out = (c + before + after - span + (s - 1 if ceil else 0)) // s + 1
+        # PyTorch's rule: the last window must start inside the input or the top/left padding.
+        if ceil and (out - 1) * s >= c + before:
+            out -= 1
+        return out
+    out = te.floordiv(size + (before + after - span + (s - 1 if ceil else 0)), s) + 1
+    if ceil:  # at most one window per start inside the input or the top/left padding
+        out = te.min(out, te.floordiv(size + (before - 1), s) + 1)
+    return out
+
+
+def pool2d(
+    data: Tensor,
+    kernel: IntPair,
+    stride: IntPair,
+    dilation: IntPair,
+    padding: PaddingArg,
+    pool_type: str,
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+    count_include_pad: bool = True,
+) -> Tensor:
+    """Max or average pooling over the last two (H, W) dimensions, TVM's signature.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> X = tvm.placeholder((1, 3, 7, 7))
+        >>> topi.nn.pool2d(X, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), "avg").shape
+        (1, 3, 4, 4)
+    """
+    check_tensor(data, "data of pool2d")
+    if layout != "NCHW":
+        raise ValueError(f"pool2d supports layout 'NCHW', found {layout!r}")
+    check_ndim(data, 4, "data of pool2d", "NCHW")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
+    kh, kw = positive_pair(kernel, "the pool kernel")
+    sh, sw = positive_pair(stride, "the pool stride")
+    dh, dw = positive_pair(dilation, "the pool dilation")
+    top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
+    if pool_type == "avg" and not is_float(data.dtype):
+        raise TypeError(f"avg pooling needs a float tensor, found {data.dtype}; cast it first")
+    n, c, h, w = data.shape
+    out_h = _pooled_size(h, kh, sh, dh, top, bottom, ceil_mode)
+    out_w = _pooled_size(w, kw, sw, dw, left, right, ceil_mode)
+    # In ceil mode a last window may reach past the bottom/right padding: pad far enough that
+    # every read is in bounds (the extra elements never count).
+    extra_h = (out_h - 1) * sh + dh * (kh - 1) + 1 - h - top if ceil_mode else bottom
+    extra_w = (out_w - 1) * sw + dw * (kw - 1) + 1 - w - left if ceil_mode else right
+    if const_int(extra_h) is not None:
+        extra_h = max(const_int(extra_h), bottom)
+    else:
+        extra_h = te.max(extra_h, bottom)
+    if const_int(extra_w) is not None:
+        extra_w = max(const_int(extra_w), right)
+    else:
+        extra_w = te.max(extra_w, right)
+    fill = te.min_value(data.dtype) if pool_type == "max" else te.const(0, data.dtype)
+    padded = data
+    if any(const_int(p) != 0 for p in (top, left, extra_h, extra_w)):
+        padded = pad(data, [0, 0, top, left], [0, 0, extra_h, extra_w], fill, name="pad_temp")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    attrs = {
+        "layout": "NCHW",
+        "kernel": [kh, kw],
+        "strides": [sh, sw],
+        "dilation": [dh, dw],
+        "padding": [top, left, bottom, right],
+        "ceil_mode": int(ceil_mode),
+        "count_include_pad": int(count_include_pad),
+    }
+    if pool_type == "max":
+        return te.compute(
+            (n, c, out_h, out_w),
+            lambda b, ch, y, x: te.max(
+                padded[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]
+            ),
+            name="pool_max",
+            tag=tag.POOL_MAX,
+            attrs=attrs,
+        )
+    total = te.compute(
+        (n, c, out_h, out_w),
+        lambda b, ch, y, x: te.sum(
+            padded[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]
+        ),
+        name="pool_sum",
+        tag=tag.COMM_REDUCE,
+    )
+
+    def taps(start: Any, k: int, d: int, lo: Any, hi: Any) -> Any:
+        # How many of the window's taps start + r*d (0 <= r < k) fall in [lo, hi).
+        first = te.max(te.floordiv(lo - start + d - 1, d), 0)
+        last = te.min(te.floordiv(hi - start + d - 1, d), k)
+        return te.max(last - first, 0)
+
+    def divisor(y: Any, x: Any) -> te.Expr:
+        ys, xs = y * sh - top, x * sw - left
+        if count_include_pad:
+            count = taps(ys, kh, dh, -top, h + bottom) * taps(xs, kw, dw, -left, w + right)
+        else:
+            count = taps(ys, kh, dh, 0, h) * taps(xs, kw, dw, 0, w)
+        return cast_to(te.max(count, 1), data.dtype)
+
+    return te.compute(
+        (n, c, out_h, out_w),
+        lambda b, ch, y, x: total[b, ch, y, x] / divisor(y, x),
+        name="pool_avg",
+        tag=tag.POOL_AVG,
+        attrs=attrs,
+    )
+
+
+def max_pool2d(
+    data: Tensor,
+    pool_size: IntPair,
+    strides: IntPair | None = None,
+    padding: PaddingArg = 0,
+    dilation: IntPair = 1,
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+) -> Tensor:
+    """Max pooling (``torch.nn.functional.max_pool2d``); padded elements never win.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.max_pool2d(tvm.placeholder((1, 1, 5, 5)), 2, ceil_mode=True).shape
+        (1, 1, 3, 3)
+    """
+    strides = pool_size if strides is None else strides
+    return pool2d(data, pool_size, strides, dilation, padding, "max", ceil_mode, layout)
+
+
+def avg_pool2d(
+    data: Tensor,
+    pool_size: IntPair,
+    strides: IntPair | None = None,
+    padding: PaddingArg = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    layout: str = "NCHW",
+    dilation: IntPair = 1,
+) -> Tensor:
+    """Average pooling (``torch.nn.functional.avg_pool2d``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.avg_pool2d(tvm.placeholder((1, 1, 5, 5)), 3, 2, 1).op.tag
+        'pool_avg'
+    """
+    strides = pool_size if strides is None else strides
+    return pool2d(
+        data, pool_size, strides, dilation, padding, "avg", ceil_mode, layout, count_include_pad
+    )
+
+
+def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tensor:
+    what = f"adaptive_{pool_type}_pool2d"
+    check_tensor(data, f"data of {what}")
+    check_ndim(data, 4, f"data of {what}", "NCHW")
+    if pool_type == "avg" and not is_float(data.dtype):
+        raise TypeError(f"{what} needs a float tensor, found {data.dtype}; cast it first")
+    oh, ow = positive_pair(output_size, f"output_size of {what}")
+    n, c, h, w = data.shape
+
+    def window(i: Any, size: Any, out: int) -> tuple[Any, Any]:
+        # PyTorch's windows: [floor(i*size/out), ceil((i+1)*size/out)).
+        start = te.floordiv(i * size, out)
+        end = te.floordiv((i + 1) * size + out - 1, out)
+        return start, end
+
+    def max_window(size: Any, out: int) -> Any:
+        c = const_int(size)
+        if c is not None:
+            return max(-(-((i + 1) * c) // out) - (i * c) // out for i in range(out))
+        return te.floordiv(size + out - 1, out) + 1
+
+    ry = te.reduce_axis((0, max_window(h, oh)), name="ry")
+    rx = te.reduce_axis((0, max_window(w, ow)), name="rx")
+    fill = te.min_value(data.dtype) if pool_type == "max" else te.const(0, data.dtype)
+
+    def fcompute(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:
+        ys, ye = window(y, h, oh)
+        xs, xe = window(x, w, ow)
+        inside = te.all(ry < ye - ys, rx < xe - xs)
+        value = te.if_then_else(inside, data[b, ch, ys + ry, xs + rx], fill)
+        return (te.max if pool_type == "max" else te.sum)(value, axis=[ry, rx])
+
+    attrs = {"layout": "NCHW", "output_size": [oh, ow]}
+    pooled = te.compute(
+        (n, c, oh, ow),
+        fcompute,
+        name=f"adaptive_pool_{pool_type}",
+        tag=tag.ADAPTIVE_POOL_MAX if pool_type == "max" else tag.COMM_REDUCE,
+        attrs=attrs,
+    )
+    if pool_type == "max":
+        return pooled
+
+    def mean(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:
+        ys, ye = window(y, h, oh)
+        xs, xe = window(x, w, ow)
+        return pooled[b, ch, y, x] / cast_to((ye - ys) * (xe - xs), data.dtype)
+
+    return te.compute(
+        (n, c, oh, ow), mean, name="adaptive_pool_avg", tag=tag.ADAPTIVE_POOL_AVG, attrs=attrs
+    )
+
+
+def adaptive_avg_pool2d(data: Tensor, output_size: IntPair) -> Tensor:
+    """Average over PyTorch's adaptive windows, giving an (oh, ow) output whatever the input
+    size (``torch.nn.functional.adaptive_avg_pool2d``); ``output_size=1`` is a global pool.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.adaptive_avg_pool2d(tvm.placeholder((1, 8, 7, 7)), 1).shape
+        (1, 8, 1, 1)
+    """
+    return _adaptive_pool2d(data, output_size, "avg")
+
+
+def adaptive_max_pool2d(data: Tensor, output_size: IntPair) -> Tensor:
+    """Maximum over PyTorch's adaptive windows (``torch.nn.functional.adaptive_max_pool2d``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.adaptive_max_pool2d(tvm.placeholder((1, 2, 5, 5)), (2, 3)).shape
+        (1, 2, 2, 3)
+    """
+    return _adaptive_pool2d(data, output_size, "max")
+
+
+def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
+    """Max or average over all of H and W, keeping them as size-1 dimensions (TVM's).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.global_pool(tvm.placeholder((2, 4, 3, 3)), "avg").shape
+        (2, 4, 1, 1)
+    """
+    if layout != "NCHW":
+        raise ValueError(f"global_pool supports layout 'NCHW', found {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
+    return _adaptive_pool2d(data, 1, pool_type)

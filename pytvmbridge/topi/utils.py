@@ -1,0 +1,227 @@
+"""Helpers shared by the operators: constant shapes, axis normalisation, argument checks.
+
+Example:
+    >>> import pytvmbridge.te as te
+    >>> from pytvmbridge.topi import utils
+    >>> utils.get_const_tuple(te.placeholder((2, 3)).shape)
+    (2, 3)
+    >>> utils.normalize_axes(-1, 3, "sum")
+    [2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+
+Tensor = te.Tensor
+Expr = te.Expr
+# A dimension: a Python int or an integer expression (a var, or arithmetic on vars).
+Dim = int | te.Expr
+
+
+def const_int(value: Any) -> int | None:
+    """The value of a constant integer (a Python int or an IntImm), else None.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> from pytvmbridge.topi.utils import const_int
+        >>> const_int(te.const(4)), const_int(te.var("n"))
+        (4, None)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, te.IntImm):
+        return int(value)
+    return None
+
+
+def get_const_int(value: Any, what: str = "value") -> int:
+    """The value of a constant integer; ValueError naming ``what`` if it is symbolic.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import get_const_int
+        >>> get_const_int(3)
+        3
+    """
+    c = const_int(value)
+    if c is None:
+        raise ValueError(f"{what} must be a constant integer, found {value!r}")
+    return c
+
+
+def get_const_tuple(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...]:
+    """A shape of constant integers as a tuple of ints; ValueError if an entry is symbolic.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import get_const_tuple
+        >>> get_const_tuple([1, 2])
+        (1, 2)
+    """
+    return tuple(get_const_int(s, f"every dimension of {what}") for s in shape)
+
+
+def same_dim(a: Any, b: Any) -> bool:
+    """True when two dimensions are provably equal: equal constants, or the same expression.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> from pytvmbridge.topi.utils import same_dim
+        >>> n = te.var("n")
+        >>> same_dim(n, te.placeholder((n,)).shape[0]), same_dim(n, te.var("n")), same_dim(2, 2)
+        (True, False, True)
+    """
+    ca, cb = const_int(a), const_int(b)
+    if ca is not None or cb is not None:
+        return ca == cb
+    return hash(a) == hash(b) or (
+        not isinstance(a, te.Var) and not isinstance(b, te.Var) and str(a) == str(b)
+    )
+
+
+def check_tensor(x: Any, what: str) -> Tensor:
+    """``x`` if it is a Tensor, else TypeError naming the argument.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> from pytvmbridge.topi.utils import check_tensor
+        >>> check_tensor(te.placeholder((2,), name="A"), "data").name
+        'A'
+    """
+    if not isinstance(x, te.Tensor):
+        raise TypeError(f"{what} must be a Tensor, found {type(x).__name__}")
+    return x
+
+
+def check_ndim(x: Tensor, ndim: int, what: str, layout: str = "") -> None:
+    """ValueError unless ``x`` has ``ndim`` dimensions.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> from pytvmbridge.topi.utils import check_ndim
+        >>> check_ndim(te.placeholder((1, 2, 3, 4)), 4, "data", "NCHW")
+    """
+    if x.ndim != ndim:
+        extra = f" ({layout})" if layout else ""
+        raise ValueError(f"{what} must have {ndim} dimensions{extra}, found shape {x.shape}")
+
+
+def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> list[int]:
+    """Axes as sorted, non-negative, distinct ints; ``None`` means all of them.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import normalize_axes
+        >>> normalize_axes((-1, 0), 3, "sum"), normalize_axes(None, 2, "sum")
+        ([0, 2], [0, 1])
+    """
+    if axis is None:
+        return list(range(ndim))
+    items = [axis] if isinstance(axis, int) else list(axis)
+    out = []
+    for a in items:
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise TypeError(f"axis of {what} must be an int or a sequence of ints, found {a!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} of {what} is out of range for {ndim} dimension(s)")
+        a = a % ndim if ndim else a
+        if a in out:
+            raise ValueError(f"axis {a} of {what} is repeated")
+        out.append(a)
+    return sorted(out)
+
+
+def normalize_axis(axis: int, ndim: int, what: str) -> int:
+    """One axis as a non-negative int.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import normalize_axis
+        >>> normalize_axis(-1, 4, "softmax")
+        3
+    """
+    return normalize_axes(axis, ndim, what)[0]
+
+
+def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
+    """An int or a pair of ints as a pair (stride, dilation, kernel size).
+
+    Example:
+        >>> from pytvmbridge.topi.utils import pair
+        >>> pair(2, "stride"), pair((1, 3), "stride")
+        ((2, 2), (1, 3))
+    """
+    items = (value, value) if isinstance(value, int) else tuple(value)
+    if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in items):
+        raise ValueError(f"{what} must be an int or a pair of ints, found {value!r}")
+    return items  # type: ignore[return-value]
+
+
+def positive_pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
+    """:func:`pair`, checking that both entries are >= 1.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import positive_pair
+        >>> positive_pair(1, "dilation")
+        (1, 1)
+    """
+    p = pair(value, what)
+    if p[0] < 1 or p[1] < 1:
+        raise ValueError(f"{what} must be >= 1, found {value!r}")
+    return p
+
+
+def cast_to(x: Expr, dtype: str) -> Expr:
+    """``x`` as ``dtype``; no cast when it already has it.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> from pytvmbridge.topi.utils import cast_to
+        >>> x = te.var("x", "float32")
+        >>> cast_to(x, "float32"), cast_to(x, "float64").dtype
+        (x, 'float64')
+    """
+    return x if x.dtype == dtype else x.astype(dtype)
+
+
+def is_float(dtype: str) -> bool:
+    """True for float16/bfloat16/float32/float64.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import is_float
+        >>> is_float("float16"), is_float("int8")
+        (True, False)
+    """
+    return dtype.startswith(("float", "bfloat"))
+
+
+def require_float(x: Tensor, what: str) -> None:
+    """TypeError unless ``x`` has a float dtype (naming the operator).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> from pytvmbridge.topi.utils import require_float
+        >>> require_float(te.placeholder((2,)), "softmax")
+    """
+    if not is_float(x.dtype):
+        raise TypeError(
+            f"{what} needs a float tensor, found {x.dtype} tensor {x.name!r}; "
+            "cast it first with topi.cast"
+        )
+
+
+def prod(dims: Sequence[Any]) -> Any:
+    """The product of dimensions (a constant when they all are).
+
+    Example:
+        >>> from pytvmbridge.topi.utils import prod
+        >>> prod([2, 3, 4])
+        24
+    """
+    out: Any = 1
+    for d in dims:
+        c, co = const_int(d), const_int(out)
+        out = c * co if c is not None and co is not None else out * d
+    return out

@@ -1,0 +1,109 @@
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from topi_testing import random, run
+
+import pytvmbridge as tvm
+from pytvmbridge import topi
+
+# (H, W), kernel, stride, padding, ceil_mode, (dilation for max pooling)
+CASES = [
+    ((7, 7), 3, 2, 1, False, 1),
+    ((8, 9), (2, 3), (2, 1), (1, 1), True, 1),
+    ((5, 5), 2, 2, 0, True, 1),
+    ((11, 6), 3, 3, 1, True, 2),
+    ((1, 1), 1, 1, 0, False, 1),
+    ((13, 13), 3, 2, 1, True, 1),
+]
+
+
+@pytest.mark.parametrize(("hw", "kernel", "stride", "padding", "ceil_mode", "dilation"), CASES)
+def test_max_and_avg_pool_match_torch(hw, kernel, stride, padding, ceil_mode, dilation):
+    shape = (2, 3, *hw)
+    X = tvm.placeholder(shape, name="X")
+    x = random(shape, "float32")
+    xt = torch.from_numpy(x)
+    outs = [topi.nn.max_pool2d(X, kernel, stride, padding, dilation, ceil_mode)]
+    refs = [F.max_pool2d(xt, kernel, stride, padding, dilation, ceil_mode)]
+    if dilation == 1:
+        for include in (True, False):
+            outs.append(topi.nn.avg_pool2d(X, kernel, stride, padding, ceil_mode, include))
+            refs.append(F.avg_pool2d(xt, kernel, stride, padding, ceil_mode, include))
+    run([X], outs, [x], [r.numpy() for r in refs])
+    assert outs[0].op.tag == "pool_max"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "float16"])
+def test_pool_dtypes(dtype):
+    X = tvm.placeholder((1, 2, 6, 7), dtype, name="X")
+    x = random((1, 2, 6, 7), dtype, low=-50, high=50)
+    xt = torch.from_numpy(x.astype("float64"))
+    outs = [topi.nn.max_pool2d(X, 3, 2, 1)]
+    refs = [F.max_pool2d(xt, 3, 2, 1).numpy()]
+    if dtype != "int32":
+        outs.append(topi.nn.avg_pool2d(X, 2, 1, 1, count_include_pad=False))
+        refs.append(F.avg_pool2d(xt, 2, 1, 1, count_include_pad=False).numpy())
+    run([X], outs, [x], refs)
+
+
+def test_pool_with_asymmetric_padding_and_symbolic_sizes():
+    n, h, w = tvm.var("n"), tvm.var("h"), tvm.var("w")
+    X = tvm.placeholder((n, 2, h, w), name="X")
+    outs = [
+        topi.nn.pool2d(X, (2, 2), (2, 2), (1, 1), (0, 1, 1, 0), "max"),
+        topi.nn.avg_pool2d(X, 3, 2, 1, ceil_mode=True),
+        topi.nn.max_pool2d(X, 3, 2, 1, ceil_mode=True),
+    ]
+    for shape in [(1, 2, 7, 6), (2, 2, 5, 9)]:
+        x = random(shape, "float32")
+        xt = torch.from_numpy(x)
+        ref0 = F.max_pool2d(F.pad(xt, (1, 0, 0, 1), value=-np.inf), 2, 2)
+        refs = [
+            ref0,
+            F.avg_pool2d(xt, 3, 2, 1, ceil_mode=True),
+            F.max_pool2d(xt, 3, 2, 1, ceil_mode=True),
+        ]
+        run([X], outs, [x], [r.numpy() for r in refs])
+
+
+@pytest.mark.parametrize(("hw", "out"), [((7, 7), 1), ((10, 7), (3, 4)), ((5, 5), 5), ((1, 3), 2)])
+def test_adaptive_pools_match_torch(hw, out):
+    X = tvm.placeholder((2, 3, *hw), name="X")
+    x = random((2, 3, *hw), "float32")
+    xt = torch.from_numpy(x)
+    outs = [topi.nn.adaptive_avg_pool2d(X, out), topi.nn.adaptive_max_pool2d(X, out)]
+    refs = [F.adaptive_avg_pool2d(xt, out), F.adaptive_max_pool2d(xt, out)]
+    run([X], outs, [x], [r.numpy() for r in refs])
+    assert outs[0].op.tag == "adaptive_pool_avg"
+
+
+def test_adaptive_and_global_pool_symbolic():
+    h, w = tvm.var("h"), tvm.var("w")
+    X = tvm.placeholder((1, 4, h, w), name="X")
+    outs = [
+        topi.nn.adaptive_avg_pool2d(X, (2, 3)),
+        topi.nn.global_pool(X, "avg"),
+        topi.nn.global_pool(X, "max"),
+    ]
+    for hw in [(7, 9), (4, 3)]:
+        x = random((1, 4, *hw), "float32")
+        xt = torch.from_numpy(x)
+        refs = [
+            F.adaptive_avg_pool2d(xt, (2, 3)),
+            xt.mean((2, 3), keepdim=True),
+            xt.amax((2, 3), keepdim=True),
+        ]
+        run([X], outs, [x], [r.numpy() for r in refs])
+
+
+def test_pool_errors():
+    X = tvm.placeholder((1, 1, 4, 4), name="X")
+    with pytest.raises(ValueError, match="pool_type must be 'max' or 'avg'"):
+        topi.nn.pool2d(X, 2, 2, 1, 0, "min")
+    with pytest.raises(ValueError, match="larger than the padded input"):
+        topi.nn.max_pool2d(X, 5)
+    with pytest.raises(TypeError, match="avg pooling needs a float tensor"):
+        topi.nn.avg_pool2d(tvm.placeholder((1, 1, 4, 4), "int32"), 2)
+    with pytest.raises(ValueError, match="the pool stride must be >= 1"):
+        topi.nn.max_pool2d(X, 2, 0)

@@ -14,8 +14,22 @@ Example:
 
 from __future__ import annotations
 
-from . import nn
-from .utils import Tensor
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+from . import tag
+from .utils import (
+    Tensor,
+    check_tensor,
+    const_int,
+    normalize_axes,
+    normalize_axis,
+    prod,
+    same_dim,
+)
 
 
 def matmul(a: Tensor, b: Tensor, transp_a: bool = False, transp_b: bool = False) -> Tensor:
@@ -29,4 +43,578 @@ def matmul(a: Tensor, b: Tensor, transp_a: bool = False, transp_b: bool = False)
         >>> C.shape, C.op.tag
         ((2, 4), 'matmul')
     """
-    return nn.matmul(a, b, transpose_a=transp_a, transpose_b=transp_b)
+    from .nn.dense import matmul as nn_matmul  # here: nn imports this module
+
+    return nn_matmul(a, b, transpose_a=transp_a, transpose_b=transp_b)
+
+
+def _shape_list(x: Tensor) -> list:
+    return list(x.shape)
+
+
+def _unravel(flat: Any, shape: Sequence[Any]) -> list:
+    """The index of element ``flat`` of a row-major array of ``shape``."""
+    index = []
+    for d in reversed(range(len(shape))):
+        if d == 0:
+            index.append(flat)
+        elif const_int(shape[d]) == 1:
+            index.append(te.const(0, "int32"))
+        else:
+            index.append(te.floormod(flat, shape[d]))
+            flat = te.floordiv(flat, shape[d])
+    index.reverse()
+    return index
+
+
+def _ravel(index: Sequence[Any], shape: Sequence[Any]) -> Any:
+    flat: Any = te.const(0, "int32")
+    for i, d in zip(index, shape, strict=True):
+        flat = flat * d + i
+    return flat
+
+
+def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
+    """``a`` with the same elements in row-major order and shape ``newshape``; one entry may be
+    -1 (inferred). Entries may be symbolic.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.reshape(tvm.placeholder((2, 3, 4)), (4, -1)).shape
+        (4, 6)
+    """
+    check_tensor(a, "a of reshape")
+    shape = list(newshape) if not isinstance(newshape, int) else [newshape]
+    total = prod(a.shape)
+    unknown = [d for d, s in enumerate(shape) if const_int(s) == -1]
+    if len(unknown) > 1:
+        raise ValueError(f"reshape: only one dimension of newshape may be -1, found {newshape}")
+    for s in shape:
+        if const_int(s) is not None and const_int(s) < -1:
+            raise ValueError(f"reshape: newshape entries must be >= -1, found {newshape}")
+    if unknown:
+        known = prod([s for d, s in enumerate(shape) if d != unknown[0]])
+        if isinstance(known, int) and isinstance(total, int):
+            if known == 0 or total % known:
+                raise ValueError(f"reshape: cannot reshape {tuple(a.shape)} into {tuple(newshape)}")
+            shape[unknown[0]] = total // known
+        else:
+            shape[unknown[0]] = te.floordiv(total, known)
+    new_total = prod(shape)
+    if isinstance(total, int) and isinstance(new_total, int) and total != new_total:
+        raise ValueError(
+            f"reshape: cannot reshape {tuple(a.shape)} ({total} elements) into {tuple(newshape)} "
+            f"({new_total} elements)"
+        )
+    in_shape = _shape_list(a)
+
+    def fcompute(*i: Any) -> te.Expr:
+        if len(in_shape) == len(shape) and all(map(same_dim, in_shape, shape)):
+            return a[i]
+        return a[_unravel(_ravel(i, shape), in_shape)]
+
+    return te.compute(shape, fcompute, name="T_reshape", tag=tag.INJECTIVE)
+
+
+def transpose(a: Tensor, axes: Sequence[int] | None = None) -> Tensor:
+    """``a`` with its dimensions permuted: output dimension ``d`` is input dimension
+    ``axes[d]`` (reversed when None), as ``np.transpose``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.transpose(tvm.placeholder((2, 3, 4)), (1, 2, 0)).shape
+        (3, 4, 2)
+    """
+    check_tensor(a, "a of transpose")
+    if axes is None:
+        perm = list(reversed(range(a.ndim)))
+    else:
+        perm = [normalize_axis(x, a.ndim, "transpose") for x in axes]
+        if sorted(perm) != list(range(a.ndim)):
+            raise ValueError(
+                f"transpose: axes {tuple(axes)} is not a permutation of {a.ndim} dimensions"
+            )
+    shape = [a.shape[p] for p in perm]
+
+    def fcompute(*i: Any) -> te.Expr:
+        index: list[Any] = [None] * a.ndim
+        for d, p in enumerate(perm):
+            index[p] = i[d]
+        return a[index]
+
+    return te.compute(shape, fcompute, name="T_transpose", tag=tag.INJECTIVE)
+
+
+def permute(a: Tensor, dims: Sequence[int]) -> Tensor:
+    """PyTorch's name for :func:`transpose` with explicit axes.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.permute(tvm.placeholder((2, 3, 4)), (0, 2, 1)).shape
+        (2, 4, 3)
+    """
+    return transpose(a, dims)
+
+
+def expand_dims(a: Tensor, axis: int, num_newaxis: int = 1) -> Tensor:
+    """``a`` with ``num_newaxis`` size-1 dimensions inserted at ``axis`` (which may be
+    ``a.ndim``, or negative counted from ``a.ndim + 1``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.expand_dims(tvm.placeholder((2, 3)), -1, 2).shape
+        (2, 3, 1, 1)
+    """
+    check_tensor(a, "a of expand_dims")
+    if not -a.ndim - 1 <= axis <= a.ndim:
+        raise ValueError(f"expand_dims: axis {axis} is out of range for {a.ndim} dimension(s)")
+    axis = axis % (a.ndim + 1)
+    shape = [*a.shape[:axis], *([1] * num_newaxis), *a.shape[axis:]]
+    return te.compute(
+        shape,
+        lambda *i: a[(*i[:axis], *i[axis + num_newaxis :])],
+        name="T_expand_dims",
+        tag=tag.INJECTIVE,
+    )
+
+
+def squeeze(a: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
+    """``a`` without size-1 dimensions (all of them, or those in ``axis``, which must be 1).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.squeeze(tvm.placeholder((1, 3, 1))).shape
+        (3,)
+    """
+    check_tensor(a, "a of squeeze")
+    if axis is None:
+        axes = [d for d in range(a.ndim) if const_int(a.shape[d]) == 1]
+    else:
+        axes = normalize_axes(axis, a.ndim, "squeeze")
+        for d in axes:
+            if const_int(a.shape[d]) != 1:
+                raise ValueError(f"squeeze: dimension {d} of {tuple(a.shape)} is not 1")
+    shape = [a.shape[d] for d in range(a.ndim) if d not in axes]
+
+    def fcompute(*i: Any) -> te.Expr:
+        it = iter(i)
+        return a[[0 if d in axes else next(it) for d in range(a.ndim)]]
+
+    return te.compute(shape, fcompute, name="T_squeeze", tag=tag.INJECTIVE)
+
+
+def concatenate(a_tuple: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """The tensors joined along ``axis``; the other dimensions must agree.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> A, B = tvm.placeholder((2, 3)), tvm.placeholder((2, tvm.var("m")))
+        >>> topi.concatenate([A, B], axis=1).shape
+        (2, (3 + m))
+    """
+    tensors = list(a_tuple)
+    if not tensors:
+        raise ValueError("concatenate needs at least one tensor")
+    for k, t in enumerate(tensors):
+        check_tensor(t, f"tensor {k} of concatenate")
+    first = tensors[0]
+    axis = normalize_axis(axis, first.ndim, "concatenate")
+    for k, t in enumerate(tensors[1:], 1):
+        if t.dtype != first.dtype:
+            raise TypeError(f"concatenate: tensor {k} is {t.dtype}, tensor 0 is {first.dtype}")
+        if t.ndim != first.ndim or not all(
+            same_dim(t.shape[d], first.shape[d]) for d in range(t.ndim) if d != axis
+        ):
+            raise ValueError(
+                f"concatenate: tensor {k} has shape {tuple(t.shape)}, which does not match "
+                f"{tuple(first.shape)} outside axis {axis}"
+            )
+    offsets: list[Any] = [0]
+    for t in tensors:
+        offsets.append(_add(offsets[-1], t.shape[axis]))
+    shape = list(first.shape)
+    shape[axis] = offsets[-1]
+
+    def fcompute(*i: Any) -> te.Expr:
+        def read(k: int) -> te.Expr:
+            index = list(i)
+            index[axis] = i[axis] - offsets[k] if const_int(offsets[k]) != 0 else i[axis]
+            return tensors[k][index]
+
+        out = read(len(tensors) - 1)
+        for k in reversed(range(len(tensors) - 1)):
+            out = te.if_then_else(i[axis] < offsets[k + 1], read(k), out)
+        return out
+
+    return te.compute(shape, fcompute, name="T_concat", tag=tag.INJECTIVE)
+
+
+def _add(a: Any, b: Any) -> Any:
+    ca, cb = const_int(a), const_int(b)
+    if ca is not None and cb is not None:
+        return ca + cb
+    if ca == 0:
+        return b
+    return a + b
+
+
+def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
+    """The tensors (of one shape) joined along a new dimension ``axis``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.stack([tvm.placeholder((2, 3)), tvm.placeholder((2, 3))], axis=1).shape
+        (2, 2, 3)
+    """
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack needs at least one tensor")
+    ndim = tensors[0].ndim
+    if not -ndim - 1 <= axis <= ndim:
+        raise ValueError(f"stack: axis {axis} is out of range for {ndim + 1} dimension(s)")
+    axis = axis % (ndim + 1)
+    return concatenate([expand_dims(t, axis) for t in tensors], axis)
+
+
+def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
+    """``ary`` cut along ``axis``: into ``indices_or_sections`` equal parts (an int, which must
+    divide the size), or at the given indices (``np.split``'s rule).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> [t.shape for t in topi.split(tvm.placeholder((6, 2)), [1, 4])]
+        [(1, 2), (3, 2), (2, 2)]
+    """
+    check_tensor(ary, "ary of split")
+    axis = normalize_axis(axis, ary.ndim, "split")
+    size = ary.shape[axis]
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if sections < 1:
+            raise ValueError(f"split: sections must be >= 1, found {sections}")
+        c = const_int(size)
+        if c is not None:
+            if c % sections:
+                raise ValueError(
+                    f"split: {c} elements on axis {axis} do not divide into {sections}"
+                )
+            part: Any = c // sections
+        else:
+            part = te.floordiv(size, sections)
+        starts = [part * k for k in range(sections)]
+        lengths = [part] * sections
+    else:
+        idx = list(indices_or_sections)
+        c = const_int(size)
+        if c is None:
+            raise ValueError("split at indices needs a constant size along the axis")
+        bounds = [min(max(x if x >= 0 else x + c, 0), c) for x in idx]
+        edges = [0, *bounds, c]
+        starts = edges[:-1]
+        lengths = [max(edges[k + 1] - edges[k], 0) for k in range(len(edges) - 1)]
+    outs = []
+    for k, (start, length) in enumerate(zip(starts, lengths, strict=True)):
+        shape = list(ary.shape)
+        shape[axis] = length
+
+        def fcompute(*i: Any, start: Any = start) -> te.Expr:
+            index = list(i)
+            index[axis] = i[axis] + start if const_int(start) != 0 else i[axis]
+            return ary[index]
+
+        outs.append(te.compute(shape, fcompute, name=f"T_split_{k}", tag=tag.INJECTIVE))
+    return outs
+
+
+def strided_slice(
+    a: Tensor,
+    begin: Sequence[int],
+    end: Sequence[int | None],
+    strides: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+) -> Tensor:
+    """``a[begin:end:strides]`` per axis with NumPy's rules (negative indices count from the
+    end, out-of-range bounds are clamped, negative strides walk backwards). ``axes`` names the
+    axes the lists refer to (default: the first ``len(begin)``); ``None`` in ``end`` means to the
+    end. On a symbolic dimension the stride must be positive.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.strided_slice(tvm.placeholder((5, 6)), [1, -1], [4, 0], [2, -2]).shape
+        (2, 3)
+    """
+    check_tensor(a, "a of strided_slice")
+    begin, end = list(begin), list(end)
+    strides = [1] * len(begin) if strides is None else list(strides)
+    axes = (
+        list(range(len(begin)))
+        if axes is None
+        else [normalize_axis(x, a.ndim, "strided_slice") for x in axes]
+    )
+    if not len(begin) == len(end) == len(strides) == len(axes):
+        raise ValueError(
+            "strided_slice: begin, end, strides (and axes) must have the same length, found "
+            f"{len(begin)}, {len(end)}, {len(strides)}, {len(axes)}"
+        )
+    starts: list[Any] = [0] * a.ndim
+    steps: list[int] = [1] * a.ndim
+    shape = list(a.shape)
+    for b, e, st, ax in zip(begin, end, strides, axes, strict=True):
+        if st == 0:
+            raise ValueError("strided_slice: strides must be nonzero")
+        n = const_int(a.shape[ax])
+        if n is not None:
+            start, stop, step = slice(b, e, st).indices(n)
+            starts[ax], steps[ax], shape[ax] = (
+                start,
+                step,
+                len(range(start, stop, step)),
+            )
+            continue
+        if st < 0:
+            raise ValueError(f"strided_slice: axis {ax} is symbolic; its stride must be positive")
+        dim = a.shape[ax]
+
+        def bound(x: int | None, default: Any, dim: Any = dim) -> Any:
+            if x is None or x >= sys.maxsize // 2:
+                return default
+            if x < 0:
+                return te.max(dim + x, 0)
+            return te.min(te.const(x, "int32"), dim)
+
+        lo, hi = bound(b, te.const(0, "int32")), bound(e, dim)
+        starts[ax], steps[ax] = lo, st
+        shape[ax] = te.max(te.floordiv(hi - lo + (st - 1), st), 0)
+
+    def fcompute(*i: Any) -> te.Expr:
+        index = []
+        for d in range(a.ndim):
+            v = i[d] * steps[d] if steps[d] != 1 else i[d]
+            index.append(v + starts[d] if const_int(starts[d]) != 0 else v)
+        return a[index]
+
+    return te.compute(shape, fcompute, name="T_strided_slice", tag=tag.INJECTIVE)
+
+
+def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
+    """An index read from a tensor, made safe to use for a dimension of ``size``."""
+    n = size.astype(idx.dtype) if isinstance(size, te.Expr) and size.dtype != idx.dtype else size
+    if mode == "clip":
+        idx = te.min(te.max(idx, te.const(0, idx.dtype)), n - 1)
+    elif mode == "wrap":
+        idx = te.floormod(idx, n)
+    elif mode != "fast":
+        raise ValueError(f"mode must be 'clip', 'wrap' or 'fast', found {mode!r}")
+    return idx if idx.dtype == "int32" else idx.astype("int32")
+
+
+def take(a: Tensor, indices: Tensor | int, axis: int | None = None, mode: str = "clip") -> Tensor:
+    """Elements of ``a`` at integer ``indices`` along ``axis`` (of the flattened ``a`` when
+    None), as ``np.take``: the output shape is ``a.shape[:axis] + indices.shape +
+    a.shape[axis+1:]``. Out-of-range indices are clamped (``mode="clip"``, TVM's default) or
+    wrapped (``"wrap"``); ``"fast"`` trusts them.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> E = tvm.placeholder((1000, 64), name="E")
+        >>> ids = tvm.placeholder((tvm.var("n"),), "int64", name="ids")
+        >>> topi.take(E, ids, axis=0).shape
+        (n, 64)
+    """
+    check_tensor(a, "a of take")
+    if isinstance(indices, int):
+        indices_shape: list[Any] = []
+
+        def get_index(_: Sequence[Any]) -> te.Expr:
+            return te.const(indices, "int32")
+    else:
+        check_tensor(indices, "indices of take")
+        if not indices.dtype.startswith(("int", "uint")):
+            raise TypeError(f"indices of take must be integers, found {indices.dtype}")
+        indices_shape = list(indices.shape)
+
+        def get_index(i: Sequence[Any]) -> te.Expr:
+            return indices[list(i)]
+
+    k = len(indices_shape)
+    if axis is None:
+        flat_size = prod(a.shape)
+        in_shape = list(a.shape)
+
+        def flat(*i: Any) -> te.Expr:
+            return a[_unravel(_index_value(get_index(i), flat_size, mode), in_shape)]
+
+        return te.compute(indices_shape, flat, name="T_take", tag=tag.INJECTIVE)
+    axis = normalize_axis(axis, a.ndim, "take")
+    shape = [*a.shape[:axis], *indices_shape, *a.shape[axis + 1 :]]
+
+    def fcompute(*i: Any) -> te.Expr:
+        idx = _index_value(get_index(i[axis : axis + k]), a.shape[axis], mode)
+        return a[(*i[:axis], idx, *i[axis + k :])]
+
+    return te.compute(shape, fcompute, name="T_take", tag=tag.INJECTIVE)
+
+
+def gather(data: Tensor, axis: int, indices: Tensor) -> Tensor:
+    """``out[i][j][k] = data[i][indices[i][j][k]][k]`` for ``axis=1`` and so on
+    (``torch.gather``): the output has the shape of ``indices``. Out-of-range indices are
+    clamped, so a bad index never reads outside ``data``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> D, I = tvm.placeholder((3, 4)), tvm.placeholder((3, 2), "int32")
+        >>> topi.gather(D, 1, I).shape
+        (3, 2)
+    """
+    check_tensor(data, "data of gather")
+    check_tensor(indices, "indices of gather")
+    if indices.ndim != data.ndim:
+        raise ValueError(
+            f"gather: indices must have as many dimensions as data ({data.ndim}), found "
+            f"{indices.ndim}"
+        )
+    if not indices.dtype.startswith(("int", "uint")):
+        raise TypeError(f"indices of gather must be integers, found {indices.dtype}")
+    axis = normalize_axis(axis, data.ndim, "gather")
+
+    def fcompute(*i: Any) -> te.Expr:
+        index = list(i)
+        index[axis] = _index_value(indices[i], data.shape[axis], "clip")
+        return data[index]
+
+    return te.compute(indices.shape, fcompute, name="T_gather", tag=tag.INJECTIVE)
+
+
+def flatten(data: Tensor) -> Tensor:
+    """``data`` as (batch, everything else): TVM's ``topi.nn.flatten``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.flatten(tvm.placeholder((tvm.var("n"), 512, 1, 1))).shape
+        (n, 512)
+    """
+    check_tensor(data, "data of flatten")
+    if data.ndim < 1:
+        raise ValueError("flatten needs at least one dimension")
+    return reshape(data, [data.shape[0], prod(data.shape[1:])])
+
+
+_LAYOUT_PART = re.compile(r"(\d*)([A-Za-z])")
+
+
+def _parse_layout(layout: str) -> list[tuple[str, int]]:
+    """``"NCHW8c"`` -> ``[("N", 0), ("C", 0), ("H", 0), ("W", 0), ("c", 8)]``."""
+    parts = _LAYOUT_PART.findall(layout)
+    if "".join(n + c for n, c in parts) != layout or not parts:
+        raise ValueError(f"cannot parse layout {layout!r}")
+    out = []
+    for number, letter in parts:
+        if letter.isupper():
+            if number:
+                raise ValueError(f"layout {layout!r}: a primal axis {letter} cannot have a factor")
+            out.append((letter, 0))
+        else:
+            if not number or int(number) < 1:
+                raise ValueError(f"layout {layout!r}: sub-axis {letter} needs a factor, e.g. 8c")
+            out.append((letter, int(number)))
+    letters = [c for c, _ in out]
+    if len(set(letters)) != len(letters):
+        raise ValueError(f"layout {layout!r} repeats an axis")
+    for c, f in out:
+        if f and c.upper() not in letters:
+            raise ValueError(f"layout {layout!r} has sub-axis {c} without its axis {c.upper()}")
+    return out
+
+
+def layout_transform(array: Tensor, src_layout: str, dst_layout: str) -> Tensor:
+    """``array`` moved from one layout to another, TVM's layout strings: upper-case letters are
+    axes, a number and a lower-case letter a block of that axis (``"NCHW8c"``: channels in blocks
+    of 8, innermost; ``"OIHW4i8o"``: the packed conv2d_NCHWc kernel). Block factors must divide
+    the axis size.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> X = tvm.placeholder((tvm.var("n"), 32, 7, 7))
+        >>> topi.layout_transform(X, "NCHW", "NCHW8c").shape
+        (n, 4, 7, 7, 8)
+        >>> topi.layout_transform(tvm.placeholder((16, 8, 3, 3)), "OIHW", "OIHW4i8o").shape
+        (2, 2, 3, 3, 4, 8)
+    """
+    check_tensor(array, "array of layout_transform")
+    src, dst = _parse_layout(src_layout), _parse_layout(dst_layout)
+    if array.ndim != len(src):
+        raise ValueError(
+            f"layout_transform: {src_layout!r} has {len(src)} axes, the array {array.ndim}"
+        )
+    src_primal = sorted(c for c, f in src if not f)
+    dst_primal = sorted(c for c, f in dst if not f)
+    if src_primal != dst_primal:
+        raise ValueError(f"layout_transform: {src_layout!r} and {dst_layout!r} differ in axes")
+    if src_layout == dst_layout:
+        return te.compute(
+            array.shape, lambda *i: array[i], name="T_layout_trans", tag=tag.INJECTIVE
+        )
+    src_factor = {c.upper(): f for c, f in src if f}
+    dst_factor = {c.upper(): f for c, f in dst if f}
+    # The full size of each primal axis.
+    full: dict[str, Any] = {}
+    for (c, f), size in zip(src, array.shape, strict=True):
+        if not f:
+            full[c] = size if c not in src_factor else size * src_factor[c]
+    for c, f in dst_factor.items():
+        n = const_int(full[c])
+        if n is not None and n % f:
+            raise ValueError(
+                f"layout_transform: axis {c} of size {n} does not divide into blocks of {f}"
+            )
+    shape = []
+    for c, f in dst:
+        if f:
+            shape.append(f)
+        elif c in dst_factor:
+            n = const_int(full[c])
+            shape.append(
+                n // dst_factor[c] if n is not None else te.floordiv(full[c], dst_factor[c])
+            )
+        else:
+            shape.append(full[c])
+
+    def fcompute(*i: Any) -> te.Expr:
+        # The primal coordinate of each axis, from the destination index.
+        coord: dict[str, Any] = {}
+        for (c, f), v in zip(dst, i, strict=True):
+            if not f:
+                coord[c] = v * dst_factor[c] if c in dst_factor else v
+        for (c, f), v in zip(dst, i, strict=True):
+            if f:
+                coord[c.upper()] = coord[c.upper()] + v
+        index = []
+        for c, f in src:
+            if f:
+                index.append(te.floormod(coord[c.upper()], f))
+            elif c in src_factor:
+                index.append(te.floordiv(coord[c], src_factor[c]))
+            else:
+                index.append(coord[c])
+        return array[index]
+
+    return te.compute(
+        shape,
+        fcompute,
+        name="T_layout_trans",
+        tag=tag.INJECTIVE,
+        attrs={"src_layout": src_layout, "dst_layout": dst_layout},
+    )

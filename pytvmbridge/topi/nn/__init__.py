@@ -11,6 +11,7 @@ Example:
     (1, 4, 8, 8)
 """
 
+from ..transform import flatten
 from .activation import (
     elu,
     gelu,
@@ -24,8 +25,12 @@ from .activation import (
     softplus,
     tanh,
 )
+from .bias_add import bias_add
 from .conv2d import conv2d, conv2d_nchw, depthwise_conv2d_nchw, group_conv2d_nchw
+from .conv2d_nchwc import conv2d_NCHWc, pack_nchwc, pack_oihwio, unpack_nchwc
+from .conv2d_transpose import conv2d_transpose_nchw
 from .dense import batch_matmul, dense, matmul
+from .norm import batch_norm, group_norm, layer_norm
 from .pad import get_pad_tuple, pad
 from .pooling import (
     adaptive_avg_pool2d,
@@ -42,21 +47,30 @@ __all__ = [
     "adaptive_max_pool2d",
     "avg_pool2d",
     "batch_matmul",
+    "batch_norm",
+    "bias_add",
     "conv2d",
+    "conv2d_NCHWc",
     "conv2d_nchw",
+    "conv2d_transpose_nchw",
     "dense",
     "depthwise_conv2d_nchw",
     "elu",
+    "flatten",
     "gelu",
     "get_pad_tuple",
     "global_pool",
     "group_conv2d_nchw",
+    "group_norm",
     "hardsigmoid",
     "hardswish",
+    "layer_norm",
     "leaky_relu",
     "log_softmax",
     "matmul",
     "max_pool2d",
+    "pack_nchwc",
+    "pack_oihwio",
     "pad",
     "pool2d",
     "prelu",
@@ -66,4 +80,5 @@ __all__ = [
     "softmax",
     "softplus",
     "tanh",
+    "unpack_nchwc",
 ]

@@ -20,7 +20,13 @@ COMPARE = {
     "greater": np.greater,
     "greater_equal": np.greater_equal,
 }
-SHAPES = [((3, 1, 5), (4, 1)), ((1,), (7,)), ((2, 3), (2, 3)), ((5, 1), (1,)), ((), (2, 3))]
+SHAPES = [
+    ((3, 1, 5), (4, 1)),
+    ((1,), (7,)),
+    ((2, 3), (2, 3)),
+    ((5, 1), (1,)),
+    ((), (2, 3)),
+]
 
 
 @pytest.mark.parametrize(("shape_a", "shape_b"), SHAPES)
@@ -64,7 +70,11 @@ def test_symbolic_broadcast():
     col = tvm.placeholder((n, 1), name="col")
     C = topi.multiply(topi.add(A, row), col)
     assert C.shape[1] == 3 and C.shape[0].name == "n"
-    a, r, c = random((5, 3), "float32"), random((3,), "float32", 1), random((5, 1), "float32", 2)
+    a, r, c = (
+        random((5, 3), "float32"),
+        random((3,), "float32", 1),
+        random((5, 1), "float32", 2),
+    )
     run([A, row, col], C, [a, r, c], (a + r) * c)
 
 
@@ -127,7 +137,11 @@ def test_where():
     C = tvm.placeholder((2, 1, 5), "bool", name="C")
     X = tvm.placeholder((3, 5), name="X")
     Y = tvm.placeholder((5,), name="Y")
-    c, x, y = random((2, 1, 5), "bool"), random((3, 5), "float32", 1), random((5,), "float32", 2)
+    c, x, y = (
+        random((2, 1, 5), "bool"),
+        random((3, 5), "float32", 1),
+        random((5,), "float32", 2),
+    )
     I = tvm.placeholder((4,), "int32", name="I")
     i = np.array([0, 3, -1, 0], "int32")
     run(

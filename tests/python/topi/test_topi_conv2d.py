@@ -37,7 +37,14 @@ def test_conv2d_matches_torch(dshape, kshape, stride, padding, pads, dilation, g
     W = tvm.placeholder(wshape, name="W")
     Y = topi.nn.conv2d(X, W, stride, padding, dilation, groups=groups)
     x, w = random(dshape, "float32", 1), random(wshape, "float32", 2)
-    run([X, W], Y, [x, w], torch_conv2d(x, w, stride, pads, dilation, groups), 1e-4, 1e-4)
+    run(
+        [X, W],
+        Y,
+        [x, w],
+        torch_conv2d(x, w, stride, pads, dilation, groups),
+        1e-4,
+        1e-4,
+    )
     expected_tag = {dshape[1]: "depthwise_conv2d_nchw", 1: "conv2d_nchw"}.get(
         groups, "group_conv2d_nchw"
     )

@@ -12,7 +12,11 @@ def test_dense_matches_torch_linear(dtype, m, n, k):
     X = tvm.placeholder((m, k), dtype, name="X")
     W = tvm.placeholder((n, k), dtype, name="W")
     b = tvm.placeholder((n,), dtype, name="b")
-    x, w, bias = random((m, k), dtype, 1), random((n, k), dtype, 2), random((n,), dtype, 3)
+    x, w, bias = (
+        random((m, k), dtype, 1),
+        random((n, k), dtype, 2),
+        random((n,), dtype, 3),
+    )
     Y, Yb = topi.nn.dense(X, W), topi.nn.dense(X, W, b)
     assert Y.op.tag == "dense" and Yb.op.tag == "broadcast"
     ref = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w))
@@ -26,7 +30,10 @@ def test_dense_symbolic_batch_and_int8():
     W = tvm.placeholder((3, 6), "int8", name="W")
     Y = topi.nn.dense(X, W, out_dtype="int32")
     assert Y.dtype == "int32"
-    x, w = random((5, 6), "int8", low=-100, high=100), random((3, 6), "int8", 1, -100, 100)
+    x, w = (
+        random((5, 6), "int8", low=-100, high=100),
+        random((3, 6), "int8", 1, -100, 100),
+    )
     run([X, W], Y, [x, w], x.astype("int32") @ w.astype("int32").T)
     run([X, W], Y, [x[:2], w], x[:2].astype("int32") @ w.astype("int32").T)
 
@@ -50,7 +57,11 @@ def test_nn_matmul_with_bias_and_symbolic_sizes():
     B = tvm.placeholder((k, 4), "float64", name="B")
     bias = tvm.placeholder((4,), "float64", name="bias")
     C = topi.nn.matmul(A, B, bias)
-    a, b, c = random((3, 11), "float64"), random((11, 4), "float64", 1), random((4,), "float64", 2)
+    a, b, c = (
+        random((3, 11), "float64"),
+        random((11, 4), "float64", 1),
+        random((4,), "float64", 2),
+    )
     run([A, B, bias], C, [a, b, c], a @ b + c)
 
 
@@ -85,7 +96,10 @@ def test_matrix_product_errors():
     with pytest.raises(ValueError, match="data of dense must have 2 dimensions"):
         topi.nn.dense(tvm.placeholder((2, 3, 1)), tvm.placeholder((4, 3)))
     with pytest.raises(TypeError, match="'A' is float32 and 'B' is float64"):
-        topi.matmul(tvm.placeholder((2, 3), name="A"), tvm.placeholder((3, 2), "float64", name="B"))
+        topi.matmul(
+            tvm.placeholder((2, 3), name="A"),
+            tvm.placeholder((3, 2), "float64", name="B"),
+        )
     with pytest.raises(ValueError, match="bias of dense must have 4 elements"):
         topi.nn.dense(tvm.placeholder((2, 3)), tvm.placeholder((4, 3)), tvm.placeholder((3,)))
     with pytest.raises(ValueError, match="do not broadcast"):

@@ -76,7 +76,12 @@ def test_special_float_values():
     outs = [topi.isnan(A), topi.isinf(A), topi.isfinite(A), topi.sign(A)]
     s = tvm.create_schedule([o.op for o in outs])
     f = tvm.build(s, [A, *outs])
-    res = [np.empty(6, "bool"), np.empty(6, "bool"), np.empty(6, "bool"), np.empty(6, "float32")]
+    res = [
+        np.empty(6, "bool"),
+        np.empty(6, "bool"),
+        np.empty(6, "bool"),
+        np.empty(6, "float32"),
+    ]
     f(a, *res)
     np.testing.assert_array_equal(res[0], np.isnan(a))
     np.testing.assert_array_equal(res[1], np.isinf(a))

@@ -19,7 +19,12 @@ def test_reductions_match_numpy(dtype, keepdims):
     outs, refs = [], []
     for axis in AXES:
         kw = {"axis": axis, "keepdims": keepdims}
-        outs += [topi.sum(A, **kw), topi.max(A, **kw), topi.min(A, **kw), topi.prod(A, **kw)]
+        outs += [
+            topi.sum(A, **kw),
+            topi.max(A, **kw),
+            topi.min(A, **kw),
+            topi.prod(A, **kw),
+        ]
         refs += [
             np.sum(a, **kw, dtype=dtype),
             np.max(a, **kw),
@@ -72,9 +77,15 @@ def test_argmax_argmin(dtype):
     for axis in (None, 0, 1, -1):
         for keepdims in (False, True):
             outs += [topi.argmax(A, axis, keepdims), topi.argmin(A, axis, keepdims)]
-            refs += [np.argmax(a, axis, keepdims=keepdims), np.argmin(a, axis, keepdims=keepdims)]
+            refs += [
+                np.argmax(a, axis, keepdims=keepdims),
+                np.argmin(a, axis, keepdims=keepdims),
+            ]
     # The last occurrence: the first one in the reversed array.
-    outs += [topi.argmax(A, 1, select_last_index=True), topi.argmin(A, 1, select_last_index=True)]
+    outs += [
+        topi.argmax(A, 1, select_last_index=True),
+        topi.argmin(A, 1, select_last_index=True),
+    ]
     refs += [4 - np.argmax(a[:, ::-1], 1), 4 - np.argmin(a[:, ::-1], 1)]
     run([A], outs, [a], refs)
     assert outs[0].dtype == "int32" and outs[0].op.tag == "comm_reduce_idx"

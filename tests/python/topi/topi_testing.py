@@ -18,7 +18,11 @@ TOL = {
 
 
 def random(
-    shape: Sequence[int], dtype: str, seed: int = 0, low: float = -2.0, high: float = 2.0
+    shape: Sequence[int],
+    dtype: str,
+    seed: int = 0,
+    low: float = -2.0,
+    high: float = 2.0,
 ) -> np.ndarray:
     """Random data of a dtype: uniform floats in [low, high), integers in [low, high]."""
     rng = np.random.default_rng(seed)

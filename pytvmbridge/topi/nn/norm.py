@@ -1,0 +1,303 @@
+"""Normalisations: ``batch_norm`` (inference), ``layer_norm``, ``group_norm``.
+
+Statistics are computed in two passes (the mean, then the mean of squared deviations), which
+stays accurate when the mean is large compared with the spread. Each output stage is tagged
+``"injective"`` and reads the per-channel or per-group statistics, so an automatic schedule
+can fuse it into its consumer.
+
+Example:
+    >>> import numpy as np, pytvmbridge as tvm
+    >>> from pytvmbridge import topi
+    >>> X = tvm.placeholder((tvm.var("n"), 4), name="X")
+    >>> g, b = tvm.placeholder((4,), name="g"), tvm.placeholder((4,), name="b")
+    >>> Y = topi.nn.layer_norm(X, g, b, axis=[-1])
+    >>> f = tvm.build(tvm.create_schedule(Y.op), [X, g, b, Y])
+    >>> y = np.empty((1, 4), "float32")
+    >>> f(np.array([[1, 2, 3, 4]], "float32"), np.ones(4, "float32"), np.zeros(4, "float32"), y)
+    >>> [round(float(v), 3) for v in y[0]]
+    [-1.342, -0.447, 0.447, 1.342]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ... import te
+from .. import tag
+from ..utils import (
+    Tensor,
+    check_ndim,
+    check_tensor,
+    const_int,
+    normalize_axes,
+    normalize_axis,
+    prod,
+    require_float,
+    same_dim,
+)
+
+
+def _check_param(p: Tensor | None, size: Any, what: str, dtype: str) -> None:
+    if p is None:
+        return
+    check_tensor(p, what)
+    check_ndim(p, 1, what)
+    if not same_dim(p.shape[0], size):
+        raise ValueError(f"{what} must have {size} elements, found shape {tuple(p.shape)}")
+    if p.dtype != dtype:
+        raise TypeError(f"{what} is {p.dtype}, the data {dtype}; cast one of them")
+
+
+def batch_norm(
+    data: Tensor,
+    gamma: Tensor | None,
+    beta: Tensor | None,
+    moving_mean: Tensor,
+    moving_var: Tensor,
+    axis: int | None = None,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+    training: bool = False,
+    momentum: float | None = None,
+) -> list[Tensor]:
+    """Inference batch normalisation along the channel ``axis`` (default 1):
+    ``(x - moving_mean) / sqrt(moving_var + epsilon) * gamma + beta``. Returns
+    ``[out, moving_mean, moving_var]`` as TVM does (the statistics unchanged). ``center=False``
+    drops ``beta``, ``scale=False`` drops ``gamma`` (either may then be None).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> X = tvm.placeholder((1, 3, 4, 4)); p = [tvm.placeholder((3,)) for _ in range(4)]
+        >>> out, mean, var = topi.nn.batch_norm(X, *p)
+        >>> out.shape, out.op.tag
+        ((1, 3, 4, 4), 'injective')
+    """
+    del momentum
+    check_tensor(data, "data of batch_norm")
+    require_float(data, "batch_norm")
+    if training:
+        raise NotImplementedError(
+            "batch_norm computes inference mode only (training=False): use topi.mean and "
+            "topi.sum for batch statistics"
+        )
+    axis = normalize_axis(1 if axis is None else axis, data.ndim, "batch_norm")
+    channels = data.shape[axis]
+    for p, what, used in (
+        (gamma, "gamma", scale),
+        (beta, "beta", center),
+        (moving_mean, "moving_mean", True),
+        (moving_var, "moving_var", True),
+    ):
+        if used and p is None:
+            raise TypeError(f"{what} of batch_norm is None but is needed")
+        if used:
+            _check_param(p, channels, f"{what} of batch_norm", data.dtype)
+    eps = te.const(epsilon, data.dtype)
+
+    def fcompute(*i: Any) -> te.Expr:
+        c = i[axis]
+        out = (data[i] - moving_mean[c]) * te.rsqrt(moving_var[c] + eps)
+        if scale:
+            out = out * gamma[c]
+        if center:
+            out = out + beta[c]
+        return out
+
+    out = te.compute(
+        data.shape,
+        fcompute,
+        name="T_batch_norm",
+        tag=tag.INJECTIVE,
+        attrs={"axis": axis, "epsilon": float(epsilon)},
+    )
+    return [out, moving_mean, moving_var]
+
+
+def _moments(
+    data: Tensor,
+    axes: list[int],
+    count: Any,
+    name: str,
+    groups: tuple[int, Any, Any] | None,
+) -> tuple[Tensor, Tensor, list]:
+    """Mean and (biased) variance of ``data`` over ``axes``, kept with size-1 dimensions. With
+    ``groups=(channel_axis, num_groups, group_size)`` the channel axis is reduced in groups:
+    the statistics have ``num_groups`` entries along it."""
+    stat_shape = [1 if d in axes else data.shape[d] for d in range(data.ndim)]
+    if groups is not None:
+        stat_shape[groups[0]] = groups[1]
+    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
+
+    def index(i: Sequence[Any], rvs: list) -> list:
+        it = iter(rvs)
+        out = []
+        for d in range(data.ndim):
+            if groups is not None and d == groups[0]:
+                out.append(i[d] * groups[2] + next(it))
+            elif d in axes:
+                out.append(next(it))
+            else:
+                out.append(i[d])
+        return out
+
+    def reduce_axes(suffix: str) -> list:
+        rvs = []
+        for d in range(data.ndim):
+            if groups is not None and d == groups[0]:
+                rvs.append(te.reduce_axis((0, groups[2]), name=f"kc{suffix}"))
+            elif d in axes:
+                rvs.append(te.reduce_axis((0, data.shape[d]), name=f"k{d}{suffix}"))
+        return rvs
+
+    r1 = reduce_axes("")
+    total = te.compute(
+        stat_shape,
+        lambda *i: te.sum(data[index(i, r1)], axis=r1),
+        name=f"{name}_sum",
+        tag=tag.COMM_REDUCE,
+    )
+    mean = te.compute(
+        stat_shape,
+        lambda *i: total[i] / count_expr,
+        name=f"{name}_mean",
+        tag=tag.ELEMWISE,
+    )
+    r2 = reduce_axes("_v")
+
+    def squared(*i: Any) -> te.Expr:
+        dev = data[index(i, r2)] - mean[i]
+        return te.sum(dev * dev, axis=r2)
+
+    sq = te.compute(stat_shape, squared, name=f"{name}_sqsum", tag=tag.COMM_REDUCE)
+    return mean, sq, stat_shape
+
+
+def layer_norm(
+    data: Tensor,
+    gamma: Tensor | None,
+    beta: Tensor | None,
+    axis: int | Sequence[int] = -1,
+    epsilon: float = 1e-5,
+) -> Tensor:
+    """Normalise over ``axis`` (the last ones, as ``torch.nn.functional.layer_norm``'s
+    ``normalized_shape``), then scale by ``gamma`` and shift by ``beta`` (each of the shape of
+    the normalised axes, or None).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> X = tvm.placeholder((2, 5, 8)); g = tvm.placeholder((8,)); b = tvm.placeholder((8,))
+        >>> topi.nn.layer_norm(X, g, b, axis=-1).op.tag
+        'injective'
+    """
+    check_tensor(data, "data of layer_norm")
+    require_float(data, "layer_norm")
+    axes = normalize_axes(axis, data.ndim, "layer_norm")
+    if not axes:
+        raise ValueError("layer_norm needs at least one axis")
+    norm_shape = [data.shape[d] for d in axes]
+    for p, what in ((gamma, "gamma"), (beta, "beta")):
+        if p is None:
+            continue
+        check_tensor(p, f"{what} of layer_norm")
+        if p.ndim != len(axes) or not all(
+            same_dim(x, y) for x, y in zip(p.shape, norm_shape, strict=True)
+        ):
+            raise ValueError(
+                f"{what} of layer_norm must have shape {tuple(norm_shape)} (the normalised "
+                f"axes), found {tuple(p.shape)}"
+            )
+        if p.dtype != data.dtype:
+            raise TypeError(f"{what} of layer_norm is {p.dtype}, the data {data.dtype}")
+    count = prod(norm_shape)
+    mean, sq, _ = _moments(data, axes, count, "T_layer_norm", None)
+    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
+    eps = te.const(epsilon, data.dtype)
+
+    def fcompute(*i: Any) -> te.Expr:
+        stat = [0 if d in axes else i[d] for d in range(data.ndim)]
+        out = (data[i] - mean[stat]) * te.rsqrt(sq[stat] / count_expr + eps)
+        p_index = [i[d] for d in axes]
+        if gamma is not None:
+            out = out * gamma[p_index]
+        if beta is not None:
+            out = out + beta[p_index]
+        return out
+
+    return te.compute(
+        data.shape,
+        fcompute,
+        name="T_layer_norm",
+        tag=tag.INJECTIVE,
+        attrs={"axis": axes, "epsilon": float(epsilon)},
+    )
+
+
+def group_norm(
+    data: Tensor,
+    gamma: Tensor | None,
+    beta: Tensor | None,
+    num_groups: int,
+    channel_axis: int = 1,
+    axes: Sequence[int] | None = None,
+    epsilon: float = 1e-5,
+) -> Tensor:
+    """Normalise each group of ``channels / num_groups`` consecutive channels over those
+    channels and ``axes`` (default: every axis after the channel axis), then scale and shift per
+    channel (``torch.nn.functional.group_norm``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> X = tvm.placeholder((2, 6, 4, 4)); g = tvm.placeholder((6,)); b = tvm.placeholder((6,))
+        >>> topi.nn.group_norm(X, g, b, num_groups=3).shape
+        (2, 6, 4, 4)
+    """
+    check_tensor(data, "data of group_norm")
+    require_float(data, "group_norm")
+    channel_axis = normalize_axis(channel_axis, data.ndim, "group_norm")
+    if axes is None:
+        axes = list(range(channel_axis + 1, data.ndim))
+    red = normalize_axes(axes, data.ndim, "group_norm")
+    if channel_axis in red:
+        raise ValueError("group_norm: axes must not include the channel axis")
+    channels = data.shape[channel_axis]
+    c = const_int(channels)
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
+        raise ValueError(f"num_groups of group_norm must be an int >= 1, found {num_groups!r}")
+    if c is None:
+        raise ValueError("group_norm needs a constant number of channels")
+    if c % num_groups:
+        raise ValueError(f"group_norm: {c} channels do not divide into {num_groups} groups")
+    group_size = c // num_groups
+    for p, what in ((gamma, "gamma"), (beta, "beta")):
+        _check_param(p, channels, f"{what} of group_norm", data.dtype)
+    count = prod([group_size, *(data.shape[d] for d in red)])
+    mean, sq, _ = _moments(data, red, count, "T_group_norm", (channel_axis, num_groups, group_size))
+    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
+    eps = te.const(epsilon, data.dtype)
+
+    def fcompute(*i: Any) -> te.Expr:
+        stat = [0 if d in red else i[d] for d in range(data.ndim)]
+        stat[channel_axis] = te.floordiv(i[channel_axis], group_size)
+        out = (data[i] - mean[stat]) * te.rsqrt(sq[stat] / count_expr + eps)
+        if gamma is not None:
+            out = out * gamma[i[channel_axis]]
+        if beta is not None:
+            out = out + beta[i[channel_axis]]
+        return out
+
+    return te.compute(
+        data.shape,
+        fcompute,
+        name="T_group_norm",
+        tag=tag.INJECTIVE,
+        attrs={
+            "num_groups": num_groups,
+            "channel_axis": channel_axis,
+            "epsilon": float(epsilon),
+        },
+    )

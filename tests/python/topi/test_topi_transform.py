@@ -1,0 +1,235 @@
+import numpy as np
+import pytest
+import torch
+from topi_testing import random, run
+
+import pytvmbridge as tvm
+from pytvmbridge import topi
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16", "bool"])
+def test_reshape_transpose_expand_squeeze_flatten(dtype):
+    A = tvm.placeholder((2, 3, 1, 5), dtype, name="A")
+    a = random((2, 3, 1, 5), dtype)
+    outs = [
+        topi.reshape(A, (5, -1)),
+        topi.reshape(A, (30,)),
+        topi.transpose(A),
+        topi.transpose(A, (1, 3, 0, 2)),
+        topi.permute(A, (0, 2, 3, 1)),
+        topi.expand_dims(A, 1, 2),
+        topi.squeeze(A),
+        topi.squeeze(A, 2),
+        topi.flatten(A),
+    ]
+    refs = [
+        a.reshape(5, -1),
+        a.reshape(30),
+        a.transpose(),
+        a.transpose(1, 3, 0, 2),
+        a.transpose(0, 2, 3, 1),
+        a[:, None, None],
+        a.squeeze(),
+        a.squeeze(2),
+        a.reshape(2, -1),
+    ]
+    run([A], outs, [a], refs)
+    assert all(o.op.tag == "injective" for o in outs)
+
+
+def test_reshape_symbolic():
+    n = tvm.var("n")
+    A = tvm.placeholder((n, 6), name="A")
+    a = random((4, 6), "float32")
+    outs = [topi.reshape(A, (n, 2, 3)), topi.reshape(A, (-1, 3)), topi.flatten(A)]
+    run([A], outs, [a], [a.reshape(4, 2, 3), a.reshape(-1, 3), a])
+    run([A], outs, [a[:1]], [a[:1].reshape(1, 2, 3), a[:1].reshape(-1, 3), a[:1]])
+
+
+def test_transform_errors():
+    A = tvm.placeholder((2, 3), name="A")
+    with pytest.raises(ValueError, match=r"cannot reshape \(2, 3\) \(6 elements\) into \(4,\)"):
+        topi.reshape(A, (4,))
+    with pytest.raises(ValueError, match="only one dimension of newshape may be -1"):
+        topi.reshape(A, (-1, -1))
+    with pytest.raises(ValueError, match="is not a permutation"):
+        topi.transpose(A, (0, 0))
+    with pytest.raises(ValueError, match="dimension 1 of"):
+        topi.squeeze(A, 1)
+    with pytest.raises(ValueError, match="does not match"):
+        topi.concatenate([A, tvm.placeholder((3, 3))], axis=1)
+    with pytest.raises(TypeError, match="tensor 1 is float64"):
+        topi.concatenate([A, tvm.placeholder((2, 3), "float64")])
+    with pytest.raises(ValueError, match="do not divide into 4"):
+        topi.split(A, 4, axis=1)
+    with pytest.raises(ValueError, match="strides must be nonzero"):
+        topi.strided_slice(A, [0], [2], [0])
+    with pytest.raises(TypeError, match="indices of take must be integers"):
+        topi.take(A, tvm.placeholder((2,)))
+    with pytest.raises(ValueError, match="mode must be 'clip', 'wrap' or 'fast'"):
+        topi.take(A, tvm.placeholder((2,), "int32"), axis=0, mode="raise")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_concatenate_stack_split(dtype):
+    A = tvm.placeholder((2, 3), dtype, name="A")
+    B = tvm.placeholder((2, 1), dtype, name="B")
+    C = tvm.placeholder((2, 4), dtype, name="C")
+    a, b, c = (random(s, dtype, k) for k, s in enumerate([(2, 3), (2, 1), (2, 4)]))
+    parts = topi.split(C, [1, 3], axis=1)
+    halves = topi.split(C, 2, axis=-1)
+    outs = [
+        topi.concatenate([A, B, C], axis=1),
+        topi.concatenate([A, A], axis=0),
+        topi.stack([A, A, A], axis=1),
+        topi.stack([B], axis=-1),
+        *parts,
+        *halves,
+    ]
+    refs = [
+        np.concatenate([a, b, c], 1),
+        np.concatenate([a, a], 0),
+        np.stack([a, a, a], 1),
+        np.stack([b], -1),
+        *np.split(c, [1, 3], axis=1),
+        *np.split(c, 2, axis=-1),
+    ]
+    run([A, B, C], outs, [a, b, c], refs)
+
+
+def test_concatenate_and_split_symbolic():
+    n, m = tvm.var("n"), tvm.var("m")
+    A = tvm.placeholder((n, 2), name="A")
+    B = tvm.placeholder((m, 2), name="B")
+    cat = topi.concatenate([A, B], axis=0)
+    halves = topi.split(A, 2, axis=0)
+    a, b = random((4, 2), "float32"), random((3, 2), "float32", 1)
+    run([A, B], [cat, *halves], [a, b], [np.concatenate([a, b]), a[:2], a[2:]])
+
+
+SLICES = [
+    ([1, 0], [4, 6], [1, 2]),
+    ([-1, -2], [-6, 0], [-1, -1]),
+    ([0, 5], [100, -100], [2, -3]),
+    ([3], [3], [1]),
+]
+
+
+@pytest.mark.parametrize(("begin", "end", "strides"), SLICES)
+def test_strided_slice_matches_numpy(begin, end, strides):
+    A = tvm.placeholder((5, 7), name="A")
+    a = random((5, 7), "float32")
+    S = topi.strided_slice(A, begin, end, strides)
+    ref = a[tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides, strict=True))]
+    run([A], S, [a], ref)
+
+
+def test_strided_slice_axes_and_symbolic():
+    n = tvm.var("n")
+    A = tvm.placeholder((3, n), name="A")
+    S1 = topi.strided_slice(A, [1], [None], [2], axes=[1])
+    S2 = topi.strided_slice(A, [-3], [100], axes=[-1])
+    for w in (7, 2):
+        a = random((3, w), "float32")
+        run([A], [S1, S2], [a], [a[:, 1::2], a[:, -3:100]])
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_take_modes(index_dtype):
+    A = tvm.placeholder((4, 5), name="A")
+    I = tvm.placeholder((2, 3), index_dtype, name="I")
+    a = random((4, 5), "float32")
+    i = np.array([[0, 3, -1], [7, 2, -6]], index_dtype)
+    outs = [
+        topi.take(A, I, axis=0),
+        topi.take(A, I, axis=1, mode="wrap"),
+        topi.take(A, I),
+        topi.take(A, 2, axis=1),
+    ]
+    refs = [
+        np.take(a, i, axis=0, mode="clip"),
+        np.take(a, i, axis=1, mode="wrap"),
+        np.take(a, i, mode="clip"),
+        a[:, 2],
+    ]
+    run([A, I], outs, [a, i], refs)
+
+
+def test_take_embedding_lookup_symbolic():
+    n = tvm.var("n")
+    E = tvm.placeholder((50, 8), name="E")
+    ids = tvm.placeholder((n,), "int64", name="ids")
+    T = topi.take(E, ids, axis=0)
+    e = random((50, 8), "float32")
+    i = np.array([3, 49, 0, 3, 17], "int64")
+    ref = torch.nn.functional.embedding(torch.from_numpy(i), torch.from_numpy(e)).numpy()
+    run([E, ids], T, [e, i], ref)
+
+
+def test_gather_matches_torch():
+    D = tvm.placeholder((3, 4, 2), name="D")
+    I = tvm.placeholder((3, 5, 2), "int64", name="I")
+    d = random((3, 4, 2), "float32")
+    i = np.random.default_rng(0).integers(0, 4, (3, 5, 2))
+    ref = torch.gather(torch.from_numpy(d), 1, torch.from_numpy(i)).numpy()
+    I0 = tvm.placeholder((2, 4, 2), "int32", name="I0")
+    i0 = np.random.default_rng(1).integers(0, 3, (2, 4, 2)).astype("int32")
+    ref0 = torch.gather(torch.from_numpy(d), 0, torch.from_numpy(i0).long()).numpy()
+    run(
+        [D, I, I0],
+        [topi.gather(D, 1, I), topi.gather(D, 0, I0)],
+        [d, i, i0],
+        [ref, ref0],
+    )
+
+
+@pytest.mark.parametrize(
+    ("src", "dst", "shape"),
+    [
+        ("NCHW", "NCHW4c", (2, 8, 3, 5)),
+        ("NCHW4c", "NCHW", (2, 2, 3, 5, 4)),
+        ("NCHW4c", "NCHW2c", (1, 2, 3, 3, 4)),
+        ("NCHW", "NHWC", (2, 3, 4, 5)),
+        ("OIHW", "OIHW2i4o", (8, 6, 3, 3)),
+    ],
+)
+def test_layout_transform(src, dst, shape):
+    A = tvm.placeholder(shape, name="A")
+    a = random(shape, "float32")
+
+    def to_plain(x, layout):  # an independent reference: NumPy reshapes and transposes
+        if layout in ("NCHW", "OIHW"):
+            return x
+        if layout == "NHWC":
+            return x.transpose(0, 3, 1, 2)
+        if layout.startswith("NCHW"):
+            n, cc, h, w, cb = x.shape
+            return x.transpose(0, 1, 4, 2, 3).reshape(n, cc * cb, h, w)
+        raise AssertionError(layout)
+
+    def from_plain(x, layout):
+        if layout in ("NCHW", "OIHW"):
+            return x
+        if layout == "NHWC":
+            return x.transpose(0, 2, 3, 1)
+        if layout.startswith("NCHW"):
+            cb = int(layout[4:-1])
+            n, c, h, w = x.shape
+            return x.reshape(n, c // cb, cb, h, w).transpose(0, 1, 3, 4, 2)
+        # OIHW{i}i{o}o
+        ib, ob = 2, 4
+        o, i, h, w = x.shape
+        return x.reshape(o // ob, ob, i // ib, ib, h, w).transpose(0, 2, 4, 5, 3, 1)
+
+    ref = from_plain(to_plain(a, src), dst)
+    run([A], topi.layout_transform(A, src, dst), [a], ref)
+
+
+def test_layout_transform_errors():
+    A = tvm.placeholder((1, 6, 2, 2), name="A")
+    with pytest.raises(ValueError, match="axis C of size 6 does not divide into blocks of 4"):
+        topi.layout_transform(A, "NCHW", "NCHW4c")
+    with pytest.raises(ValueError, match="differ in axes"):
+        topi.layout_transform(A, "NCHW", "NCDW")
+    with pytest.raises(ValueError, match="cannot parse layout"):
+        topi.layout_transform(A, "NCHW", "NC-HW")

@@ -231,3 +231,69 @@ def full_like(x: Tensor, fill_value: float | int) -> Tensor:
     """
     check_tensor(x, "the input of full_like")
     return full(x.shape, x.dtype, fill_value)
+
+
+def fast_exp(x: Tensor) -> Tensor:
+    """TVM's fast exponential; here the same as :func:`exp` (already vectorised through libmvec).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.fast_exp(tvm.placeholder((3,), name="A")).op.body
+        [exp(A[i0])]
+    """
+    return exp(x)
+
+
+def fast_tanh(x: Tensor) -> Tensor:
+    """TVM's fast tanh; here the same as :func:`tanh`.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.fast_tanh(tvm.placeholder((3,), name="A")).op.body
+        [tanh(A[i0])]
+    """
+    return tanh(x)
+
+
+def fast_erf(x: Tensor) -> Tensor:
+    """TVM's fast erf; here the same as :func:`erf`.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.fast_erf(tvm.placeholder((3,), name="A")).op.body
+        [erf(A[i0])]
+    """
+    return erf(x)
+
+
+def elemwise_sum(xs: list[Tensor]) -> Tensor:
+    """The elementwise sum of several tensors of one shape and dtype, in one stage.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> A, B = tvm.placeholder((2,), name="A"), tvm.placeholder((2,), name="B")
+        >>> topi.elemwise_sum([A, B, A]).op.body
+        [((A[i0] + B[i0]) + A[i0])]
+    """
+    xs = list(xs)
+    if not xs:
+        raise ValueError("elemwise_sum needs at least one tensor")
+    for k, t in enumerate(xs):
+        check_tensor(t, f"tensor {k} of elemwise_sum")
+        if t.dtype != xs[0].dtype or t.ndim != xs[0].ndim:
+            raise TypeError(
+                f"elemwise_sum: tensor {k} is {t.dtype}{tuple(t.shape)}, tensor 0 "
+                f"{xs[0].dtype}{tuple(xs[0].shape)}"
+            )
+
+    def fcompute(*i: te.Expr) -> te.Expr:
+        out = xs[0][i]
+        for t in xs[1:]:
+            out = out + t[i]
+        return out
+
+    return te.compute(xs[0].shape, fcompute, name="T_elemwise_sum", tag=tag.ELEMWISE)

@@ -340,11 +340,13 @@ def strided_slice(
     end: Sequence[int | None],
     strides: Sequence[int] | None = None,
     axes: Sequence[int] | None = None,
+    slice_mode: str = "end",
 ) -> Tensor:
     """``a[begin:end:strides]`` per axis with NumPy's rules (negative indices count from the
     end, out-of-range bounds are clamped, negative strides walk backwards). ``axes`` names the
     axes the lists refer to (default: the first ``len(begin)``); ``None`` in ``end`` means to the
-    end. On a symbolic dimension the stride must be positive.
+    end. On a symbolic dimension the stride must be positive. With ``slice_mode="size"`` (TVM's)
+    ``end`` holds sizes instead (-1: to the end) and strides are 1.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -354,6 +356,15 @@ def strided_slice(
     """
     check_tensor(a, "a of strided_slice")
     begin, end = list(begin), list(end)
+    if slice_mode == "size":
+        if len(end) != len(begin):
+            raise ValueError("strided_slice: begin and end must have the same length")
+        end = [None if z is None or z < 0 else b + z for b, z in zip(begin, end, strict=True)]
+        strides = None
+    elif slice_mode != "end":
+        raise ValueError(
+            f"slice_mode of strided_slice must be 'end' or 'size', found {slice_mode!r}"
+        )
     strides = [1] * len(begin) if strides is None else list(strides)
     axes = (
         list(range(len(begin)))
@@ -417,11 +428,17 @@ def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
     return idx if idx.dtype == "int32" else idx.astype("int32")
 
 
-def take(a: Tensor, indices: Tensor | int, axis: int | None = None, mode: str = "clip") -> Tensor:
+def take(
+    a: Tensor,
+    indices: Tensor | int,
+    axis: int | None = None,
+    batch_dims: int = 0,
+    mode: str = "clip",
+) -> Tensor:
     """Elements of ``a`` at integer ``indices`` along ``axis`` (of the flattened ``a`` when
     None), as ``np.take``: the output shape is ``a.shape[:axis] + indices.shape +
     a.shape[axis+1:]``. Out-of-range indices are clamped (``mode="clip"``, TVM's default) or
-    wrapped (``"wrap"``); ``"fast"`` trusts them.
+    wrapped (``"wrap"``); ``"fast"`` trusts them. ``batch_dims`` (TVM's) must be 0.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -432,6 +449,8 @@ def take(a: Tensor, indices: Tensor | int, axis: int | None = None, mode: str = 
         (n, 64)
     """
     check_tensor(a, "a of take")
+    if batch_dims != 0:
+        raise NotImplementedError(f"take supports batch_dims=0 only, found {batch_dims}")
     if isinstance(indices, int):
         indices_shape: list[Any] = []
 
@@ -618,3 +637,76 @@ def layout_transform(array: Tensor, src_layout: str, dst_layout: str) -> Tensor:
         tag=tag.INJECTIVE,
         attrs={"src_layout": src_layout, "dst_layout": dst_layout},
     )
+
+
+def flip(a: Tensor, axis: int = 0) -> Tensor:
+    """``a`` reversed along ``axis`` (``np.flip``; TVM's ``flip``/``reverse``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.flip(tvm.placeholder((3, 4), name="A"), 1).op.body
+        [A[i0, ((4 - i1) - 1)]]
+    """
+    check_tensor(a, "a of flip")
+    axis = normalize_axis(axis, a.ndim, "flip")
+
+    def fcompute(*i: Any) -> te.Expr:
+        index = list(i)
+        index[axis] = a.shape[axis] - i[axis] - 1
+        return a[index]
+
+    return te.compute(a.shape, fcompute, name="T_reverse", tag=tag.INJECTIVE)
+
+
+def tile(a: Tensor, reps: Sequence[int]) -> Tensor:
+    """``a`` repeated ``reps[d]`` times along each dimension (``np.tile``; ``reps`` longer than
+    ``a.ndim`` adds leading dimensions).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.tile(tvm.placeholder((2, 3)), (2, 1, 2)).shape
+        (2, 2, 6)
+    """
+    check_tensor(a, "a of tile")
+    reps = list(reps)
+    if any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in reps):
+        raise ValueError(f"reps of tile must be ints >= 1, found {reps}")
+    ndim = max(len(reps), a.ndim)
+    reps = [1] * (ndim - len(reps)) + reps
+    in_shape = [1] * (ndim - a.ndim) + list(a.shape)
+    shape = [d * r if r != 1 else d for d, r in zip(in_shape, reps, strict=True)]
+    skip = ndim - a.ndim
+
+    def fcompute(*i: Any) -> te.Expr:
+        index = []
+        for d in range(skip, ndim):
+            index.append(te.floormod(i[d], in_shape[d]) if reps[d] != 1 else i[d])
+        return a[index]
+
+    return te.compute(shape, fcompute, name="T_tile", tag=tag.INJECTIVE)
+
+
+def repeat(a: Tensor, repeats: int, axis: int) -> Tensor:
+    """Each element of ``a`` repeated ``repeats`` times along ``axis`` (``np.repeat``).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.repeat(tvm.placeholder((2, 3)), 2, 1).shape
+        (2, 6)
+    """
+    check_tensor(a, "a of repeat")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats of repeat must be an int >= 1, found {repeats!r}")
+    axis = normalize_axis(axis, a.ndim, "repeat")
+    shape = list(a.shape)
+    shape[axis] = shape[axis] * repeats
+
+    def fcompute(*i: Any) -> te.Expr:
+        index = list(i)
+        index[axis] = te.floordiv(i[axis], repeats)
+        return a[index]
+
+    return te.compute(shape, fcompute, name="T_repeat", tag=tag.INJECTIVE)

@@ -35,6 +35,7 @@ from .pad import get_pad_tuple, pad
 from .pooling import (
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
+    adaptive_pool,
     avg_pool2d,
     global_pool,
     max_pool2d,
@@ -45,6 +46,7 @@ from .softmax import log_softmax, softmax
 __all__ = [
     "adaptive_avg_pool2d",
     "adaptive_max_pool2d",
+    "adaptive_pool",
     "avg_pool2d",
     "batch_matmul",
     "batch_norm",

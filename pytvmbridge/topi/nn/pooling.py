@@ -279,6 +279,24 @@ def adaptive_max_pool2d(data: Tensor, output_size: IntPair) -> Tensor:
     return _adaptive_pool2d(data, output_size, "max")
 
 
+def adaptive_pool(
+    data: Tensor, output_size: IntPair, pool_type: str, layout: str = "NCHW"
+) -> Tensor:
+    """TVM's entry point for :func:`adaptive_avg_pool2d` / :func:`adaptive_max_pool2d`.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.adaptive_pool(tvm.placeholder((1, 2, 9, 9)), (3, 3), "max").op.tag
+        'adaptive_pool_max'
+    """
+    if layout != "NCHW":
+        raise ValueError(f"adaptive_pool supports layout 'NCHW', found {layout!r}")
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
+    return _adaptive_pool2d(data, output_size, pool_type)
+
+
 def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
     """Max or average over all of H and W, keeping them as size-1 dimensions (TVM's).
 

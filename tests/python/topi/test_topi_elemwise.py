@@ -138,3 +138,14 @@ def test_full_and_logical_not():
     )
     with pytest.raises(TypeError, match="logical_not needs a bool tensor"):
         topi.logical_not(tvm.placeholder((3,)))
+
+
+def test_elemwise_sum_and_fast_aliases():
+    A = tvm.placeholder((3, 4), name="A")
+    B = tvm.placeholder((3, 4), name="B")
+    a, b = random((3, 4), "float32", 1), random((3, 4), "float32", 2)
+    outs = [topi.elemwise_sum([A, B, A]), topi.fast_exp(A), topi.fast_tanh(A), topi.fast_erf(A)]
+    refs = [2 * a + b, np.exp(a), np.tanh(a), torch.erf(torch.from_numpy(a)).numpy()]
+    run([A, B], outs, [a, b], refs)
+    with pytest.raises(TypeError, match="elemwise_sum: tensor 1 is float64"):
+        topi.elemwise_sum([A, tvm.placeholder((3, 4), "float64")])

@@ -72,8 +72,13 @@ def test_adaptive_pools_match_torch(hw, out):
     X = tvm.placeholder((2, 3, *hw), name="X")
     x = random((2, 3, *hw), "float32")
     xt = torch.from_numpy(x)
-    outs = [topi.nn.adaptive_avg_pool2d(X, out), topi.nn.adaptive_max_pool2d(X, out)]
+    outs = [
+        topi.nn.adaptive_avg_pool2d(X, out),
+        topi.nn.adaptive_max_pool2d(X, out),
+        topi.nn.adaptive_pool(X, out, "max"),
+    ]
     refs = [F.adaptive_avg_pool2d(xt, out), F.adaptive_max_pool2d(xt, out)]
+    refs.append(refs[1])
     run([X], outs, [x], [r.numpy() for r in refs])
     assert outs[0].op.tag == "adaptive_pool_avg"
 

@@ -233,3 +233,35 @@ def test_layout_transform_errors():
         topi.layout_transform(A, "NCHW", "NCDW")
     with pytest.raises(ValueError, match="cannot parse layout"):
         topi.layout_transform(A, "NCHW", "NC-HW")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_flip_tile_repeat(dtype):
+    n = tvm.var("n")
+    A = tvm.placeholder((n, 3), dtype, name="A")
+    a = random((4, 3), dtype, low=-9, high=9)
+    outs = [
+        topi.flip(A, 0),
+        topi.flip(A, -1),
+        topi.tile(A, (2, 1, 2)),
+        topi.repeat(A, 3, 1),
+        topi.repeat(A, 2, 0),
+    ]
+    refs = [
+        np.flip(a, 0),
+        np.flip(a, -1),
+        np.tile(a, (2, 1, 2)),
+        np.repeat(a, 3, 1),
+        np.repeat(a, 2, 0),
+    ]
+    run([A], outs, [a], refs)
+
+
+def test_strided_slice_size_mode_and_take_batch_dims():
+    A = tvm.placeholder((5, 6), name="A")
+    a = random((5, 6), "float32")
+    run([A], topi.strided_slice(A, [1, 2], [3, -1], slice_mode="size"), [a], a[1:4, 2:])
+    with pytest.raises(NotImplementedError, match="batch_dims=0 only"):
+        topi.take(A, tvm.placeholder((2,), "int32"), axis=0, batch_dims=1)
+    with pytest.raises(ValueError, match="slice_mode of strided_slice must be 'end' or 'size'"):
+        topi.strided_slice(A, [0], [1], slice_mode="begin")

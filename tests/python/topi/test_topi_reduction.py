@@ -74,13 +74,9 @@ def test_argmax_argmin(dtype):
     A = tvm.placeholder(shape, dtype, name="A")
     a = random(shape, dtype, low=-3, high=3)  # small integer range: ties are common
     outs, refs = [], []
-    for axis in (None, 0, 1, -1):
-        for keepdims in (False, True):
-            outs += [topi.argmax(A, axis, keepdims), topi.argmin(A, axis, keepdims)]
-            refs += [
-                np.argmax(a, axis, keepdims=keepdims),
-                np.argmin(a, axis, keepdims=keepdims),
-            ]
+    for axis, keepdims in ((None, False), (0, True), (1, False), (-1, True), (None, True)):
+        outs += [topi.argmax(A, axis, keepdims), topi.argmin(A, axis, keepdims)]
+        refs += [np.argmax(a, axis, keepdims=keepdims), np.argmin(a, axis, keepdims=keepdims)]
     # The last occurrence: the first one in the reversed array.
     outs += [
         topi.argmax(A, 1, select_last_index=True),

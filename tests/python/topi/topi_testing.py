@@ -33,6 +33,22 @@ def random(
     return rng.uniform(low, high, size=shape).astype(dtype)
 
 
+# The last module built, with what it was built from (kept alive, so identity comparisons are
+# sound): the symbolic-shape tests call run() several times on one kernel.
+_last: list = []
+
+
+def _module(inputs: list, outputs: list, schedule: str) -> tvm.Module:
+    if _last and _last[0] == schedule and _last[1] == inputs and _last[2] == outputs:
+        return _last[3]
+    s = tvm.create_schedule([o.op for o in outputs])
+    if schedule == "auto":
+        tvm.auto_schedule(s)
+    f = tvm.build(s, [*inputs, *outputs])
+    _last[:] = [schedule, inputs, outputs, f]
+    return f
+
+
 def run(
     inputs: Sequence[tvm.Tensor],
     outputs: Sequence[tvm.Tensor] | tvm.Tensor,
@@ -40,15 +56,16 @@ def run(
     expected: Sequence[np.ndarray] | np.ndarray,
     rtol: float | None = None,
     atol: float | None = None,
+    schedule: str = "naive",
 ) -> list[np.ndarray]:
-    """Build ``outputs`` (one module, default schedule), call it on ``arrays`` with outputs of
-    the expected shapes, and check each against ``expected``: exactly for integers and bools,
-    within the dtype's tolerance for floats."""
+    """Build ``outputs`` (one module, the default schedule or with ``schedule="auto"``
+    ``auto_schedule``'s; reused when called again with the same tensors), call it on ``arrays``
+    with outputs of the expected shapes, and check each against ``expected``: exactly for
+    integers and bools, within the dtype's tolerance for floats."""
     single = isinstance(outputs, tvm.Tensor)
     outputs = [outputs] if single else list(outputs)
     expected = [expected] if single else list(expected)
-    s = tvm.create_schedule([o.op for o in outputs])
-    f = tvm.build(s, [*inputs, *outputs])
+    f = _module(list(inputs), outputs, schedule)
     results = [np.empty(e.shape, dtype=o.dtype) for o, e in zip(outputs, expected, strict=True)]
     f(*arrays, *results)
     for out, res, exp in zip(outputs, results, expected, strict=True):

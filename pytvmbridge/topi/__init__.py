@@ -19,7 +19,7 @@ Example:
     True
 """
 
-from . import nn, tag, utils
+from . import generic, nn, tag, utils
 from .broadcast import (
     add,
     broadcast_to,
@@ -131,6 +131,7 @@ __all__ = [
     "full",
     "full_like",
     "gather",
+    "generic",
     "greater",
     "greater_equal",
     "identity",

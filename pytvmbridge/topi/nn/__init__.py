@@ -39,6 +39,7 @@ from .pooling import (
     avg_pool2d,
     global_pool,
     max_pool2d,
+    pool,
     pool2d,
 )
 from .softmax import log_softmax, softmax
@@ -74,6 +75,7 @@ __all__ = [
     "pack_nchwc",
     "pack_oihwio",
     "pad",
+    "pool",
     "pool2d",
     "prelu",
     "relu",

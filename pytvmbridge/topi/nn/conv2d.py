@@ -170,13 +170,15 @@ def conv2d(
     kernel_layout: str = "",
     out_dtype: str | None = None,
     groups: int = 1,
+    layout: str | None = None,
 ) -> Tensor:
     """2-d convolution (cross-correlation, as in PyTorch) of NCHW ``input`` with an OIHW
     ``filter`` of shape (out_channels, in_channels // groups, kh, kw).
 
     ``padding`` is an int, a pair (h, w), a 4-tuple (top, left, bottom, right), ``"SAME"`` or
     ``"VALID"``; ``strides`` and ``dilation`` an int or a pair. ``groups`` splits the channels
-    (``groups == in_channels`` is a depthwise convolution).
+    (``groups == in_channels`` is a depthwise convolution). ``layout`` is classic TVM's name for
+    ``data_layout``.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -187,6 +189,8 @@ def conv2d(
         >>> Y.shape, Y.op.tag
         ((1, 8, 9, 9), 'depthwise_conv2d_nchw')
     """
+    if layout is not None:
+        data_layout = layout
     if data_layout != "NCHW" or kernel_layout not in ("", "OIHW"):
         raise ValueError(
             f"conv2d supports data_layout 'NCHW' with kernel_layout 'OIHW', found "

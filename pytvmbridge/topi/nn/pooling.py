@@ -156,6 +156,27 @@ def pool2d(
     )
 
 
+def pool(
+    data: Tensor,
+    kernel: IntPair,
+    stride: IntPair,
+    padding: PaddingArg,
+    pool_type: str,
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+    count_include_pad: bool = True,
+) -> Tensor:
+    """Classic TVM's ``topi.nn.pool``: :func:`pool2d` without dilation.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.pool(tvm.placeholder((1, 1, 6, 6)), (2, 2), (2, 2), (0, 0), "max").shape
+        (1, 1, 3, 3)
+    """
+    return pool2d(data, kernel, stride, 1, padding, pool_type, ceil_mode, layout, count_include_pad)
+
+
 def max_pool2d(
     data: Tensor,
     pool_size: IntPair,

@@ -104,7 +104,7 @@ void schedule_reduction(Context& ctx, const Stage& st) {
     IterVar inner = data.back();
     auto extent = const_extent(inner);
     if (!extent || *extent >= 4) {
-      if (!extent || *extent > lanes) {
+      if (!extent || *extent > 4 * lanes) {
         auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), lanes), Expr());
         outer.push_back(io);
         inner = ii;
@@ -154,7 +154,7 @@ void schedule_reduction(Context& ctx, const Stage& st) {
     std::vector<IterVar> outer(data.begin(), data.end() - 1);
     IterVar inner = data.back();
     auto extent = const_extent(inner);
-    if (!extent || *extent > lanes) {
+    if (!extent || *extent > 4 * lanes) {
       auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), lanes), Expr());
       outer.push_back(io);
       inner = ii;

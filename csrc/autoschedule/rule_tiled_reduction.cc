@@ -13,6 +13,8 @@
 // axis one that only the other operands depend on; the tile is rows x (vectors of the target's
 // width), with rows * vectors accumulators sized from the target's register count.
 #include <algorithm>
+#include <cstdlib>
+#include <tuple>
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
@@ -28,9 +30,9 @@ namespace {
 constexpr int64_t kPackReuse = 16;
 // Registers kept free of accumulators: the streamed vectors and the broadcast value.
 constexpr int kSpareRegisters = 4;
-// Row counts tried in order of preference (8 x 2 and 6 x 2 AVX-512 vectors measured best for
-// SGEMM); the first that divides the row axis wins, so the tile needs no guard.
-constexpr int64_t kRowPreference[] = {8, 6, 7, 4, 5, 12, 14, 10, 3, 2};
+// Accumulator registers a tile aims for: 8 x 2 and 6 x 2 AVX-512 vectors measured best for
+// SGEMM (4 x 1 is latency-bound, 14 x 2 spills).
+constexpr int64_t kTargetAccumulators = 16;
 
 std::optional<int64_t> extent_of(const IterVar& iv) { return const_extent(iv); }
 
@@ -161,20 +163,28 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     auto rext = extent_of(c->axis[plan.row_axis]);
     int64_t max_rows = budget / vectors;
     for (int64_t r = 2; r <= max_rows && (!rext || r <= *rext); ++r) row_candidates.push_back(r);
+    // About kTargetAccumulators accumulators (enough independent FMAs in flight to hide their
+    // latency without spilling), preferring a row count that divides the axis (no guard).
     rows = 0;
-    for (int64_t r : kRowPreference) {
-      if (r <= max_rows && rext && *rext % r == 0) {
-        rows = r;
-        break;
-      }
+    auto key = [&](int64_t r) {
+      bool divides = rext && *rext % r == 0;
+      return std::make_tuple(divides ? 0 : 1, std::abs(r * vectors - kTargetAccumulators), r);
+    };
+    for (int64_t r = 1; r <= max_rows; ++r) {
+      if (rext && r > *rext) break;
+      if (rows == 0 || key(r) < key(rows)) rows = r;
     }
-    if (rows == 0) rows = rext && *rext <= max_rows ? *rext : std::min<int64_t>(8, max_rows);
     rows = ctx.knob(st, "tile_rows", rows, row_candidates);
   }
 
   // Packing the streamed operand when it is read often enough and its vector dimension can
   // become the panels' contiguous one.
-  bool can_pack = plan.streamed_dim >= 0;
+  // Already panels: the streamed operand's last dimension is the vector axis, exactly one tile
+  // wide (a convolution's pre-packed NCHWc weights).
+  const auto& sshape = plan.streamed->op->output_shape(plan.streamed->value_index);
+  bool panels = plan.streamed_dim == static_cast<int>(sshape.size()) - 1 && vext &&
+                *vext == width;
+  bool can_pack = plan.streamed_dim >= 0 && !panels;
   bool pays = !plan.reuse || *plan.reuse >= kPackReuse;
   if (can_pack && ctx.knob(st, "pack", pays ? 1 : 0, {0, 1}) == 1) {
     Stage pack = pack_operand(ctx, st, plan.streamed, plan.streamed_dim, vaxis, width);

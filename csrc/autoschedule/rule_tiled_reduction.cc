@@ -182,8 +182,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // Already panels: the streamed operand's last dimension is the vector axis, exactly one tile
   // wide (a convolution's pre-packed NCHWc weights).
   const auto& sshape = plan.streamed->op->output_shape(plan.streamed->value_index);
-  bool panels = plan.streamed_dim == static_cast<int>(sshape.size()) - 1 && vext &&
-                *vext == width;
+  bool panels = plan.streamed_dim == static_cast<int>(sshape.size()) - 1 && vext && *vext == width;
   bool can_pack = plan.streamed_dim >= 0 && !panels;
   bool pays = !plan.reuse || *plan.reuse >= kPackReuse;
   if (can_pack && ctx.knob(st, "pack", pays ? 1 : 0, {0, 1}) == 1) {

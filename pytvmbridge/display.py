@@ -166,7 +166,7 @@ def _range_text(iv: Any) -> str:
 
 
 def _op_lines(op: Any) -> list[str]:
-    """The compute's definition: one line per output, then its axes and inputs."""
+    """The compute's definition: one line per output, ``C[i, j] = expression``."""
     if not _is_compute(op):
         return []
     index = ", ".join(iv.name for iv in op.axis)
@@ -205,7 +205,7 @@ def _tensor_title(obj: Any) -> tuple[str, str]:
     return f"{kind.capitalize()}Op {op.name}", f"{tensor.dtype}{_shape_text(tensor.shape)}"
 
 
-def tensor_html(obj: Any) -> str:
+def _tensor_html(obj: Any) -> str:
     """HTML for a Tensor or an Operation: header, compute expression, axes and inputs."""
     _, op = _tensor_of(obj)
     title, subtitle = _tensor_title(obj)
@@ -217,7 +217,7 @@ def tensor_html(obj: Any) -> str:
     return _box(title, subtitle, body)
 
 
-def tensor_text(obj: Any) -> str:
+def _tensor_text(obj: Any) -> str:
     """Text for a Tensor or an Operation (the console's pretty form)."""
     _, op = _tensor_of(obj)
     title, subtitle = _tensor_title(obj)
@@ -331,12 +331,12 @@ def _rows_text(title: str, rows: Iterable[_Row]) -> str:
     return "\n".join(out)
 
 
-def schedule_html(s: Any) -> str:
+def _schedule_html(s: Any) -> str:
     """HTML for a Schedule: every stage's loop nest with relations, annotations, attachments."""
     return _box(*_schedule_title(s), _rows_html(_schedule_rows(s)))
 
 
-def schedule_text(s: Any) -> str:
+def _schedule_text(s: Any) -> str:
     """Text for a Schedule (the console's pretty form)."""
     title, subtitle = _schedule_title(s)
     return _rows_text(f"{title}: {subtitle}", _schedule_rows(s))
@@ -349,12 +349,12 @@ def _stage_only_rows(stage: Any) -> list[_Row]:
     return rows
 
 
-def stage_html(stage: Any) -> str:
+def _stage_html(stage: Any) -> str:
     """HTML for one Stage (``s[C]``): its loops, relations and annotations."""
     return _box(f"Stage {stage.op.name}", stage.attach_type, _rows_html(_stage_only_rows(stage)))
 
 
-def stage_text(stage: Any) -> str:
+def _stage_text(stage: Any) -> str:
     """Text for one Stage (the console's pretty form)."""
     return _rows_text(f"Stage {stage.op.name}: {stage.attach_type}", _stage_only_rows(stage))
 
@@ -440,7 +440,7 @@ def _loop_nest_text(code: str) -> str:
     return "\n".join(out)
 
 
-def lowered_html(f: Any) -> str:
+def _lowered_html(f: Any) -> str:
     """HTML for a lower() result: the highlighted loop nest, parallel and vector lines marked."""
     lines = str(f).splitlines()
     header, body = (lines[0], lines[1:]) if lines and lines[0].startswith("def ") else ("", lines)
@@ -449,7 +449,7 @@ def lowered_html(f: Any) -> str:
     )
 
 
-def lowered_text(f: Any) -> str:
+def _lowered_text(f: Any) -> str:
     """Text for a lower() result: the loop nest with ``// parallel``, ``// vector x16`` marks."""
     lines = str(f).splitlines()
     return _loop_nest_text("\n".join(lines))
@@ -502,7 +502,7 @@ def _signature(name: str, args: Sequence[tuple[str, str, str, str]]) -> str:
     return f"{name}(" + ", ".join(f"{a}: {d}{s}" for a, d, s, _ in args) + ")"
 
 
-def module_html(m: Any) -> str:
+def _module_html(m: Any) -> str:
     """HTML for a Module: signature, target and compile time; loop nest, assembly and LLVM IR
     in collapsed blocks."""
     args = _module_args(m)
@@ -521,7 +521,7 @@ def module_html(m: Any) -> str:
     return _box(f"Module {m.entry_name}", _module_subtitle(m), body)
 
 
-def module_text(m: Any) -> str:
+def _module_text(m: Any) -> str:
     """Text for a Module (the console's pretty form)."""
     args = _module_args(m)
     out = [f"Module {m.entry_name}: {_module_subtitle(m)}", f"  {_signature(m.entry_name, args)}"]
@@ -567,7 +567,7 @@ def _tc_tensors(fn: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def tc_function_html(fn: Any) -> str:
+def _tc_function_html(fn: Any) -> str:
     """HTML for one TC def: signature, inputs and outputs, the stages it became."""
     rows = [
         [f"<b>{_e(n)}</b>", _e(d), _e(s), _badge(r, "output") if r == "output" else _e(r)]
@@ -580,7 +580,7 @@ def tc_function_html(fn: Any) -> str:
     return _box(f"TC def {fn.name}", _tc_status(fn), body)
 
 
-def tc_function_text(fn: Any) -> str:
+def _tc_function_text(fn: Any) -> str:
     """Text for one TC def (the console's pretty form)."""
     out = [f"TC def {fn.signature}: {_tc_status(fn)}"]
     out += [f"  {n}: {d}{s} {r}" for n, d, s, r in _tc_tensors(fn)]
@@ -596,19 +596,19 @@ def _tc_broken(defs: Any) -> list[tuple[str, list[str]]]:
     ]
 
 
-def tc_defs_html(defs: Any) -> str:
+def _tc_defs_html(defs: Any) -> str:
     """HTML for a TC source with several defs: one block per def, and the error of each def
     that did not compile."""
-    body = "".join(tc_function_html(f) for f in defs)
+    body = "".join(_tc_function_html(f) for f in defs)
     for name, lines in _tc_broken(defs):
         error = f'<pre style="{_CODE}">{_e(chr(10).join(lines))}</pre>'
         body += _box(f"TC def {name}", "", _badge("does not compile", "error") + error)
     return _box("TC defs", ", ".join(defs.names), body)
 
 
-def tc_defs_text(defs: Any) -> str:
+def _tc_defs_text(defs: Any) -> str:
     """Text for a TC source with several defs."""
-    out = [tc_function_text(f) for f in defs]
+    out = [_tc_function_text(f) for f in defs]
     for name, lines in _tc_broken(defs):
         out.append(f"TC def {name}: does not compile")
         out += [f"  {line}" for line in lines]
@@ -656,14 +656,14 @@ def _renderers() -> list[tuple[type, Callable[[Any], str], Callable[[Any], str]]
     from . import tc
 
     return [
-        (_core.Tensor, tensor_html, tensor_text),
-        (_core.Operation, tensor_html, tensor_text),
-        (_core.Schedule, schedule_html, schedule_text),
-        (_core.Stage, stage_html, stage_text),
-        (_core.LoweredFunc, lowered_html, lowered_text),
-        (_core.Module, module_html, module_text),
-        (tc.TcFunction, tc_function_html, tc_function_text),
-        (tc.TcDefs, tc_defs_html, tc_defs_text),
+        (_core.Tensor, _tensor_html, _tensor_text),
+        (_core.Operation, _tensor_html, _tensor_text),
+        (_core.Schedule, _schedule_html, _schedule_text),
+        (_core.Stage, _stage_html, _stage_text),
+        (_core.LoweredFunc, _lowered_html, _lowered_text),
+        (_core.Module, _module_html, _module_text),
+        (tc.TcFunction, _tc_function_html, _tc_function_text),
+        (tc.TcDefs, _tc_defs_html, _tc_defs_text),
     ]
 
 
@@ -715,7 +715,14 @@ def _render_traceback_(self: Any) -> list[str]:
 
 
 def install() -> None:
-    """Attach the display hooks to the classes (done when pytvmbridge is imported)."""
+    """Attach the display hooks to the classes; ``import pytvmbridge`` has done it already.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> tvm.display.install()
+        >>> tvm.Schedule._repr_html_ is tvm.Tensor._repr_html_
+        True
+    """
     from . import tc
 
     for cls, *_ in _renderers():
@@ -724,23 +731,4 @@ def install() -> None:
     tc.TCError._render_traceback_ = _render_traceback_
 
 
-__all__ = [
-    "html_of",
-    "install",
-    "lowered_html",
-    "lowered_text",
-    "module_html",
-    "module_text",
-    "schedule_html",
-    "schedule_text",
-    "stage_html",
-    "stage_text",
-    "tc_defs_html",
-    "tc_defs_text",
-    "tc_error_traceback",
-    "tc_function_html",
-    "tc_function_text",
-    "tensor_html",
-    "tensor_text",
-    "text",
-]
+__all__ = ["html_of", "install", "tc_error_traceback", "text"]

@@ -48,22 +48,20 @@ import threading
 from collections.abc import Callable
 from typing import Any, overload
 
-from . import _core, frameworks
-from .bridges import Signature, call_allocating, call_inplace
+from . import _core
 from .frameworks import framework_of
 
 __all__ = ["Kernel", "kernel"]
 
-_by_type = frameworks._by_type
-#: Concrete signatures remembered per Kernel before the table is emptied (a bound, not a limit:
-#: the compiled variants themselves are kept).
-_EXACT_LIMIT = 4096
 
-
-class Kernel:
+class Kernel(_core.Caller):
     """A function of placeholders, compiled per dtype/rank/layout class and cached.
 
-    See the module documentation; made by ``@kernel``.
+    See the module documentation; made by ``@kernel``. Calling it (``k(*inputs, out=None)``)
+    runs in C++ (``_core.Caller``, csrc/python/bind_bridges.cc): the inputs' layout class picks
+    the compiled variant, and only a new class comes back to Python, to ``_variant``, to be
+    compiled. Returns the outputs in the first input's framework; with ``out=`` (one array, or a
+    tuple for several outputs) writes them there and returns ``out``.
 
     Example:
         >>> import numpy as np, pytvmbridge as tvm
@@ -94,10 +92,10 @@ class Kernel:
         self.name = name or getattr(fn, "__name__", "kernel").replace("<lambda>", "kernel")
         self._arg_names, self._n_in = _parameters(fn)
         self._lock = threading.Lock()
-        # layout-class key -> (compiled kernel, the read ranges to check against each new shape)
-        self._variants: dict[Any, tuple[Signature, list[_Read]]] = {}
-        self._exact: dict[Any, Signature] = {}  # (dtype, shape) per input -> compiled kernel
+        # layout class -> (compiled Module, the read ranges to check against each call's shapes)
+        self._variants: dict[Any, tuple[Any, list[_Read]]] = {}
         self._compilations = 0
+        self._kernel(self.name, self._arg_names, -1 if self._n_in is None else self._n_in)
 
     @property
     def compilations(self) -> int:
@@ -108,39 +106,7 @@ class Kernel:
         """Forget every compiled variant (the next call compiles again)."""
         with self._lock:
             self._variants.clear()
-            self._exact.clear()
-
-    def __call__(self, *inputs: Any, out: Any = None) -> Any:
-        """Run on ``inputs``; returns the outputs in the first input's framework.
-
-        With ``out=`` (one array, or a tuple for several outputs) the outputs are written there
-        and ``out`` is returned.
-        """
-        if self._n_in is not None and len(inputs) != self._n_in:
-            raise TypeError(
-                f"kernel '{self.name}' takes {self._n_in} input array(s), got {len(inputs)}"
-            )
-        if not inputs:
-            raise TypeError(f"kernel '{self.name}' needs at least one input array")
-        try:
-            key = tuple([(x.dtype, x.shape) for x in inputs])
-        except AttributeError:  # capsules and bare DLPack producers: view them once
-            inputs = self._viewed(inputs)
-            key = tuple([(x.dtype, x.shape) for x in inputs])
-        sig = self._exact.get(key)
-        if sig is None:
-            sig = self._lookup(key, inputs)
-        if out is None:
-            first = inputs[0]
-            fw = _by_type.get(type(first)) or framework_of(first)
-            return call_allocating(sig, fw, inputs, key)
-        outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        if len(outs) != len(sig.outputs):
-            raise TypeError(
-                f"kernel '{self.name}' has {len(sig.outputs)} output(s), got {len(outs)} in out="
-            )
-        call_inplace(sig, inputs + outs)
-        return out
+            self._forget_variants()
 
     def module_for(self, *inputs: Any) -> Any:
         """The compiled Module that a call with ``inputs`` runs (compiling it if needed).
@@ -151,42 +117,36 @@ class Kernel:
             >>> k.module_for(np.zeros(4, "int32")).arg_names
             ['A', 'B']
         """
-        inputs = self._viewed(inputs)
-        return self._lookup(tuple((x.dtype, x.shape) for x in inputs), inputs).module
-
-    def _viewed(self, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-        """The inputs, with capsules and bare DLPack producers viewed as NDArrays (once)."""
         names = self._arg_names or [f"x{k}" for k in range(len(inputs))]
-        return tuple(
-            x if hasattr(x, "shape") else _core.from_dlpack(x, f"argument {k} ('{names[k]}')")
-            for k, x in enumerate(inputs)
-        )
-
-    def _lookup(self, key: Any, inputs: tuple[Any, ...]) -> Signature:
-        """The compiled variant for these inputs: found by layout class, or built."""
-        ids: dict[int, int] = {}
-        layout = []
-        for x in inputs:
+        specs = []
+        for k, x in enumerate(inputs):
+            if not hasattr(x, "shape"):  # a capsule or a bare DLPack producer
+                x = _core.from_dlpack(x, f"argument {k} ('{names[k]}')")
             fw = framework_of(x)
-            dims = tuple(ids.setdefault(int(s), len(ids)) for s in fw.shape(x))
-            layout.append((fw.dtype(x), dims))
-        variant = tuple(layout)
+            specs.append((fw.dtype(x), tuple(int(s) for s in fw.shape(x))))
+        module, reads = self._variant(*specs)
+        _check_reads(self.name, module, reads, [shape for _, shape in specs])
+        return module
+
+    def _variant(self, *specs: tuple[str, tuple[int, ...]]) -> tuple[Any, list[_Read]]:
+        """The compiled variant for inputs of these (dtype, shape): found by layout class, or
+        built. Called by the C++ call path for a layout class it has not seen."""
+        if self._n_in is not None and len(specs) != self._n_in:
+            raise TypeError(
+                f"kernel '{self.name}' takes {self._n_in} input array(s), got {len(specs)}"
+            )
+        ids: dict[int, int] = {}
+        variant = tuple(
+            (dtype, tuple(ids.setdefault(s, len(ids)) for s in shape)) for dtype, shape in specs
+        )
         entry = self._variants.get(variant)
         if entry is None:
             with self._lock:
                 entry = self._variants.get(variant)
                 if entry is None:
-                    module, reads = self._compile(variant)
-                    entry = self._variants[variant] = (Signature(module), reads)
+                    entry = self._variants[variant] = self._compile(variant)
                     self._compilations += 1
-        sig, reads = entry
-        if reads:
-            shapes = [framework_of(x).shape(x) for x in inputs]
-            _check_reads(self.name, sig, reads, shapes)
-        if len(self._exact) >= _EXACT_LIMIT:
-            self._exact.clear()
-        self._exact[key] = sig
-        return sig
+        return entry
 
     def _compile(self, variant: tuple[tuple[str, tuple[int, ...]], ...]) -> tuple[Any, list[_Read]]:
         from . import te
@@ -336,13 +296,13 @@ def _read_ranges(
     return sorted(requirements, key=repr)
 
 
-def _check_reads(
-    name: str, sig: Signature, reads: list[_Read], shapes: list[tuple[int, ...]]
-) -> None:
+def _check_reads(name: str, module: Any, reads: list[_Read], shapes: list[tuple[int, ...]]) -> None:
+    """Raises when the shapes do not fit the read ranges (the C++ call path checks the same)."""
+    inputs = [i for i, o in enumerate(module.is_output) if not o]
     for k, d, start, extent in reads:
         count = extent[1] if extent[0] == "const" else shapes[extent[1]][extent[2]]
         if count > 0 and start + count > shapes[k][d]:
-            what = sig.whats[sig.inputs[k]]
+            what = f"argument {inputs[k]} ('{module.arg_names[inputs[k]]}')"
             raise ValueError(
                 f"kernel '{name}' reads {what} up to index {start + count - 1} in dimension {d}, "
                 f"but its shape is {tuple(shapes[k])}: the inputs' sizes do not fit what the "

@@ -1,218 +1,585 @@
-// The framework bridges' fast path (API.md section 5): _core.FastBridge, a vectorcall object
-// that runs the all-arrays form of a bridge (to_pytorch(module)(x, y, z)) without any Python
-// frame in between.
+// _core.Caller: the whole call of a kernel from Python, in C++ (API.md section 5). It is what
+// `to_pytorch(module)` (and every bridge) returns, the base class of `@kernel`'s Kernel, and what
+// tc.define calls. One call:
 //
-// A call checks each output by the rule of its type, found in a dict shared with
-// pytvmbridge/bridges.py (type -> None: nothing to check; a callable (array, what) that raises
-// when the framework forbids the write, e.g. PyTorch's requires_grad; anything else: the array
-// needs its framework's conversion), imports every array without building any error text, and
-// runs the kernel with the GIL released. Whatever is not that common case (another number of
-// arrays, a type not yet in the dict, an array that needs its framework's conversion) is handed
-// to the Python bridge, `fallback`. Errors while importing or running are raised from here,
-// naming the argument; nothing is retried, and nothing is written before the kernel runs.
+//   1. reads every array through its framework's fastest route (python/call_args.h);
+//   2. finds the compiled variant: a bridge has one Module; a kernel looks its variants up by
+//      the inputs' layout class (dtype, rank, which sizes are equal) and asks Python
+//      (`self._variant(*inputs)`) to compile a new one;
+//   3. checks a kernel's read ranges against the inputs' sizes;
+//   4. all arrays given: runs in place, returns None. Inputs only: binds the sizes, computes the
+//      outputs' shapes, allocates them in the framework (the bridge's, or the first input's for a
+//      kernel), runs, and returns them (one array, or a tuple).
+//
+// The kernel runs with the GIL released. Errors are raised before anything is written, naming
+// the argument; nothing is retried (a producer is asked for its array once).
 #include "python/bindings.h"  // first: Python.h before structmember.h
 
+#include <pybind11/stl.h>
 #include <structmember.h>
 
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "python/call_args.h"
 #include "python/dlpack_import.h"
 #include "runtime/module.h"
+#include "support/error.h"
 
 namespace ptb::python {
 
 namespace {
 
-constexpr Py_ssize_t kMaxArgs = 16;
+constexpr int kMaxArgs = 16;
 
-struct FastBridge {
-  PyObject ob_base;
-  vectorcallfunc vectorcall;
-  PyObject* dict;      // instance attributes (__name__, __doc__, framework...)
-  PyObject* module;    // the _core.Module, kept alive while `mod` is used
-  PyObject* checks;    // dict: type -> None | callable(array, what) | other (convert first);
-                       // or None: outputs go as they are (they were allocated by the caller)
-  PyObject* fallback;  // the Python bridge: callable(*arrays)
-  PyObject* whats;     // tuple of str: how each argument is named in errors
-  const Module* mod;
-  Py_ssize_t n_all;
-  Py_ssize_t n_outputs;
-  Py_ssize_t outputs[kMaxArgs];
+// Where an output's size in one dimension comes from.
+struct OutDim {
+  enum Kind : uint8_t { kConst, kInput } kind;
+  int64_t value;  // kConst
+  int input, dim;  // kInput: this input's size in this dimension
 };
 
-PyObject* call_fallback(FastBridge* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+// "Input k must be at least this long in dimension d" (see kernel.py, read ranges).
+struct ReadCheck {
+  int k, d;
+  int64_t start;
+  bool constant;
+  int64_t count;   // constant
+  int k2, d2;      // else: the size of input k2 in dimension d2
+};
+
+// One compiled kernel and what a call needs to know about its signature, computed once.
+struct Variant {
+  std::vector<int64_t> key;  // the layout class (kernels only)
+  PyObject* module = nullptr;  // the _core.Module, a strong reference
+  const Module* mod = nullptr;
+  int n_all = 0, n_in = 0, n_out = 0;
+  int inputs[kMaxArgs], outputs[kMaxArgs];
+  std::vector<std::vector<OutDim>> out_dims;  // per output
+  bool shapes_by_module = false;  // an output size is an expression: Module::output_shapes
+  std::vector<ReadCheck> reads;
+
+  ~Variant() {
+    if (Py_IsInitialized()) {
+      PyGILState_STATE gil = PyGILState_Ensure();
+      Py_XDECREF(module);
+      PyGILState_Release(gil);
+    }
+  }
+};
+
+struct State {
+  std::vector<std::shared_ptr<const Variant>> variants;
+  std::vector<std::string> names;  // a kernel's argument names, for errors before a variant
+  std::string name;                // a kernel's name
+  Py_ssize_t n_inputs = -1;        // a kernel's input count, when its function says
+};
+
+struct Caller {
+  PyObject ob_base;
+  vectorcallfunc vectorcall;
+  PyObject* dict;
+  PyObject* framework;  // a bridge's: outputs are allocated there; nullptr for a kernel
+  AllocRoute alloc;
+  bool bridge;
+  State* state;
+};
+
+DLDataType dl_dtype(const DataType& t) {
+  if (t.is_bool()) return DLDataType{kDLBoolCode, 8, 1};
+  return DLDataType{static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bits()), 1};
 }
 
-// Imports and runs; false with the Python error set (naming the argument) on failure. Nothing
-// is retried: a producer is asked for its array once, and a capsule can be consumed once.
-bool try_run(FastBridge* self, PyObject* const* args, Py_ssize_t n) {
-  NDArray arrays[kMaxArgs];
+std::shared_ptr<Variant> make_variant(PyObject* module) {
+  const Module* mod = nullptr;
+  try {
+    mod = &py::cast<const Module&>(py::handle(module));
+  } catch (const std::exception&) {
+    type_error("expected a built pytvmbridge Module, got an object of type '",
+               Py_TYPE(module)->tp_name, "'");
+  }
+  auto v = std::make_shared<Variant>();
+  const auto& args = mod->args();
+  if (args.size() > static_cast<size_t>(kMaxArgs)) {
+    not_implemented("kernel '", mod->name(), "' has ", args.size(),
+                    " arguments; calls from Python take at most ", kMaxArgs);
+  }
+  Py_INCREF(module);
+  v->module = module;
+  v->mod = mod;
+  v->n_all = static_cast<int>(args.size());
+  for (int i = 0; i < v->n_all; ++i) {
+    if (args[i].is_output) {
+      v->outputs[v->n_out++] = i;
+    } else {
+      v->inputs[v->n_in++] = i;
+    }
+  }
+  for (int k = 0; k < v->n_out; ++k) {
+    std::vector<OutDim> dims;
+    for (const DimSpec& dim : args[v->outputs[k]].dims) {
+      if (dim.kind == DimSpec::Kind::kConst) {
+        dims.push_back({OutDim::kConst, dim.value, 0, 0});
+        continue;
+      }
+      bool found = false;
+      for (int j = 0; j < v->n_in && !found && dim.kind == DimSpec::Kind::kVar; ++j) {
+        const auto& in = args[v->inputs[j]].dims;
+        for (size_t d = 0; d < in.size() && !found; ++d) {
+          if (in[d].kind == DimSpec::Kind::kVar && in[d].slot == dim.slot) {
+            dims.push_back({OutDim::kInput, 0, j, static_cast<int>(d)});
+            found = true;
+          }
+        }
+      }
+      // An expression, or a size no input determines: the Module computes (or refuses) it.
+      if (!found) v->shapes_by_module = true;
+    }
+    v->out_dims.push_back(std::move(dims));
+  }
+  return v;
+}
+
+// The read checks of a kernel variant, from kernel.py's list of (k, d, start, extent) where
+// extent is ("const", n) or ("size", k2, d2).
+void parse_reads(py::handle reads, Variant* v) {
+  for (py::handle r : reads) {
+    auto t = r.cast<py::tuple>();
+    auto extent = t[3].cast<py::tuple>();
+    ReadCheck c{t[0].cast<int>(), t[1].cast<int>(), t[2].cast<int64_t>(), false, 0, 0, 0};
+    if (extent[0].cast<std::string>() == "const") {
+      c.constant = true;
+      c.count = extent[1].cast<int64_t>();
+    } else {
+      c.k2 = extent[1].cast<int>();
+      c.d2 = extent[2].cast<int>();
+    }
+    v->reads.push_back(c);
+  }
+}
+
+std::string shape_text(const DLTensor& t) {
+  std::string s = "(";
+  for (int d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.shape[d]);
+  return s + (t.ndim == 1 ? ",)" : ")");
+}
+
+void check_reads(const Variant& v, CallArgs<kMaxArgs>& in) {
+  for (const ReadCheck& c : v.reads) {
+    const DLTensor& t = in[c.k].tensor();
+    if (c.d >= t.ndim || (!c.constant && c.d2 >= in[c.k2].tensor().ndim)) continue;
+    const int64_t count = c.constant ? c.count : in[c.k2].tensor().shape[c.d2];
+    if (count > 0 && c.start + count > t.shape[c.d]) {
+      value_error("kernel '", v.mod->name(), "' reads ", ArgName(*v.mod, v.inputs[c.k]).str(),
+                  " up to index ", c.start + count - 1, " in dimension ", c.d,
+                  ", but its shape is ", shape_text(t),
+                  ": the inputs' sizes do not fit what the function computes");
+    }
+  }
+}
+
+// Below this many elements in all the arrays together, a call keeps the GIL: releasing and
+// taking it back costs more than such a kernel runs, and other threads would hardly get to run.
+constexpr int64_t kKeepGilElements = 1 << 14;
+
+// Runs the kernel (`tensors` in the Module's order), with the GIL released unless it is small.
+void run(const Variant& v, const DLTensor* const* tensors, const bool* read_only) {
+  int64_t elements = 0;
+  for (int i = 0; i < v.n_all && elements < kKeepGilElements; ++i) {
+    int64_t size = 1;
+    for (int d = 0; d < tensors[i]->ndim; ++d) size *= tensors[i]->shape[d];
+    elements += size;
+  }
+  if (elements < kKeepGilElements) {
+    v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all));
+    return;
+  }
+  py::gil_scoped_release release;
+  v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all));
+}
+
+// All arrays given: `in` holds the inputs already read (kernels), or nothing (bridges).
+void call_inplace(const Variant& v, PyObject* const* arrays) {
+  CallArgs<kMaxArgs> args(v.n_all);
   const DLTensor* tensors[kMaxArgs];
   bool read_only[kMaxArgs];
-  try {
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      arrays[i] = import_array(pybind11::handle(args[i]), ArgName(*self->mod, i));
-      tensors[i] = &arrays[i].dl_tensor();
-      read_only[i] = arrays[i].read_only();
+  const auto& specs = v.mod->args();
+  for (int i = 0; i < v.n_all; ++i) {
+    args[i].read(arrays[i], ArgName(*v.mod, i), specs[i].is_output);
+    tensors[i] = &args[i].tensor();
+    read_only[i] = args[i].read_only();
+  }
+  run(v, tensors, read_only);
+}
+
+// Inputs read into `in`; allocates the outputs in `framework`, runs, returns them.
+PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* framework,
+                          AllocRoute route) {
+  const auto& specs = v.mod->args();
+  int64_t shapes[kMaxArgs][kMaxViewDims];
+  std::vector<std::vector<int64_t>> computed;
+  bool by_module = v.shapes_by_module;
+  for (int k = 0; k < v.n_in && !by_module; ++k) {
+    // A wrong rank is the Module's error to raise (before any dimension is read).
+    by_module = in[k].tensor().ndim != static_cast<int>(specs[v.inputs[k]].dims.size());
+  }
+  if (by_module) {
+    const DLTensor* tensors[kMaxArgs];
+    for (int k = 0; k < v.n_in; ++k) tensors[k] = &in[k].tensor();
+    computed = v.mod->output_shapes(tensors, static_cast<size_t>(v.n_in));
+  }
+  CallArgs<kMaxArgs> out(v.n_out);
+  for (int k = 0; k < v.n_out; ++k) {
+    const ArgSpec& spec = specs[v.outputs[k]];
+    const int ndim = static_cast<int>(spec.dims.size());
+    if (ndim > kMaxViewDims) not_implemented("outputs of more than ", kMaxViewDims, " dimensions");
+    const int64_t* shape = shapes[k];
+    if (by_module) {
+      shape = computed[k].data();
+    } else {
+      for (int d = 0; d < ndim; ++d) {
+        const OutDim& dim = v.out_dims[k][d];
+        shapes[k][d] =
+            dim.kind == OutDim::kConst ? dim.value : in[dim.input].tensor().shape[dim.dim];
+      }
     }
-    pybind11::gil_scoped_release release;
-    self->mod->run(tensors, read_only, static_cast<size_t>(n));
-  } catch (pybind11::error_already_set& e) {
+    out[k].allocate(framework, route, ndim, shape, dl_dtype(spec.dtype));
+  }
+  const DLTensor* tensors[kMaxArgs];
+  bool read_only[kMaxArgs];
+  for (int k = 0; k < v.n_in; ++k) {
+    tensors[v.inputs[k]] = &in[k].tensor();
+    read_only[v.inputs[k]] = in[k].read_only();
+  }
+  for (int k = 0; k < v.n_out; ++k) {
+    tensors[v.outputs[k]] = &out[k].tensor();
+    read_only[v.outputs[k]] = false;
+  }
+  run(v, tensors, read_only);
+  if (v.n_out == 1) return out[0].result();
+  PyObject* result = PyTuple_New(v.n_out);
+  if (result == nullptr) return nullptr;
+  for (int k = 0; k < v.n_out; ++k) {
+    PyObject* item = out[k].result();
+    if (item == nullptr) {
+      Py_DECREF(result);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(result, k, item);
+  }
+  return result;
+}
+
+[[noreturn]] void count_error(const Variant& v, Py_ssize_t n) {
+  type_error("kernel '", v.mod->name(), "' takes all ", v.n_all,
+             " arrays (outputs written in place) or its ", v.n_in,
+             " input(s) (outputs allocated and returned), got ", n);
+}
+
+PyObject* bridge_call(Caller* self, PyObject* const* args, Py_ssize_t n) {
+  std::shared_ptr<const Variant> v = self->state->variants.front();
+  if (n == v->n_all) {
+    call_inplace(*v, args);
+    Py_RETURN_NONE;
+  }
+  if (n != v->n_in) count_error(*v, n);
+  CallArgs<kMaxArgs> in(v->n_in);
+  for (int k = 0; k < v->n_in; ++k) in[k].read(args[k], ArgName(*v->mod, v->inputs[k]), false);
+  return call_allocating(*v, in, self->framework, self->alloc);
+}
+
+// A kernel's layout class of its inputs: per input dtype and rank, then for each dimension the
+// index of its size among the distinct sizes seen so far (kernel.py builds the same classes).
+size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t capacity) {
+  int64_t seen[64];
+  size_t n_seen = 0, len = 0;
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    const DLTensor& t = in[k].tensor();
+    if (len + 1 + t.ndim > capacity) return 0;
+    key[len++] = (int64_t{t.dtype.code} << 40) | (int64_t{t.dtype.bits} << 32) | t.ndim;
+    for (int d = 0; d < t.ndim; ++d) {
+      size_t id = 0;
+      while (id < n_seen && seen[id] != t.shape[d]) ++id;
+      if (id == n_seen) {
+        if (n_seen == 64) return 0;
+        seen[n_seen++] = t.shape[d];
+      }
+      key[len++] = static_cast<int64_t>(id);
+    }
+  }
+  return len;
+}
+
+std::shared_ptr<const Variant> find_variant(const State& state, const int64_t* key, size_t len) {
+  for (const auto& v : state.variants) {
+    if (v->key.size() == len && std::equal(key, key + len, v->key.begin())) return v;
+  }
+  return nullptr;
+}
+
+PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObject* out) {
+  State& state = *self->state;
+  if (state.n_inputs >= 0 && n != state.n_inputs) {
+    type_error("kernel '", state.name, "' takes ", state.n_inputs, " input array(s), got ", n);
+  }
+  if (n == 0) type_error("kernel '", state.name, "' needs at least one input array");
+  if (n > kMaxArgs) not_implemented("kernels take at most ", kMaxArgs, " arrays from Python");
+  CallArgs<kMaxArgs> in(static_cast<int>(n));
+  static const std::string kUnnamed = "x";
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    const std::string* name = static_cast<size_t>(k) < state.names.size() ? &state.names[k]
+                                                                          : &kUnnamed;
+    in[k].read(args[k], ArgName(name, k), false);
+  }
+  int64_t key[256];
+  const size_t len = layout_key(in, n, key, 256);
+  std::shared_ptr<const Variant> v = len ? find_variant(state, key, len) : nullptr;
+  if (v == nullptr) {
+    // Python compiles (or finds) the variant from each input's (dtype, shape):
+    // `_variant(*specs) -> (module, reads)`. The arrays themselves are not passed: a capsule
+    // has been consumed already.
+    py::tuple specs(n);
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      const DLTensor& t = in[k].tensor();
+      py::tuple shape(t.ndim);
+      for (int d = 0; d < t.ndim; ++d) shape[d] = py::int_(t.shape[d]);
+      specs[k] = py::make_tuple(
+          DataType(static_cast<DataType::Code>(t.dtype.code), t.dtype.bits).str(), shape);
+    }
+    py::object found = py::handle(reinterpret_cast<PyObject*>(self)).attr("_variant")(*specs);
+    auto pair = found.cast<py::tuple>();
+    auto fresh = make_variant(pair[0].ptr());
+    parse_reads(pair[1], fresh.get());
+    fresh->key.assign(key, key + len);
+    if (fresh->n_in != n) count_error(*fresh, n);
+    if (len != 0 && find_variant(state, key, len) == nullptr) state.variants.push_back(fresh);
+    v = fresh;
+  }
+  check_reads(*v, in);
+  if (out == nullptr || out == Py_None) {
+    const TypeRoute& first = route_of(args[0]);
+    return call_allocating(*v, in, first.framework, first.alloc);
+  }
+  // out=: one array, or a tuple/list for several outputs; written in place and returned.
+  PyObject* outs[kMaxArgs];
+  Py_ssize_t n_out = 1;
+  if (PyTuple_Check(out) || PyList_Check(out)) {
+    n_out = PySequence_Fast_GET_SIZE(out);
+    for (Py_ssize_t k = 0; k < n_out && k < kMaxArgs; ++k) {
+      outs[k] = PySequence_Fast_GET_ITEM(out, k);
+    }
+  } else {
+    outs[0] = out;
+  }
+  if (n_out != v->n_out) {
+    type_error("kernel '", v->mod->name(), "' has ", v->n_out, " output(s), got ", n_out,
+               " in out=");
+  }
+  const auto& specs = v->mod->args();
+  CallArgs<kMaxArgs> outputs(v->n_out);
+  const DLTensor* tensors[kMaxArgs];
+  bool read_only[kMaxArgs];
+  for (int k = 0; k < v->n_in; ++k) {
+    tensors[v->inputs[k]] = &in[k].tensor();
+    read_only[v->inputs[k]] = in[k].read_only();
+  }
+  for (int k = 0; k < v->n_out; ++k) {
+    const int i = v->outputs[k];
+    outputs[k].read(outs[k], ArgName(*v->mod, i), specs[i].is_output);
+    tensors[i] = &outputs[k].tensor();
+    read_only[i] = outputs[k].read_only();
+  }
+  run(*v, tensors, read_only);
+  Py_INCREF(out);
+  return out;
+}
+
+PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* self = reinterpret_cast<Caller*>(obj);
+  const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  try {
+    if (self->state == nullptr) {
+      PyErr_SetString(PyExc_ReferenceError, "this Caller was cleared by the garbage collector");
+      return nullptr;
+    }
+    PyObject* out = nullptr;
+    if (kwnames != nullptr) {
+      const Py_ssize_t n_kw = PyTuple_GET_SIZE(kwnames);
+      for (Py_ssize_t k = 0; k < n_kw; ++k) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+        if (self->bridge || PyUnicode_CompareWithASCIIString(key, "out") != 0) {
+          PyErr_Format(PyExc_TypeError, "%s got an unexpected keyword argument '%U'",
+                       self->bridge ? "a bridged kernel" : "a kernel", key);
+          return nullptr;
+        }
+        out = args[n + k];
+      }
+    }
+    if (self->bridge) {
+      if (self->state->variants.empty()) {
+        PyErr_SetString(PyExc_TypeError, "this Caller has no module");
+        return nullptr;
+      }
+      return bridge_call(self, args, n);
+    }
+    return kernel_call(self, args, n, out);
+  } catch (py::error_already_set& e) {
     e.restore();
-    return false;
   } catch (const std::exception& e) {
     if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
-    return false;
   }
-  return true;  // the imported arrays are released here, with the GIL held
+  return nullptr;
 }
 
-PyObject* fast_bridge_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
-  auto* self = reinterpret_cast<FastBridge*>(obj);
-  if (self->mod == nullptr) {
-    PyErr_SetString(PyExc_ReferenceError, "this FastBridge was cleared by the garbage collector");
-    return nullptr;
-  }
-  const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-  if (kwnames != nullptr || n != self->n_all) return call_fallback(self, args, nargsf, kwnames);
-  const Py_ssize_t n_checked = self->checks == Py_None ? 0 : self->n_outputs;
-  for (Py_ssize_t k = 0; k < n_checked; ++k) {
-    const Py_ssize_t i = self->outputs[k];
-    PyObject* check =
-        PyDict_GetItemWithError(self->checks, reinterpret_cast<PyObject*>(Py_TYPE(args[i])));
-    if (check == nullptr) {
-      if (PyErr_Occurred()) return nullptr;
-      return call_fallback(self, args, nargsf, kwnames);  // a new type: Python resolves it
-    }
-    if (check == Py_None) continue;
-    if (!PyCallable_Check(check)) return call_fallback(self, args, nargsf, kwnames);
-    Py_INCREF(check);  // the dict may change while it runs
-    PyObject* check_args[2] = {args[i], PyTuple_GET_ITEM(self->whats, i)};
-    PyObject* result = PyObject_Vectorcall(check, check_args, 2, nullptr);
-    Py_DECREF(check);
-    if (result == nullptr) return nullptr;  // the framework's own error: nothing written
-    Py_DECREF(result);
-  }
-  if (!try_run(self, args, n)) return nullptr;
-  Py_RETURN_NONE;
-}
-
-int fast_bridge_traverse(PyObject* obj, visitproc visit, void* arg) {
-  auto* self = reinterpret_cast<FastBridge*>(obj);
+int caller_traverse(PyObject* obj, visitproc visit, void* arg) {
+  auto* self = reinterpret_cast<Caller*>(obj);
   Py_VISIT(Py_TYPE(obj));
   Py_VISIT(self->dict);
-  Py_VISIT(self->module);
-  Py_VISIT(self->checks);
-  Py_VISIT(self->fallback);
-  Py_VISIT(self->whats);
+  Py_VISIT(self->framework);
+  if (self->state != nullptr) {
+    for (const auto& v : self->state->variants) Py_VISIT(v->module);
+  }
   return 0;
 }
 
-int fast_bridge_clear(PyObject* obj) {
-  auto* self = reinterpret_cast<FastBridge*>(obj);
+int caller_clear(PyObject* obj) {
+  auto* self = reinterpret_cast<Caller*>(obj);
   Py_CLEAR(self->dict);
-  Py_CLEAR(self->module);
-  Py_CLEAR(self->checks);
-  Py_CLEAR(self->fallback);
-  Py_CLEAR(self->whats);
-  self->mod = nullptr;  // a cleared bridge refuses calls
+  Py_CLEAR(self->framework);
+  delete self->state;  // drops the variants (and their modules)
+  self->state = nullptr;
   return 0;
 }
 
-void fast_bridge_dealloc(PyObject* obj) {
+void caller_dealloc(PyObject* obj) {
   PyTypeObject* type = Py_TYPE(obj);
   PyObject_GC_UnTrack(obj);
-  fast_bridge_clear(obj);
+  caller_clear(obj);
   type->tp_free(obj);
   Py_DECREF(type);
 }
 
-PyObject* fast_bridge_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"module", "checks", "fallback", "whats", nullptr};
-  PyObject *module, *checks, *fallback, *whats;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO!:FastBridge", const_cast<char**>(kKeywords),
-                                   &module, &checks, &fallback, &PyTuple_Type, &whats)) {
-    return nullptr;
-  }
-  if (checks != Py_None && !PyDict_Check(checks)) {
-    PyErr_SetString(PyExc_TypeError, "FastBridge: checks must be a dict or None");
-    return nullptr;
-  }
-  const Module* mod = nullptr;
-  try {
-    mod = &pybind11::cast<const Module&>(pybind11::handle(module));
-  } catch (const std::exception&) {
-    PyErr_SetString(PyExc_TypeError, "FastBridge: module must be a built pytvmbridge Module");
-    return nullptr;
-  }
-  const Py_ssize_t n_all = static_cast<Py_ssize_t>(mod->args().size());
-  if (n_all > kMaxArgs) {
-    PyErr_Format(PyExc_ValueError, "FastBridge: at most %zd arguments, the module has %zd",
-                 kMaxArgs, n_all);
-    return nullptr;
-  }
-  if (PyTuple_GET_SIZE(whats) != n_all) {
-    PyErr_Format(PyExc_ValueError, "FastBridge: whats must name the %zd arguments, got %zd", n_all,
-                 PyTuple_GET_SIZE(whats));
-    return nullptr;
-  }
-  if (!PyCallable_Check(fallback)) {
-    PyErr_SetString(PyExc_TypeError, "FastBridge: fallback must be callable");
-    return nullptr;
-  }
-  auto* self = reinterpret_cast<FastBridge*>(type->tp_alloc(type, 0));
+PyObject* caller_new(PyTypeObject* type, PyObject*, PyObject*) {
+  // Takes (and ignores) any arguments: Kernel, a Python subclass, has an __init__ of its own.
+  auto* self = reinterpret_cast<Caller*>(type->tp_alloc(type, 0));
   if (self == nullptr) return nullptr;
-  self->vectorcall = fast_bridge_call;
+  self->vectorcall = caller_call;
   self->dict = nullptr;
-  Py_INCREF(module);
-  self->module = module;
-  Py_INCREF(checks);
-  self->checks = checks;
-  Py_INCREF(fallback);
-  self->fallback = fallback;
-  Py_INCREF(whats);
-  self->whats = whats;
-  self->mod = mod;
-  self->n_all = n_all;
-  self->n_outputs = 0;
-  for (Py_ssize_t i = 0; i < n_all; ++i) {
-    if (mod->args()[i].is_output) self->outputs[self->n_outputs++] = i;
-  }
+  self->framework = nullptr;
+  self->alloc = AllocRoute::kNDArray;
+  self->bridge = false;
+  self->state = new State();
   return reinterpret_cast<PyObject*>(self);
 }
 
+Caller* checked(PyObject* obj) {
+  auto* self = reinterpret_cast<Caller*>(obj);
+  if (self->state == nullptr) value_error("this Caller was cleared by the garbage collector");
+  return self;
+}
+
+// Caller._bridge(module, framework): this caller becomes module's bridge to framework.
+PyObject* caller_bridge(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
+  try {
+    if (n != 2) type_error("_bridge(module, framework)");
+    Caller* self = checked(obj);
+    auto v = make_variant(args[0]);
+    self->state->variants.assign(1, v);
+    Py_INCREF(args[1]);
+    Py_XSETREF(self->framework, args[1]);
+    self->alloc = alloc_route_of(args[1]);
+    self->bridge = true;
+    Py_RETURN_NONE;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+// Caller._kernel(name, arg_names, n_inputs): a kernel's dispatch (n_inputs -1: any count).
+PyObject* caller_kernel(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
+  try {
+    if (n != 3) type_error("_kernel(name, arg_names, n_inputs)");
+    Caller* self = checked(obj);
+    self->state->name = py::cast<std::string>(args[0]);
+    self->state->names = py::handle(args[1]).is_none()
+                             ? std::vector<std::string>()
+                             : py::cast<std::vector<std::string>>(args[1]);
+    self->state->n_inputs = py::cast<Py_ssize_t>(args[2]);
+    self->bridge = false;
+    Py_RETURN_NONE;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject* caller_forget(PyObject* obj, PyObject*) {
+  auto* self = reinterpret_cast<Caller*>(obj);
+  if (self->state != nullptr && !self->bridge) self->state->variants.clear();
+  Py_RETURN_NONE;
+}
+
+PyObject* caller_module(PyObject* obj, void*) {
+  auto* self = reinterpret_cast<Caller*>(obj);
+  if (self->state == nullptr || !self->bridge || self->state->variants.empty()) Py_RETURN_NONE;
+  PyObject* module = self->state->variants.front()->module;
+  Py_INCREF(module);
+  return module;
+}
+
+PyMethodDef kMethods[] = {
+    {"_bridge", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(caller_bridge)),
+     METH_FASTCALL, "_bridge(module, framework): run `module`, allocating in `framework`."},
+    {"_kernel", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(caller_kernel)),
+     METH_FASTCALL, "_kernel(name, arg_names, n_inputs): dispatch over compiled variants."},
+    {"_forget_variants", caller_forget, METH_NOARGS, "Drops every compiled variant."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyGetSetDef kGetSet[] = {
+    {"module", caller_module, nullptr, "The Module a bridge runs (None for a kernel).", nullptr},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
 PyMemberDef kMembers[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(FastBridge, vectorcall), READONLY, nullptr},
-    {"__dictoffset__", T_PYSSIZET, offsetof(FastBridge, dict), READONLY, nullptr},
-    {"module", T_OBJECT, offsetof(FastBridge, module), READONLY, "The Module this bridge runs."},
-    {"fallback", T_OBJECT, offsetof(FastBridge, fallback), READONLY,
-     "The Python bridge that takes every call this fast path does not."},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Caller, vectorcall), READONLY, nullptr},
+    {"__dictoffset__", T_PYSSIZET, offsetof(Caller, dict), READONLY, nullptr},
     {nullptr, 0, 0, 0, nullptr}};
 
 PyType_Slot kSlots[] = {
-    {Py_tp_new, reinterpret_cast<void*>(fast_bridge_new)},
-    {Py_tp_dealloc, reinterpret_cast<void*>(fast_bridge_dealloc)},
-    {Py_tp_traverse, reinterpret_cast<void*>(fast_bridge_traverse)},
-    {Py_tp_clear, reinterpret_cast<void*>(fast_bridge_clear)},
+    {Py_tp_new, reinterpret_cast<void*>(caller_new)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(caller_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(caller_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(caller_clear)},
     {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_methods, kMethods},
+    {Py_tp_getset, kGetSet},
     {Py_tp_members, kMembers},
     {Py_tp_doc,
-     const_cast<char*>("FastBridge(module, checks, fallback, whats): the all-arrays call of a "
-                       "framework bridge, in C++; see pytvmbridge/bridges.py.")},
+     const_cast<char*>("The call of a kernel from Python, in C++: a bridge (to_pytorch...) or "
+                       "the base of @kernel's Kernel; see pytvmbridge/bridges.py.")},
     {0, nullptr}};
 
-PyType_Spec kSpec = {"pytvmbridge._core.FastBridge", sizeof(FastBridge), 0,
-                     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, kSlots};
+PyType_Spec kSpec = {
+    "pytvmbridge._core.Caller", sizeof(Caller), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    kSlots};
 
 }  // namespace
 
 void bind_bridges(py::module_& m) {
   PyObject* type = PyType_FromSpec(&kSpec);
   if (type == nullptr) throw py::error_already_set();
-  m.add_object("FastBridge", py::reinterpret_steal<py::object>(type));
+  m.add_object("Caller", py::reinterpret_steal<py::object>(type));
+  m.def("_set_framework_resolver", &set_framework_resolver, py::arg("resolver"),
+        "frameworks.framework_of, asked once per new array type.");
 }
 
 }  // namespace ptb::python

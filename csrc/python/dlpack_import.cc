@@ -46,17 +46,7 @@ const Interned& interned() {
 PyTypeObject* g_ndarray_type = nullptr;
 bool g_exchange_enabled = true;
 
-// What import needs to know about a producer's type, found once per type. Few types ever reach
-// here (torch.Tensor, numpy.ndarray, jax's ArrayImpl...), so a short vector beats a hash map.
-// Each type (and method) is kept alive so that its address cannot be reused by another type.
-struct TypeEntry {
-  PyTypeObject* type;
-  const ExchangeAPI* api;  // a usable `__dlpack_c_exchange_api__` table, or nullptr
-  PyObject* is_neg;        // PyTorch: the Tensor.is_neg method (lazy negation), else nullptr
-  bool torch;              // a torch.Tensor (requires_grad, device and layout rules)
-  bool immutable;          // a JAX array: never an output
-  bool legacy_dlpack;      // __dlpack__ refused max_version: call it without
-};
+using TypeEntry = ProducerInfo;
 std::vector<TypeEntry> g_type_cache;
 constexpr size_t kMaxCachedTypes = 64;
 std::string type_name(PyObject* obj) {
@@ -135,7 +125,9 @@ bool from_package(PyTypeObject* tp, std::initializer_list<const char*> roots) {
   return false;
 }
 
-TypeEntry& entry_for(PyTypeObject* tp) {
+}  // namespace
+
+ProducerInfo& producer_info(PyTypeObject* tp) {
   // Reserved once: references handed out stay valid while later types are added.
   if (g_type_cache.capacity() == 0) g_type_cache.reserve(kMaxCachedTypes);
   for (TypeEntry& e : g_type_cache) {
@@ -159,6 +151,8 @@ TypeEntry& entry_for(PyTypeObject* tp) {
   g_type_cache.push_back(e);
   return g_type_cache.back();
 }
+
+namespace {
 
 [[noreturn]] void throw_not_an_array(PyObject* obj, const std::string& what) {
   type_error(what,
@@ -238,6 +232,8 @@ std::string attr_text(PyObject* obj, const char* name) {
   return out;
 }
 
+}  // namespace
+
 // After PyTorch failed to export a tensor (its error is pending): when the tensor is not a dense
 // CPU one, a ValueError saying so replaces PyTorch's error (whose text is a C++ stack trace).
 void explain_torch_export_failure(PyObject* obj, const std::string& what) {
@@ -257,19 +253,21 @@ void explain_torch_export_failure(PyObject* obj, const std::string& what) {
               ".to_dense() / .cpu() (a meta tensor has no data at all)");
 }
 
-void check_not_negated(PyObject* obj, const TypeEntry& entry, const std::string& what) {
+void check_not_negated(PyObject* obj, const ProducerInfo& entry, const ArgName& what) {
   if (entry.is_neg == nullptr) return;
   PyObject* negated = PyObject_Vectorcall(entry.is_neg, &obj, 1, nullptr);
   if (negated == nullptr) throw py::error_already_set();
   const bool yes = negated == Py_True;
   Py_DECREF(negated);
   if (yes) {
-    value_error(what,
+    value_error(what.str(),
                 ": the tensor has PyTorch's lazy negative bit (a view such as z.conj().imag or "
                 "torch._neg_view(x)): its memory holds the negated values; pass "
                 "x.resolve_neg() instead");
   }
 }
+
+namespace {
 
 NDArray import_with_exchange_api(PyObject* obj, const ExchangeAPI* api, const std::string& what) {
   DLManagedTensorVersioned* managed = nullptr;
@@ -284,7 +282,7 @@ NDArray import_with_exchange_api(PyObject* obj, const ExchangeAPI* api, const st
 // The import itself; errors start with `what` (empty: import_array prefixes the name).
 NDArray import_unnamed(PyObject* o, const std::string& what) {
   PyTypeObject* tp = Py_TYPE(o);
-  TypeEntry& entry = entry_for(tp);
+  TypeEntry& entry = producer_info(tp);
   check_not_negated(o, entry, what);
   if (g_exchange_enabled && entry.api != nullptr) {
     try {
@@ -316,6 +314,8 @@ NDArray import_unnamed(PyObject* o, const std::string& what) {
   }
   return import_capsule(capsule, what);
 }
+
+}  // namespace
 
 // Re-raises the pending Python exception with the argument named (see import_array).
 [[noreturn]] void raise_named(const ArgName& what) {
@@ -361,6 +361,8 @@ NDArray import_unnamed(PyObject* o, const std::string& what) {
   PyErr_Restore(type, value, tb);
   throw py::error_already_set();
 }
+
+namespace {
 
 template <typename Managed>
 void capsule_destructor(PyObject* capsule, const char* name) {
@@ -441,7 +443,7 @@ NDArray import_array(py::handle obj, const ArgName& what) {
 void check_writable_object(py::handle obj, const ArgName& what) {
   PyTypeObject* tp = Py_TYPE(obj.ptr());
   if (tp == g_ndarray_type || PyCapsule_CheckExact(obj.ptr())) return;
-  const TypeEntry& entry = entry_for(tp);
+  const TypeEntry& entry = producer_info(tp);
   if (entry.immutable) {
     type_error(what.str(),
                ": JAX arrays are immutable and cannot be outputs; call the kernel with its "
@@ -462,6 +464,7 @@ void check_writable_object(py::handle obj, const ArgName& what) {
 }
 
 std::string ArgName::str() const {
+  if (name_ != nullptr) return str_cat("argument ", index_, " ('", *name_, "')");
   if (module_ == nullptr) return text_ ? text_ : "argument";
   const auto& args = module_->args();
   if (index_ < args.size()) return str_cat("argument ", index_, " ('", args[index_].name, "')");
@@ -487,6 +490,8 @@ py::capsule export_capsule(const NDArray& array, bool versioned) {
   if (cap == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::capsule>(cap);
 }
+
+PyTypeObject* ndarray_type() { return g_ndarray_type; }
 
 void set_ndarray_type(py::handle type) {
   g_ndarray_type = reinterpret_cast<PyTypeObject*>(type.ptr());

@@ -10,7 +10,8 @@
 
 namespace ptb {
 class Module;
-}
+struct ExchangeAPI;
+}  // namespace ptb
 
 namespace ptb::python {
 
@@ -21,11 +22,14 @@ class ArgName {
   ArgName(const char* text) : text_(text) {}  // NOLINT: implicit, as a string literal
   ArgName(const std::string& text) : text_(text.c_str()) {}  // NOLINT
   ArgName(const Module& module, size_t index) : module_(&module), index_(index) {}
+  // Argument `index`, called `*name` ("argument 0 ('A')"), before a Module is known.
+  ArgName(const std::string* name, size_t index) : name_(name), index_(index) {}
   std::string str() const;
 
  private:
   const char* text_ = nullptr;
   const Module* module_ = nullptr;
+  const std::string* name_ = nullptr;
   size_t index_ = 0;
 };
 
@@ -64,6 +68,30 @@ void check_writable_object(pybind11::handle obj, const ArgName& what);
 // consumer took it: versioned (1.0) or legacy. Export of a read-only array as legacy is a
 // BufferError (a legacy capsule cannot say read-only).
 pybind11::capsule export_capsule(const NDArray& array, bool versioned);
+
+// What import knows about a producer's type, found once per type and kept for the process.
+struct ProducerInfo {
+  PyTypeObject* type;
+  const ExchangeAPI* api;  // a usable `__dlpack_c_exchange_api__` table, or nullptr
+  PyObject* is_neg;        // PyTorch: the Tensor.is_neg method (lazy negation), else nullptr
+  bool torch;              // a torch.Tensor (requires_grad, device and layout rules)
+  bool immutable;          // a JAX array: never an output
+  bool legacy_dlpack;      // __dlpack__ refused max_version: call it without
+};
+ProducerInfo& producer_info(PyTypeObject* type);
+
+// Raises a ValueError naming `what` when `obj` is a PyTorch tensor with the lazy negative bit.
+void check_not_negated(PyObject* obj, const ProducerInfo& info, const ArgName& what);
+
+// After PyTorch failed to export `obj` (its error pending): replaces the error by a ValueError
+// naming `what` when the tensor is not a dense CPU tensor (meta, sparse), else leaves it.
+void explain_torch_export_failure(PyObject* obj, const std::string& what);
+
+// Sets the pending Python error again, with the argument named (see import_array), and throws.
+[[noreturn]] void raise_named(const ArgName& what);
+
+// The NDArray Python type (nullptr before bind_runtime registered it).
+PyTypeObject* ndarray_type();
 
 // Records NDArray's Python type so import_array recognises it with a pointer comparison.
 void set_ndarray_type(pybind11::handle type);

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .. import _core
 from ._base import Framework
 
 __all__ = ["Framework", "allocate", "framework_of", "get", "names"]
@@ -129,3 +130,7 @@ def allocate(framework: Framework | str, shape: Sequence[int], dtype: str) -> An
     """
     fw = get(framework) if isinstance(framework, str) else framework
     return fw.empty(tuple(shape), dtype)
+
+
+# The C++ call path asks this once per new array type (csrc/python/call_args.cc).
+_core._set_framework_resolver(framework_of)

@@ -9,7 +9,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from .. import _core
@@ -18,10 +17,12 @@ from .. import _core
 class Framework:
     """How kernels meet one framework's arrays; subclasses override what their framework needs.
 
-    ``as_input``/``as_output`` return what the kernel is called with (usually the array itself);
-    ``empty`` allocates a writable output buffer and ``wrap`` turns it into the framework's
-    array without copying; ``diagnose`` explains, after a failed call, what is wrong with one
-    array in this framework's words (or returns ``None``).
+    The C++ call path (csrc/python/call_args.cc) reads and allocates the arrays of the
+    frameworks it knows (nd, torch, numpy, jax) through their fastest routes, asking this class
+    only for JAX's ``wrap``. For the others it uses ``as_input``/``as_output`` (what the kernel
+    is called with, for frameworks that are not ``native``), and ``empty``, ``writable`` and
+    ``wrap`` to allocate an output, hand it to the kernel, and turn it into the framework's
+    array without copying.
 
     Example:
         >>> from pytvmbridge.frameworks import get
@@ -37,9 +38,6 @@ class Framework:
     #: Whether kernels take the arrays as they are (through ``__dlpack__`` or the C exchange
     #: table); if not, every array goes through as_input/as_output first.
     native = True
-    #: Whether empty() returns this framework's array itself (writable() and wrap() are the
-    #: identity), so the allocating call can skip them.
-    plain_buffers = True
 
     def view(self, x: Any) -> Any:
         """A pytvmbridge NDArray viewing ``x`` (no copy)."""
@@ -54,7 +52,7 @@ class Framework:
         return tuple(self.view(x).shape)
 
     def as_input(self, x: Any, what: str) -> Any:
-        """What the kernel is given to read ``x``."""
+        """What the kernel is given to read ``x`` (``what`` names it in errors)."""
         return _core.from_dlpack(x, what)
 
     def as_output(self, x: Any, what: str) -> Any:
@@ -65,18 +63,6 @@ class Framework:
                 "inputs only and the outputs are allocated and returned"
             )
         return self.view(x)
-
-    def input_converter(self) -> Callable[[Any, str], Any] | None:
-        """A function ``(x, what)`` that makes an input of this framework ready for a kernel
-        call on the fast path, or None when the array goes as it is. By default as_input: a
-        generic producer (or a capsule) is viewed once, then read by several calls."""
-        return self.as_input
-
-    def output_check(self) -> Callable[[Any, str], Any] | None:
-        """A function ``(x, what)`` run on every array of this framework passed as an output
-        as it is, raising for a rule the kernel call cannot see (PyTorch's requires_grad, JAX's
-        immutability); None when there is none."""
-        return self.as_output if self.immutable else None
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
         """A new writable buffer for an output (wrap() makes it this framework's array)."""
@@ -91,10 +77,6 @@ class Framework:
     def wrap(self, buffer: Any) -> Any:
         """This framework's array for a buffer from empty(), sharing its memory."""
         return buffer
-
-    def diagnose(self, x: Any, what: str) -> str | None:
-        """After a failed call: a clear message when ``x`` is the cause, else None."""
-        return None
 
     def __repr__(self) -> str:
         return f"<pytvmbridge framework {self.name!r}>"

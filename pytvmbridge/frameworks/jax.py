@@ -1,5 +1,5 @@
-"""JAX: arrays are immutable, so they are inputs only (read through the buffer protocol where
-it serves them, else ``__dlpack__``). Outputs are allocated by pytvmbridge,
+"""JAX: arrays are immutable, so they are inputs only (the C++ call path reads them through the
+buffer protocol where it serves them, else ``__dlpack__``). Outputs are allocated by pytvmbridge,
 written by the kernel, then handed to JAX with ``jax.dlpack.from_dlpack`` (no copy: the JAX
 array's buffer is the pytvmbridge allocation, kept alive by JAX).
 
@@ -58,7 +58,6 @@ class JaxFramework(Framework):
     """jax.Array: read through ``__dlpack__``; never written."""
 
     name = "jax"
-    plain_buffers = False
     immutable = True
 
     def dtype(self, x: Any) -> str:
@@ -81,17 +80,6 @@ class JaxFramework(Framework):
         if fast is not None and fast[1](buffer.dtype):
             return fast[0](buffer.__dlpack__(), fast[2], None, None, _KDLCPU)
         return jax.dlpack.from_dlpack(buffer)
-
-    def diagnose(self, x: Any, what: str) -> str | None:
-        if not isinstance(x, jax.Array):
-            return None
-        platforms = {d.platform for d in x.devices()}
-        if platforms != {"cpu"}:
-            return (
-                f"{what} is a JAX array on {', '.join(sorted(platforms))}; pytvmbridge kernels run "
-                "on the CPU: move it with jax.device_put(x, jax.devices('cpu')[0])"
-            )
-        return None
 
 
 FRAMEWORK = JaxFramework()

@@ -24,7 +24,6 @@ class MXNetFramework(Framework):
     """mxnet.nd.NDArray (and mxnet.numpy.ndarray, its subclass)."""
 
     name = "mxnet"
-    plain_buffers = False
     native = False
 
     def view(self, x: Any) -> Any:

@@ -22,9 +22,6 @@ class NDArrayFramework(Framework):
     def view(self, x: Any) -> Any:
         return x
 
-    def input_converter(self) -> None:
-        return None  # taken as it is
-
     def dtype(self, x: Any) -> str:
         return x.dtype
 

@@ -1,4 +1,5 @@
-"""NumPy: arrays go to kernels as they are (through ``__dlpack__``); outputs are ``np.empty``.
+"""NumPy: arrays go to kernels as they are (the C++ call path reads them, and allocates outputs,
+through NumPy's C API; ``__dlpack__`` where that API is missing).
 
 A read-only array (``a.flags.writeable == False``) cannot be an output; the kernel call says so.
 
@@ -34,9 +35,6 @@ class NumpyFramework(Framework):
     def as_input(self, x: Any, what: str) -> Any:
         return x
 
-    def input_converter(self) -> None:
-        return None  # taken as it is
-
     def as_output(self, x: Any, what: str) -> Any:
         if not x.flags.writeable:
             raise ValueError(
@@ -48,14 +46,6 @@ class NumpyFramework(Framework):
         from ..nd import _np_dtype
 
         return np.empty(shape, dtype=_np_dtype(dtype))
-
-    def diagnose(self, x: Any, what: str) -> str | None:
-        if isinstance(x, np.ndarray) and not x.dtype.isnative:
-            return (
-                f"{what} has a non-native byte order ({x.dtype}); convert it with "
-                "x.astype(x.dtype.newbyteorder('='))"
-            )
-        return None
 
 
 FRAMEWORK = NumpyFramework()

@@ -1,5 +1,5 @@
-"""PyTorch: tensors go to kernels as they are (the C++ call path converts them through
-``torch.Tensor.__dlpack_c_exchange_api__``); outputs are ``torch.empty`` tensors.
+"""PyTorch: tensors go to kernels as they are (the C++ call path views them, and allocates
+outputs, through ``torch.Tensor.__dlpack_c_exchange_api__``).
 
 A tensor that requires grad may be an input (it is read, as ``x.detach()`` would be), never an
 output: autograd would not know about the write.
@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -24,14 +23,6 @@ from ._base import Framework
 
 _NAMES: dict[Any, str] = {}
 _DTYPES: dict[str, Any] = {}
-
-
-def _check_output(x: Any, what: str) -> None:
-    if x.requires_grad:
-        raise ValueError(
-            f"{what} is an output but the tensor requires grad: autograd would not see the "
-            "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
-        )
 
 
 class TorchFramework(Framework):
@@ -58,34 +49,18 @@ class TorchFramework(Framework):
         return x.detach() if x.requires_grad else x
 
     def as_output(self, x: Any, what: str) -> Any:
-        _check_output(x, what)
+        if x.requires_grad:
+            raise ValueError(
+                f"{what} is an output but the tensor requires grad: autograd would not see the "
+                "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
+            )
         return x
-
-    def input_converter(self) -> None:
-        return None  # taken as it is
-
-    def output_check(self) -> Callable[[Any, str], Any] | None:
-        return _check_output
 
     def empty(self, shape: tuple[int, ...], dtype: str) -> Any:
         dt = _DTYPES.get(dtype)
         if dt is None:
             dt = _DTYPES[dtype] = getattr(torch, dtype)
         return torch.empty(size=shape, dtype=dt)  # the keyword form parses faster (~1 µs)
-
-    def diagnose(self, x: Any, what: str) -> str | None:
-        if not isinstance(x, torch.Tensor):
-            return None
-        if x.device.type != "cpu":
-            return (
-                f"{what} is a tensor on device '{x.device}'; pytvmbridge kernels run on the CPU: "
-                "move it with .cpu() (and the result back with .to(device))"
-            )
-        if x.is_sparse or x.layout != torch.strided:
-            return f"{what} is a {x.layout} tensor; kernels take dense (strided) tensors only"
-        if x.is_conj() or x.is_neg():
-            return f"{what} has a lazy conjugate/negative bit; call .resolve_conj().resolve_neg()"
-        return None
 
 
 FRAMEWORK = TorchFramework()

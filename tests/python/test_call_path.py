@@ -1,0 +1,200 @@
+"""The C++ call path (_core.Caller, issue 16 B): every framework's read and allocation route,
+the kernel's variant dispatch, and the fallbacks, checked against NumPy."""
+
+import gc
+import sys
+import threading
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+import pytvmbridge as tvm
+from pytvmbridge import _core, nd
+from pytvmbridge.bridges import to_jax, to_numpy, to_pytorch
+
+
+def build_shift():
+    """C[i] = A[i + 2] - B[i] over n - 2 elements: an output size that is an expression."""
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.placeholder((n,), name="B")
+    C = tvm.compute((n - 2,), lambda i: A[i + 2] - B[i], name="C")
+    return tvm.build(tvm.create_schedule(C.op), [A, B, C], name="shift")
+
+
+def build_two_outputs():
+    n, m = tvm.var("n"), tvm.var("m")
+    A = tvm.placeholder((n, m), name="A")
+    S = tvm.compute((n, m), lambda i, j: A[i, j] * 2.0, name="S")
+    T = tvm.compute((m, 3), lambda j, k: A[0, j] + k.astype("float32"), name="T")
+    return tvm.build(tvm.create_schedule([S.op, T.op]), [A, S, T], name="two")
+
+
+@tvm.kernel
+def axpy(X, Y):
+    return tvm.compute(X.shape, lambda i: 2.0 * X[i] + Y[i], name="Z")
+
+
+def test_each_framework_allocates_its_own_outputs():
+    m = build_shift()
+    a = np.arange(10, dtype="float32")
+    b = np.linspace(0, 1, 10, dtype="float32")
+    want = a[2:] - b[:8]
+    cases = [
+        (to_pytorch(m), torch.from_numpy(a), torch.from_numpy(b), torch.Tensor),
+        (to_numpy(m), a, b, np.ndarray),
+        (to_jax(m), jnp.asarray(a), jnp.asarray(b), type(jnp.zeros(1))),
+        (tvm.bridges.bridge(m, "nd"), nd.array(a), nd.array(b), nd.NDArray),
+    ]
+    for f, x, y, kind in cases:
+        z = f(x, y)
+        assert type(z) is kind, f.framework
+        np.testing.assert_array_equal(np.asarray(z.numpy() if kind is nd.NDArray else z), want)
+
+
+def test_allocated_torch_tensor_is_an_ordinary_tensor():
+    z = to_pytorch(build_shift())(torch.arange(6.0), torch.ones(6))
+    assert z.dtype == torch.float32 and z.shape == (4,) and z.is_contiguous()
+    w = z.clone().requires_grad_()
+    (w * w).sum().backward()
+    torch.testing.assert_close(w.grad, 2 * z)
+    z.add_(1)  # writable, owned by torch
+    torch.testing.assert_close(z, torch.tensor([2.0, 3.0, 4.0, 5.0]))
+
+
+def test_several_outputs_and_constant_dimensions():
+    f = to_numpy(build_two_outputs())
+    a = np.arange(12, dtype="float32").reshape(3, 4)
+    s, t = f(a)
+    np.testing.assert_array_equal(s, 2 * a)
+    np.testing.assert_array_equal(t, a[0][:, None] + np.arange(3, dtype="float32"))
+    ts, tt = to_pytorch(build_two_outputs())(torch.from_numpy(a))
+    np.testing.assert_array_equal(ts, s)
+    np.testing.assert_array_equal(tt, t)
+
+
+def test_numpy_arrays_the_c_api_does_not_take_go_through_dlpack():
+    m = build_shift()
+    f = to_numpy(m)
+    b = np.zeros(6, "float32")
+    # Strided, negative strides, an unaligned view, a non-native byte order (refused, named).
+    base = np.arange(12, dtype="float32")
+    for x in (base[::2], base[::-2], np.frombuffer(b"\0" + base.tobytes()[:24], "float32", 6, 1)):
+        np.testing.assert_array_equal(f(x, b), np.asarray(x)[2:] - b[:4])
+    with pytest.raises(BufferError, match=r"argument 0 \('A'\)"):
+        f(np.arange(6, dtype=">f4"), b)
+    # A read-only output is refused by the in-place form.
+    out = np.zeros(4, "float32")
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match=r"argument 2 \('C'\).*read-only"):
+        f(base[:6], b, out)
+
+
+def test_jax_inputs_the_buffer_protocol_does_not_serve_go_through_dlpack():
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A", dtype="bfloat16")
+    B = tvm.compute((n,), lambda i: A[i].astype("float32") * 2.0, name="B")
+    f = to_jax(tvm.build(tvm.create_schedule(B.op), [A, B], name="widen"))
+    x = jnp.arange(5, dtype=jnp.bfloat16)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.arange(5, dtype="float32") * 2)
+
+
+def test_kernel_dispatch_compiles_once_per_layout_class():
+    k = tvm.kernel(lambda A, B: tvm.compute(A.shape, lambda i: A[i] * B[i], name="C"))
+    for size in (3, 7, 100):
+        a, b = np.arange(size, dtype="float32"), np.full(size, 3, "float32")
+        np.testing.assert_array_equal(k(a, b), a * 3)
+        np.testing.assert_array_equal(k(torch.from_numpy(a), torch.from_numpy(b)), a * 3)
+    assert k.compilations == 1
+    np.testing.assert_array_equal(k(np.ones(4, "float64"), np.ones(4, "float64")), np.ones(4))
+    assert k.compilations == 2  # a new dtype: a new variant
+    k.cache_clear()
+    np.testing.assert_array_equal(k(np.ones(2, "float32"), np.ones(2, "float32")), np.ones(2))
+    assert k.compilations == 3
+
+
+def test_kernel_reads_out_of_range_are_refused_before_running():
+    k = tvm.kernel(lambda A, B: tvm.compute(A.shape, lambda i: A[i] + B[i], name="C"))
+    np.testing.assert_array_equal(k(np.ones(4, "float32"), np.ones(5, "float32")), np.full(4, 2))
+    with pytest.raises(ValueError, match=r"reads argument 1 \('B'\) up to index 4"):
+        k(np.ones(5, "float32"), np.ones(4, "float32"))
+
+
+def test_kernel_out_and_mixed_frameworks():
+    x, y = torch.arange(4.0), np.ones(4, "float32")
+    z = axpy(x, y)  # the first input's framework
+    assert isinstance(z, torch.Tensor)
+    np.testing.assert_array_equal(z, 2 * np.arange(4) + 1)
+    out = np.empty(4, "float32")
+    assert axpy(jnp.arange(4.0, dtype="float32"), y, out=out) is out
+    np.testing.assert_array_equal(out, 2 * np.arange(4) + 1)
+    with pytest.raises(TypeError, match="has 1 output"):
+        axpy(x, y, out=(out, out))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'outs'"):
+        axpy(x, y, outs=out)
+    with pytest.raises(TypeError, match="takes 2 input"):
+        axpy(x)
+
+
+def test_kernel_takes_capsules_and_returns_ndarrays_for_them():
+    a = np.arange(4, dtype="float32")
+    z = axpy(a.__dlpack__(), np.ones(4, "float32").__dlpack__())
+    assert isinstance(z, nd.NDArray)
+    np.testing.assert_array_equal(z.numpy(), 2 * a + 1)
+
+
+def test_large_calls_release_the_gil_and_run_concurrently():
+    # Above the small-call threshold the GIL is released; threads still get correct results.
+    size = 1 << 16
+    x = np.random.default_rng(0).random(size, dtype="float32")
+    results, errors = {}, []
+
+    def work(t):
+        try:
+            for _ in range(20):
+                results[t] = axpy(x, np.full(size, t, "float32"))
+        except Exception as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for t in range(4):
+        np.testing.assert_allclose(results[t], 2 * x + t, rtol=1e-6)
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy", "jax"])
+def test_allocating_calls_do_not_leak(framework):
+    make = {
+        "torch": torch.ones,
+        "numpy": lambda n: np.ones(n, "float32"),
+        "jax": lambda n: jnp.ones(n, "float32"),
+    }[framework]
+    f = {"torch": to_pytorch, "numpy": to_numpy, "jax": to_jax}[framework](build_shift())
+    x, y = make(8), make(8)
+    f(x, y), axpy(x, y)
+    gc.collect()
+    before = sys.getrefcount(x), sys.getrefcount(y)
+    for _ in range(3000):
+        f(x, y)
+        axpy(x, y)
+    gc.collect()
+    assert (sys.getrefcount(x), sys.getrefcount(y)) == before
+
+
+def test_a_caller_is_collected_with_its_module():
+    m = build_shift()
+    gc.collect()
+    before = sys.getrefcount(m)
+    for _ in range(200):
+        f = to_numpy(m)
+        f.self = f  # a cycle through the instance dict
+    del f
+    gc.collect()
+    assert sys.getrefcount(m) == before
+    assert isinstance(to_numpy(m), _core.Caller)

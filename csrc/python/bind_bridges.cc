@@ -38,7 +38,7 @@ constexpr int kMaxArgs = 16;
 // Where an output's size in one dimension comes from.
 struct OutDim {
   enum Kind : uint8_t { kConst, kInput } kind;
-  int64_t value;  // kConst
+  int64_t value;   // kConst
   int input, dim;  // kInput: this input's size in this dimension
 };
 
@@ -47,13 +47,13 @@ struct ReadCheck {
   int k, d;
   int64_t start;
   bool constant;
-  int64_t count;   // constant
-  int k2, d2;      // else: the size of input k2 in dimension d2
+  int64_t count;  // constant
+  int k2, d2;     // else: the size of input k2 in dimension d2
 };
 
 // One compiled kernel and what a call needs to know about its signature, computed once.
 struct Variant {
-  std::vector<int64_t> key;  // the layout class (kernels only)
+  std::vector<int64_t> key;    // the layout class (kernels only)
   PyObject* module = nullptr;  // the _core.Module, a strong reference
   const Module* mod = nullptr;
   int n_all = 0, n_in = 0, n_out = 0;
@@ -330,8 +330,8 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
   CallArgs<kMaxArgs> in(static_cast<int>(n));
   static const std::string kUnnamed = "x";
   for (Py_ssize_t k = 0; k < n; ++k) {
-    const std::string* name = static_cast<size_t>(k) < state.names.size() ? &state.names[k]
-                                                                          : &kUnnamed;
+    const std::string* name =
+        static_cast<size_t>(k) < state.names.size() ? &state.names[k] : &kUnnamed;
     in[k].read(args[k], ArgName(name, k), false);
   }
   int64_t key[256];

@@ -22,9 +22,7 @@ PyObject* g_resolver = nullptr;
 std::vector<TypeRoute> g_routes;
 constexpr size_t kMaxRoutes = 64;
 
-PyObject* framework_name(PyObject* framework) {
-  return PyObject_GetAttrString(framework, "name");
-}
+PyObject* framework_name(PyObject* framework) { return PyObject_GetAttrString(framework, "name"); }
 
 bool framework_flag(PyObject* framework, const char* name) {
   PyObject* value = PyObject_GetAttrString(framework, name);
@@ -42,7 +40,8 @@ const ExchangeAPI* torch_exchange() {
     const ExchangeAPI* found = nullptr;
     if (PyObject* torch = PyImport_ImportModule("torch")) {
       if (PyObject* tensor = PyObject_GetAttrString(torch, "Tensor")) {
-        if (PyType_Check(tensor)) found = producer_info(reinterpret_cast<PyTypeObject*>(tensor)).api;
+        if (PyType_Check(tensor))
+          found = producer_info(reinterpret_cast<PyTypeObject*>(tensor)).api;
         Py_DECREF(tensor);
       }
       Py_DECREF(torch);
@@ -222,8 +221,8 @@ void CallArg::read(PyObject* obj, const ArgName& what, bool output) {
       }
       has_buffer_ = true;
       DLDataType dtype;
-      bool ok = buffer_.ndim <= kMaxViewDims &&
-                format_dtype(buffer_.format, buffer_.itemsize, &dtype);
+      bool ok =
+          buffer_.ndim <= kMaxViewDims && format_dtype(buffer_.format, buffer_.itemsize, &dtype);
       for (int d = 0; ok && d < buffer_.ndim; ++d) {
         ok = buffer_.strides[d] % buffer_.itemsize == 0;
         if (ok) strides_[d] = buffer_.strides[d] / buffer_.itemsize;
@@ -354,4 +353,3 @@ PyObject* CallArg::result() {
 }
 
 }  // namespace ptb::python
-

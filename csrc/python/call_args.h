@@ -30,8 +30,8 @@ enum class AllocRoute : uint8_t { kTorch, kNumpy, kNDArray, kWrap, kPython };
 struct TypeRoute {
   PyTypeObject* type;
   ReadRoute read;
-  AllocRoute alloc;      // how its framework allocates outputs
-  PyObject* framework;   // its pytvmbridge Framework object
+  AllocRoute alloc;     // how its framework allocates outputs
+  PyObject* framework;  // its pytvmbridge Framework object
   ProducerInfo* producer;
 };
 
@@ -75,8 +75,8 @@ class CallArg {
   int64_t shape_[kMaxViewDims];
   int64_t strides_[kMaxViewDims];
   bool read_only_ = false;
-  NDArray owned_;             // an imported or allocated NDArray, when the route makes one
-  Py_buffer buffer_;          // the buffer-protocol route (valid when has_buffer_)
+  NDArray owned_;     // an imported or allocated NDArray, when the route makes one
+  Py_buffer buffer_;  // the buffer-protocol route (valid when has_buffer_)
   bool has_buffer_ = false;
   PyObject* object_ = nullptr;     // an allocated output's array (a strong reference)
   PyObject* framework_ = nullptr;  // for result(): the allocating framework (borrowed)
@@ -96,7 +96,9 @@ class CallArgs {
   }
   CallArgs(const CallArgs&) = delete;
   CallArgs& operator=(const CallArgs&) = delete;
-  CallArg& operator[](int i) { return *std::launder(reinterpret_cast<CallArg*>(&storage_[i * sizeof(CallArg)])); }
+  CallArg& operator[](int i) {
+    return *std::launder(reinterpret_cast<CallArg*>(&storage_[i * sizeof(CallArg)]));
+  }
   CallArg* data() { return &(*this)[0]; }
 
  private:

@@ -65,18 +65,24 @@ int from_dl(DLDataType t) {
   if (t.lanes != 1) return -1;
   if (t.code == kDLBoolCode && t.bits == 8) return NPY_BOOL;
   if (t.code == kDLInt) {
-    return t.bits == 8 ? NPY_INT8 : t.bits == 16 ? NPY_INT16 : t.bits == 32 ? NPY_INT32
-           : t.bits == 64                        ? NPY_INT64
-                                                 : -1;
+    return t.bits == 8    ? NPY_INT8
+           : t.bits == 16 ? NPY_INT16
+           : t.bits == 32 ? NPY_INT32
+           : t.bits == 64 ? NPY_INT64
+                          : -1;
   }
   if (t.code == kDLUInt) {
-    return t.bits == 8 ? NPY_UINT8 : t.bits == 16 ? NPY_UINT16 : t.bits == 32 ? NPY_UINT32
-           : t.bits == 64                         ? NPY_UINT64
-                                                  : -1;
+    return t.bits == 8    ? NPY_UINT8
+           : t.bits == 16 ? NPY_UINT16
+           : t.bits == 32 ? NPY_UINT32
+           : t.bits == 64 ? NPY_UINT64
+                          : -1;
   }
   if (t.code == kDLFloat) {
-    return t.bits == 16 ? NPY_FLOAT16 : t.bits == 32 ? NPY_FLOAT32 : t.bits == 64 ? NPY_FLOAT64
-                                                                                  : -1;
+    return t.bits == 16   ? NPY_FLOAT16
+           : t.bits == 32 ? NPY_FLOAT32
+           : t.bits == 64 ? NPY_FLOAT64
+                          : -1;
   }
   return -1;
 }

@@ -11,7 +11,7 @@ BUILD_DIR := build/dev
 SOURCES := $(shell find csrc tests/cpp -name '*.cc' -o -name '*.h' 2>/dev/null) \
 	$(shell find pytvmbridge -name '*.py' 2>/dev/null) CMakeLists.txt pyproject.toml
 
-.PHONY: demo test build setup test-cpp test-python test-mxnet lint format bench clean kernel notebooks
+.PHONY: demo test build setup test-cpp test-python test-mxnet test-asan lint format bench clean kernel notebooks
 
 demo: build
 	$(PY) examples/quickstart.py
@@ -77,6 +77,35 @@ $(MXNET_VENV)/.linked: $(MXNET_VENV)/.deps $(BUILD_DIR)/.installed tests/python/
 
 test-mxnet: build $(MXNET_VENV)/.linked
 	$(MXNET_VENV)/bin/pytest -q -p no:cacheprovider --confcutdir=tests/python/mxnet tests/python/mxnet
+
+# AddressSanitizer + UBSan (not part of `make test`: slow). The extension and the C++ tests are
+# built in their own directory; the Python tests load that extension through a sitecustomize
+# hook, in an interpreter with libasan preloaded. Leak detection is off: CPython and PyTorch
+# keep allocations alive until exit by design, which would drown real reports.
+ASAN_DIR := build/asan
+ASAN_PYTESTS := tests/python/test_te.py tests/python/test_schedule.py \
+	tests/python/test_schedule_errors.py tests/python/test_schedule_sizes.py \
+	tests/python/test_build.py tests/python/test_kernel.py tests/python/test_tc.py \
+	tests/python/test_tc_errors.py tests/python/test_nd.py
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:detect_odr_violation=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+test-asan: setup
+	@mkdir -p $(ASAN_DIR)/site
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPYTVMBRIDGE_SANITIZE=ON -DPYTVMBRIDGE_BUILD_TESTS=ON \
+	  -DPython_EXECUTABLE=$(CURDIR)/$(PY) \
+	  -Dpybind11_DIR=$$($(PY) -c 'import pybind11; print(pybind11.get_cmake_dir())')
+	flock build/.asan.lock cmake --build $(ASAN_DIR)
+	$(ASAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure -j2
+	@core=$$(ls $(CURDIR)/$(ASAN_DIR)/_core*.so) && printf '%s\n' \
+	  'import importlib.util, sys' \
+	  "spec = importlib.util.spec_from_file_location('_ptb_hook', '$(CURDIR)/tests/python/mxnet/_venv_hook.py')" \
+	  'hook = importlib.util.module_from_spec(spec); spec.loader.exec_module(hook)' \
+	  "hook.install('$(CURDIR)/pytvmbridge', '$$core')" > $(ASAN_DIR)/site/sitecustomize.py
+	$(ASAN_ENV) PYTHONPATH=$(CURDIR)/$(ASAN_DIR)/site \
+	  LD_PRELOAD="$$($(CXX) -print-file-name=libasan.so) $$($(CXX) -print-file-name=libstdc++.so)" \
+	  $(VENV)/bin/pytest -q -p no:cacheprovider -x $(ASAN_PYTESTS)
 
 lint: setup
 	$(VENV)/bin/ruff check pytvmbridge tests benchmarks examples

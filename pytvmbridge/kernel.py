@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import threading
 from collections.abc import Callable
 from typing import Any, overload
@@ -52,6 +53,9 @@ from . import _core
 from .frameworks import framework_of
 
 __all__ = ["Kernel", "kernel"]
+
+# The largest int32: inputs with more elements get int64 size variables.
+_INT32_MAX = 2**31 - 1
 
 
 class Kernel(_core.Caller):
@@ -139,16 +143,26 @@ class Kernel(_core.Caller):
         variant = tuple(
             (dtype, tuple(ids.setdefault(s, len(ids)) for s in shape)) for dtype, shape in specs
         )
-        entry = self._variants.get(variant)
+        # Inputs of 2**31 elements or more get int64 sizes (see _compile): a variant of its own.
+        wide = any(math.prod(shape) > _INT32_MAX for _, shape in specs)
+        entry = self._variants.get((variant, wide))
         if entry is None:
             with self._lock:
-                entry = self._variants.get(variant)
+                entry = self._variants.get((variant, wide))
                 if entry is None:
-                    entry = self._variants[variant] = self._compile(variant)
+                    entry = self._variants[(variant, wide)] = self._compile(variant, wide)
                     self._compilations += 1
         return entry
 
-    def _compile(self, variant: tuple[tuple[str, tuple[int, ...]], ...]) -> tuple[Any, list[_Read]]:
+    def _compile(
+        self, variant: tuple[tuple[str, tuple[int, ...]], ...], wide: bool
+    ) -> tuple[Any, list[_Read]]:
+        # Sizes are int32 (what TVM code expects of index arithmetic) unless an input has 2**31
+        # elements or more: then every size is int64, so that products such as the element
+        # count of a flattened input cannot overflow. A separate variant, not always int64:
+        # int64 index variables would change the dtype of expressions that use an index as a
+        # value (A[i] + i).
+        size_dtype = "int64" if wide else "int32"
         from . import te
         from .build import build
         from .schedule import create_schedule
@@ -160,7 +174,7 @@ class Kernel(_core.Caller):
             shape = []
             for d, v in enumerate(dims):
                 if v not in size_vars:
-                    size_vars[v] = te.var(f"{names[k]}_{d}")
+                    size_vars[v] = te.var(f"{names[k]}_{d}", size_dtype)
                 shape.append(size_vars[v])
             placeholders.append(te.placeholder(tuple(shape), dtype=dtype, name=names[k]))
         with _recording_reads(placeholders) as recorded:

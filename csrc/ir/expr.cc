@@ -1,5 +1,6 @@
 #include "ir/expr.h"
 
+#include "ir/op.h"
 #include "support/error.h"
 #include "te/operation.h"
 
@@ -293,9 +294,18 @@ Expr Broadcast::make(Expr value, int lanes) {
 }
 
 IterVar make_iter_var(Range dom, const std::string& name, IterKind kind) {
+  auto wide = [](const Expr& e) {
+    return e.defined() && e.dtype().is_integer() && e.dtype().bits() > kIndexType.bits();
+  };
+  DataType t = wide(dom.min) || wide(dom.extent) ? DataType::Int(64) : kIndexType;
+  return make_iter_var(std::move(dom), name, kind, t);
+}
+
+IterVar make_iter_var(Range dom, const std::string& name, IterKind kind, DataType dtype) {
   auto iv = std::make_shared<IterVarNode>();
-  iv->var = Var::make(kIndexType, name);
-  iv->dom = std::move(dom);
+  iv->var = Var::make(dtype, name);
+  auto typed = [&](Expr e) { return e.defined() ? cast(dtype, std::move(e)) : e; };
+  iv->dom = Range::from_min_extent(typed(std::move(dom.min)), typed(std::move(dom.extent)));
   iv->kind = kind;
   return iv;
 }

@@ -281,12 +281,17 @@ struct Range {
 // An iteration variable: a loop axis of a compute (data-parallel) or a reduction axis.
 enum class IterKind : uint8_t { kDataPar, kReduce };
 struct IterVarNode {
-  Expr var;  // a Var of kIndexType
+  Expr var;  // a Var of kIndexType, or int64 over an int64 domain
   Range dom;
   IterKind kind;
 };
 using IterVar = std::shared_ptr<const IterVarNode>;
+// The variable is int64 when the domain's min or extent is (a dimension bound from an int64 size
+// variable), kIndexType otherwise; the domain is given the variable's type.
 IterVar make_iter_var(Range dom, const std::string& name, IterKind kind);
+// The same with the variable's type chosen by the caller (an integer type at least as wide as
+// the domain's).
+IterVar make_iter_var(Range dom, const std::string& name, IterKind kind, DataType dtype);
 
 // Tensor-level nodes, present until storage flattening: a read of a tensor produced by an
 // operation (te/operation.h), and a reduction (only at the top of a compute's body).

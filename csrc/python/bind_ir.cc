@@ -276,8 +276,11 @@ py::object reduce_axis(py::handle dom, const std::string& name) {
     std::string what = "the domain of reduce_axis '" + name + "'";
     std::vector<Expr> lh = to_matched_exprs(bounds, what.c_str());
     min = lh[0];
-    if (min.dtype() != kIndexType || lh[1].dtype() != kIndexType) {
-      type_error(what, " must be int32 values, found ", min.dtype().str(), " and ",
+    auto index_type = [](const Expr& e) {
+      return e.dtype() == kIndexType || e.dtype() == DataType::Int(64);
+    };
+    if (!index_type(min) || !index_type(lh[1])) {
+      type_error(what, " must be int32 or int64 values, found ", min.dtype().str(), " and ",
                  lh[1].dtype().str());
     }
     extent = idx_sub(lh[1], lh[0]);

@@ -268,19 +268,20 @@ std::vector<Expr> to_shape(py::handle obj, const char* what) {
       }
     }
     Expr e = to_expr(dims[i], dim_what.c_str());
-    if (e.dtype().is_integer() && e.dtype() != kIndexType) {
-      // Loop variables are int32 (kIndexType), and a loop's bounds must have its var's type.
-      if (const auto* imm = e.as<IntImm>()) {
-        bool big = e.dtype().is_uint() && e.dtype().bits() == 64 && imm->value < 0;
-        if (big || imm->value > std::numeric_limits<int32_t>::max() ||
-            imm->value < std::numeric_limits<int32_t>::min()) {
-          value_error(dim_what, " (", imm->value, ") does not fit the int32 index type");
-        }
-        e = IntImm::make(kIndexType, imm->value);
-      } else {
-        type_error(dim_what, " is a ", e.dtype().str(),
-                   " expression; symbolic sizes must be int32 (var(name) makes one)");
+    // Sizes are int32 (kIndexType) or int64 (2**31 elements or more), and a loop's bounds must
+    // have its var's type: a constant takes the narrowest of the two that holds it.
+    if (const auto* imm = e.as<IntImm>(); imm && e.dtype().is_integer()) {
+      if (e.dtype().is_uint() && e.dtype().bits() == 64 && imm->value < 0) {
+        value_error(dim_what, " (", static_cast<uint64_t>(imm->value), ") does not fit int64");
       }
+      bool fits32 = imm->value <= std::numeric_limits<int32_t>::max() &&
+                    imm->value >= std::numeric_limits<int32_t>::min();
+      e = IntImm::make(fits32 ? kIndexType : DataType::Int(64), imm->value);
+    } else if (e.dtype().is_integer() && e.dtype() != kIndexType &&
+               e.dtype() != DataType::Int(64)) {
+      type_error(dim_what, " is a ", e.dtype().str(),
+                 " expression; symbolic sizes must be int32 or int64 (var(name) makes an int32 "
+                 "one, var(name, 'int64') an int64 one)");
     }
     shape.push_back(e);
   }

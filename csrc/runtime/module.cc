@@ -1,6 +1,7 @@
 #include "runtime/module.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 
@@ -17,39 +18,94 @@ namespace {
 constexpr size_t kInlineSlots = 64;
 constexpr size_t kInlineArgs = 16;
 
-// Evaluates an integer expression of size variables (an output shape such as n - 2).
-int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& vars) {
+// The largest value of an integer size type (int64 for anything wider).
+int64_t type_max(DataType t) {
+  if (t.bits() >= 64) return std::numeric_limits<int64_t>::max();
+  return t.is_uint() ? (int64_t{1} << t.bits()) - 1 : (int64_t{1} << (t.bits() - 1)) - 1;
+}
+int64_t type_min(DataType t) {
+  if (t.is_uint()) return 0;
+  return t.bits() >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits() - 1));
+}
+
+// Evaluates an integer expression of size variables (an output shape such as n - 2), in exact
+// 64-bit arithmetic. The kernel computes it in the expression's own types: where a value does
+// not fit its node's type (n * m in int32), the first such subexpression is recorded in
+// *overflow, and the caller refuses the call.
+int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& vars,
+                 std::string* overflow) {
   if (const auto* i = e.as<IntImm>()) return i->value;
   if (e.as<Var>()) {
     auto it = vars.find(e.get());
     if (it == vars.end()) value_error("size variable '", e.as<Var>()->name, "' is not bound");
     return it->second;
   }
-  if (const auto* c = e.as<Cast>()) return eval_int(c->value, vars);
-  auto binary = [&](const Expr& a, const Expr& b, auto f) {
-    return f(eval_int(a, vars), eval_int(b, vars));
+  auto checked = [&](int64_t v, bool wrapped) {
+    DataType t = e.dtype();
+    if (overflow->empty() && (wrapped || v > type_max(t) || v < type_min(t))) {
+      *overflow = str_cat(to_string(e), " = ", wrapped ? std::string("more than 2**63") : std::to_string(v),
+                          ", which does not fit its type ", t.str());
+    }
+    return v;
   };
-  if (const auto* o = e.as<Add>())
-    return binary(o->a, o->b, [](int64_t x, int64_t y) { return x + y; });
-  if (const auto* o = e.as<Sub>())
-    return binary(o->a, o->b, [](int64_t x, int64_t y) { return x - y; });
-  if (const auto* o = e.as<Mul>())
-    return binary(o->a, o->b, [](int64_t x, int64_t y) { return x * y; });
+  if (const auto* c = e.as<Cast>()) return checked(eval_int(c->value, vars, overflow), false);
+  auto binary = [&](const Expr& a, const Expr& b, auto f) {
+    return f(eval_int(a, vars, overflow), eval_int(b, vars, overflow));
+  };
+  auto wrapping = [&](auto op) {
+    return [&, op](int64_t x, int64_t y) {
+      int64_t r = 0;
+      bool wrapped = op(x, y, &r);
+      return checked(r, wrapped);
+    };
+  };
+  if (e.as<Add>()) {
+    const auto* o = e.as<Add>();
+    return binary(o->a, o->b, wrapping([](int64_t x, int64_t y, int64_t* r) {
+                    return __builtin_add_overflow(x, y, r);
+                  }));
+  }
+  if (const auto* o = e.as<Sub>()) {
+    return binary(o->a, o->b, wrapping([](int64_t x, int64_t y, int64_t* r) {
+                    return __builtin_sub_overflow(x, y, r);
+                  }));
+  }
+  if (const auto* o = e.as<Mul>()) {
+    return binary(o->a, o->b, wrapping([](int64_t x, int64_t y, int64_t* r) {
+                    return __builtin_mul_overflow(x, y, r);
+                  }));
+  }
   if (const auto* o = e.as<Min>())
     return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::min(x, y); });
   if (const auto* o = e.as<Max>())
     return binary(o->a, o->b, [](int64_t x, int64_t y) { return std::max(x, y); });
   auto divisor = [&](const Expr& b) {
-    int64_t d = eval_int(b, vars);
+    int64_t d = eval_int(b, vars, overflow);
     if (d == 0) value_error("division by zero while computing the size ", to_string(e));
     return d;
   };
-  if (const auto* o = e.as<FloorDiv>()) return floor_div(eval_int(o->a, vars), divisor(o->b));
-  if (const auto* o = e.as<FloorMod>()) {
-    return floor_mod(eval_int(o->a, vars), divisor(o->b));
+  // INT64_MIN / -1 is the one quotient that overflows.
+  auto quotient = [&](int64_t a, int64_t d, int64_t q) {
+    return checked(q, a == std::numeric_limits<int64_t>::min() && d == -1);
+  };
+  if (const auto* o = e.as<FloorDiv>()) {
+    int64_t a = eval_int(o->a, vars, overflow), d = divisor(o->b);
+    if (a == std::numeric_limits<int64_t>::min() && d == -1) return quotient(a, d, 0);
+    return quotient(a, d, floor_div(a, d));
   }
-  if (const auto* o = e.as<Div>()) return eval_int(o->a, vars) / divisor(o->b);
-  if (const auto* o = e.as<Mod>()) return eval_int(o->a, vars) % divisor(o->b);
+  if (const auto* o = e.as<FloorMod>()) {
+    int64_t a = eval_int(o->a, vars, overflow), d = divisor(o->b);
+    return d == -1 ? 0 : floor_mod(a, d);
+  }
+  if (const auto* o = e.as<Div>()) {
+    int64_t a = eval_int(o->a, vars, overflow), d = divisor(o->b);
+    if (a == std::numeric_limits<int64_t>::min() && d == -1) return quotient(a, d, 0);
+    return quotient(a, d, a / d);
+  }
+  if (const auto* o = e.as<Mod>()) {
+    int64_t a = eval_int(o->a, vars, overflow), d = divisor(o->b);
+    return d == -1 ? 0 : a % d;
+  }
   value_error("cannot evaluate the size expression ", to_string(e), " at call time");
 }
 
@@ -149,6 +205,27 @@ Module::Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> sl
   for (const ArgSpec& a : args_) {
     for (const DimSpec& d : a.dims) has_expr_dims_ |= d.kind == DimSpec::Kind::kExpr;
   }
+  for (const Expr& v : slots_) slot_max_.push_back(type_max(v.dtype()));
+}
+
+void Module::check_size_fits(size_t arg, size_t dim, int slot, int64_t got) const {
+  if (got <= slot_max_[static_cast<size_t>(slot)]) return;
+  const Expr& v = slots_[static_cast<size_t>(slot)];
+  value_error(describe(arg), ": size ", got, " in dimension ", dim, " does not fit the ",
+              v.dtype().str(), " size variable '", v.as<Var>()->name,
+              "' it binds; declare it var('", v.as<Var>()->name, "', 'int64') for arrays this large");
+}
+
+int64_t Module::eval_dim(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& values,
+                         size_t arg, size_t dim) const {
+  std::string overflow;
+  int64_t v = eval_int(e, values, &overflow);
+  if (!overflow.empty()) {
+    value_error(describe(arg), ": the size of dimension ", dim, " is ", to_string(e),
+                ", and at these sizes ", overflow,
+                "; declare the size variables with var(name, 'int64') for arrays this large");
+  }
+  return v;
 }
 
 std::string Module::describe(size_t i) const {
@@ -181,6 +258,7 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
         }
       } else if (dim.kind == DimSpec::Kind::kVar) {
         if (!bound[dim.slot]) {
+          check_size_fits(i, d, dim.slot, got);
           slots[dim.slot] = got;
           bound[dim.slot] = true;
         } else if (slots[dim.slot] != got) {
@@ -201,7 +279,7 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
     for (size_t d = 0; d < args_[i].dims.size(); ++d) {
       const DimSpec& dim = args_[i].dims[d];
       if (dim.kind != DimSpec::Kind::kExpr) continue;
-      int64_t want = eval_int(dim.expr, values);
+      int64_t want = eval_dim(dim.expr, values, i, d);
       if (tensors[i]->shape[d] != want) {
         value_error(describe(i), ": expected size ", want, " (", to_string(dim.expr),
                     ") in dimension ", d, ", got ", tensors[i]->shape[d]);
@@ -313,6 +391,7 @@ std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* i
     }
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       if (spec.dims[d].kind == DimSpec::Kind::kVar && !bound[spec.dims[d].slot]) {
+        check_size_fits(input_index[k], d, spec.dims[d].slot, t.shape[d]);
         bound[spec.dims[d].slot] = true;
         values[slots_[spec.dims[d].slot].get()] = t.shape[d];
       }
@@ -323,7 +402,8 @@ std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* i
     const ArgSpec& spec = args_[i];
     if (!spec.is_output) continue;
     std::vector<int64_t> shape;
-    for (const DimSpec& dim : spec.dims) {
+    for (size_t d = 0; d < spec.dims.size(); ++d) {
+      const DimSpec& dim = spec.dims[d];
       if (dim.kind == DimSpec::Kind::kConst) {
         shape.push_back(dim.value);
       } else if (dim.kind == DimSpec::Kind::kVar) {
@@ -335,7 +415,7 @@ std::vector<std::vector<int64_t>> Module::output_shapes(const DLTensor* const* i
         }
         shape.push_back(it->second);
       } else {
-        const int64_t size = eval_int(dim.expr, values);
+        const int64_t size = eval_dim(dim.expr, values, i, d);
         if (size < 0) {
           value_error(describe(i), ", an output, would have size ", to_string(dim.expr), " = ",
                       size, " in dimension ", shape.size(),

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/expr.h"
@@ -59,10 +60,17 @@ class Module {
  private:
   std::string describe(size_t i) const;
   void bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const;
+  // ValueError naming the argument when size `got` does not fit the type of slot's variable.
+  void check_size_fits(size_t arg, size_t dim, int slot, int64_t got) const;
+  // The value of a size expression of argument `arg`; ValueError when the kernel's arithmetic in
+  // the expression's types would overflow.
+  int64_t eval_dim(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& values,
+                   size_t arg, size_t dim) const;
 
   std::string name_;
   std::vector<ArgSpec> args_;
   std::vector<Expr> slots_;  // the Var of each scalar slot
+  std::vector<int64_t> slot_max_;  // the largest value each slot's type holds
   std::shared_ptr<JITModule> jit_;
   KernelFn generic_;
   KernelFn compact_;

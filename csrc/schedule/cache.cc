@@ -61,7 +61,10 @@ Tensor cache_write(const Schedule& sch, const Tensor& tensor, const std::string&
                 ": its loops were already split or fused; call cache_write before scheduling "
                 "the stage");
   }
-  const auto* c = static_cast<const ComputeOpNode*>(st->op.get());
+  // Held: st->op is replaced below while its axes are still read (it may be a previous
+  // cache_write's copy, owned by nothing else).
+  const Operation old_op = st->op;
+  const auto* c = static_cast<const ComputeOpNode*>(old_op.get());
   // The cache gets fresh data axes and takes over the reduce axes; the stage keeps its own axes
   // (so T.op.axis stays valid for scheduling the copy, as in TVM).
   std::vector<IterVar> cache_axes;
@@ -80,7 +83,7 @@ Tensor cache_write(const Schedule& sch, const Tensor& tensor, const std::string&
   for (int i = 0; i < c->num_outputs(); ++i) {
     copies.push_back(TensorRead::make(cache, i, axis_vars));
   }
-  st->op = make_compute(c->name, c->shape, c->axis, copies, c->tag, c->attrs);
+  sch->replace_op(st, make_compute(c->name, c->shape, c->axis, copies, c->tag, c->attrs));
   st->root_iter_vars = c->axis;
   st->all_iter_vars = c->axis;
   std::vector<IterVar> leaves;
@@ -89,7 +92,6 @@ Tensor cache_write(const Schedule& sch, const Tensor& tensor, const std::string&
   }
   st->leaf_iter_vars = leaves;
   for (const IterVar& iv : c->reduce_axis) st->iter_kind.erase(iv.get());
-  sch->stage_of_op[st->op.get()] = st;
 
   Stage cache_stage = make_stage(cache);
   cache_stage->scope = scope;
@@ -128,12 +130,12 @@ Tensor cache_read(const Schedule& sch, const Tensor& tensor, const std::string& 
 
   ReplaceReads replace(tensor, cached);
   for (const Stage& rs : reader_stages) {
-    const auto* c = static_cast<const ComputeOpNode*>(rs->op.get());
+    const Operation old_op = rs->op;
+    const auto* c = static_cast<const ComputeOpNode*>(old_op.get());
     std::vector<Expr> bodies;
     for (const Expr& b : c->body) bodies.push_back(replace.mutate(b));
     // Same axes and reduce axes: the reader's loops and relations stay valid.
-    rs->op = make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs);
-    sch->stage_of_op[rs->op.get()] = rs;
+    sch->replace_op(rs, make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs));
   }
   Stage cache_stage = make_stage(cache);
   cache_stage->scope = scope;

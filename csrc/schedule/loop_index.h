@@ -4,6 +4,7 @@
 #pragma once
 
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/expr.h"
@@ -36,7 +37,24 @@ LoopIndex index_loops(const StageNode& stage, const std::vector<Range>& root_ran
 // The root iteration variables' own domains.
 std::vector<Range> root_domains(const StageNode& stage);
 
-// ceil(a / b) for non-negative index expressions, folded when both are constants.
+// ceil(a / b) for non-negative index expressions, folded when both are constants. Computed as
+// (a - 1) // b + 1, which cannot overflow a's type (a + b - 1 can, near its limit).
 Expr ceil_div(const Expr& a, const Expr& b);
+
+// The (outer, inner) extents of a split of `parent` by a factor (inner extent) or nparts (outer
+// extent), in the split's index type. A factor or nparts larger than the parent is cut to it, so
+// split(factor=2**40) does not run 2**40 mostly-guarded iterations.
+std::pair<Expr, Expr> split_extents(const Expr& parent, const Expr& factor, const Expr& nparts);
+
+// The largest value an index extent can take: its value when constant, else the largest value of
+// its type (the runtime refuses sizes that do not fit their variables' types).
+int64_t extent_upper_bound(const Expr& extent);
+
+// The index type of the variables a split or fuse derives: the parent's, or int64 when their
+// values (up to outer extent * inner extent - 1) could exceed int32.
+DataType split_index_type(const Expr& parent_extent, DataType parent_type, const Expr& factor,
+                          const Expr& nparts);
+DataType fuse_index_type(const Expr& outer_extent, const Expr& inner_extent, DataType outer_type,
+                         DataType inner_type);
 
 }  // namespace ptb

@@ -18,19 +18,24 @@ void check_has_loops(const Stage& stage, const char* primitive) {
   }
 }
 
-// A split factor: a positive integer constant of the axis's index type.
-Expr positive_constant(const Stage& stage, const IterVar& axis, const Expr& value,
-                       const char* what) {
+// A split factor or nparts: a positive integer constant (the split's index type is chosen from
+// it and the extent, so any value up to int64's largest is kept exactly).
+int64_t positive_constant(const Stage& stage, const IterVar& axis, const Expr& value,
+                          const char* what) {
   auto c = as_const_int(value);
   if (!c || !value.dtype().is_integer()) {
     value_error("split on ", stage->describe(), ", axis '", iv_name(axis), "': ", what,
                 " must be a positive integer constant");
   }
+  if (value.dtype().is_uint() && value.dtype().bits() == 64 && *c < 0) {
+    value_error("split on ", stage->describe(), ", axis '", iv_name(axis), "': ", what, " (",
+                static_cast<uint64_t>(*c), ") does not fit int64");
+  }
   if (*c <= 0) {
     value_error("split on ", stage->describe(), ", axis '", iv_name(axis), "': ", what,
                 " must be positive, got ", *c);
   }
-  return make_const(axis->var.dtype(), *c);
+  return *c;
 }
 
 // The extent an iteration variable has in the stage's default (full-domain) loops; recorded in
@@ -53,21 +58,19 @@ std::pair<IterVar, IterVar> split(const Stage& stage, const IterVar& axis, const
   rel.kind = IterVarRelation::Kind::kSplit;
   rel.parent = axis;
   Expr extent = full_extent(stage, axis);
-  Expr outer_extent, inner_extent;
-  if (factor.defined()) {
-    rel.factor = positive_constant(stage, axis, factor, "factor");
-    inner_extent = rel.factor;
-    outer_extent = ceil_div(extent, rel.factor);
-  } else {
-    rel.nparts = positive_constant(stage, axis, nparts, "nparts");
-    outer_extent = rel.nparts;
-    inner_extent = ceil_div(extent, rel.nparts);
-  }
-  Expr zero = make_zero(axis->var.dtype());
+  int64_t c = positive_constant(stage, axis, factor.defined() ? factor : nparts,
+                                factor.defined() ? "factor" : "nparts");
+  // The derived loops' type: the axis's, or int64 where their index values could pass int32's
+  // largest (a factor of 2**31, an extent near the limit that the factor does not divide).
+  DataType t = split_index_type(extent, axis->var.dtype(), factor.defined() ? make_const(DataType::Int(64), c) : Expr(),
+                                factor.defined() ? Expr() : make_const(DataType::Int(64), c));
+  (factor.defined() ? rel.factor : rel.nparts) = make_const(t, c);
+  auto [outer_extent, inner_extent] = split_extents(cast(t, extent), rel.factor, rel.nparts);
+  Expr zero = make_zero(t);
   rel.outer = make_iter_var(Range::from_min_extent(zero, outer_extent), iv_name(axis) + ".outer",
-                            axis->kind);
+                            axis->kind, t);
   rel.inner = make_iter_var(Range::from_min_extent(zero, inner_extent), iv_name(axis) + ".inner",
-                            axis->kind);
+                            axis->kind, t);
   stage->relations.push_back(rel);
   stage->all_iter_vars.push_back(rel.outer);
   stage->all_iter_vars.push_back(rel.inner);
@@ -115,9 +118,13 @@ IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes) {
     rel.kind = IterVarRelation::Kind::kFuse;
     rel.outer = fused;
     rel.inner = axes[i];
-    Expr extent = idx_mul(full_extent(stage, fused), full_extent(stage, axes[i]));
-    rel.fused = make_iter_var(Range::from_min_extent(make_zero(fused->var.dtype()), extent),
-                              iv_name(fused) + "." + iv_name(axes[i]) + ".fused", fused->kind);
+    Expr outer_extent = full_extent(stage, fused), inner_extent = full_extent(stage, axes[i]);
+    // int64 where the product could pass int32's largest value (65537 x 32769, two sizes).
+    DataType t = fuse_index_type(outer_extent, inner_extent, fused->var.dtype(),
+                                 axes[i]->var.dtype());
+    Expr extent = idx_mul(cast(t, outer_extent), cast(t, inner_extent));
+    rel.fused = make_iter_var(Range::from_min_extent(make_zero(t), extent),
+                              iv_name(fused) + "." + iv_name(axes[i]) + ".fused", fused->kind, t);
     stage->relations.push_back(rel);
     stage->all_iter_vars.push_back(rel.fused);
     auto& leaves = stage->leaf_iter_vars;

@@ -20,7 +20,8 @@ const std::string& iv_name(const IterVar& iv) { return iv->var.as<Var>()->name; 
 Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, int factor_axis) {
   Stage st = sch->stage(tensor.op());
   if (st->is_placeholder()) value_error("rfactor of ", st->describe(), ": it is a placeholder");
-  const auto* c = static_cast<const ComputeOpNode*>(st->op.get());
+  const Operation old_op = st->op;  // kept alive while c is read, after st->op is replaced
+  const auto* c = static_cast<const ComputeOpNode*>(old_op.get());
   if (!c->is_reduction()) {
     value_error("rfactor of ", st->describe(), ": it is not a reduction");
   }
@@ -102,13 +103,12 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
   Operation replaced = make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs);
   // The stage's loops are reset: its old reduce leaves no longer exist.
   Stage fresh = make_stage(replaced);
-  st->op = replaced;
+  sch->replace_op(st, replaced);
   st->root_iter_vars = fresh->root_iter_vars;
   st->all_iter_vars = fresh->all_iter_vars;
   st->leaf_iter_vars = fresh->leaf_iter_vars;
   st->relations.clear();
   st->iter_kind.clear();
-  sch->stage_of_op[replaced.get()] = st;
 
   sch->insert_stage(sch->position(st), make_stage(rf));
   return Tensor(rf, tensor.value_index());

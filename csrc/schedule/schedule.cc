@@ -88,6 +88,12 @@ void ScheduleNode::insert_stage(size_t pos, const Stage& stage) {
   stage_of_op[stage->op.get()] = stage;
 }
 
+void ScheduleNode::replace_op(const Stage& stage, const Operation& op) {
+  if (stage->op != stage->origin_op) stage_of_op.erase(stage->op.get());
+  stage->op = op;
+  stage_of_op[op.get()] = stage;
+}
+
 size_t ScheduleNode::position(const Stage& stage) const {
   auto it = std::find(stages.begin(), stages.end(), stage);
   PTB_ICHECK(it != stages.end(), "stage of ", stage->op->name, " is not in its schedule");

@@ -70,6 +70,9 @@ struct ScheduleNode : std::enable_shared_from_this<ScheduleNode> {
   std::vector<Stage> consumers(const Stage& stage) const;
   // Adds a stage (whose op is new) at `position` in `stages`, keeping producers first.
   void insert_stage(size_t position, const Stage& stage);
+  // Makes `op` what `stage` computes (cache_read, cache_write, rfactor), dropping the replaced
+  // op's entry unless it is the stage's origin: a freed op's address may be reused by a new one.
+  void replace_op(const Stage& stage, const Operation& op);
   size_t position(const Stage& stage) const;
 };
 using Schedule = std::shared_ptr<ScheduleNode>;

@@ -126,10 +126,12 @@ def test_placeholder_shape_errors():
         te.placeholder((-1,), name="A")
     with pytest.raises(TypeError, match="must be a shape"):
         te.placeholder("abc", name="A")
-    with pytest.raises(TypeError, match="symbolic sizes must be int32"):
-        te.placeholder((te.var("m", "int64"),), name="A")
-    with pytest.raises(ValueError, match="does not fit the int32 index type"):
-        te.placeholder((2**40,), name="A")
+    with pytest.raises(TypeError, match="symbolic sizes must be int32 or int64"):
+        te.placeholder((te.var("m", "int16"),), name="A")
+    # int64 sizes: a size variable or a constant past int32 (issue 9 item 1).
+    assert te.placeholder((te.var("m", "int64"),), name="A").shape[0].dtype == "int64"
+    assert te.placeholder((2**40, 3), name="A").shape[0].dtype == "int64"
+    assert te.placeholder((2**40, 3), name="A").shape[1].dtype == "int32"
     with pytest.raises(TypeError, match="unsupported dtype"):
         te.placeholder((2,), dtype="complex128")
 

@@ -44,15 +44,16 @@ Expr ceil_div(const Expr& a, const Expr& b) {
 }
 
 std::pair<Expr, Expr> split_extents(const Expr& parent, const Expr& factor, const Expr& nparts) {
-  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  // Loops longer than this are never vectorized or unrolled, so their extent need not stay a
+  // constant: a larger factor over a symbolic parent is cut to the parent at run time.
+  constexpr int64_t kLongLoop = 1 << 16;
   auto cp = as_const_int(parent);
   // A factor or nparts larger than the parent covers it in one tile / one part per element:
-  // cut to the parent (symbolic parents only for factors no int32 size reaches, so that loops
-  // with constant extents keep them).
+  // cut to the parent, or a small array would run 2**31 mostly-guarded iterations.
   auto cut = [&](const Expr& c) {
     int64_t v = *as_const_int(c);
     if (cp) return v > *cp ? parent : c;
-    return v > kInt32Max ? idx_min(parent, c) : c;
+    return v > kLongLoop ? idx_min(parent, c) : c;
   };
   if (factor.defined()) return {ceil_div(parent, factor), cut(factor)};
   return {cut(nparts), ceil_div(parent, nparts)};

@@ -42,8 +42,9 @@ std::vector<Range> root_domains(const StageNode& stage);
 Expr ceil_div(const Expr& a, const Expr& b);
 
 // The (outer, inner) extents of a split of `parent` by a factor (inner extent) or nparts (outer
-// extent), in the split's index type. A factor or nparts larger than the parent is cut to it, so
-// split(factor=2**40) does not run 2**40 mostly-guarded iterations.
+// extent), in the split's index type. A factor or nparts larger than the parent is cut to it
+// (for a symbolic parent: when over 65536, at run time), so split(factor=2**40) does not run
+// 2**40 mostly-guarded iterations.
 std::pair<Expr, Expr> split_extents(const Expr& parent, const Expr& factor, const Expr& nparts);
 
 // The largest value an index extent can take: its value when constant, else the largest value of

@@ -33,6 +33,7 @@ def run_isolated(code: str, timeout: float = 240) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_int32_size_variable_refuses_a_size_past_int32_and_int64_ones_work():
     # Item 1: 2**31 + 64 elements used to be cut to 64 (nothing written); now a ValueError
     # naming the argument and the dimension, and int64 size variables run to the end.
@@ -92,6 +93,7 @@ def test_kernel_chooses_int64_sizes_for_a_huge_input():
     )
 
 
+@pytest.mark.slow
 def test_fuse_past_int32_writes_every_element():
     # Item 2: int8 (65537, 32769) fused then split used to SIGSEGV (the fused index wrapped).
     run_isolated(

@@ -6,6 +6,7 @@
 #include "codegen/jit.h"
 #include "codegen/target.h"
 #include "ir/printer.h"
+#include "ir/visitor.h"
 #include "lower/lower.h"
 #include "support/error.h"
 
@@ -58,11 +59,31 @@ std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tens
     specs.push_back(std::move(spec));
   }
 
+  // Extents computed from the sizes inside the kernel (n * m): the runtime checks that they fit
+  // their types, as it does for the arguments' sizes.
+  std::vector<InternalSize> internal;
+  for (const Stage& st : sch->stages) {
+    if (st->is_placeholder()) continue;
+    for (const IterVar& iv : st->root_iter_vars) {
+      const Expr& e = iv->dom.extent;
+      if (e.as<IntImm>() || e.as<Var>()) continue;
+      bool bound = true;
+      for_each_expr(e, [&](const Expr& x) {
+        if (x.as<Var>() && slot_of(generic.scalar_params, x) < 0) bound = false;
+      });
+      if (bound) {
+        internal.push_back(
+            {str_cat("axis '", iv->var.as<Var>()->name, "' of stage '", st->op->name, "'"), e});
+      }
+    }
+  }
+
   auto jit = JITModule::compile({generic, compact}, tgt, name);
   KernelFn generic_fn = jit->lookup(generic.name);
   KernelFn compact_fn = jit->lookup(compact.name);
   auto module = std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit,
                                          generic_fn, compact_fn, to_string(generic.body));
+  module->set_internal_sizes(std::move(internal));
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return module;

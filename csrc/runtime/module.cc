@@ -43,8 +43,9 @@ int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_
   auto checked = [&](int64_t v, bool wrapped) {
     DataType t = e.dtype();
     if (overflow->empty() && (wrapped || v > type_max(t) || v < type_min(t))) {
-      *overflow = str_cat(to_string(e), " = ", wrapped ? std::string("more than 2**63") : std::to_string(v),
-                          ", which does not fit its type ", t.str());
+      *overflow =
+          str_cat(to_string(e), " = ", wrapped ? std::string("more than 2**63") : std::to_string(v),
+                  ", which does not fit its type ", t.str());
     }
     return v;
   };
@@ -213,7 +214,8 @@ void Module::check_size_fits(size_t arg, size_t dim, int slot, int64_t got) cons
   const Expr& v = slots_[static_cast<size_t>(slot)];
   value_error(describe(arg), ": size ", got, " in dimension ", dim, " does not fit the ",
               v.dtype().str(), " size variable '", v.as<Var>()->name,
-              "' it binds; declare it var('", v.as<Var>()->name, "', 'int64') for arrays this large");
+              "' it binds; declare it var('", v.as<Var>()->name,
+              "', 'int64') for arrays this large");
 }
 
 int64_t Module::eval_dim(const Expr& e, const std::unordered_map<const ExprNode*, int64_t>& values,
@@ -270,7 +272,7 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
     }
   }
   // Sizes given as expressions (an output of n - 2 rows) are checked once every var is bound.
-  if (!has_expr_dims_) return;
+  if (!has_expr_dims_ && internal_sizes_.empty()) return;
   std::unordered_map<const ExprNode*, int64_t> values;
   for (size_t s = 0; s < slots_.size(); ++s) {
     if (bound[s]) values[slots_[s].get()] = slots[s];
@@ -284,6 +286,15 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
         value_error(describe(i), ": expected size ", want, " (", to_string(dim.expr),
                     ") in dimension ", d, ", got ", tensors[i]->shape[d]);
       }
+    }
+  }
+  for (const InternalSize& size : internal_sizes_) {
+    std::string overflow;
+    eval_int(size.expr, values, &overflow);
+    if (!overflow.empty()) {
+      value_error("kernel '", name_, "': the extent of ", size.what, " is ", to_string(size.expr),
+                  ", and for these arrays ", overflow,
+                  "; declare the size variables with var(name, 'int64') for arrays this large");
     }
   }
 }

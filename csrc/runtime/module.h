@@ -35,6 +35,14 @@ struct ArgSpec {
   bool is_output = false;
 };
 
+// A size the kernel computes from the size variables that is not an argument's dimension (the
+// extent of an intermediate stage's axis or of a reduce axis, such as n * m): checked at call
+// time like the arguments' sizes, so that its arithmetic in its own types cannot overflow.
+struct InternalSize {
+  std::string what;  // "axis 'i' of stage 'T'"
+  Expr expr;
+};
+
 class Module {
  public:
   Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> slots,
@@ -53,6 +61,8 @@ class Module {
   // read_only[i] tells whether tensor i may not be written. Throws UserError naming the argument.
   void run(const DLTensor* const* tensors, const bool* read_only, size_t n) const;
 
+  void set_internal_sizes(std::vector<InternalSize> sizes) { internal_sizes_ = std::move(sizes); }
+
   // The sizes of every symbolic variable bound from `tensors` (the inputs only may be given: the
   // outputs' shapes then follow), in order of `args()`; used to allocate outputs for the caller.
   std::vector<std::vector<int64_t>> output_shapes(const DLTensor* const* inputs, size_t n) const;
@@ -69,13 +79,14 @@ class Module {
 
   std::string name_;
   std::vector<ArgSpec> args_;
-  std::vector<Expr> slots_;  // the Var of each scalar slot
+  std::vector<Expr> slots_;        // the Var of each scalar slot
   std::vector<int64_t> slot_max_;  // the largest value each slot's type holds
   std::shared_ptr<JITModule> jit_;
   KernelFn generic_;
   KernelFn compact_;
   std::string lowered_;
   bool has_expr_dims_ = false;  // some size is an expression, checked after binding
+  std::vector<InternalSize> internal_sizes_;
   double compile_seconds_ = 0;
 };
 

@@ -75,8 +75,8 @@ DataType split_index_type(const Expr& parent_extent, DataType parent_type, const
   int64_t e = std::min(extent_upper_bound(parent_extent), kInt32Max);
   if (e <= 0) return parent_type;
   // outer extent * inner extent: the index values the split's loops produce, guarded or not.
-  int64_t covered = factor.defined() ? (c >= e ? e : (e + c - 1) / c * c)
-                                     : std::min(c, e) * ((e + c - 1) / c);
+  int64_t covered =
+      factor.defined() ? (c >= e ? e : (e + c - 1) / c * c) : std::min(c, e) * ((e + c - 1) / c);
   return covered - 1 > kInt32Max ? DataType::Int(64) : parent_type;
 }
 
@@ -112,8 +112,8 @@ LoopIndex index_loops(const StageNode& stage, const std::vector<Range>& root_ran
       ix.extent[rel.inner.get()] = inner;
     } else {
       DataType t = rel.fused->var.dtype();
-      ix.extent[rel.fused.get()] = idx_mul(cast(t, ix.extent.at(rel.outer.get())),
-                                           cast(t, ix.extent.at(rel.inner.get())));
+      ix.extent[rel.fused.get()] =
+          idx_mul(cast(t, ix.extent.at(rel.outer.get())), cast(t, ix.extent.at(rel.inner.get())));
     }
   }
   for (const IterVar& iv : stage.leaf_iter_vars) ix.value[iv.get()] = iv->var;

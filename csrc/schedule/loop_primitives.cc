@@ -62,7 +62,8 @@ std::pair<IterVar, IterVar> split(const Stage& stage, const IterVar& axis, const
                                 factor.defined() ? "factor" : "nparts");
   // The derived loops' type: the axis's, or int64 where their index values could pass int32's
   // largest (a factor of 2**31, an extent near the limit that the factor does not divide).
-  DataType t = split_index_type(extent, axis->var.dtype(), factor.defined() ? make_const(DataType::Int(64), c) : Expr(),
+  DataType t = split_index_type(extent, axis->var.dtype(),
+                                factor.defined() ? make_const(DataType::Int(64), c) : Expr(),
                                 factor.defined() ? Expr() : make_const(DataType::Int(64), c));
   (factor.defined() ? rel.factor : rel.nparts) = make_const(t, c);
   auto [outer_extent, inner_extent] = split_extents(cast(t, extent), rel.factor, rel.nparts);
@@ -120,8 +121,8 @@ IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes) {
     rel.inner = axes[i];
     Expr outer_extent = full_extent(stage, fused), inner_extent = full_extent(stage, axes[i]);
     // int64 where the product could pass int32's largest value (65537 x 32769, two sizes).
-    DataType t = fuse_index_type(outer_extent, inner_extent, fused->var.dtype(),
-                                 axes[i]->var.dtype());
+    DataType t =
+        fuse_index_type(outer_extent, inner_extent, fused->var.dtype(), axes[i]->var.dtype());
     Expr extent = idx_mul(cast(t, outer_extent), cast(t, inner_extent));
     rel.fused = make_iter_var(Range::from_min_extent(make_zero(t), extent),
                               iv_name(fused) + "." + iv_name(axes[i]) + ".fused", fused->kind, t);

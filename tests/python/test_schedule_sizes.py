@@ -113,7 +113,8 @@ def test_fuse_past_int32_writes_every_element():
         np.testing.assert_array_equal(b[rows], (rows[:, None] * 3 + j).astype("int8"))
         flat = np.random.default_rng(0).integers(0, b.size, 100000)
         got = b.reshape(-1)[flat]
-        np.testing.assert_array_equal(got, ((flat // shape[1]) * 3 + flat % shape[1]).astype("int8"))
+        want = ((flat // shape[1]) * 3 + flat % shape[1]).astype("int8")
+        np.testing.assert_array_equal(got, want)
         print("OK")
         """
     )
@@ -160,6 +161,18 @@ def test_size_expression_past_int32_is_a_value_error_and_int64_sizes_work():
             raise SystemExit("no error")
         except ValueError as e:
             assert "'B'" in str(e) and "dimension 0" in str(e) and "int32" in str(e), e
+        # The same size in an intermediate stage: refused before anything is allocated.
+        T = tvm.compute((n * m,), lambda i: A[i // m, i % m] + np.int8(1), name="T")
+        C = tvm.compute((2,), lambda i: T[i * 5], name="C")
+        f = tvm.build(tvm.create_schedule(C.op), [A, C])
+        c = np.zeros(2, "int8")
+        f(np.arange(12, dtype="int8").reshape(4, 3), c)
+        assert c.tolist() == [1, 6]
+        try:
+            f(big, c)
+            raise SystemExit("no error")
+        except ValueError as e:
+            assert "stage 'T'" in str(e) and "int32" in str(e), e
         print("OK")
         """
     )
@@ -202,7 +215,7 @@ def test_split_factor_past_int64_is_a_clean_error():
     A = tvm.placeholder((10,), name="A")
     B = tvm.compute((10,), lambda i: A[i], name="B")
     s = tvm.create_schedule(B.op)
-    with pytest.raises((ValueError, OverflowError), match="int64|factor"):
+    with pytest.raises((ValueError, OverflowError), match=r"int64|factor"):
         s[B].split(B.op.axis[0], factor=2**64 + 3)
     with pytest.raises(ValueError, match="factor must be positive"):
         s[B].split(B.op.axis[0], factor=-(2**40))

@@ -24,8 +24,10 @@
 #include "codegen/target.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
+#include "schedule/interval.h"
 #include "runtime/backend_api.h"
 #include "support/error.h"
+#include "support/stack.h"
 
 namespace ptb {
 
@@ -37,6 +39,10 @@ namespace {
 constexpr int64_t kMaxStackAllocation = 16 * 1024;
 constexpr int64_t kMaxStackPerFunction = 128 * 1024;
 constexpr unsigned kAllocAlignment = 64;
+// Unconditional loads remembered per buffer and statement, to prove others safe to speculate.
+constexpr size_t kMaxRememberedLoads = 16;
+// A block with more loop nests than this puts each in a function of its own (see emit_block).
+constexpr size_t kMaxLoopNestsPerFunction = 8;
 
 using VarKey = const ExprNode*;
 
@@ -157,9 +163,107 @@ class CodeGenLLVM {
     llvm::BasicBlock* entry = nullptr;
     std::unordered_map<VarKey, llvm::Value*> vars;
     std::vector<llvm::Value*> heap;  // live ptb_alloc results, innermost last
+    // cleanup[i] frees heap[i], then heap[i - 1]..., then returns the status in status_slot:
+    // one block per allocation (made on first use), so that the failure paths of N nested
+    // allocations take O(N) code, not O(N^2).
+    std::vector<llvm::BasicBlock*> cleanup;
+    llvm::BasicBlock* fail_return = nullptr;
+    llvm::AllocaInst* status_slot = nullptr;
     int64_t stack_bytes = 0;
     bool parallel = false;  // inside an outlined parallel body: nested parallel loops are serial
+    // The values of the compound expressions emitted so far in the current statement, so that
+    // a subexpression shared by several parents is computed once (expressions are DAGs). An
+    // entry made inside a branch (one side of an if_then_else, a guarded load, a Let body) is
+    // dropped when the branch ends, since its value does not dominate what follows; all are
+    // dropped at the next statement, since stores may change what loads would read.
+    std::unordered_map<const ExprNode*, llvm::Value*> values;
+    std::vector<const ExprNode*> value_order;  // the keys of `values`, oldest first
+    int branch_depth = 0;                           // the number of live ValueRegions
+    // The loads emitted outside every branch of the current statement (they were read, so
+    // reading them again cannot fault), and which expressions are known to be safe to evaluate
+    // unconditionally (see speculatable()).
+    std::unordered_map<const BufferNode*, std::vector<Expr>> unconditional_loads;  // indices
+    std::unordered_map<const ExprNode*, bool> speculatable;
   };
+
+  // Entries made while `region` is alive are forgotten when it ends.
+  class ValueRegion {
+   public:
+    explicit ValueRegion(CodeGenLLVM* cg)
+        : cg_(cg), fn_(cg->fs_.fn), mark_(cg->fs_.value_order.size()) {
+      ++cg_->fs_.branch_depth;
+    }
+    ~ValueRegion() {
+      FunctionState& fs = cg_->fs_;
+      if (fs.fn != fn_) return;
+      --fs.branch_depth;
+      while (fs.value_order.size() > mark_) {
+        fs.values.erase(fs.value_order.back());
+        fs.value_order.pop_back();
+      }
+    }
+    ValueRegion(const ValueRegion&) = delete;
+    ValueRegion& operator=(const ValueRegion&) = delete;
+
+   private:
+    CodeGenLLVM* cg_;
+    llvm::Function* fn_;
+    size_t mark_;
+  };
+
+  void forget_values() {
+    fs_.values.clear();
+    fs_.value_order.clear();
+    fs_.unconditional_loads.clear();
+    fs_.speculatable.clear();
+  }
+
+  // Whether e can be evaluated where it might not have been (both sides of an if_then_else
+  // at once): nothing in it may fault. A load may, unless the same load was already done
+  // unconditionally; an integer division may, unless by a non-zero constant. Remembered per
+  // statement (a "no" may turn into a "yes" later in the statement; it stays "no", which is
+  // only slower).
+  bool speculatable(const Expr& e) {
+    if (!e.defined()) return true;
+    ExprKind k = e->kind;
+    if (k == ExprKind::kIntImm || k == ExprKind::kFloatImm || k == ExprKind::kVar) return true;
+    if (k == ExprKind::kLoad) {
+      // The same element may be read through another node: compared by structure.
+      const auto* load = e.as<Load>();
+      if (load->predicate.defined()) return false;
+      auto loads = fs_.unconditional_loads.find(load->buffer.get());
+      if (loads == fs_.unconditional_loads.end()) return false;
+      for (const Expr& index : loads->second) {
+        if (structurally_equal(index, load->index)) return true;
+      }
+      return false;
+    }
+    auto it = fs_.speculatable.find(e.get());
+    if (it != fs_.speculatable.end()) return it->second;
+    check_stack();
+    bool ok = true;
+    if (k == ExprKind::kDiv || k == ExprKind::kMod || k == ExprKind::kFloorDiv ||
+        k == ExprKind::kFloorMod) {
+      const Expr& divisor = k == ExprKind::kDiv ? e.as<Div>()->b
+                            : k == ExprKind::kMod ? e.as<Mod>()->b
+                            : k == ExprKind::kFloorDiv ? e.as<FloorDiv>()->b
+                                                       : e.as<FloorMod>()->b;
+      auto c = as_const_int(divisor);
+      ok = !e.dtype().is_integer() || (c && *c != 0);
+    }
+    if (ok) {
+      std::vector<const Expr*> children;
+      detail::push_expr_children(e, &children);
+      for (const Expr* c : children) {
+        if (!speculatable(*c)) {
+          ok = false;
+          break;
+        }
+      }
+    }
+    fs_.speculatable[e.get()] = ok;
+    return ok;
+  }
 
   void begin_function(llvm::Function* fn, bool parallel) {
     fs_ = FunctionState();
@@ -207,6 +311,8 @@ class CodeGenLLVM {
   llvm::Value* bind(VarKey var, llvm::Value* value) {
     auto [it, inserted] = fs_.vars.emplace(var, value);
     if (inserted) return nullptr;
+    // A variable bound again while bound: values computed with its outer binding are stale.
+    forget_values();
     llvm::Value* previous = it->second;
     it->second = value;
     return previous;
@@ -231,9 +337,38 @@ class CodeGenLLVM {
     llvm::BasicBlock* ok = llvm::BasicBlock::Create(ctx_, "ok", fs_.fn);
     b_.CreateCondBr(failed, fail, ok, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
     b_.SetInsertPoint(fail);
-    for (auto it = fs_.heap.rbegin(); it != fs_.heap.rend(); ++it) b_.CreateCall(free_, {*it});
-    b_.CreateRet(status);
+    if (fs_.heap.empty()) {
+      b_.CreateRet(status);
+    } else {
+      b_.CreateStore(status, status_slot());
+      b_.CreateBr(cleanup_block(fs_.heap.size() - 1));
+    }
     b_.SetInsertPoint(ok);
+  }
+
+  llvm::AllocaInst* status_slot() {
+    if (!fs_.status_slot) fs_.status_slot = entry_alloca(b_.getInt32Ty(), 4);
+    return fs_.status_slot;
+  }
+
+  // The block that frees heap[depth], ..., heap[0] and returns the stored status.
+  llvm::BasicBlock* cleanup_block(size_t depth) {
+    if (!fs_.fail_return) {
+      fs_.fail_return = llvm::BasicBlock::Create(ctx_, "fail.return", fs_.fn);
+      llvm::IRBuilder<> rb(fs_.fail_return);
+      rb.CreateRet(rb.CreateLoad(rb.getInt32Ty(), status_slot()));
+    }
+    // Blocks below `depth` that are missing are made first, so each can branch to the next.
+    size_t first_missing = depth + 1;
+    while (first_missing > 0 && !fs_.cleanup[first_missing - 1]) --first_missing;
+    for (size_t i = first_missing; i <= depth; ++i) {
+      llvm::BasicBlock* bb = llvm::BasicBlock::Create(ctx_, "fail.free", fs_.fn);
+      llvm::IRBuilder<> cb(bb);
+      cb.CreateCall(free_, {fs_.heap[i]});
+      cb.CreateBr(i == 0 ? fs_.fail_return : fs_.cleanup[i - 1]);
+      fs_.cleanup[i] = bb;
+    }
+    return fs_.cleanup[depth];
   }
 
   // An alloca in the entry block, so that it is allocated once per call, not per iteration.
@@ -295,6 +430,8 @@ class CodeGenLLVM {
 
   void emit(const Stmt& s) {
     PTB_ICHECK(s.defined(), "undefined statement");
+    check_stack();
+    forget_values();
     switch (s->kind) {
       case StmtKind::kFor:
         return emit_for(s.as<For>());
@@ -303,8 +440,7 @@ class CodeGenLLVM {
       case StmtKind::kAllocate:
         return emit_allocate(s.as<Allocate>());
       case StmtKind::kBlock:
-        for (const Stmt& c : s.as<Block>()->stmts) emit(c);
-        return;
+        return emit_block(s.as<Block>());
       case StmtKind::kIfThenElse:
         return emit_if(s.as<IfThenElse>());
       case StmtKind::kLetStmt: {
@@ -327,11 +463,30 @@ class CodeGenLLVM {
     }
   }
 
+  // A block of many loop nests (N chained stages) gives each nest a function of its own: LLVM's
+  // loop analyses (scalar evolution's guard search, dominator walks) take time that grows with
+  // the size of the function around a loop, so one function of N loops compiles in O(N^2).
+  void emit_block(const Block* op) {
+    size_t loops = 0;
+    for (const Stmt& c : op->stmts) loops += c.as<For>() != nullptr;
+    bool outline = loops > kMaxLoopNestsPerFunction;
+    for (const Stmt& c : op->stmts) {
+      const For* loop = c.as<For>();
+      if (outline && loop && !(loop->for_kind == ForKind::kParallel && !fs_.parallel)) {
+        emit_outlined_for(loop, /*parallel=*/false);
+      } else {
+        emit(c);
+      }
+    }
+  }
+
   void emit_for(const For* op) {
     const std::string& name = op->var.as<Var>()->name;
     PTB_ICHECK(op->for_kind != ForKind::kVectorized, "loop '", name,
                "' is still marked vectorized at codegen; the vectorize pass must rewrite it");
-    if (op->for_kind == ForKind::kParallel && !fs_.parallel) return emit_parallel_for(op);
+    if (op->for_kind == ForKind::kParallel && !fs_.parallel) {
+      return emit_outlined_for(op, /*parallel=*/true);
+    }
     llvm::Value* min = emit(op->min);
     llvm::Value* extent = emit(op->extent);
     DataType t = op->var.dtype();
@@ -376,8 +531,9 @@ class CodeGenLLVM {
 
   // The body becomes `i32 f(i64 begin, i64 end, ptr closure)` over a chunk of the iterations;
   // the closure is a struct on this function's stack holding the loop's min and every value
-  // the body uses from outside.
-  void emit_parallel_for(const For* op) {
+  // the body uses from outside. A parallel loop runs it on the thread pool; a serial one calls
+  // it once over all the iterations (and keeps it out of line).
+  void emit_outlined_for(const For* op, bool parallel) {
     DataType t = op->var.dtype();
     llvm::Value* min = emit(op->min);
     llvm::Value* extent = emit(op->extent);
@@ -403,20 +559,22 @@ class CodeGenLLVM {
 
     llvm::Type* i64 = b_.getInt64Ty();
     auto* body_ty = llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, b_.getPtrTy()}, false);
-    std::string body_name =
-        fs_.fn->getName().str() + "_parallel_" + std::to_string(parallel_count_++);
+    std::string body_name = fs_.fn->getName().str() + (parallel ? "_parallel_" : "_loop_") +
+                            std::to_string(outlined_count_++);
     llvm::Function* body_fn =
         llvm::Function::Create(body_ty, llvm::Function::InternalLinkage, body_name, module_);
     configure(body_fn);
+    if (!parallel) body_fn->addFnAttr(llvm::Attribute::NoInline);
 
     llvm::Value* n = b_.CreateIntCast(extent, i64, /*isSigned=*/!t.is_uint());
-    llvm::Value* status = b_.CreateCall(parallel_for_, {n, body_fn, closure});
+    llvm::Value* status = parallel ? b_.CreateCall(parallel_for_, {n, body_fn, closure})
+                                   : b_.CreateCall(body_fn, {b_.getInt64(0), n, closure});
     return_if(b_.CreateICmpNE(status, b_.getInt32(0)), status);
 
     // Emit the body function, then come back here.
     FunctionState outer = std::move(fs_);
     llvm::IRBuilderBase::InsertPoint resume = b_.saveIP();
-    begin_function(body_fn, /*parallel=*/true);
+    begin_function(body_fn, /*parallel=*/parallel || outer.parallel);
     llvm::Value* arg_closure = body_fn->getArg(2);
     arg_closure->setName("closure");
     std::vector<llvm::Value*> loaded;
@@ -483,9 +641,11 @@ class CodeGenLLVM {
       llvm::Value* mem = b_.CreateCall(alloc_, {bytes}, buf.name);
       return_if(b_.CreateIsNull(mem), b_.getInt32(PTB_ERROR_OUT_OF_MEMORY));
       fs_.heap.push_back(mem);
+      fs_.cleanup.push_back(nullptr);
       prev = bind(buf.data.get(), mem);
       emit(op->body);
       fs_.heap.pop_back();
+      fs_.cleanup.pop_back();
       b_.CreateCall(free_, {mem});
     }
     unbind(buf.data.get(), prev);
@@ -596,7 +756,11 @@ class CodeGenLLVM {
     llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "guarded.end", fs_.fn);
     b_.CreateCondBr(cond, then_bb, merge);
     b_.SetInsertPoint(then_bb);
-    llvm::Value* v = value();
+    llvm::Value* v = nullptr;
+    {
+      ValueRegion region(this);
+      v = value();
+    }
     llvm::BasicBlock* then_end = b_.GetInsertBlock();
     b_.CreateBr(merge);
     b_.SetInsertPoint(merge);
@@ -655,6 +819,24 @@ class CodeGenLLVM {
 
   llvm::Value* emit(const Expr& e) {
     PTB_ICHECK(e.defined(), "undefined expression");
+    ExprKind k = e->kind;
+    if (k == ExprKind::kIntImm || k == ExprKind::kFloatImm || k == ExprKind::kVar) {
+      return emit_node(e);
+    }
+    auto it = fs_.values.find(e.get());
+    if (it != fs_.values.end()) return it->second;
+    check_stack();
+    llvm::Value* v = emit_node(e);
+    if (fs_.values.emplace(e.get(), v).second) fs_.value_order.push_back(e.get());
+    if (k == ExprKind::kLoad && fs_.branch_depth == 0 && !e.as<Load>()->predicate.defined() &&
+        masks_.empty()) {
+      std::vector<Expr>& loads = fs_.unconditional_loads[e.as<Load>()->buffer.get()];
+      if (loads.size() < kMaxRememberedLoads) loads.push_back(e.as<Load>()->index);
+    }
+    return v;
+  }
+
+  llvm::Value* emit_node(const Expr& e) {
     switch (e->kind) {
       case ExprKind::kIntImm:
         return make_int_constant(ctx_, e.dtype(), e.as<IntImm>()->value);
@@ -704,7 +886,9 @@ class CodeGenLLVM {
         return emit_call(e.as<Call>());
       case ExprKind::kLet: {
         const auto* op = e.as<Let>();
-        llvm::Value* prev = bind(op->var.get(), emit(op->value));
+        llvm::Value* value = emit(op->value);
+        ValueRegion region(this);
+        llvm::Value* prev = bind(op->var.get(), value);
         llvm::Value* v = emit(op->body);
         unbind(op->var.get(), prev);
         return v;
@@ -756,15 +940,30 @@ class CodeGenLLVM {
     if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(cond)) {
       return emit(op->args[c->isOne() ? 1 : 2]);
     }
+    // When neither side can fault, both are evaluated and one is picked: no branch, and what
+    // the sides share is computed once (`if_then_else(c, x + 1, x)` nested 5000 deep).
+    if (masks_.empty() && speculatable(op->args[1]) && speculatable(op->args[2])) {
+      llvm::Value* t = emit(op->args[1]);
+      llvm::Value* f = emit(op->args[2]);
+      return b_.CreateSelect(cond, t, f);
+    }
     if (cond->getType()->isVectorTy()) {
       PTB_ICHECK(op->dtype.lanes() == op->args[0].dtype().lanes(), "if_then_else with a ",
                  op->args[0].dtype().str(), " condition and ", op->dtype.str(), " values");
       llvm::Value* outer = masks_.empty() ? nullptr : masks_.back();
       auto within = [&](llvm::Value* m) { return outer ? b_.CreateAnd(outer, m) : m; };
       masks_.push_back(within(cond));
-      llvm::Value* t = emit(op->args[1]);
+      llvm::Value* t = nullptr;
+      llvm::Value* f = nullptr;
+      {
+        ValueRegion region(this);  // loads under this mask are not valid under another
+        t = emit(op->args[1]);
+      }
       masks_.back() = within(b_.CreateNot(cond));
-      llvm::Value* f = emit(op->args[2]);
+      {
+        ValueRegion region(this);
+        f = emit(op->args[2]);
+      }
       masks_.pop_back();
       return b_.CreateSelect(cond, t, f);
     }
@@ -773,11 +972,19 @@ class CodeGenLLVM {
     llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "if_end", fs_.fn);
     b_.CreateCondBr(cond, then_bb, else_bb);
     b_.SetInsertPoint(then_bb);
-    llvm::Value* t = emit(op->args[1]);
+    llvm::Value* t = nullptr;
+    llvm::Value* f = nullptr;
+    {
+      ValueRegion region(this);  // values of one branch do not dominate the other
+      t = emit(op->args[1]);
+    }
     llvm::BasicBlock* then_end = b_.GetInsertBlock();
     b_.CreateBr(merge);
     b_.SetInsertPoint(else_bb);
-    llvm::Value* f = emit(op->args[2]);
+    {
+      ValueRegion region(this);
+      f = emit(op->args[2]);
+    }
     llvm::BasicBlock* else_end = b_.GetInsertBlock();
     b_.CreateBr(merge);
     b_.SetInsertPoint(merge);
@@ -798,7 +1005,7 @@ class CodeGenLLVM {
   FunctionState fs_;
   std::unordered_map<VarKey, AliasInfo> alias_;
   std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
-  int parallel_count_ = 0;
+  int outlined_count_ = 0;
 };
 
 }  // namespace

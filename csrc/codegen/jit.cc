@@ -1,5 +1,7 @@
 #include "codegen/jit.h"
 
+#include <pthread.h>
+
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -36,9 +38,21 @@ namespace {
 
 // LLVM work is serialised: every build has its own context and TargetMachine, but LLVM's global
 // state (command-line options, statistics, dynamic library handles) is not all thread-safe.
+//
+// fork(): the child has only the forking thread. Had another thread been inside LLVM, the child
+// would inherit this mutex locked by a thread that does not exist there (and LLVM's own locks
+// and state half-updated), and its first build would wait forever. So fork() waits for the
+// build in progress to finish (the prepare handler takes the mutex) and both processes release
+// it afterwards. The mutex is never destroyed, so that threads still building while the
+// interpreter exits do not lock a destroyed mutex.
 std::mutex& llvm_mutex() {
-  static std::mutex mu;
-  return mu;
+  static std::mutex* mu = [] {
+    auto* m = new std::mutex;
+    pthread_atfork([] { llvm_mutex().lock(); }, [] { llvm_mutex().unlock(); },
+                   [] { llvm_mutex().unlock(); });
+    return m;
+  }();
+  return *mu;
 }
 
 template <typename T>
@@ -139,7 +153,11 @@ struct JITModule::Impl {
 };
 
 JITModule::JITModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-JITModule::~JITModule() = default;
+// Releasing the JIT's memory and symbol tables touches LLVM's shared state: under the mutex too.
+JITModule::~JITModule() {
+  std::lock_guard<std::mutex> lock(llvm_mutex());
+  impl_.reset();
+}
 
 std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& funcs,
                                               const Target& target,

@@ -9,6 +9,7 @@
 #include "ir/visitor.h"
 #include "lower/lower.h"
 #include "support/error.h"
+#include "support/stack.h"
 
 namespace ptb {
 
@@ -23,8 +24,10 @@ int slot_of(const std::vector<Expr>& slots, const Expr& var) {
 
 }  // namespace
 
-std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tensor>& args,
-                                     const std::string& target, const std::string& name) {
+static std::shared_ptr<Module> build_module_here(const Schedule& sch,
+                                                 const std::vector<Tensor>& args,
+                                                 const std::string& target,
+                                                 const std::string& name) {
   auto start = std::chrono::steady_clock::now();
   Target tgt = Target::parse(target);
   LoweredFunc generic = lower(sch, args, name);
@@ -87,6 +90,13 @@ std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tens
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return module;
+}
+
+std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tensor>& args,
+                                     const std::string& target, const std::string& name) {
+  // Lowering and LLVM recurse as deep as the expressions are: a build always runs on a deep
+  // stack (LLVM's recursion cannot be guarded from outside).
+  return on_deep_stack([&] { return build_module_here(sch, args, target, name); });
 }
 
 }  // namespace ptb

@@ -1,6 +1,7 @@
 #include "ir/expr.h"
 
 #include "ir/op.h"
+#include "ir/stmt.h"
 #include "support/error.h"
 #include "te/operation.h"
 
@@ -59,6 +60,46 @@ constexpr bool is_comparison() {
 }
 
 }  // namespace
+
+namespace detail {
+
+namespace {
+
+// The children waiting to be released by the outermost node destructor of this thread.
+thread_local std::vector<std::shared_ptr<const void>>* tl_pending = nullptr;
+
+void defer(std::shared_ptr<const void> node) {
+  // Shared with others: dropping this reference frees nothing (and if another thread drops its
+  // reference at the same moment, the node is freed here, one level deeper, which is harmless).
+  if (!node || node.use_count() > 1) return;
+  if (tl_pending != nullptr) {
+    tl_pending->push_back(std::move(node));
+    return;
+  }
+  std::vector<std::shared_ptr<const void>> pending;
+  tl_pending = &pending;
+  pending.push_back(std::move(node));
+  while (!pending.empty()) {
+    std::shared_ptr<const void> next = std::move(pending.back());
+    pending.pop_back();
+    next.reset();  // its destructor appends its own children to `pending`
+  }
+  tl_pending = nullptr;
+}
+
+}  // namespace
+
+// Destruction ignores constness: the const members of a node being destroyed may be emptied.
+void release_child(const Expr& child) { defer(std::move(const_cast<Expr&>(child).node_)); }
+void release_child(const Stmt& child) { defer(std::move(const_cast<Stmt&>(child).node_)); }
+void release_children(const std::vector<Expr>& children) {
+  for (const Expr& c : children) release_child(c);
+}
+void release_children(const std::vector<Stmt>& children) {
+  for (const Stmt& c : children) release_child(c);
+}
+
+}  // namespace detail
 
 Expr IntImm::make(DataType t, int64_t value) {
   PTB_ICHECK(t.is_integer() || t.is_bool(), "IntImm of ", t.str());

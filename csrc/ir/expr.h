@@ -54,6 +54,18 @@ enum class ExprKind : uint8_t {
 #undef PTB_DECLARE_KIND
 };
 
+class Expr;
+class Stmt;
+namespace detail {
+// Node destructors hand their children to release_child(): a child that would be freed with its
+// parent is freed afterwards, by a loop in the outermost destructor, so destroying a chain of a
+// million nodes does not recurse a million times.
+void release_child(const Expr& child);
+void release_child(const Stmt& child);
+void release_children(const std::vector<Expr>& children);
+void release_children(const std::vector<Stmt>& children);
+}  // namespace detail
+
 struct ExprNode {
   ExprNode(ExprKind kind, DataType dtype) : kind(kind), dtype(dtype) {}
   virtual ~ExprNode() = default;
@@ -82,6 +94,7 @@ class Expr {
   const std::shared_ptr<const ExprNode>& node() const { return node_; }
 
  private:
+  friend void detail::release_child(const Expr& child);
   std::shared_ptr<const ExprNode> node_;
 };
 
@@ -118,6 +131,7 @@ struct Var : ExprNodeBase<Var> {
 struct Cast : ExprNodeBase<Cast> {
   PTB_NODE_KIND(Cast);
   Cast(DataType t, Expr v) : ExprNodeBase(t), value(std::move(v)) {}
+  ~Cast() override { detail::release_child(value); }
   static Expr make(DataType t, Expr value);
   const Expr value;
 };
@@ -128,6 +142,10 @@ template <typename T>
 struct BinaryNode : ExprNodeBase<T> {
   BinaryNode(DataType t, Expr a_, Expr b_)
       : ExprNodeBase<T>(t), a(std::move(a_)), b(std::move(b_)) {}
+  ~BinaryNode() override {
+    detail::release_child(a);
+    detail::release_child(b);
+  }
   static Expr make(Expr a, Expr b);
   const Expr a, b;
 };
@@ -163,6 +181,7 @@ PTB_BINARY_NODE(Or)
 struct Not : ExprNodeBase<Not> {
   PTB_NODE_KIND(Not);
   Not(DataType t, Expr a_) : ExprNodeBase(t), a(std::move(a_)) {}
+  ~Not() override { detail::release_child(a); }
   static Expr make(Expr a);
   const Expr a;
 };
@@ -175,6 +194,11 @@ struct Select : ExprNodeBase<Select> {
         condition(std::move(c)),
         true_value(std::move(tv)),
         false_value(std::move(fv)) {}
+  ~Select() override {
+    detail::release_child(condition);
+    detail::release_child(true_value);
+    detail::release_child(false_value);
+  }
   static Expr make(Expr condition, Expr true_value, Expr false_value);
   const Expr condition, true_value, false_value;
 };
@@ -212,6 +236,7 @@ const char* intrinsic_name(Intrinsic op);
 struct Call : ExprNodeBase<Call> {
   PTB_NODE_KIND(Call);
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNodeBase(t), op(o), args(std::move(a)) {}
+  ~Call() override { detail::release_children(args); }
   // Checks arity and dtypes (math on floats, abs also on integers, isnan gives bool).
   static Expr make(Intrinsic op, std::vector<Expr> args);
   const Intrinsic op;
@@ -222,6 +247,10 @@ struct Let : ExprNodeBase<Let> {
   PTB_NODE_KIND(Let);
   Let(DataType t, Expr v, Expr val, Expr b)
       : ExprNodeBase(t), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  ~Let() override {
+    detail::release_child(value);
+    detail::release_child(body);
+  }
   static Expr make(Expr var, Expr value, Expr body);
   const Expr var;  // a Var
   const Expr value, body;
@@ -246,6 +275,10 @@ struct Load : ExprNodeBase<Load> {
   PTB_NODE_KIND(Load);
   Load(DataType t, Buffer b, Expr i, Expr p)
       : ExprNodeBase(t), buffer(std::move(b)), index(std::move(i)), predicate(std::move(p)) {}
+  ~Load() override {
+    detail::release_child(index);
+    detail::release_child(predicate);
+  }
   // predicate: optional bool vector masking the lanes that are read.
   static Expr make(Buffer buffer, Expr index, Expr predicate = Expr());
   const Buffer buffer;
@@ -257,6 +290,10 @@ struct Ramp : ExprNodeBase<Ramp> {
   PTB_NODE_KIND(Ramp);
   Ramp(DataType t, Expr b, Expr s, int l)
       : ExprNodeBase(t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
+  ~Ramp() override {
+    detail::release_child(base);
+    detail::release_child(stride);
+  }
   static Expr make(Expr base, Expr stride, int lanes);
   const Expr base, stride;
   const int lanes;
@@ -265,6 +302,7 @@ struct Ramp : ExprNodeBase<Ramp> {
 struct Broadcast : ExprNodeBase<Broadcast> {
   PTB_NODE_KIND(Broadcast);
   Broadcast(DataType t, Expr v, int l) : ExprNodeBase(t), value(std::move(v)), lanes(l) {}
+  ~Broadcast() override { detail::release_child(value); }
   static Expr make(Expr value, int lanes);
   const Expr value;
   const int lanes;
@@ -302,6 +340,7 @@ struct TensorRead : ExprNodeBase<TensorRead> {
   PTB_NODE_KIND(TensorRead);
   TensorRead(DataType t, Operation o, int vi, std::vector<Expr> idx)
       : ExprNodeBase(t), op(std::move(o)), value_index(vi), indices(std::move(idx)) {}
+  ~TensorRead() override { detail::release_children(indices); }
   // Checks the number of indices against the tensor's rank and that they are integers.
   static Expr make(Operation op, int value_index, std::vector<Expr> indices);
   const Operation op;
@@ -324,6 +363,10 @@ struct Reduce : ExprNodeBase<Reduce> {
         source(std::move(s)),
         axis(std::move(a)),
         condition(std::move(c)) {}
+  ~Reduce() override {
+    detail::release_child(source);
+    detail::release_child(condition);
+  }
   // axis: reduce IterVars (at least one); condition: a bool predicate or undefined.
   static Expr make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition);
   const ReduceKind combiner;

@@ -1,9 +1,24 @@
 #include "ir/mutator.h"
 
+#include "support/stack.h"
+
 namespace ptb {
 
 Expr IRMutator::mutate(const Expr& e) {
   if (!e.defined()) return e;
+  ExprKind k = e->kind;
+  if (k == ExprKind::kIntImm || k == ExprKind::kFloatImm || k == ExprKind::kVar) {
+    return dispatch(e);
+  }
+  auto it = memo_.find(e.get());
+  if (it != memo_.end()) return it->second.result;
+  check_stack();
+  Expr r = dispatch(e);
+  memo_[e.get()] = MemoEntry{e, r};
+  return r;
+}
+
+Expr IRMutator::dispatch(const Expr& e) {
   switch (e->kind) {
 #define PTB_DISPATCH(T) \
   case ExprKind::k##T:  \
@@ -16,6 +31,8 @@ Expr IRMutator::mutate(const Expr& e) {
 
 Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
+  check_stack();
+  MemoScope scope(this);
   switch (s->kind) {
 #define PTB_DISPATCH(T) \
   case StmtKind::k##T:  \

@@ -1,25 +1,144 @@
 #include "ir/printer.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "ir/visitor.h"
+#include "support/stack.h"
 #include "te/operation.h"
 
 namespace ptb {
 
 namespace {
 
+// An expression that would print as more than this many nodes written out as a tree is printed
+// as a DAG instead: its shared subexpressions are named (%0, %1...) and defined once, first.
+constexpr uint64_t kMaxPrintedTree = 4096;
+
+// The compound nodes under `roots`, children before parents (an iterative walk).
+std::vector<const Expr*> post_order(const std::vector<const Expr*>& roots) {
+  std::vector<const Expr*> order;
+  std::unordered_set<const ExprNode*> seen;
+  std::vector<std::pair<const Expr*, bool>> stack;  // (node, children already pushed)
+  for (auto it = roots.rbegin(); it != roots.rend(); ++it) stack.emplace_back(*it, false);
+  std::vector<const Expr*> children;
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    if (!e->defined()) continue;
+    if (expanded) {
+      order.push_back(e);
+      continue;
+    }
+    if (!seen.insert(e->get()).second) continue;
+    stack.emplace_back(e, true);
+    children.clear();
+    detail::push_expr_children(*e, &children);
+    for (const Expr* c : children) stack.emplace_back(c, false);
+  }
+  return order;
+}
+
 // Prints with minimal parentheses: every binary operation is parenthesised unless it is a
 // direct operand of a statement, which keeps the output unambiguous without precedence tables.
 class Printer : public IRVisitor {
  public:
-  explicit Printer(std::ostream& os) : os_(os) {}
+  explicit Printer(std::ostream& os) : os_(os) { visit_shared_once_ = false; }
   using IRVisitor::visit;
 
-  void print(const Expr& e) { visit(e); }
+  void print(const Expr& e) {
+    bool named = name_shared({&e});
+    for (const Expr* d : defs_) {
+      os_ << "let %" << names_.at(d->get()) << " = ";
+      define(*d);
+      os_ << "; ";
+    }
+    visit(e);
+    if (named) forget_names();
+  }
   void print(const Stmt& s) { visit(s); }
 
+  void visit(const Expr& e) override {
+    if (e.defined() && !names_.empty()) {
+      auto it = names_.find(e.get());
+      if (it != names_.end() && it->second >= 0) {
+        os_ << "%" << it->second;
+        return;
+      }
+    }
+    IRVisitor::visit(e);
+  }
+
  protected:
+  // Names the shared compound subexpressions of roots if writing them out as a tree would be
+  // too long; their definitions are in defs_, each after the ones it uses.
+  bool name_shared(const std::vector<const Expr*>& roots) {
+    std::vector<const Expr*> order = post_order(roots);
+    std::unordered_map<const ExprNode*, uint64_t> tree_size;
+    std::unordered_map<const ExprNode*, int> parents;
+    std::vector<const Expr*> children;
+    uint64_t total = 0;
+    for (const Expr* e : order) {
+      uint64_t size = 1;
+      children.clear();
+      detail::push_expr_children(*e, &children);
+      for (const Expr* c : children) {
+        if (!c->defined()) continue;
+        auto it = tree_size.find(c->get());
+        size = std::min(kMaxPrintedTree + 1, size + (it == tree_size.end() ? 1 : it->second));
+        ++parents[c->get()];
+      }
+      tree_size[e->get()] = size;
+    }
+    for (const Expr* r : roots) {
+      if (r->defined()) total += tree_size[r->get()];
+    }
+    if (total <= kMaxPrintedTree) return false;
+    for (const Expr* e : order) {
+      ExprKind k = (*e)->kind;
+      bool leaf = k == ExprKind::kIntImm || k == ExprKind::kFloatImm || k == ExprKind::kVar;
+      if (!leaf && parents[e->get()] > 1) {
+        names_[e->get()] = static_cast<int>(defs_.size());
+        defs_.push_back(e);
+      }
+    }
+    return true;
+  }
+
+  // Prints a named node's definition (its own name is not used for itself).
+  void define(const Expr& e) {
+    int& name = names_.at(e.get());
+    int saved = name;
+    name = -1;
+    IRVisitor::visit(e);
+    name = saved;
+  }
+
+  void forget_names() {
+    names_.clear();
+    defs_.clear();
+  }
+
+  // Statements print the definitions of their expressions' shared parts on lines of their own.
+  bool begin_exprs(const std::vector<const Expr*>& roots) {
+    if (!name_shared(roots)) return false;
+    for (const Expr* d : defs_) {
+      indent();
+      os_ << "let %" << names_.at(d->get()) << " = ";
+      define(*d);
+      os_ << "\n";
+    }
+    return true;
+  }
+  void end_exprs(bool named) {
+    if (named) forget_names();
+  }
+
   void indent() {
     for (int i = 0; i < indent_; ++i) os_ << "  ";
   }
@@ -157,6 +276,7 @@ class Printer : public IRVisitor {
     os_ << "}\n";
   }
   void visit_node(const Store* op) override {
+    bool named = begin_exprs({&op->index, &op->value, &op->predicate});
     indent();
     os_ << op->buffer->name << "[";
     visit(op->index);
@@ -167,6 +287,7 @@ class Printer : public IRVisitor {
       visit(op->predicate);
     }
     os_ << "\n";
+    end_exprs(named);
   }
   void visit_node(const Allocate* op) override {
     indent();
@@ -179,10 +300,12 @@ class Printer : public IRVisitor {
     visit(op->body);
   }
   void visit_node(const IfThenElse* op) override {
+    bool named = begin_exprs({&op->condition});
     indent();
     os_ << "if (";
     visit(op->condition);
     os_ << ") {\n";
+    end_exprs(named);
     ++indent_;
     visit(op->then_case);
     --indent_;
@@ -197,19 +320,26 @@ class Printer : public IRVisitor {
     os_ << "}\n";
   }
   void visit_node(const LetStmt* op) override {
+    bool named = begin_exprs({&op->value});
     indent();
     os_ << "let " << op->var.as<Var>()->name << " = ";
     visit(op->value);
     os_ << "\n";
+    end_exprs(named);
     visit(op->body);
   }
   void visit_node(const Evaluate* op) override {
     if (is_noop(op)) return;
+    bool named = begin_exprs({&op->value});
     indent();
     visit(op->value);
     os_ << "\n";
+    end_exprs(named);
   }
   void visit_node(const Provide* op) override {
+    std::vector<const Expr*> roots{&op->value};
+    for (const Expr& i : op->indices) roots.push_back(&i);
+    bool named = begin_exprs(roots);
     indent();
     os_ << op->op->name;
     if (op->value_index) os_ << ".v" << op->value_index;
@@ -221,6 +351,7 @@ class Printer : public IRVisitor {
     os_ << "] = ";
     visit(op->value);
     os_ << "\n";
+    end_exprs(named);
   }
   void visit_node(const Realize* op) override {
     indent();
@@ -245,30 +376,31 @@ class Printer : public IRVisitor {
   static bool is_noop(const Evaluate* op) { return op->value.as<IntImm>() != nullptr; }
   std::ostream& os_;
   int indent_ = 0;
+  std::unordered_map<const ExprNode*, int> names_;  // -1 while the node's definition prints
+  std::vector<const Expr*> defs_;
 };
 
 }  // namespace
 
+// Printing recurses as deep as the expression: deep ones print on a deep stack.
 std::string to_string(const Expr& e) {
-  std::ostringstream os;
-  Printer(os).print(e);
-  return os.str();
+  return with_deep_stack([&] {
+    std::ostringstream os;
+    Printer(os).print(e);
+    return os.str();
+  });
 }
 
 std::string to_string(const Stmt& s) {
-  std::ostringstream os;
-  Printer(os).print(s);
-  return os.str();
+  return with_deep_stack([&] {
+    std::ostringstream os;
+    Printer(os).print(s);
+    return os.str();
+  });
 }
 
-std::ostream& operator<<(std::ostream& os, const Expr& e) {
-  Printer(os).print(e);
-  return os;
-}
+std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }
 
-std::ostream& operator<<(std::ostream& os, const Stmt& s) {
-  Printer(os).print(s);
-  return os;
-}
+std::ostream& operator<<(std::ostream& os, const Stmt& s) { return os << to_string(s); }
 
 }  // namespace ptb

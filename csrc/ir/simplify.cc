@@ -11,6 +11,7 @@
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
+#include "support/stack.h"
 
 namespace ptb {
 
@@ -132,6 +133,7 @@ bool equal_binary(const Expr& a, const Expr& b) {
 bool equal(const Expr& a, const Expr& b) {
   if (a.same_as(b)) return true;
   if (!a.defined() || !b.defined() || a->kind != b->kind || a.dtype() != b.dtype()) return false;
+  check_stack();
   switch (a->kind) {
     case ExprKind::kIntImm:
       return a.as<IntImm>()->value == b.as<IntImm>()->value;
@@ -250,6 +252,9 @@ struct Linear {
   DataType dtype;
   std::vector<Term> terms;
   int64_t constant = 0;
+  // Nodes left to look into: past it, a subexpression stays one opaque term, so that a sum of
+  // 20 000 reads costs the simplifier a bounded amount of work at each of its nodes.
+  int budget = 64;
 };
 
 // Coefficients are kept wrapped to the dtype's width and sign-extended, so that a uint32
@@ -281,6 +286,10 @@ void add_term(Linear* l, const Expr& atom, int64_t coeff) {
 }
 
 void accumulate(const Expr& e, int64_t scale_by, Linear* l) {
+  if (--l->budget < 0) {
+    add_term(l, e, scale_by);
+    return;
+  }
   if (auto c = as_const_int(e)) {
     l->constant = add_wrap(l->dtype, l->constant, mul_wrap(l->dtype, *c, scale_by));
   } else if (const auto* add = e.as<Add>()) {
@@ -372,6 +381,7 @@ class Simplifier : public IRMutator {
   }
 
   Interval atom_bounds(const Expr& e) {
+    check_stack();
     if (const auto* v = e.as<Var>()) {
       auto it = var_bounds_.find(v);
       return it == var_bounds_.end() ? Interval{} : it->second;
@@ -901,10 +911,12 @@ class Simplifier : public IRMutator {
   }
 
  private:
+  // What is known about var holds only inside f: results remembered outside do not apply there,
+  // nor the ones remembered there outside.
   template <typename F>
   auto with_substitution(const Expr& var, const Expr& value, F f) -> decltype(f()) {
     subst_[var.get()] = value;
-    auto r = f();
+    auto r = with_fresh_memo(f);
     subst_.erase(var.get());
     return r;
   }
@@ -913,9 +925,10 @@ class Simplifier : public IRMutator {
   auto with_bounds(const Expr& var, const Interval& range, F f) -> decltype(f()) {
     const auto* v = var.as<Var>();
     bool bounded = v && v->dtype.is_int() && (range.lo || range.hi);
-    if (bounded) var_bounds_[v] = range;
-    auto r = f();
-    if (bounded) var_bounds_.erase(v);
+    if (!bounded) return f();
+    var_bounds_[v] = range;
+    auto r = with_fresh_memo(f);
+    var_bounds_.erase(v);
     return r;
   }
 

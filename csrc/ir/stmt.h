@@ -48,6 +48,7 @@ class Stmt {
   }
 
  private:
+  friend void detail::release_child(const Stmt& child);
   std::shared_ptr<const StmtNode> node_;
 };
 
@@ -70,6 +71,11 @@ struct For : StmtNodeBase<For> {
         extent(std::move(e)),
         for_kind(k),
         body(std::move(b)) {}
+  ~For() override {
+    detail::release_child(min);
+    detail::release_child(extent);
+    detail::release_child(body);
+  }
   static Stmt make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body);
   const Expr var, min, extent;
   const ForKind for_kind;
@@ -81,6 +87,11 @@ struct Store : StmtNodeBase<Store> {
   PTB_STMT_KIND(Store);
   Store(Buffer b, Expr v, Expr i, Expr p)
       : buffer(std::move(b)), value(std::move(v)), index(std::move(i)), predicate(std::move(p)) {}
+  ~Store() override {
+    detail::release_child(value);
+    detail::release_child(index);
+    detail::release_child(predicate);
+  }
   static Stmt make(Buffer buffer, Expr value, Expr index, Expr predicate = Expr());
   const Buffer buffer;
   const Expr value, index, predicate;
@@ -90,6 +101,7 @@ struct Store : StmtNodeBase<Store> {
 struct Allocate : StmtNodeBase<Allocate> {
   PTB_STMT_KIND(Allocate);
   Allocate(Buffer b, Stmt s) : buffer(std::move(b)), body(std::move(s)) {}
+  ~Allocate() override { detail::release_child(body); }
   static Stmt make(Buffer buffer, Stmt body);
   const Buffer buffer;
   const Stmt body;
@@ -98,6 +110,7 @@ struct Allocate : StmtNodeBase<Allocate> {
 struct Block : StmtNodeBase<Block> {
   PTB_STMT_KIND(Block);
   explicit Block(std::vector<Stmt> s) : stmts(std::move(s)) {}
+  ~Block() override { detail::release_children(stmts); }
   // Flattens nested blocks and drops undefined statements; one statement stays itself.
   static Stmt make(std::vector<Stmt> stmts);
   const std::vector<Stmt> stmts;
@@ -107,6 +120,11 @@ struct IfThenElse : StmtNodeBase<IfThenElse> {
   PTB_STMT_KIND(IfThenElse);
   IfThenElse(Expr c, Stmt t, Stmt e)
       : condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  ~IfThenElse() override {
+    detail::release_child(condition);
+    detail::release_child(then_case);
+    detail::release_child(else_case);
+  }
   static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
   const Expr condition;
   const Stmt then_case, else_case;  // else_case may be undefined
@@ -116,6 +134,10 @@ struct LetStmt : StmtNodeBase<LetStmt> {
   PTB_STMT_KIND(LetStmt);
   LetStmt(Expr v, Expr val, Stmt b)
       : var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  ~LetStmt() override {
+    detail::release_child(value);
+    detail::release_child(body);
+  }
   static Stmt make(Expr var, Expr value, Stmt body);
   const Expr var, value;
   const Stmt body;
@@ -124,6 +146,7 @@ struct LetStmt : StmtNodeBase<LetStmt> {
 struct Evaluate : StmtNodeBase<Evaluate> {
   PTB_STMT_KIND(Evaluate);
   explicit Evaluate(Expr v) : value(std::move(v)) {}
+  ~Evaluate() override { detail::release_child(value); }
   static Stmt make(Expr value);
   const Expr value;
 };
@@ -134,6 +157,10 @@ struct Provide : StmtNodeBase<Provide> {
   PTB_STMT_KIND(Provide);
   Provide(Operation o, int vi, Expr v, std::vector<Expr> idx)
       : op(std::move(o)), value_index(vi), value(std::move(v)), indices(std::move(idx)) {}
+  ~Provide() override {
+    detail::release_child(value);
+    detail::release_children(indices);
+  }
   static Stmt make(Operation op, int value_index, Expr value, std::vector<Expr> indices);
   const Operation op;
   const int value_index;
@@ -146,6 +173,7 @@ struct Realize : StmtNodeBase<Realize> {
   PTB_STMT_KIND(Realize);
   Realize(Operation o, std::vector<Range> b, Stmt s)
       : op(std::move(o)), bounds(std::move(b)), body(std::move(s)) {}
+  ~Realize() override { detail::release_child(body); }
   static Stmt make(Operation op, std::vector<Range> bounds, Stmt body);
   const Operation op;
   const std::vector<Range> bounds;

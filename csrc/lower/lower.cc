@@ -12,6 +12,7 @@
 #include "lower/unroll_loops.h"
 #include "lower/vectorize_loops.h"
 #include "support/error.h"
+#include "support/stack.h"
 
 namespace ptb {
 
@@ -57,7 +58,8 @@ std::string unique_name(const std::string& base, std::unordered_set<std::string>
 
 }  // namespace
 
-LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name) {
+static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& args,
+                              const std::string& name) {
   std::vector<Operation> arg_ops;
   BufferMap buffers;
   LoweredFunc f;
@@ -106,6 +108,11 @@ LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const st
   FreeVarCheck(bound).visit(s);
   f.body = s;
   return f;
+}
+
+// The passes recurse as deep as the expressions are; a deep one is lowered again on a deep stack.
+LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name) {
+  return with_deep_stack([&] { return lower_here(sch, args, name); });
 }
 
 LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name) {

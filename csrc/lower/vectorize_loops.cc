@@ -328,7 +328,8 @@ class LaneRewriter : public IRMutator {
   N masked(const Expr& mask, const N& node) {
     Expr saved = predicate_;
     predicate_ = predicate_.defined() ? And::make(predicate_, mask) : mask;
-    N out = mutate(node);
+    // Loads rewritten under one mask are not valid under another.
+    N out = with_fresh_memo([&] { return mutate(node); });
     predicate_ = saved;
     return out;
   }

@@ -29,6 +29,9 @@ bool set_python_error(const std::exception& e) {
       case ErrorKind::kNotImplemented:
         type = PyExc_NotImplementedError;
         break;
+      case ErrorKind::kRecursion:
+        type = PyExc_RecursionError;
+        break;
     }
     PyErr_SetString(type, e.what());
     return true;

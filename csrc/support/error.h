@@ -12,7 +12,7 @@
 
 namespace ptb {
 
-enum class ErrorKind { kType, kValue, kBuffer, kIndex, kNotImplemented, kMemory };
+enum class ErrorKind { kType, kValue, kBuffer, kIndex, kNotImplemented, kMemory, kRecursion };
 
 class UserError : public std::runtime_error {
  public:

@@ -26,6 +26,7 @@
 
 #include "python/call_args.h"
 #include "python/dlpack_import.h"
+#include "python/gil.h"
 #include "runtime/module.h"
 #include "support/error.h"
 
@@ -197,8 +198,7 @@ void run(const Variant& v, const DLTensor* const* tensors, const bool* read_only
     v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all));
     return;
   }
-  py::gil_scoped_release release;
-  v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all));
+  without_gil([&] { v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all)); });
 }
 
 // All arrays given: `in` holds the inputs already read (kernels), or nothing (bridges).

@@ -7,6 +7,7 @@
 #include "lower/lower.h"
 #include "python/bindings.h"
 #include "python/dlpack_import.h"
+#include "python/gil.h"
 #include "python/ir_casters.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
@@ -76,10 +77,7 @@ void call_module(const Module& mod, py::args args) {
     tensors[i] = &arrays[i].dl_tensor();
     read_only[i] = arrays[i].read_only();
   }
-  {
-    py::gil_scoped_release release;
-    mod.run(tensors, read_only, n);
-  }
+  without_gil([&] { mod.run(tensors, read_only, n); });
 }
 
 // The kernel's name becomes a symbol of the generated code: a NUL would cut it short, and the
@@ -181,8 +179,8 @@ void bind_build(py::module_& m) {
       [](const Schedule& sch, py::handle args, const std::string& target, const std::string& name) {
         check_function_name(name);
         std::vector<Tensor> tensors = to_args(args);
-        py::gil_scoped_release release;  // compiling takes milliseconds: let other threads run
-        return build_module(sch, tensors, target, name);
+        // Compiling takes milliseconds: let other threads run.
+        return without_gil([&] { return build_module(sch, tensors, target, name); });
       },
       py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm",
       py::arg("name") = "default_function");

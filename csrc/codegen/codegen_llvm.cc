@@ -24,8 +24,8 @@
 #include "codegen/target.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
-#include "schedule/interval.h"
 #include "runtime/backend_api.h"
+#include "schedule/interval.h"
 #include "support/error.h"
 #include "support/stack.h"
 
@@ -178,7 +178,7 @@ class CodeGenLLVM {
     // dropped at the next statement, since stores may change what loads would read.
     std::unordered_map<const ExprNode*, llvm::Value*> values;
     std::vector<const ExprNode*> value_order;  // the keys of `values`, oldest first
-    int branch_depth = 0;                           // the number of live ValueRegions
+    int branch_depth = 0;                      // the number of live ValueRegions
     // The loads emitted outside every branch of the current statement (they were read, so
     // reading them again cannot fault), and which expressions are known to be safe to evaluate
     // unconditionally (see speculatable()).
@@ -244,8 +244,8 @@ class CodeGenLLVM {
     bool ok = true;
     if (k == ExprKind::kDiv || k == ExprKind::kMod || k == ExprKind::kFloorDiv ||
         k == ExprKind::kFloorMod) {
-      const Expr& divisor = k == ExprKind::kDiv ? e.as<Div>()->b
-                            : k == ExprKind::kMod ? e.as<Mod>()->b
+      const Expr& divisor = k == ExprKind::kDiv        ? e.as<Div>()->b
+                            : k == ExprKind::kMod      ? e.as<Mod>()->b
                             : k == ExprKind::kFloorDiv ? e.as<FloorDiv>()->b
                                                        : e.as<FloorMod>()->b;
       auto c = as_const_int(divisor);

@@ -11,8 +11,7 @@ namespace detail {
 // Pushes the expression children of `e` (in reverse, so that they pop in order).
 void push_expr_children(const Expr& e, std::vector<const Expr*>* stack);
 // The expressions directly under statement `s`, and its sub-statements.
-void stmt_children(const Stmt& s, std::vector<const Expr*>* exprs,
-                   std::vector<const Stmt*>* stmts);
+void stmt_children(const Stmt& s, std::vector<const Expr*>* exprs, std::vector<const Stmt*>* stmts);
 
 template <typename F>
 void for_each_expr_from(std::vector<const Expr*> stack, F& f) {

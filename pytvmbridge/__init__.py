@@ -23,6 +23,12 @@ from .autoschedule import auto_schedule, auto_schedule_space
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
 from .build import LoweredFunc, Module, ProfileResult, build, lower
 from .kernel import kernel
+from .packed_func import (
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
 from .schedule import Schedule, Stage, create_schedule
 from .te import *  # noqa: F403  (the DSL names of API.md section 1; te.__all__ lists them)
 
@@ -79,5 +85,9 @@ __all__ = [
     "to_numpy",
     "to_pytorch",
     "topi",
+    "get_global_func",
+    "list_global_func_names",
+    "register_func",
+    "remove_global_func",
     *te.__all__,
 ]

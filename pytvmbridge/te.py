@@ -518,3 +518,12 @@ __all__ = [
     "truncmod",
     "var",
 ]
+
+# Operations beyond compute, each in its own module: user-defined reducers and scans.
+from .reducer import CommReducer, comm_reducer  # noqa: E402
+from .scan import scan  # noqa: E402
+
+__all__ += ["CommReducer", "comm_reducer", "scan"]
+from .extern import call_packed, extern  # noqa: E402
+
+__all__ += ["call_packed", "extern"]

@@ -66,6 +66,15 @@ class VarCollector : public IRVisitor {
     for (const Expr& e : op->buffer->shape) visit(e);
     IRVisitor::visit_node(op);
   }
+  void visit_node(const CallPacked* op) override {
+    for (const PackedCallArg& a : op->args) {
+      if (!a.buffer) continue;
+      add(a.buffer->data.get());
+      for (const Expr& e : a.buffer->shape) visit(e);
+      for (const Expr& e : a.buffer->strides) visit(e);
+    }
+    IRVisitor::visit_node(op);
+  }
 
  private:
   void add(VarKey v) {
@@ -88,6 +97,13 @@ class BufferUseCollector : public IRVisitor {
   }
   void visit_node(const Allocate* op) override {
     allocated.push_back(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+  // A packed function may write any tensor it is given.
+  void visit_node(const CallPacked* op) override {
+    for (const PackedCallArg& a : op->args) {
+      if (a.buffer) stored.insert(a.buffer->data.get());
+    }
     IRVisitor::visit_node(op);
   }
 };
@@ -296,6 +312,9 @@ class CodeGenLLVM {
     parallel_for_ = module_.getOrInsertFunction(
         "ptb_parallel_for", llvm::FunctionType::get(b_.getInt32Ty(), {i64, ptr, ptr}, false));
     alloc_ = module_.getOrInsertFunction("ptb_alloc", llvm::FunctionType::get(ptr, {i64}, false));
+    call_packed_ = module_.getOrInsertFunction(
+        "ptb_call_packed",
+        llvm::FunctionType::get(b_.getInt32Ty(), {ptr, b_.getInt32Ty(), ptr, ptr}, false));
     free_ = module_.getOrInsertFunction("ptb_free",
                                         llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
     if (auto* f = llvm::dyn_cast<llvm::Function>(alloc_.getCallee())) {
@@ -455,6 +474,8 @@ class CodeGenLLVM {
         if (v.defined() && !v.as<IntImm>() && !v.as<FloatImm>()) emit(v);
         return;
       }
+      case StmtKind::kCallPacked:
+        return emit_call_packed(s.as<CallPacked>());
       case StmtKind::kProvide:
       case StmtKind::kRealize:
         internal_error(__FILE__, __LINE__,
@@ -478,6 +499,71 @@ class CodeGenLLVM {
         emit(c);
       }
     }
+  }
+
+  // Fills a pointer array and a metadata array (backend_api.h's encoding) in the entry block and
+  // calls ptb_call_packed; a failure returns its status from the kernel.
+  void emit_call_packed(const CallPacked* op) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Type* ptr = b_.getPtrTy();
+    std::vector<llvm::Value*> meta;
+    std::vector<llvm::Value*> data;
+    auto constant = [&](int64_t v) { return llvm::ConstantInt::get(i64, v); };
+    for (const PackedCallArg& a : op->args) {
+      if (a.scalar.defined()) {
+        DataType t = a.scalar.dtype();
+        llvm::Value* v = emit(a.scalar);
+        data.push_back(llvm::ConstantPointerNull::get(llvm::PointerType::get(ctx_, 0)));
+        if (t.is_float()) {
+          meta.push_back(constant(2));
+          meta.push_back(b_.CreateBitCast(emit_cast(b_, v, t, DataType::Float(64)), i64));
+        } else {
+          meta.push_back(constant(1));
+          meta.push_back(emit_cast(b_, v, t, DataType::Int(64)));
+        }
+        continue;
+      }
+      const Buffer& buf = a.buffer;
+      PTB_ICHECK(buf, "a packed call reached codegen before storage flattening");
+      data.push_back(lookup(buf->data.as<Var>()));
+      meta.push_back(constant(0));
+      meta.push_back(constant(static_cast<int64_t>(buf->dtype.code())));
+      meta.push_back(constant(buf->dtype.is_bool() ? 8 : buf->dtype.bits()));
+      meta.push_back(constant(1));
+      meta.push_back(constant(static_cast<int64_t>(buf->shape.size())));
+      std::vector<llvm::Value*> shape;
+      for (const Expr& e : buf->shape)
+        shape.push_back(emit_cast(b_, emit(e), e.dtype(), DataType::Int(64)));
+      meta.insert(meta.end(), shape.begin(), shape.end());
+      std::vector<llvm::Value*> strides(buf->shape.size());
+      for (size_t d = buf->shape.size(); d-- > 0;) {
+        if (!buf->strides.empty()) {
+          const Expr& s = buf->strides[d];
+          strides[d] = emit_cast(b_, emit(s), s.dtype(), DataType::Int(64));
+        } else {
+          strides[d] =
+              d + 1 == buf->shape.size() ? constant(1) : b_.CreateMul(strides[d + 1], shape[d + 1]);
+        }
+      }
+      meta.insert(meta.end(), strides.begin(), strides.end());
+    }
+    llvm::AllocaInst* data_arr =
+        entry_alloca(llvm::ArrayType::get(ptr, std::max<size_t>(data.size(), 1)), 8);
+    llvm::AllocaInst* meta_arr =
+        entry_alloca(llvm::ArrayType::get(i64, std::max<size_t>(meta.size(), 1)), 8);
+    for (size_t k = 0; k < data.size(); ++k) {
+      b_.CreateAlignedStore(data[k], b_.CreateConstInBoundsGEP1_64(ptr, data_arr, k),
+                            llvm::Align(8));
+    }
+    for (size_t k = 0; k < meta.size(); ++k) {
+      b_.CreateAlignedStore(meta[k], b_.CreateConstInBoundsGEP1_64(i64, meta_arr, k),
+                            llvm::Align(8));
+    }
+    llvm::Value* name = b_.CreateGlobalStringPtr(op->name, "packed.name");
+    llvm::Value* status = b_.CreateCall(
+        call_packed_,
+        {name, b_.getInt32(static_cast<int32_t>(op->args.size())), data_arr, meta_arr});
+    return_if(b_.CreateICmpNE(status, b_.getInt32(0)), status);
   }
 
   void emit_for(const For* op) {
@@ -1000,7 +1086,7 @@ class CodeGenLLVM {
   llvm::IRBuilder<> b_;
   bool avx512_ = false;
   const std::vector<VectorMathVariant>* vector_math_ = nullptr;
-  llvm::FunctionCallee parallel_for_, alloc_, free_;
+  llvm::FunctionCallee parallel_for_, alloc_, free_, call_packed_;
 
   FunctionState fs_;
   std::unordered_map<VarKey, AliasInfo> alias_;

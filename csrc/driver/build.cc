@@ -39,7 +39,7 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
     ArgSpec spec;
     spec.name = t.name();
     spec.dtype = t.dtype();
-    spec.is_output = t.op()->kind == OpKind::kCompute;
+    spec.is_output = t.op()->kind != OpKind::kPlaceholder;
     for (const Expr& dim : t.shape()) {
       DimSpec d;
       if (const auto* imm = dim.as<IntImm>()) {

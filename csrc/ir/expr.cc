@@ -2,6 +2,7 @@
 
 #include "ir/op.h"
 #include "ir/stmt.h"
+#include "ir/visitor.h"
 #include "support/error.h"
 #include "te/operation.h"
 
@@ -379,12 +380,63 @@ const char* reduce_name(ReduceKind kind) {
       return "min";
     case ReduceKind::kMax:
       return "max";
+    case ReduceKind::kCustom:
+      return "comm_reducer";
   }
   return "?";
 }
 
-Expr Reduce::make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition) {
+CommReducer make_comm_reducer(const std::string& name, std::vector<Expr> lhs, std::vector<Expr> rhs,
+                              std::vector<Expr> result, std::vector<Expr> identity) {
+  const size_t n = lhs.size();
+  if (n == 0) value_error("reducer '", name, "' reduces no value");
+  if (rhs.size() != n || result.size() != n || identity.size() != n) {
+    value_error("reducer '", name, "' combines ", n, " value(s) but has ", result.size(),
+                " result(s) and ", identity.size(), " identity value(s)");
+  }
+  for (size_t k = 0; k < n; ++k) {
+    PTB_ICHECK(lhs[k].as<Var>() && rhs[k].as<Var>(), "reducer arguments must be Vars");
+    DataType t = lhs[k].dtype();
+    PTB_ICHECK(rhs[k].dtype() == t, "reducer argument dtypes differ");
+    if (!result[k].defined() || result[k].dtype() != t) {
+      type_error("the combiner of reducer '", name, "' returns ",
+                 result[k].defined() ? result[k].dtype().str() : "nothing", " for value ", k,
+                 ", which is ", t.str());
+    }
+    if (!identity[k].defined() || identity[k].dtype() != t) {
+      type_error("the identity of reducer '", name, "' is ",
+                 identity[k].defined() ? identity[k].dtype().str() : "nothing", " for value ", k,
+                 ", which is ", t.str());
+    }
+    for_each_expr(identity[k], [&](const Expr& e) {
+      if (e.as<Var>()) {
+        value_error("the identity of reducer '", name, "' must be a constant, found variable '",
+                    e.as<Var>()->name, "'");
+      }
+    });
+  }
+  auto node = std::make_shared<CommReducerNode>();
+  node->name = name;
+  node->lhs = std::move(lhs);
+  node->rhs = std::move(rhs);
+  node->result = std::move(result);
+  node->identity = std::move(identity);
+  return node;
+}
+
+Expr Reduce::make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition,
+                  CommReducer reducer, int value_index) {
   PTB_ICHECK(source.defined(), "reduction of nothing");
+  PTB_ICHECK((kind == ReduceKind::kCustom) == (reducer != nullptr), "reducer without kCustom");
+  if (reducer) {
+    PTB_ICHECK(value_index >= 0 && static_cast<size_t>(value_index) < reducer->lhs.size(),
+               "reducer value index out of range");
+    DataType want = reducer->lhs[static_cast<size_t>(value_index)].dtype();
+    if (source.dtype() != want) {
+      type_error("value ", value_index, " of reducer '", reducer->name, "' is ", want.str(),
+                 " but the reduced expression is ", source.dtype().str());
+    }
+  }
   if (axis.empty()) value_error(reduce_name(kind), "() needs at least one reduce axis");
   for (const IterVar& iv : axis) {
     if (iv->kind != IterKind::kReduce) {
@@ -396,12 +448,12 @@ Expr Reduce::make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr 
     type_error("where= of ", reduce_name(kind), "() must be a bool condition, found ",
                condition.dtype().str());
   }
-  if (source.dtype().is_bool()) {
+  if (source.dtype().is_bool() && !reducer) {
     type_error(reduce_name(kind), "() of a bool expression; cast it with astype() first");
   }
   DataType t = source.dtype();
-  return Expr(
-      std::make_shared<Reduce>(t, kind, std::move(source), std::move(axis), std::move(condition)));
+  return Expr(std::make_shared<Reduce>(t, kind, std::move(source), std::move(axis),
+                                       std::move(condition), std::move(reducer), value_index));
 }
 
 }  // namespace ptb

@@ -348,31 +348,55 @@ struct TensorRead : ExprNodeBase<TensorRead> {
   const std::vector<Expr> indices;
 };
 
-enum class ReduceKind : uint8_t { kSum, kProd, kMin, kMax };
+// kCustom: a user-defined reducer (CommReducerNode below).
+enum class ReduceKind : uint8_t { kSum, kProd, kMin, kMax, kCustom };
 const char* reduce_name(ReduceKind kind);
-// The identity of a reduction: 0, 1, the dtype's largest value, its smallest value.
+
+// A commutative reducer defined by the user (TVM's comm_reducer), over a tuple of n values:
+// result[k] combines the accumulators lhs with the new values rhs (Vars bound only here) into
+// the k-th new accumulator; identity[k] is the k-th start value. A compute reducing with it has
+// n outputs, output k being Reduce{reducer, value_index k}; they are updated together.
+struct CommReducerNode {
+  std::string name;
+  std::vector<Expr> lhs, rhs, result, identity;
+};
+using CommReducer = std::shared_ptr<const CommReducerNode>;
+// Checks arity, that lhs/rhs are distinct Vars of matching dtypes, that result and identity
+// have those dtypes and that identity uses no variables. ValueError/TypeError otherwise.
+CommReducer make_comm_reducer(const std::string& name, std::vector<Expr> lhs, std::vector<Expr> rhs,
+                              std::vector<Expr> result, std::vector<Expr> identity);
+// The identity of a built-in reduction: 0, 1, the dtype's largest value, its smallest value.
 Expr reduce_identity(ReduceKind kind, DataType dtype);
-// The combiner applied to an accumulator and a new value.
+// The combiner applied to an accumulator and a new value (built-in kinds).
 Expr reduce_combine(ReduceKind kind, Expr acc, Expr value);
+struct Reduce;
+// The start value of `r`'s accumulator, for built-in and custom reducers alike.
+Expr reduce_identity_of(const Reduce& r);
 
 struct Reduce : ExprNodeBase<Reduce> {
   PTB_NODE_KIND(Reduce);
-  Reduce(DataType t, ReduceKind k, Expr s, std::vector<IterVar> a, Expr c)
+  Reduce(DataType t, ReduceKind k, Expr s, std::vector<IterVar> a, Expr c, CommReducer r, int vi)
       : ExprNodeBase(t),
         combiner(k),
         source(std::move(s)),
         axis(std::move(a)),
-        condition(std::move(c)) {}
+        condition(std::move(c)),
+        reducer(std::move(r)),
+        value_index(vi) {}
   ~Reduce() override {
     detail::release_child(source);
     detail::release_child(condition);
   }
   // axis: reduce IterVars (at least one); condition: a bool predicate or undefined.
-  static Expr make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition);
+  // kind kCustom needs `reducer`; source is then the reducer's value `value_index`.
+  static Expr make(ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr condition,
+                   CommReducer reducer = nullptr, int value_index = 0);
   const ReduceKind combiner;
   const Expr source;
   const std::vector<IterVar> axis;
   const Expr condition;
+  const CommReducer reducer;  // kCustom only
+  const int value_index;      // kCustom: which value of the reducer's tuple this is
 };
 
 #undef PTB_NODE_KIND

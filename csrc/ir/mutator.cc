@@ -123,7 +123,7 @@ Expr IRMutator::mutate_node(const TensorRead* op, const Expr& self) {
 Expr IRMutator::mutate_node(const Reduce* op, const Expr& self) {
   Expr s = mutate(op->source), c = mutate(op->condition);
   if (s.same_as(op->source) && c.same_as(op->condition)) return self;
-  return Reduce::make(op->combiner, s, op->axis, c);
+  return Reduce::make(op->combiner, s, op->axis, c, op->reducer, op->value_index);
 }
 
 Stmt IRMutator::mutate_node(const For* op, const Stmt& self) {
@@ -171,6 +171,17 @@ Stmt IRMutator::mutate_node(const Provide* op, const Stmt& self) {
   std::vector<Expr> idx = mutate_all(op->indices, &changed);
   if (!changed && v.same_as(op->value)) return self;
   return Provide::make(op->op, op->value_index, v, std::move(idx));
+}
+Stmt IRMutator::mutate_node(const CallPacked* op, const Stmt& self) {
+  bool changed = false;
+  std::vector<PackedCallArg> args = op->args;
+  for (PackedCallArg& a : args) {
+    if (!a.scalar.defined()) continue;
+    Expr s = mutate(a.scalar);
+    changed = changed || !s.same_as(a.scalar);
+    a.scalar = s;
+  }
+  return changed ? CallPacked::make(op->name, std::move(args)) : self;
 }
 Stmt IRMutator::mutate_node(const Realize* op, const Stmt& self) {
   bool changed = false;

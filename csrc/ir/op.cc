@@ -194,8 +194,16 @@ Expr reduce_identity(ReduceKind kind, DataType dtype) {
       return max_value(dtype);
     case ReduceKind::kMax:
       return min_value(dtype);
+    case ReduceKind::kCustom:
+      break;
   }
+  PTB_ICHECK(false, "a custom reducer's identity comes from the reducer (reduce_identity_of)");
   return Expr();
+}
+
+Expr reduce_identity_of(const Reduce& r) {
+  if (r.reducer) return r.reducer->identity.at(static_cast<size_t>(r.value_index));
+  return reduce_identity(r.combiner, r.dtype);
 }
 
 Expr reduce_combine(ReduceKind kind, Expr acc, Expr value) {
@@ -208,7 +216,10 @@ Expr reduce_combine(ReduceKind kind, Expr acc, Expr value) {
       return Min::make(std::move(acc), std::move(value));
     case ReduceKind::kMax:
       return Max::make(std::move(acc), std::move(value));
+    case ReduceKind::kCustom:
+      break;
   }
+  PTB_ICHECK(false, "a custom reducer combines all its values at once (schedule_ops)");
   return Expr();
 }
 

@@ -247,7 +247,8 @@ class Printer : public IRVisitor {
     os_ << "]";
   }
   void visit_node(const Reduce* op) override {
-    os_ << reduce_name(op->combiner) << "(";
+    os_ << (op->reducer ? op->reducer->name : reduce_name(op->combiner)) << "(";
+    if (op->reducer && op->reducer->lhs.size() > 1) os_ << "v" << op->value_index << ": ";
     visit(op->source);
     os_ << ", axis=[";
     for (size_t i = 0; i < op->axis.size(); ++i) {
@@ -352,6 +353,22 @@ class Printer : public IRVisitor {
     visit(op->value);
     os_ << "\n";
     end_exprs(named);
+  }
+  void visit_node(const CallPacked* op) override {
+    indent();
+    os_ << "call_packed(\"" << op->name << "\"";
+    for (const PackedCallArg& a : op->args) {
+      os_ << ", ";
+      if (a.scalar.defined()) {
+        visit(a.scalar);
+      } else if (a.buffer) {
+        os_ << a.buffer->name;
+      } else {
+        os_ << a.op->name;
+        if (a.value_index) os_ << ".v" << a.value_index;
+      }
+    }
+    os_ << ")\n";
   }
   void visit_node(const Realize* op) override {
     indent();

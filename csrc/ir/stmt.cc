@@ -82,4 +82,12 @@ Stmt Realize::make(Operation op, std::vector<Range> bounds, Stmt body) {
   return Stmt(std::make_shared<Realize>(std::move(op), std::move(bounds), std::move(body)));
 }
 
+Stmt CallPacked::make(std::string name, std::vector<PackedCallArg> args) {
+  for (const PackedCallArg& a : args) {
+    PTB_ICHECK((a.op != nullptr) + (a.buffer != nullptr) + a.scalar.defined() == 1,
+               "a packed call argument is one tensor, buffer or scalar");
+  }
+  return Stmt(std::make_shared<CallPacked>(std::move(name), std::move(args)));
+}
+
 }  // namespace ptb

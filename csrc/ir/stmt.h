@@ -19,7 +19,8 @@ namespace ptb {
   X(LetStmt)              \
   X(Evaluate)             \
   X(Provide)              \
-  X(Realize)
+  X(Realize)              \
+  X(CallPacked)
 
 enum class StmtKind : uint8_t {
 #define PTB_DECLARE_KIND(T) k##T,
@@ -178,6 +179,24 @@ struct Realize : StmtNodeBase<Realize> {
   const Operation op;
   const std::vector<Range> bounds;
   const Stmt body;
+};
+
+// A call of the packed function registered as `name` (TVM's call_packed), made by an extern
+// stage (te/extern.h). A tensor argument names an operation's output until storage flattening
+// and its buffer after (then passed as a DLTensor); a scalar argument is an expression.
+struct PackedCallArg {
+  Operation op;  // tensor-level
+  int value_index = 0;
+  Buffer buffer;  // after storage flattening
+  Expr scalar;    // a scalar argument (op and buffer null)
+};
+struct CallPacked : StmtNodeBase<CallPacked> {
+  PTB_STMT_KIND(CallPacked);
+  CallPacked(std::string n, std::vector<PackedCallArg> a)
+      : name(std::move(n)), args(std::move(a)) {}
+  static Stmt make(std::string name, std::vector<PackedCallArg> args);
+  const std::string name;
+  const std::vector<PackedCallArg> args;
 };
 
 #undef PTB_STMT_KIND

@@ -125,6 +125,11 @@ void IRVisitor::visit_node(const Provide* op) {
   visit(op->value);
   for (const Expr& i : op->indices) visit(i);
 }
+void IRVisitor::visit_node(const CallPacked* op) {
+  for (const PackedCallArg& a : op->args) {
+    if (a.scalar.defined()) visit(a.scalar);
+  }
+}
 void IRVisitor::visit_node(const Realize* op) {
   for (const Range& r : op->bounds) {
     visit(r.min);

@@ -11,6 +11,8 @@
 #include "schedule/loop_index.h"
 #include "schedule/stage_bodies.h"
 #include "support/error.h"
+#include "te/extern.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -35,6 +37,8 @@ class NestBuilder {
   // already runs in parallel (nested parallel loops run serially: the pool is not reentrant and
   // the outer loop already occupies it).
   Stmt build(const Stage& stage, bool in_parallel) {
+    if (const ExternOpNode* ext = as_extern(stage->op)) return extern_call(*ext, stage->origin_op);
+    if (const ScanOpNode* scan = as_scan(stage->origin_op)) check_scan_loops(*stage, *scan);
     Nest n = make_nest(stage, in_parallel);
     const auto* compute = static_cast<const ComputeOpNode*>(stage->op.get());
     const std::vector<Expr>& bodies = bodies_.at(stage.get());
@@ -67,11 +71,14 @@ class NestBuilder {
       }
     }
     std::vector<Stmt> inits, updates;
+    if (bodies[0].as<Reduce>()->reducer)
+      updates.push_back(custom_update(op, bodies, vmap, out_index));
     for (size_t i = 0; i < bodies.size(); ++i) {
       const auto* red = bodies[i].as<Reduce>();
       PTB_ICHECK(red, "reduction body expected");
       int vi = static_cast<int>(i);
-      inits.push_back(Provide::make(op, vi, reduce_identity(red->combiner, red->dtype), out_index));
+      inits.push_back(Provide::make(op, vi, reduce_identity_of(*red), out_index));
+      if (red->reducer) continue;
       Expr acc = TensorRead::make(op, vi, out_index);
       Stmt update = Provide::make(
           op, vi, reduce_combine(red->combiner, acc, substitute(red->source, vmap)), out_index);
@@ -99,6 +106,66 @@ class NestBuilder {
   }
 
  private:
+  // An extern stage is one call of its packed function with its tensors and scalars.
+  static Stmt extern_call(const ExternOpNode& ext, const Operation& self) {
+    std::vector<PackedCallArg> args;
+    for (const ExternArg& a : ext.args) {
+      PackedCallArg p;
+      if (a.input >= 0) {
+        const Tensor& t = ext.inputs[static_cast<size_t>(a.input)];
+        p.op = t.op();
+        p.value_index = t.value_index();
+      } else if (a.output >= 0) {
+        p.op = self;
+        p.value_index = a.output;
+      } else {
+        p.scalar = a.scalar;
+      }
+      args.push_back(p);
+    }
+    return CallPacked::make(ext.func, std::move(args));
+  }
+
+  // A scan's time steps depend on earlier ones: its time axis must stay the outermost loop,
+  // whole and serial (the other axes may be scheduled freely).
+  static void check_scan_loops(const StageNode& stage, const ScanOpNode& scan) {
+    const auto& leaves = stage.leaf_iter_vars;
+    if (leaves.empty() || leaves[0] != scan.scan_axis() ||
+        stage.kind_of(leaves[0]) != ForKind::kSerial) {
+      value_error(stage.describe(), ": the time axis '", scan.scan_axis()->var.as<Var>()->name,
+                  "' of a scan must stay its outermost loop, unsplit and serial");
+    }
+  }
+
+  // One update of a custom (tuple) reducer: every new value is computed from all the old
+  // accumulators before any is stored (argmax's index depends on the old value).
+  static Stmt custom_update(const Operation& op, const std::vector<Expr>& bodies,
+                            const VarMap& vmap, const std::vector<Expr>& out_index) {
+    const auto* first = bodies[0].as<Reduce>();
+    const CommReducerNode& r = *first->reducer;
+    VarMap args;
+    for (size_t k = 0; k < bodies.size(); ++k) {
+      const auto* red = bodies[k].as<Reduce>();
+      args[r.lhs[k].get()] = TensorRead::make(op, static_cast<int>(k), out_index);
+      args[r.rhs[k].get()] = substitute(red->source, vmap);
+    }
+    std::vector<Expr> fresh;
+    std::vector<Stmt> stores;
+    for (size_t k = 0; k < bodies.size(); ++k) {
+      fresh.push_back(Var::make(r.result[k].dtype(), op->name + ".v" + std::to_string(k)));
+      stores.push_back(Provide::make(op, static_cast<int>(k), fresh[k], out_index));
+    }
+    Stmt update = Block::make(stores);
+    for (size_t k = bodies.size(); k-- > 0;) {
+      update = LetStmt::make(fresh[k], substitute(r.result[k], args), update);
+    }
+    // TVM requires one condition for all values of a tuple reduction; the first one's is used.
+    if (first->condition.defined()) {
+      update = IfThenElse::make(substitute(first->condition, vmap), update);
+    }
+    return update;
+  }
+
   struct Guard {
     Expr cond;
     int depth;  // the innermost leaf whose variable the condition uses (-1: none)

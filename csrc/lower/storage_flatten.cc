@@ -72,6 +72,26 @@ class StorageFlattener : public IRMutator {
     return Store::make(r.buffer, value, flat_index(r.buffer, relative(r, indices)));
   }
 
+  Stmt mutate_node(const CallPacked* op, const Stmt& self) override {
+    std::vector<PackedCallArg> args;
+    for (const PackedCallArg& a : op->args) {
+      PackedCallArg b;
+      if (a.op) {
+        const Region& r = region_of(a.op, a.value_index);
+        for (const Expr& m : r.mins) {
+          PTB_ICHECK(is_const_int(m, 0), "an extern stage's tensors are realized whole");
+        }
+        b.buffer = r.buffer;
+      } else if (a.buffer) {
+        b.buffer = a.buffer;
+      } else {
+        b.scalar = mutate(a.scalar);
+      }
+      args.push_back(b);
+    }
+    return CallPacked::make(op->name, std::move(args));
+  }
+
   Stmt mutate_node(const Realize* op, const Stmt& self) override {
     std::vector<Expr> shape, mins;
     for (const Range& b : op->bounds) {

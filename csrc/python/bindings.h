@@ -19,6 +19,9 @@ void bind_ir(py::module_& m);            // expressions, tensors, operations (bi
 void bind_schedule(py::module_& m);      // schedules and stages (bind_schedule.cc)
 void bind_autoschedule(py::module_& m);  // auto_schedule (bind_autoschedule.cc)
 void bind_build(py::module_& m);         // lower, build, Module (bind_build.cc)
+void bind_reducer(py::module_& m);       // user-defined reducers (bind_reducer.cc)
+void bind_scan(py::module_& m);          // scans (bind_scan.cc)
+void bind_extern(py::module_& m);        // extern operations, packed functions (bind_extern.cc)
 void bind_tc(py::module_& m);            // Tensor Comprehensions front end (bind_tc.cc)
 void bind_bridges(py::module_& m);       // the C++ fast path of the bridges (bind_bridges.cc)
 

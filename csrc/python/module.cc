@@ -8,6 +8,9 @@ PYBIND11_MODULE(_core, m) {
   ptb::python::bind_schedule(m);
   ptb::python::bind_autoschedule(m);
   ptb::python::bind_build(m);
+  ptb::python::bind_reducer(m);
+  ptb::python::bind_scan(m);
+  ptb::python::bind_extern(m);
   ptb::python::bind_tc(m);
   ptb::python::bind_bridges(m);
 }

@@ -56,6 +56,7 @@ const std::vector<BackendSymbol>& backend_symbols() {
       {"ptb_parallel_for", reinterpret_cast<void*>(&ptb_parallel_for)},
       {"ptb_alloc", reinterpret_cast<void*>(&ptb_alloc)},
       {"ptb_free", reinterpret_cast<void*>(&ptb_free)},
+      {"ptb_call_packed", reinterpret_cast<void*>(&ptb_call_packed)},
   };
   return symbols;
 }

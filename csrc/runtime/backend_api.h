@@ -8,7 +8,7 @@
 extern "C" {
 
 // The status a kernel returns when ptb_alloc failed (0 is success).
-enum { PTB_ERROR_OUT_OF_MEMORY = 1 };
+enum { PTB_ERROR_OUT_OF_MEMORY = 1, PTB_ERROR_PACKED_CALL = 2 };
 
 // One chunk [begin, end) of a parallel loop's iterations; returns 0 or an error status.
 typedef int32_t (*ptb_parallel_body_t)(int64_t begin, int64_t end, void* closure);
@@ -20,6 +20,13 @@ int32_t ptb_parallel_for(int64_t n, ptb_parallel_body_t body, void* closure);
 // A size of 0 returns a valid pointer that must be freed.
 void* ptb_alloc(int64_t bytes);
 void ptb_free(void* ptr);
+
+// Calls the packed function registered as `name` (runtime/packed_func.h) with `nargs`
+// arguments. `meta` describes them in order: 0 for a tensor, then its DLPack dtype code, bits,
+// lanes, ndim, shape and strides (in elements), its data pointer being data[k]; 1 and an int64
+// for an integer; 2 and the bits of a double for a float. Returns 0, or PTB_ERROR_PACKED_CALL
+// with the exception kept for take_packed_call_error().
+int32_t ptb_call_packed(const char* name, int32_t nargs, void* const* data, const int64_t* meta);
 }
 
 namespace ptb {

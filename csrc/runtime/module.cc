@@ -7,7 +7,9 @@
 
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "runtime/backend_api.h"
 #include "runtime/dlpack_ext.h"
+#include "runtime/packed_func.h"
 #include "support/error.h"
 
 namespace ptb {
@@ -374,6 +376,11 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
   }
   KernelFn fn = all_compact ? compact_ : generic_;
   int32_t rc = fn(data, slots);
+  if (rc == PTB_ERROR_PACKED_CALL) {
+    // The packed function's own exception (a Python one stays itself).
+    if (std::exception_ptr e = take_packed_call_error()) std::rethrow_exception(e);
+    value_error("kernel '", name_, "': a packed function call failed");
+  }
   if (rc != 0) {
     throw UserError(ErrorKind::kMemory,
                     str_cat("kernel '", name_, "' could not allocate memory for an intermediate"));

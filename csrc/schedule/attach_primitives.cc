@@ -4,6 +4,7 @@
 #include "schedule/primitives.h"
 #include "schedule/stage_bodies.h"
 #include "support/error.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -24,9 +25,18 @@ void check_compute(const Stage& stage, const char* primitive) {
   }
 }
 
+// Scans and extern calls are computed whole, at root.
+void check_movable(const Stage& stage, const char* primitive) {
+  if (stage->op->kind == OpKind::kExtern || as_scan(stage->op)) {
+    not_implemented(primitive, " on ", stage->describe(),
+                    ": scans and extern stages are computed at root");
+  }
+}
+
 }  // namespace
 
 void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
+  check_movable(stage, "compute_at");
   check_compute(stage, "compute_at");
   if (!target) value_error("compute_at on ", stage->describe(), ": the target stage is None");
   if (!axis) value_error("compute_at on ", stage->describe(), ": the axis is None");
@@ -70,6 +80,7 @@ void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
 
 void compute_inline(const Stage& stage) {
   check_compute(stage, "compute_inline");
+  check_movable(stage, "compute_inline");
   if (stage->is_output) {
     value_error("compute_inline on ", stage->describe(),
                 ": it is an output, so it must be stored; only intermediate stages can be inlined");

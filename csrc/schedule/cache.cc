@@ -8,6 +8,7 @@
 #include "ir/substitute.h"
 #include "schedule/primitives.h"
 #include "support/error.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -61,6 +62,9 @@ Tensor cache_write(const Schedule& sch, const Tensor& tensor, const std::string&
                 ": its loops were already split or fused; call cache_write before scheduling "
                 "the stage");
   }
+  if (st->op->kind != OpKind::kCompute || as_scan(st->op)) {
+    not_implemented("cache_write of ", st->describe(), ": only computes can be cached");
+  }
   // Held: st->op is replaced below while its axes are still read (it may be a previous
   // cache_write's copy, owned by nothing else).
   const Operation old_op = st->op;
@@ -112,6 +116,10 @@ Tensor cache_read(const Schedule& sch, const Tensor& tensor, const std::string& 
     if (rs->is_placeholder() || !reads(rs->op, tensor)) {
       value_error("cache_read of ", st->describe(), ": ", rs->describe(), " does not read tensor '",
                   tensor.name(), "'");
+    }
+    if (rs->op->kind != OpKind::kCompute || as_scan(rs->op)) {
+      not_implemented("cache_read of ", st->describe(), " for ", rs->describe(),
+                      ": only computes can read a cache");
     }
     if (std::find(reader_stages.begin(), reader_stages.end(), rs) == reader_stages.end()) {
       reader_stages.push_back(rs);

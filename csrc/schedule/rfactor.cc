@@ -78,11 +78,11 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
     Expr source = substitute(red->source, vmap);
     Expr cond = all.empty() ? Expr() : all_of(all);
     if (!rf_reduce.empty()) {
-      rf_bodies.push_back(Reduce::make(red->combiner, source, rf_reduce, cond));
-    } else {
       rf_bodies.push_back(
-          cond.defined() ? Select::make(cond, source, reduce_identity(red->combiner, red->dtype))
-                         : source);
+          Reduce::make(red->combiner, source, rf_reduce, cond, red->reducer, red->value_index));
+    } else {
+      rf_bodies.push_back(cond.defined() ? Select::make(cond, source, reduce_identity_of(*red))
+                                         : source);
     }
   }
   std::vector<Expr> rf_shape = c->shape;
@@ -98,7 +98,8 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
     for (const IterVar& iv : c->axis) idx.push_back(iv->var);
     idx.insert(idx.begin() + factor_axis, rv->var);
     const auto* red = c->body[i].as<Reduce>();
-    bodies.push_back(Reduce::make(red->combiner, TensorRead::make(rf, i, idx), {rv}, Expr()));
+    bodies.push_back(Reduce::make(red->combiner, TensorRead::make(rf, i, idx), {rv}, Expr(),
+                                  red->reducer, red->value_index));
   }
   Operation replaced = make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs);
   // The stage's loops are reset: its old reduce leaves no longer exist.

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "support/error.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -124,6 +125,12 @@ Schedule create_schedule(const std::vector<Operation>& outputs) {
     stage->schedule = sch;
     sch->stage_of_op[op.get()] = stage;
     sch->stages.push_back(stage);
+  }
+  // s[update] of a scan schedules the scan, whose loops are the update's axes.
+  for (const Stage& st : sch->stages) {
+    if (const ScanOpNode* scan = as_scan(st->op)) {
+      for (const Operation& u : scan->update_ops) sch->stage_of_op.emplace(u.get(), st);
+    }
   }
   return sch;
 }

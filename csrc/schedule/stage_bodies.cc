@@ -6,6 +6,7 @@
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "support/error.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -44,9 +45,14 @@ StageBodies inline_bodies(const Schedule& sch) {
   InlineReads inliner(*sch);
   for (const Stage& st : sch->stages) {
     if (st->is_placeholder() || st->attach_type == AttachType::kInline) continue;
+    if (st->op->kind == OpKind::kExtern) continue;  // a call, not a body (te/extern.h)
     const auto* compute = static_cast<const ComputeOpNode*>(st->op.get());
     std::vector<Expr> bodies;
     for (const Expr& b : compute->body) bodies.push_back(inliner.mutate(b));
+    // A scan reads its own earlier time steps through its state placeholders.
+    if (const ScanOpNode* scan = as_scan(st->origin_op)) {
+      for (Expr& b : bodies) b = resolve_scan_state(*scan, st->origin_op, b);
+    }
     out[st.get()] = std::move(bodies);
   }
   return out;

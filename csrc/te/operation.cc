@@ -70,6 +70,16 @@ Operation make_compute(const std::string& name, std::vector<Expr> shape, std::ve
     } else if (!reduce_axis.empty()) {
       value_error("compute '", name, "' mixes reduction and non-reduction outputs");
     }
+    // A custom tuple reducer updates all its values together: output k is its value k.
+    if (top && top->reducer) {
+      if (top->reducer->lhs.size() != body.size() || top->value_index != static_cast<int>(i) ||
+          body[0].as<Reduce>()->reducer != top->reducer) {
+        value_error("compute '", name, "' must return every value of reducer '", top->reducer->name,
+                    "' (", top->reducer->lhs.size(), ") in order, and nothing else");
+      }
+    } else if (top && body[0].as<Reduce>()->reducer) {
+      value_error("compute '", name, "' mixes a custom reducer with ", reduce_name(top->combiner));
+    }
     // A reduction may only be the whole body: `sum(x) + 1` has no defined initialisation.
     bool nested = false;
     for_each_expr(body[i], [&](const Expr& e) {

@@ -16,7 +16,8 @@ namespace ptb {
 
 class Tensor;
 
-enum class OpKind : uint8_t { kPlaceholder, kCompute };
+// kExtern: te/extern.h (a scan is a kCompute: te/scan.h).
+enum class OpKind : uint8_t { kPlaceholder, kCompute, kExtern };
 
 struct OperationNode {
   OperationNode(OpKind k, std::string n) : kind(k), name(std::move(n)) {}

@@ -221,7 +221,8 @@ TEST(BackendApi, ListsEverySymbol) {
     EXPECT_NE(s.address, nullptr);
     names.insert(s.name);
   }
-  EXPECT_EQ(names, (std::set<std::string>{"ptb_parallel_for", "ptb_alloc", "ptb_free"}));
+  EXPECT_EQ(names, (std::set<std::string>{"ptb_parallel_for", "ptb_alloc", "ptb_free",
+                                          "ptb_call_packed"}));
 }
 
 }  // namespace

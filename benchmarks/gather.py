@@ -59,17 +59,16 @@ def main() -> None:
         out = torch.empty(batch, dim)
         number = max(10, 2_000_000 // (batch * dim))
         cases = {
-            "te, no clamp": lambda: unclamped(w, ids, out),
-            "te, clamped": lambda: clamped(w, ids, out),
-            "tc (clamped)": lambda: emb(w, ids, out=out),
-            "torch embedding": lambda: torch.nn.functional.embedding(ids, w),
+            "te, no clamp": lambda w=w, ids=ids, out=out: unclamped(w, ids, out),
+            "te, clamped": lambda w=w, ids=ids, out=out: clamped(w, ids, out),
+            "tc (clamped)": lambda w=w, ids=ids, out=out: emb(w, ids, out=out),
+            "torch embedding": lambda w=w, ids=ids: torch.nn.functional.embedding(ids, w),
         }
         for name, fn in cases.items():
             fn()
             torch.testing.assert_close(out if name != "torch embedding" else fn(), w[ids])
-            rows.append(
-                {"V": vocab, "D": dim, "B": batch, "case": name, "us": median_us(fn, number, rounds)}
-            )
+            us = median_us(fn, number, rounds)
+            rows.append({"V": vocab, "D": dim, "B": batch, "case": name, "us": us})
     print(f"{'V':>6} {'D':>4} {'B':>5}  {'case':<16} {'median us':>10}")
     for r in rows:
         print(f"{r['V']:>6} {r['D']:>4} {r['B']:>5}  {r['case']:<16} {r['us']:>10.1f}")

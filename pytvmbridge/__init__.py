@@ -17,7 +17,8 @@ Example:
     [1.0, 3.0, 5.0]
 """
 
-from . import _core, contrib, display, nd, tc, te, topi
+from . import _core, contrib, display, error, nd, runtime, target, tc, te, testing, tir, topi
+from . import nd as ndarray  # TVM 0.6's name
 from . import progress as progress  # tvm.progress.track(...): bars for long work
 from .autoschedule import auto_schedule, auto_schedule_space
 from .bridges import to_jax, to_mxnet, to_numpy, to_pytorch
@@ -29,10 +30,20 @@ from .packed_func import (
     register_func,
     remove_global_func,
 )
+from .runtime import device
 from .schedule import Schedule, Stage, create_schedule
 from .te import *  # noqa: F403  (the DSL names of API.md section 1; te.__all__ lists them)
 
 display.install()  # rich display in Jupyter and IPython (pytvmbridge/display.py)
+
+# TVM's device helpers at the top level: tvm.cpu(0), tvm.device("llvm", 0), tvm.context (0.6).
+cpu = nd.cpu
+context = device
+
+# Dtype names, so TVM code can write tvm.float32 where it means "float32".
+bool_, int8, int16, int32, int64 = "bool", "int8", "int16", "int32", "int64"
+uint8, uint16, uint32, uint64 = "uint8", "uint16", "uint32", "uint64"
+float16, bfloat16, float32, float64 = "float16", "bfloat16", "float32", "float64"
 
 
 def set_num_threads(n: int) -> None:
@@ -71,15 +82,33 @@ __all__ = [
     "auto_schedule",
     "auto_schedule_space",
     "build",
+    "bfloat16",
+    "bool_",
+    "context",
     "contrib",
+    "cpu",
     "create_schedule",
+    "device",
+    "error",
+    "float16",
+    "float32",
+    "float64",
     "get_num_threads",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
     "kernel",
     "lower",
     "nd",
+    "ndarray",
+    "runtime",
     "set_num_threads",
+    "target",
     "tc",
     "te",
+    "testing",
+    "tir",
     "to_jax",
     "to_mxnet",
     "to_numpy",
@@ -89,5 +118,9 @@ __all__ = [
     "list_global_func_names",
     "register_func",
     "remove_global_func",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
     *te.__all__,
 ]

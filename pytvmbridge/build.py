@@ -48,13 +48,14 @@ def lower(
 def build(
     s: _core.Schedule,
     args: Sequence[Any],
-    target: str | None = "llvm",
-    target_host: str | None = None,
+    target: Any = "llvm",
+    target_host: Any = None,
     name: str = "default_function",
 ) -> Module:
     """Compile a schedule to native code for this CPU and return a callable Module.
 
-    ``target`` is ``"llvm"`` (this machine, all its vector features) or ``"llvm -mcpu=NAME"``;
+    ``target`` is ``"llvm"`` (this machine, all its vector features) or ``"llvm -mcpu=NAME"``,
+    as a string or a ``tvm.target.Target``;
     ``target_host="llvm"`` alone is accepted as in TVM code. The Module takes one array per entry
     of ``args`` (anything with ``__dlpack__``), binds symbolic sizes from them and writes the
     outputs in place.
@@ -66,6 +67,9 @@ def build(
         >>> tvm.build(tvm.create_schedule(B.op), [A, B], target_host="llvm").entry_name
         'default_function'
     """
+    from .target import Target
+
+    target, target_host = (str(t) if isinstance(t, Target) else t for t in (target, target_host))
     if target is None:
         target = target_host or "llvm"
     if target_host is not None and not str(target_host).startswith("llvm"):

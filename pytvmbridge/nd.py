@@ -45,6 +45,15 @@ class Device(NamedTuple):
     device_type: int
     device_id: int
 
+    @property
+    def exist(self) -> bool:
+        """Whether the device exists (TVM's ``dev.exist``): true for the CPU."""
+        return self.device_type == _DLPACK_CPU
+
+    def sync(self) -> None:
+        """Wait for the device's work to finish (TVM's ``dev.sync()``); CPU kernels are
+        synchronous, so there is nothing to wait for."""
+
     def __repr__(self) -> str:
         if self.device_type == _DLPACK_CPU:
             return f"cpu({self.device_id})"

@@ -77,8 +77,34 @@ from typing import Any
 
 from . import _core, frameworks
 from .bridges import Signature, call_allocating, call_inplace
+from .tc_options import (
+    MappingOptions,
+    Options,
+    TunerConfig,
+    assert_almost_equal,
+    autotune,
+    make_autotuned_options_factory,
+    make_load_from_cache_options_factory,
+    make_naive_options_factory,
+    warn_no_tuner,
+)
 
-__all__ = ["TCError", "TcDefs", "TcFunction", "define", "make_autograd"]
+__all__ = [
+    "MappingOptions",
+    "Options",
+    "TCError",
+    "TcDefs",
+    "TcFunction",
+    "TunerConfig",
+    "assert_almost_equal",
+    "autotune",
+    "compile",
+    "define",
+    "make_autotuned_options_factory",
+    "make_load_from_cache_options_factory",
+    "make_autograd",
+    "make_naive_options_factory",
+]
 
 #: The error raised for TC source that does not parse or check: a ``ValueError`` with the
 #: attributes ``line``, ``column`` (1-based), ``message`` and ``source_line``.
@@ -232,13 +258,16 @@ class TcFunction:
                 self._checked.clear()
             self._checked.add(key)
 
-    def __call__(self, *inputs: Any, out: Any = None) -> Any:
+    def __call__(self, *inputs: Any, out: Any = None, **tc_options: Any) -> Any:
         """Run on ``inputs``; returns the outputs, allocated in the first input's framework
         (NumPy for a def without inputs): one array, or a tuple for several outputs.
 
-        With ``out=`` (one array, or a tuple for several outputs) the outputs are written there
-        and ``out`` is returned.
+        With ``out=`` (one array, or a tuple for several outputs; ``outputs=`` is TC's name)
+        the outputs are written there and ``out`` is returned. TC's ``options=``, ``cache=``
+        and ``unchecked=`` are accepted and have no effect on the CPU.
         """
+        if tc_options:
+            out = _tc_call_options(self.name, out, tc_options)
         self._check(inputs)
         sig = self._signature()
         if out is None:
@@ -249,6 +278,30 @@ class TcFunction:
             raise TypeError(f"{self.name}() has {len(sig.outputs)} output(s), got {len(outs)}")
         call_inplace(sig, inputs + outs)
         return out
+
+    def autotune(self, *inputs: Any, **kwargs: Any) -> TcFunction:
+        """TC v0.1.1's ``f.autotune(*inputs, ...)``: pytvmbridge cannot tune TC defs yet, so
+        this warns and returns the definition unchanged (calls accept it as ``options=``).
+
+        Example:
+            >>> import warnings
+            >>> from pytvmbridge import tc
+            >>> f = tc.define("def f(float(N) A) -> (B) { B(i) = A(i) }")
+            >>> with warnings.catch_warnings():
+            ...     warnings.simplefilter("ignore")
+            ...     f.autotune(cache=True) is f
+            True
+        """
+        del inputs, kwargs
+        warn_no_tuner(self.name)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # TC's later API reaches every def as an attribute (T.matmul), one-def sources too.
+        fn = self.__dict__.get("_fn")
+        if fn is not None and name == str(fn.name):
+            return self
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __repr__(self) -> str:
         return f"<tc.TcFunction {self.signature}>"
@@ -316,7 +369,12 @@ class TcDefs:
 
 
 def define(
-    lang: str | bytes, name: str | None = None, target: str = "llvm", schedule: Any = "auto"
+    lang: str | bytes,
+    name: Any = None,
+    constants: dict[str, Any] | None = None,
+    target: str = "llvm",
+    schedule: Any = "auto",
+    **tc_options: Any,
 ) -> Any:
     """Parse and check TC source; returns a ``TcFunction`` when it has one def (or ``name``
     picks one), else a ``TcDefs`` with an attribute per def.
@@ -335,6 +393,7 @@ def define(
         ...     print(err.line, err.column, err.message[:41])
         1 43 'j' is not an index of the left-hand side
     """
+    lang, name = _tc_define_forms(lang, name, constants, tc_options)
     if isinstance(lang, str):
         # surrogatepass: any str reaches the lexer, which reports bad characters as TCError.
         source = lang.encode("utf-8", "surrogatepass")
@@ -454,3 +513,78 @@ def make_autograd(forward: Any, backward: Any) -> Any:
             f"{type(forward).__name__} and {type(backward).__name__}"
         )
     return _AutogradFunction(forward, backward)
+
+
+# ---- TC's own calling forms (TC v0.1.1 and its later Python API) ----
+
+_IGNORED_DEFINE_OPTIONS = ("training", "backward", "inject_kernel", "cuda_code")
+_IGNORED_CALL_OPTIONS = ("options", "cache", "unchecked", "reorder_function")
+
+
+def _tc_define_forms(
+    lang: Any, name: Any, constants: dict[str, Any] | None, tc_options: dict[str, Any]
+) -> tuple[Any, str | None]:
+    """TC's define() arguments as pytvmbridge's: an options factory (or options) as the second
+    argument is accepted for TC's later API (``define(lang, make_naive_options_factory())``),
+    and ``constants`` are substituted into the source with ``str.format`` as TC v0.1.1 did
+    (so the source writes ``{sH}`` for a constant and ``{{``/``}}`` for braces)."""
+    unknown = [k for k in tc_options if k not in _IGNORED_DEFINE_OPTIONS]
+    if unknown:
+        raise TypeError(f"define() got an unexpected keyword argument {unknown[0]!r}")
+    if name is not None and not isinstance(name, str):
+        if not (callable(name) or isinstance(name, MappingOptions)):
+            raise TypeError(
+                f"define(): name must be a def's name or an options factory, got "
+                f"{type(name).__name__}"
+            )
+        name = None  # TC's mapping_options_factory: no effect on the CPU
+    if constants:
+        if not isinstance(lang, str):
+            raise TypeError("define(): constants= needs the TC source as a str")
+        try:
+            lang = lang.format(**constants)
+        except (KeyError, IndexError) as err:
+            raise ValueError(
+                f"define(): the TC source uses the constant {{{err.args[0]}}} but constants= "
+                f"gives only {', '.join(constants)}"
+            ) from None
+        except ValueError as err:
+            raise ValueError(
+                f"define(): cannot substitute constants= into the TC source ({err}); with "
+                "constants, braces that belong to TC must be doubled ({{ and }}), as in TC v0.1.1"
+            ) from None
+    return lang, name
+
+
+def _tc_call_options(name: str, out: Any, tc_options: dict[str, Any]) -> Any:
+    """The ``out`` of a call made with TC's keywords: ``outputs=`` is ``out=``; the mapping
+    options keywords have no effect on the CPU."""
+    options = dict(tc_options)
+    if "outputs" in options:
+        outputs = options.pop("outputs")
+        if out is not None and outputs is not None:
+            raise TypeError(f"{name}() got both out= and outputs=; they are the same argument")
+        out = outputs if out is None else out
+        if isinstance(out, list):
+            out = tuple(out)
+    unknown = [k for k in options if k not in _IGNORED_CALL_OPTIONS]
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
+    return out
+
+
+def compile(tc: str, entry_point: str, mapping_options: Any = None, *inputs: Any) -> TcFunction:
+    """TC's ``tc.compile(tc, entry_point, options, *inputs)``: the def ``entry_point`` of the
+    source ``tc``, compiled and callable with arrays (the options have no effect on the CPU).
+
+    Example:
+        >>> import numpy as np
+        >>> from pytvmbridge import tc
+        >>> add = tc.compile("def add(float(N) A) -> (B) { B(i) = A(i) + 1 }", "add", "naive")
+        >>> add(np.zeros(2, "float32"))
+        array([1., 1.], dtype=float32)
+    """
+    del mapping_options, inputs
+    function = define(tc, name=entry_point)
+    function.build()
+    return function  # type: ignore[no-any-return]

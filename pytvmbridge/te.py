@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _core
+from .schedule import Schedule, Stage, create_schedule
 
 Expr = _core.Expr
 Var = _core.Var
@@ -185,6 +186,8 @@ def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
         >>> k.dom.min, k.dom.extent, k.kind
         (0, 16, 'reduce')
     """
+    if isinstance(dom, (tuple, list)):  # whole-number floats (N / bn) are extents, as in TVM
+        dom = type(dom)(_whole(v) for v in dom)
     return _core.reduce_axis(dom, name)
 
 
@@ -465,16 +468,225 @@ def truncmod(a: ExprLike, b: ExprLike) -> Expr:
     return _core.truncmod(a, b)
 
 
+# ---- TVM's other names for the language (classic TVM code uses them) ----
+
+
+def indexdiv(a: ExprLike, b: ExprLike) -> Expr:
+    """Index division: floor division (TVM lowers ``indexdiv`` to ``floordiv``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.indexdiv(te.var("i"), 8)
+        floordiv(i, 8)
+    """
+    return floordiv(a, b)
+
+
+def indexmod(a: ExprLike, b: ExprLike) -> Expr:
+    """Index remainder: floor modulo, non-negative for a positive divisor.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.indexmod(te.var("i"), 8)
+        floormod(i, 8)
+    """
+    return floormod(a, b)
+
+
+def _is_int(x: Any) -> bool:
+    dtype = x.dtype if isinstance(x, Expr) else ("int" if isinstance(x, int) else "float")
+    return str(dtype).startswith(("int", "uint"))
+
+
+def div(a: ExprLike, b: ExprLike) -> Expr:
+    """C division: truncating for two integers, true division otherwise (TVM's ``tir.div``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.div(te.var("i"), 8), te.div(te.var("x", "float32"), 2.0)
+        ((i / 8), (x / 2.0))
+    """
+    if _is_int(a) and _is_int(b):
+        return truncdiv(a, b)
+    return _core.convert(a) / b if not isinstance(a, Expr) else a / b  # type: ignore[no-any-return]
+
+
+def add(a: ExprLike, b: ExprLike) -> Expr:
+    """``a + b`` (TVM's function form).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.add(te.var("i"), 1)
+        (i + 1)
+    """
+    return _core.convert(a) + b  # type: ignore[no-any-return]
+
+
+def subtract(a: ExprLike, b: ExprLike) -> Expr:
+    """``a - b`` (TVM's function form).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.subtract(te.var("i"), 1)
+        (i - 1)
+    """
+    return _core.convert(a) - b  # type: ignore[no-any-return]
+
+
+def multiply(a: ExprLike, b: ExprLike) -> Expr:
+    """``a * b`` (TVM's function form).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.multiply(te.var("i"), 3)
+        (i * 3)
+    """
+    return _core.convert(a) * b  # type: ignore[no-any-return]
+
+
+def nearbyint(x: ExprLike) -> Expr:
+    """Round to the nearest integer, halves to even (TVM's ``nearbyint``; the same as
+    :func:`round`).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.nearbyint(te.var("x", "float32"))
+        round(x)
+    """
+    return round(x)
+
+
+def isinf(x: ExprLike) -> Expr:
+    """A bool expression, true where the float ``x`` is infinite (``np.isinf``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.isinf(te.var("x", "float32")).dtype
+        'bool'
+    """
+    e = _core.convert(x)
+    if not str(e.dtype).startswith(("float", "bfloat")):
+        return _core.const(False, "bool")
+    return abs(e) == float("inf")  # type: ignore[no-any-return]
+
+
+def isfinite(x: ExprLike) -> Expr:
+    """A bool expression, true where ``x`` is neither infinite nor NaN (``np.isfinite``).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.isfinite(te.var("x", "float32")).dtype
+        'bool'
+    """
+    e = _core.convert(x)
+    if not str(e.dtype).startswith(("float", "bfloat")):
+        return _core.const(True, "bool")
+    return ~isnan(e) & ~isinf(e)  # type: ignore[no-any-return]
+
+
+class _OperationKind(type):
+    """Makes ``isinstance(op, PlaceholderOp)`` test the kind of a (single C++ class) Operation."""
+
+    _prefix = ""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Operation) and repr(obj).startswith(cls._prefix)
+
+
+class PlaceholderOp(metaclass=_OperationKind):
+    """The operation of a placeholder, for ``isinstance(A.op, te.PlaceholderOp)``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((4,), name="A")
+        >>> isinstance(A.op, te.PlaceholderOp), isinstance(A.op, te.ComputeOp)
+        (True, False)
+    """
+
+    _prefix = "PlaceholderOp("
+
+
+class ComputeOp(metaclass=_OperationKind):
+    """The operation of a compute, for ``isinstance(B.op, te.ComputeOp)``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((4,), name="A")
+        >>> isinstance(te.compute((4,), lambda i: A[i], name="B").op, te.ComputeOp)
+        True
+    """
+
+    _prefix = "ComputeOp("
+
+
+class TensorSlice:
+    """``A[i]`` of a tensor with more dimensions: ``A[i][j]`` reads ``A[i, j]`` (TVM's chained
+    indexing).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((3, 4), name="A")
+        >>> A[1][2]
+        A[1, 2]
+    """
+
+    def __init__(self, tensor: Tensor, indices: tuple[Any, ...]) -> None:
+        self.tensor = tensor
+        self.indices = indices
+
+    def __getitem__(self, key: Any) -> Any:
+        more = key if isinstance(key, tuple) else (key,)
+        return _tensor_getitem(self.tensor, self.indices + more)
+
+    @property
+    def dtype(self) -> str:
+        """The element dtype of the tensor."""
+        return str(self.tensor.dtype)
+
+    def asobject(self) -> Any:
+        """The read itself, when every index is given."""
+        return self.tensor[self.indices]
+
+    def __repr__(self) -> str:
+        return f"TensorSlice({self.tensor.name}, {list(self.indices)})"
+
+
+_tensor_read = Tensor.__getitem__
+
+
+def _tensor_getitem(self: Tensor, key: Any) -> Any:
+    count = len(key) if isinstance(key, tuple) else 1
+    if 0 < count < self.ndim and not isinstance(key, slice):
+        return TensorSlice(self, key if isinstance(key, tuple) else (key,))
+    return _tensor_read(self, key)
+
+
+Tensor.__getitem__ = _tensor_getitem
+
+
+def _whole(value: Any) -> Any:
+    """A Python float that is a whole number (``N / bn``) as an int, as TVM takes extents."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 __all__ = [
+    "ComputeOp",
     "Expr",
     "FloatImm",
     "IntImm",
     "IterVar",
     "Operation",
+    "PlaceholderOp",
     "Range",
+    "Schedule",
+    "Stage",
     "Tensor",
+    "TensorSlice",
     "Var",
     "abs",
+    "add",
     "all",
     "any",
     "ceil",
@@ -482,6 +694,8 @@ __all__ = [
     "const",
     "convert",
     "cos",
+    "create_schedule",
+    "div",
     "erf",
     "exp",
     "exp2",
@@ -490,6 +704,10 @@ __all__ = [
     "floormod",
     "fmod",
     "if_then_else",
+    "indexdiv",
+    "indexmod",
+    "isfinite",
+    "isinf",
     "isnan",
     "log",
     "log1p",
@@ -499,6 +717,8 @@ __all__ = [
     "max_value",
     "min",
     "min_value",
+    "multiply",
+    "nearbyint",
     "placeholder",
     "power",
     "prod",
@@ -510,6 +730,7 @@ __all__ = [
     "sin",
     "size_var",
     "sqrt",
+    "subtract",
     "sum",
     "tan",
     "tanh",

@@ -438,6 +438,28 @@ combine with an expression by taking its dtype (NumPy's rule for Python scalars)
         return static_cast<double>(v.as<IntImm>()->value);
       });
 
+  // A reduction's reduce axes and predicate, as TVM's Reduce node has them
+  // (B.op.body[0].axis); other expressions have neither.
+  auto reduce_of = [](const PyExpr& self, const char* attr) {
+    const auto* r = self.e.as<Reduce>();
+    if (r == nullptr) {
+      throw py::attribute_error(
+          str_cat("'", to_string(self.e), "' is not a reduction and has no '", attr, "'"));
+    }
+    return r;
+  };
+  expr.def_property_readonly("axis",
+                             [reduce_of](const PyExpr& self) {
+                               py::list out;
+                               for (const IterVar& iv : reduce_of(self, "axis")->axis) {
+                                 out.append(wrap_iter_var(iv));
+                               }
+                               return out;
+                             })
+      .def_property_readonly("condition", [reduce_of](const PyExpr& self) {
+        return wrap_expr(reduce_of(self, "condition")->condition);
+      });
+
   py::class_<PyVar, PyExpr>(m, "Var", "A symbolic scalar variable (compared by identity).")
       .def(py::init([](const std::string& name, py::handle dtype) {
              return PyVar{{Var::make(to_dtype(dtype, "the dtype of a var"), name)}};

@@ -1,6 +1,6 @@
 // The Tensor Comprehensions front end in _core: tc_compile(source) -> [TcFunction], and the
-// exception class TCError (a ValueError) raised for errors in TC source, with the position as
-// attributes. pytvmbridge/tc.py builds the user-facing define() on top.
+// exception class TCError (a ValueError and a TVMError) raised for errors in TC source, with the
+// position as attributes. pytvmbridge/tc.py builds the user-facing define() on top.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -59,7 +59,7 @@ void bind_tc(py::module_& m) {
       "An error in Tensor Comprehensions source. str() shows the position, the message, the "
       "source line and a caret; the attributes line, column (both 1-based), message and "
       "source_line hold them separately.",
-      PyExc_ValueError, nullptr);
+      user_error_class(ErrorKind::kValue), nullptr);
   if (tc_error_type == nullptr) throw py::error_already_set();
   m.attr("TCError") = py::handle(tc_error_type);
 

@@ -6,6 +6,8 @@
 
 #include <exception>
 
+#include "support/error.h"
+
 namespace ptb::python {
 
 namespace py = pybind11;
@@ -14,6 +16,9 @@ void bind_errors(py::module_& m);
 // Sets the Python exception a C++ exception maps to (as the pybind11 translator does), for code
 // that calls the C API directly; returns false for exceptions it does not know (none set).
 bool set_python_error(const std::exception& e);
+// The Python class of a user error of this kind: a subclass of TVMError and of the standard class
+// (TVMValueError for ErrorKind::kValue...); valid once bind_errors ran.
+PyObject* user_error_class(ErrorKind kind);
 void bind_runtime(py::module_& m);       // NDArray, DLPack import/export (bind_runtime.cc)
 void bind_ir(py::module_& m);            // expressions, tensors, operations (bind_ir.cc)
 void bind_schedule(py::module_& m);      // schedules and stages (bind_schedule.cc)

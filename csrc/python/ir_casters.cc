@@ -2,6 +2,7 @@
 
 #include <pybind11/gil_safe_call_once.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -243,6 +244,15 @@ DataType to_dtype(py::handle obj, const char* what) {
   type_error(what, " must be a dtype such as 'float32', found ", type_name(obj), " ", text);
 }
 
+// A Python float that is a whole number, as an int: TVM code writes extents as `N / bn`, a float
+// when the division is exact. Anything else is returned empty (the caller reports it).
+py::object whole_number(py::handle obj) {
+  if (!PyFloat_Check(obj.ptr())) return py::object();
+  double v = as_double(obj);
+  if (!std::isfinite(v) || v != std::floor(v)) return py::object();
+  return steal_or_throw(PyNumber_Long(obj.ptr()));
+}
+
 std::vector<Expr> to_shape(py::handle obj, const char* what) {
   std::vector<py::handle> dims;
   py::object holder;  // keeps a sequence made from an iterable alive
@@ -259,15 +269,17 @@ std::vector<Expr> to_shape(py::handle obj, const char* what) {
   std::vector<Expr> shape;
   for (size_t i = 0; i < dims.size(); ++i) {
     std::string dim_what = str_cat("dimension ", i, " of ", what);
-    if (PyLong_Check(dims[i].ptr())) {
+    py::object whole = whole_number(dims[i]);
+    py::handle dim = whole ? whole : dims[i];
+    if (PyLong_Check(dim.ptr())) {
       int overflow = 0;
-      (void)PyLong_AsLongLongAndOverflow(dims[i].ptr(), &overflow);
+      (void)PyLong_AsLongLongAndOverflow(dim.ptr(), &overflow);
       if (overflow != 0) {
-        value_error(dim_what, " (", py::str(dims[i]).cast<std::string>(),
+        value_error(dim_what, " (", py::str(dim).cast<std::string>(),
                     ") does not fit a 64-bit size");
       }
     }
-    Expr e = to_expr(dims[i], dim_what.c_str());
+    Expr e = to_expr(dim, dim_what.c_str());
     // Sizes are int32 (kIndexType) or int64 (2**31 elements or more), and a loop's bounds must
     // have its var's type: a constant takes the narrowest of the two that holds it.
     if (const auto* imm = e.as<IntImm>(); imm && e.dtype().is_integer()) {
@@ -304,13 +316,19 @@ bool match_operands(const std::vector<py::handle>& objs, std::vector<Expr>* out)
     return true;
   }
   DataType t = ref->dtype();
-  // NumPy 2 (NEP 50): an integer array with a Python float gives float64.
-  bool to_f64 = t.is_integer() && any_float;
-  if (to_f64) t = DataType::Float(64, t.lanes());
+  // TVM's promotion (BinaryOpMatchTypes): an integer expression meeting a float expression is
+  // cast to that float dtype; with a Python float it becomes float32 (the dtype TVM gives Python
+  // floats). Two floats or two integers of different widths still need an explicit astype().
+  for (size_t i = 0; i < objs.size(); ++i) {
+    if (kinds[i] != Operand::kExpr) continue;
+    DataType d = objs[i].cast<const PyExpr&>().e.dtype();
+    if (d.is_float() && !t.is_float()) t = d;
+  }
+  if (!t.is_float() && !t.is_bool() && any_float) t = DataType::Float(32, t.lanes());
   for (size_t i = 0; i < objs.size(); ++i) {
     if (kinds[i] == Operand::kExpr) {
       Expr e = objs[i].cast<const PyExpr&>().e;
-      if (to_f64 && e.dtype().is_integer()) e = cast(t.with_lanes(e.dtype().lanes()), e);
+      if (t.is_float() && e.dtype().is_integer()) e = cast(t.with_lanes(e.dtype().lanes()), e);
       out->push_back(e);
     } else if (t.is_bool() && kinds[i] != Operand::kBool) {
       // No arithmetic on bools: a number keeps its own dtype, and the node's dtype check then

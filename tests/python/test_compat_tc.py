@@ -1,0 +1,95 @@
+"""Tensor Comprehensions' calling conventions (issue 10, item 9): TC v0.1.1's constants and
+options, TC's later define(lang, factory) / T.<def> API, outputs=, autotune; values checked
+against PyTorch."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from pytvmbridge import tc
+
+MATMUL = "def matmul(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, r_k) * B(r_k, n) }"
+
+
+def test_constants_are_substituted_as_tc_v011_did():
+    lang = """
+    def avgpool(float(B, C, H, W) input) -> (output) {{
+        output(b, c, h, w) +=! input(b, c, h * {sH} + r_kh, w * {sW} + r_kw) / ({kH} * {kW})
+            where r_kh in 0:{kH}, r_kw in 0:{kW}
+    }}
+    """
+    pool = tc.define(lang, name="avgpool", constants={"sH": 2, "sW": 2, "kH": 2, "kW": 2})
+    x = torch.randn(2, 3, 8, 6)
+    torch.testing.assert_close(pool(x), torch.nn.functional.avg_pool2d(x, 2))
+    with pytest.raises(ValueError, match="constant"):
+        tc.define(lang, name="avgpool", constants={"sH": 2})
+    with pytest.raises(ValueError, match="doubled"):
+        tc.define("def f(float(N) A) -> (B) { B(i) = A(i) * {k} }", constants={"k": 2})
+
+
+def test_options_factory_and_def_attributes():
+    T = tc.define(MATMUL, tc.make_naive_options_factory())
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    torch.testing.assert_close(T.matmul(a, b), a @ b)  # T.<def> on a one-def source
+    two = tc.define(
+        MATMUL + "\ndef add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }",
+        tc.make_load_from_cache_options_factory("cache.options"),
+    )
+    x, y = torch.randn(7), torch.randn(7)
+    torch.testing.assert_close(two.add(x, y), x + y)
+    with pytest.raises(AttributeError):
+        _ = T.convolution
+    with pytest.raises(TypeError, match="options factory"):
+        tc.define(MATMUL, 3)
+
+
+def test_call_keywords_outputs_and_options():
+    matmul = tc.define(MATMUL, name="matmul")
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    out = torch.empty(3, 5)
+    result = matmul(a, b, outputs=[out], options=tc.Options("mlp"), cache=True)
+    torch.testing.assert_close(out, a @ b)
+    assert result[0] is out
+    out2 = torch.empty(3, 5)
+    assert matmul(a, b, outputs=out2, unchecked=True) is out2
+    torch.testing.assert_close(out2, a @ b)
+    with pytest.raises(TypeError, match="both out= and outputs="):
+        matmul(a, b, out=out, outputs=out2)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        matmul(a, b, optoins=None)
+
+
+def test_mapping_options_chain_and_have_no_effect():
+    opts = tc.MappingOptions("naive").tile(4, 4).mapToThreads([32]).unroll(8)
+    assert isinstance(opts, tc.MappingOptions) and opts.serialize() == b"naive"
+    cfg = tc.TunerConfig().threads(2).generations(1).pop_size(2)
+    assert isinstance(cfg, tc.TunerConfig)
+    matmul = tc.define(MATMUL, name="matmul")
+    a, b = torch.randn(6, 2), torch.randn(2, 3)
+    torch.testing.assert_close(matmul(a, b, options=opts), a @ b)
+
+
+def test_autotune_warns_and_returns_the_definition():
+    matmul = tc.define(MATMUL, name="matmul")
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    with pytest.warns(UserWarning, match="not tuned"):
+        best = matmul.autotune(a, b, cache=True, options=tc.Options("mlp"))
+    assert best is matmul
+    torch.testing.assert_close(matmul(a, b, options=best), a @ b)
+    with pytest.warns(UserWarning, match="not tuned"):
+        assert isinstance(tc.autotune(MATMUL, "matmul", a, b), tc.MappingOptions)
+    T = tc.define(MATMUL, tc.make_autotuned_options_factory(starting_options="naive"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(T.matmul(a, b), a @ b)
+
+
+def test_compile_and_assert_almost_equal():
+    add = tc.compile("def add(float(N) A) -> (B) { B(i) = A(i) + 1 }", "add", tc.MappingOptions())
+    x = np.arange(4, dtype="float32")
+    out = add(x)
+    tc.assert_almost_equal(out, x + 1, x)
+    with pytest.raises(AssertionError):
+        tc.assert_almost_equal(out, x + 1.01, x)

@@ -31,9 +31,12 @@ The language:
   ``ValueError`` at call time.
 * Expressions: ``+ - * /`` (integer ``/`` rounds down), unary ``-``, ``!``, comparisons, ``&&``,
   ``||``, ``c ? a : b``, ``T.k`` (the size of dimension ``k`` of tensor ``T``), the sizes of the
-  signature by name, integer and float literals, conversions ``float32(x)``, and the builtins
-  ``exp log tanh sqrt rsqrt erf abs floor ceil sigmoid fmax fmin pow`` (``max``/``min`` are
-  aliases of ``fmax``/``fmin``). ``#`` starts a comment.
+  signature by name, integer and float literals, conversions ``float32(x)``, and the 64
+  builtins TC documents (CUDA's math functions: ``exp log tanh sqrt rsqrt erf floor ceil fmax
+  fmin pow fabs cos sin log2 log1p exp2 round trunc fmod erfinv normcdf hypot norm3d ...``, the
+  same as the te functions of those names; ``round`` rounds halves away from zero, as in CUDA)
+  plus ``abs sigmoid`` (``max``/``min`` are aliases of ``fmax``/``fmin``). ``#`` starts a
+  comment.
 * Literals adopt the dtype of the tensor values they meet (``A(i) * 2`` is float64 for a
   float64 ``A``); tensor values of different dtypes never mix without a conversion.
 

@@ -671,6 +671,82 @@ def _whole(value: Any) -> Any:
     return value
 
 
+# ---- the rest of the math library (TC's builtins and TVM's tir math), by name ----
+
+
+def _math(name: str, arity: int, meaning: str) -> Callable[..., Expr]:
+    """A te function calling the C++ math function ``name`` (ir/math.h) with ``arity`` float
+    arguments; Python numbers take the expressions' dtype."""
+
+    def function(*args: ExprLike) -> Expr:
+        if len(args) != arity:
+            raise TypeError(f"{name}() takes {arity} argument(s), got {len(args)}")
+        return _core.math_function(name, *args)
+
+    params = ", ".join("te.var('x', 'float32')" if k == 0 else "1.0" for k in range(arity))
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
+    function.__doc__ = (
+        f"Element-wise ``{name}`` of float expressions: {meaning}.\n\n"
+        "    Example:\n"
+        "        >>> import pytvmbridge.te as te\n"
+        f"        >>> te.{name}({params}).dtype\n"
+        "        'float32'\n"
+    )
+    return function
+
+
+acos = _math("acos", 1, "the inverse cosine (``np.arccos``)")
+acosh = _math("acosh", 1, "the inverse hyperbolic cosine (``np.arccosh``)")
+asin = _math("asin", 1, "the inverse sine (``np.arcsin``)")
+asinh = _math("asinh", 1, "the inverse hyperbolic sine (``np.arcsinh``)")
+atan = _math("atan", 1, "the inverse tangent (``np.arctan``)")
+atanh = _math("atanh", 1, "the inverse hyperbolic tangent (``np.arctanh``)")
+atan2 = _math("atan2", 2, "the angle of the point (x2, x1) (``np.arctan2(x1, x2)``)")
+cbrt = _math("cbrt", 1, "the cube root (``np.cbrt``)")
+copysign = _math("copysign", 2, "x1 with the sign of x2 (``np.copysign``)")
+cosh = _math("cosh", 1, "the hyperbolic cosine (``np.cosh``)")
+cospi = _math("cospi", 1, "``cos(pi * x)``, exact at integers and half-integers")
+cyl_bessel_i0 = _math("cyl_bessel_i0", 1, "the modified Bessel function I0 (``np.i0``)")
+cyl_bessel_i1 = _math("cyl_bessel_i1", 1, "the modified Bessel function I1")
+erfc = _math("erfc", 1, "the complementary error function ``1 - erf(x)``, accurate for large x")
+erfcinv = _math("erfcinv", 1, "the inverse of erfc, on (0, 2)")
+erfcx = _math("erfcx", 1, "the scaled complementary error function ``exp(x**2) * erfc(x)``")
+erfinv = _math("erfinv", 1, "the inverse error function, on (-1, 1)")
+exp10 = _math("exp10", 1, "``10 ** x``")
+expm1 = _math("expm1", 1, "``exp(x) - 1``, accurate near 0 (``np.expm1``)")
+fabs = _math("fabs", 1, "the absolute value (C's name, ``np.fabs``)")
+fdim = _math("fdim", 2, "the positive difference ``max(x1 - x2, 0)``")
+fdivide = _math("fdivide", 2, "the quotient ``x1 / x2``")
+fma = _math("fma", 3, "``x1 * x2 + x3`` with one rounding")
+hypot = _math("hypot", 2, "``sqrt(x1**2 + x2**2)`` without overflow (``np.hypot``)")
+j0 = _math("j0", 1, "the Bessel function of the first kind of order 0")
+j1 = _math("j1", 1, "the Bessel function of the first kind of order 1")
+lgamma = _math("lgamma", 1, "the logarithm of the absolute value of the gamma function")
+logb = _math("logb", 1, "the binary exponent of x, as a float (``floor(log2(|x|))``)")
+nextafter = _math("nextafter", 2, "the next float after x1 toward x2 (``np.nextafter``)")
+norm3d = _math("norm3d", 3, "the length of a 3-vector, without overflow")
+norm4d = _math("norm4d", 4, "the length of a 4-vector, without overflow")
+normcdf = _math("normcdf", 1, "the standard normal cumulative distribution function")
+normcdfinv = _math("normcdfinv", 1, "the inverse of normcdf, on (0, 1)")
+rcbrt = _math("rcbrt", 1, "``1 / cbrt(x)``")
+remainder = _math("remainder", 2, "the IEEE remainder ``x1 - round_even(x1 / x2) * x2``")
+rhypot = _math("rhypot", 2, "``1 / hypot(x1, x2)``")
+rnorm3d = _math("rnorm3d", 3, "``1 / norm3d(x1, x2, x3)``")
+rnorm4d = _math("rnorm4d", 4, "``1 / norm4d(x1, x2, x3, x4)``")
+sinh = _math("sinh", 1, "the hyperbolic sine (``np.sinh``)")
+sinpi = _math("sinpi", 1, "``sin(pi * x)``, exact at integers and half-integers")
+tgamma = _math("tgamma", 1, "the gamma function (``math.gamma``)")
+y0 = _math("y0", 1, "the Bessel function of the second kind of order 0")
+y1 = _math("y1", 1, "the Bessel function of the second kind of order 1")
+
+_MATH_NAMES = (
+    "acos acosh asin asinh atan atanh atan2 cbrt copysign cosh cospi cyl_bessel_i0 "
+    "cyl_bessel_i1 erfc erfcinv erfcx erfinv exp10 expm1 fabs fdim fdivide fma hypot j0 j1 "
+    "lgamma logb nextafter norm3d norm4d normcdf normcdfinv rcbrt remainder rhypot rnorm3d "
+    "rnorm4d sinh sinpi tgamma y0 y1"
+).split()
+
 __all__ = [
     "ComputeOp",
     "Expr",
@@ -686,58 +762,101 @@ __all__ = [
     "TensorSlice",
     "Var",
     "abs",
+    "acos",
+    "acosh",
     "add",
     "all",
     "any",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "cbrt",
     "ceil",
     "compute",
     "const",
     "convert",
+    "copysign",
     "cos",
+    "cosh",
+    "cospi",
     "create_schedule",
+    "cyl_bessel_i0",
+    "cyl_bessel_i1",
     "div",
     "erf",
+    "erfc",
+    "erfcinv",
+    "erfcx",
+    "erfinv",
     "exp",
     "exp2",
+    "exp10",
+    "expm1",
+    "fabs",
+    "fdim",
+    "fdivide",
     "floor",
     "floordiv",
     "floormod",
+    "fma",
     "fmod",
+    "hypot",
     "if_then_else",
     "indexdiv",
     "indexmod",
     "isfinite",
     "isinf",
     "isnan",
+    "j0",
+    "j1",
+    "lgamma",
     "log",
     "log1p",
     "log2",
     "log10",
+    "logb",
     "max",
     "max_value",
     "min",
     "min_value",
     "multiply",
     "nearbyint",
+    "nextafter",
+    "norm3d",
+    "norm4d",
+    "normcdf",
+    "normcdfinv",
     "placeholder",
     "power",
     "prod",
+    "rcbrt",
     "reduce_axis",
+    "remainder",
+    "rhypot",
+    "rnorm3d",
+    "rnorm4d",
     "round",
     "rsqrt",
     "select",
     "sigmoid",
     "sin",
+    "sinh",
+    "sinpi",
     "size_var",
     "sqrt",
     "subtract",
     "sum",
     "tan",
     "tanh",
+    "tgamma",
     "trunc",
     "truncdiv",
     "truncmod",
     "var",
+    "y0",
+    "y1",
 ]
 
 # Operations beyond compute, each in its own module: user-defined reducers and scans.

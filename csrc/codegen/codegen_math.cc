@@ -49,6 +49,73 @@ LibraryFunction library_function(Intrinsic op) {
       return {"erf", llvm::Intrinsic::not_intrinsic};
     case Intrinsic::kPow:
       return {"pow", llvm::Intrinsic::pow};
+    // The rest of libm: LLVM 19's intrinsics for some of them (llvm.asin...) are not lowered
+    // by every backend, so the library is called by name.
+    case Intrinsic::kAcos:
+      return {"acos", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kAcosh:
+      return {"acosh", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kAsin:
+      return {"asin", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kAsinh:
+      return {"asinh", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kAtan:
+      return {"atan", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kAtanh:
+      return {"atanh", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kCbrt:
+      return {"cbrt", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kCosh:
+      return {"cosh", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kSinh:
+      return {"sinh", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kErfc:
+      return {"erfc", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kExp10:
+      return {"exp10", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kExpm1:
+      return {"expm1", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kLgamma:
+      return {"lgamma", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kTgamma:
+      return {"tgamma", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kJ0:
+      return {"j0", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kJ1:
+      return {"j1", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kY0:
+      return {"y0", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kY1:
+      return {"y1", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kLogb:
+      return {"logb", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kAtan2:
+      return {"atan2", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kFdim:
+      return {"fdim", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kHypot:
+      return {"hypot", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kNextafter:
+      return {"nextafter", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kRemainder:
+      return {"remainder", llvm::Intrinsic::not_intrinsic};
+    // Special functions libm lacks: the runtime's (runtime/special_math.h).
+    case Intrinsic::kErfinv:
+      return {"ptb_erfinv", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kErfcinv:
+      return {"ptb_erfcinv", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kErfcx:
+      return {"ptb_erfcx", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kNormcdfinv:
+      return {"ptb_normcdfinv", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kBesselI0:
+      return {"ptb_cyl_bessel_i0", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kBesselI1:
+      return {"ptb_cyl_bessel_i1", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kSinpi:
+      return {"ptb_sinpi", llvm::Intrinsic::not_intrinsic};
+    case Intrinsic::kCospi:
+      return {"ptb_cospi", llvm::Intrinsic::not_intrinsic};
     default:
       internal_error(__FILE__, __LINE__, intrinsic_name(op), " is not a library function");
   }
@@ -190,6 +257,12 @@ llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<l
       break;
     case Intrinsic::kFmod:
       r = b.CreateFRem(x, w[1]);
+      break;
+    case Intrinsic::kRoundHalfAway:
+      r = unary(llvm::Intrinsic::round);
+      break;
+    case Intrinsic::kCopysign:
+      r = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, w[1]);
       break;
     case Intrinsic::kFma:
       r = b.CreateIntrinsic(llvm::Intrinsic::fma, {x->getType()}, {x, w[1], w[2]});

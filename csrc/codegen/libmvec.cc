@@ -20,6 +20,11 @@ constexpr MathFunction kFunctions[] = {
     {"log2", "llvm.log2", 1}, {"log10", "llvm.log10", 1}, {"log1p", nullptr, 1},
     {"sin", "llvm.sin", 1},   {"cos", "llvm.cos", 1},     {"tan", "llvm.tan", 1},
     {"tanh", nullptr, 1},     {"erf", nullptr, 1},        {"pow", "llvm.pow", 2},
+    {"acos", nullptr, 1},     {"acosh", nullptr, 1},      {"asin", nullptr, 1},
+    {"asinh", nullptr, 1},    {"atan", nullptr, 1},       {"atanh", nullptr, 1},
+    {"cbrt", nullptr, 1},     {"cosh", nullptr, 1},       {"sinh", nullptr, 1},
+    {"erfc", nullptr, 1},     {"exp10", nullptr, 1},      {"expm1", nullptr, 1},
+    {"atan2", nullptr, 2},    {"hypot", nullptr, 2},
 };
 
 llvm::sys::DynamicLibrary& library() {

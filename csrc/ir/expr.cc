@@ -232,6 +232,74 @@ const char* intrinsic_name(Intrinsic op) {
       return "isnan";
     case Intrinsic::kFma:
       return "fma";
+    case Intrinsic::kAcos:
+      return "acos";
+    case Intrinsic::kAcosh:
+      return "acosh";
+    case Intrinsic::kAsin:
+      return "asin";
+    case Intrinsic::kAsinh:
+      return "asinh";
+    case Intrinsic::kAtan:
+      return "atan";
+    case Intrinsic::kAtanh:
+      return "atanh";
+    case Intrinsic::kCbrt:
+      return "cbrt";
+    case Intrinsic::kCosh:
+      return "cosh";
+    case Intrinsic::kSinh:
+      return "sinh";
+    case Intrinsic::kErfc:
+      return "erfc";
+    case Intrinsic::kExp10:
+      return "exp10";
+    case Intrinsic::kExpm1:
+      return "expm1";
+    case Intrinsic::kLgamma:
+      return "lgamma";
+    case Intrinsic::kTgamma:
+      return "tgamma";
+    case Intrinsic::kJ0:
+      return "j0";
+    case Intrinsic::kJ1:
+      return "j1";
+    case Intrinsic::kY0:
+      return "y0";
+    case Intrinsic::kY1:
+      return "y1";
+    case Intrinsic::kLogb:
+      return "logb";
+    case Intrinsic::kRoundHalfAway:
+      return "round_half_away";
+    case Intrinsic::kAtan2:
+      return "atan2";
+    case Intrinsic::kCopysign:
+      return "copysign";
+    case Intrinsic::kFdim:
+      return "fdim";
+    case Intrinsic::kHypot:
+      return "hypot";
+    case Intrinsic::kNextafter:
+      return "nextafter";
+    case Intrinsic::kRemainder:
+      return "remainder";
+    case Intrinsic::kErfinv:
+      return "erfinv";
+    case Intrinsic::kErfcinv:
+      return "erfcinv";
+    case Intrinsic::kErfcx:
+      return "erfcx";
+    case Intrinsic::kNormcdfinv:
+      return "normcdfinv";
+    case Intrinsic::kBesselI0:
+      return "cyl_bessel_i0";
+    case Intrinsic::kBesselI1:
+      return "cyl_bessel_i1";
+    case Intrinsic::kSinpi:
+      return "sinpi";
+    case Intrinsic::kCospi:
+      return "cospi";
     case Intrinsic::kIfThenElse:
       return "if_then_else";
   }
@@ -257,6 +325,12 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
       break;
     case Intrinsic::kPow:
     case Intrinsic::kFmod:
+    case Intrinsic::kAtan2:
+    case Intrinsic::kCopysign:
+    case Intrinsic::kFdim:
+    case Intrinsic::kHypot:
+    case Intrinsic::kNextafter:
+    case Intrinsic::kRemainder:
       arity(2);
       check_same_dtype(intrinsic_name(op), args[0], args[1]);
       t = args[0].dtype();

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "ir/math.h"
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "ir/simplify.h"
@@ -682,6 +683,19 @@ void bind_functions(py::module_& m) {
   m.def("reduce", &reduce, py::arg("kind"), py::arg("expr"), py::arg("axis"),
         py::arg("where") = py::none());
   m.def("call_intrinsic", &call_intrinsic, py::arg("name"));
+  m.def(
+      "math_function",
+      [](const std::string& name, const py::args& args) {
+        std::vector<py::handle> handles(args.begin(), args.end());
+        std::string what = "argument of " + name + "()";
+        return wrap_expr(math_function(name, to_matched_exprs(handles, what.c_str())));
+      },
+      py::arg("name"));
+  m.def("math_function_names", [] {
+    py::list out;
+    for (const std::string& n : math_function_names()) out.append(n);
+    return out;
+  });
   m.def(
       "if_then_else",
       [](py::handle c, py::handle a, py::handle b) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "runtime/special_math.h"
 #include "runtime/thread_pool.h"
 
 namespace {
@@ -57,6 +58,22 @@ const std::vector<BackendSymbol>& backend_symbols() {
       {"ptb_alloc", reinterpret_cast<void*>(&ptb_alloc)},
       {"ptb_free", reinterpret_cast<void*>(&ptb_free)},
       {"ptb_call_packed", reinterpret_cast<void*>(&ptb_call_packed)},
+      {"ptb_erfinv", reinterpret_cast<void*>(&ptb_erfinv)},
+      {"ptb_erfinvf", reinterpret_cast<void*>(&ptb_erfinvf)},
+      {"ptb_erfcinv", reinterpret_cast<void*>(&ptb_erfcinv)},
+      {"ptb_erfcinvf", reinterpret_cast<void*>(&ptb_erfcinvf)},
+      {"ptb_erfcx", reinterpret_cast<void*>(&ptb_erfcx)},
+      {"ptb_erfcxf", reinterpret_cast<void*>(&ptb_erfcxf)},
+      {"ptb_normcdfinv", reinterpret_cast<void*>(&ptb_normcdfinv)},
+      {"ptb_normcdfinvf", reinterpret_cast<void*>(&ptb_normcdfinvf)},
+      {"ptb_cyl_bessel_i0", reinterpret_cast<void*>(&ptb_cyl_bessel_i0)},
+      {"ptb_cyl_bessel_i0f", reinterpret_cast<void*>(&ptb_cyl_bessel_i0f)},
+      {"ptb_cyl_bessel_i1", reinterpret_cast<void*>(&ptb_cyl_bessel_i1)},
+      {"ptb_cyl_bessel_i1f", reinterpret_cast<void*>(&ptb_cyl_bessel_i1f)},
+      {"ptb_sinpi", reinterpret_cast<void*>(&ptb_sinpi)},
+      {"ptb_sinpif", reinterpret_cast<void*>(&ptb_sinpif)},
+      {"ptb_cospi", reinterpret_cast<void*>(&ptb_cospi)},
+      {"ptb_cospif", reinterpret_cast<void*>(&ptb_cospif)},
   };
   return symbols;
 }

@@ -16,7 +16,8 @@
 namespace ptb::tc {
 
 // The functions TC expressions may call.
-enum class BuiltinKind : uint8_t { kFloatMath, kAbs, kMinMax, kPow };
+// kLibrary: any other function of TC's list, built by ir/math.h's math_function(name).
+enum class BuiltinKind : uint8_t { kFloatMath, kAbs, kMinMax, kPow, kLibrary };
 struct BuiltinInfo {
   const char* name;
   int arity;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "ir/math.h"
 #include "ir/op.h"
 #include "tc/range_inference.h"
 #include "tc/sym.h"
@@ -395,9 +396,10 @@ class Translator {
         if (def_.kind_of(*si_, e.name) == NameKind::kTensor) return tensor(e.name).type;
         const BuiltinInfo& b = *lookup_builtin(e.name);
         TypeClass c = classify(*e.args[0]);
-        if (b.arity == 2) c = join(c, classify(*e.args[1]), e.pos);
+        for (size_t i = 1; i < e.args.size(); ++i) c = join(c, classify(*e.args[i]), e.pos);
         if (c.is_bool()) fail(e.pos, e.name + "() of a bool value");
-        if (b.kind == BuiltinKind::kFloatMath || b.kind == BuiltinKind::kPow) {
+        if (b.kind == BuiltinKind::kFloatMath || b.kind == BuiltinKind::kPow ||
+            b.kind == BuiltinKind::kLibrary) {
           if (!c.is_weak() && !c.dtype.is_float()) {
             fail(e.pos, str_cat(e.name, "() needs a float argument, found ", c.dtype.str(),
                                 "; convert it with float32(...)"));
@@ -536,6 +538,11 @@ class Translator {
     for (const auto& a : e.args) args.push_back(lower(*a, target));
     if (b.kind == BuiltinKind::kMinMax) {
       return b.is_max ? Max::make(args[0], args[1]) : Min::make(args[0], args[1]);
+    }
+    if (b.kind == BuiltinKind::kLibrary) {
+      // TC's round is CUDA's (and C's): halves away from zero; te.round rounds them to even.
+      std::string name = b.name == std::string("round") ? "round_half_away" : b.name;
+      return math_function(name, std::move(args));
     }
     return Call::make(b.intrinsic, std::move(args));
   }

@@ -103,9 +103,9 @@ __all__ = [
     "autotune",
     "compile",
     "define",
+    "make_autograd",
     "make_autotuned_options_factory",
     "make_load_from_cache_options_factory",
-    "make_autograd",
     "make_naive_options_factory",
 ]
 

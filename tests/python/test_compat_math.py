@@ -32,7 +32,8 @@ def mp(fn):
 
     def ref(*xs):
         with mpmath.workdps(50):
-            return np.array([float(fn(*(mpmath.mpf(float(v)) for v in vs))) for vs in zip(*xs)])
+            rows = zip(*xs, strict=True)
+            return np.array([float(fn(*(mpmath.mpf(float(v)) for v in vs))) for vs in rows])
 
     return ref
 

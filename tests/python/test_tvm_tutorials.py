@@ -67,7 +67,7 @@ def test_get_started_gemm_packing_and_write_cache():
     )
     s = te.create_schedule(C.op)
     CC = s.cache_write(C, "global")
-    xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
+    xo, yo, _, _ = s[C].tile(C.op.axis[0], C.op.axis[1], bn, bn)
     s[CC].compute_at(s[C], yo)
     xc, yc = s[CC].op.axis
     (kaxis,) = s[CC].op.reduce_axis
@@ -76,7 +76,7 @@ def test_get_started_gemm_packing_and_write_cache():
     s[CC].unroll(ki)
     s[CC].vectorize(yc)
     s[C].parallel(xo)
-    x, y, z = s[packedB].op.axis
+    x, _, z = s[packedB].op.axis
     s[packedB].vectorize(z)
     s[packedB].parallel(x)
     dev = tvm.device("llvm", 0)
@@ -106,7 +106,7 @@ def test_schedule_primitives_tutorial_steps():
         elif step == "tile":
             s[B].tile(B.op.axis[0], B.op.axis[1], x_factor=10, y_factor=5)
         elif step == "fuse":
-            xo, yo, xi, yi = s[B].tile(B.op.axis[0], B.op.axis[1], x_factor=10, y_factor=5)
+            _, _, xi, yi = s[B].tile(B.op.axis[0], B.op.axis[1], x_factor=10, y_factor=5)
             s[B].fuse(xi, yi)
         elif step == "reorder":
             xo, yo, xi, yi = s[B].tile(B.op.axis[0], B.op.axis[1], x_factor=10, y_factor=5)
@@ -129,14 +129,14 @@ def test_reduction_tutorial_split_rfactor_and_2d_convolution():
     k = te.reduce_axis((0, m), "k")
     B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
     s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
-    xo, xi = s[B].split(B.op.axis[0], factor=32)
+    s[B].split(B.op.reduce_axis[0], factor=16)
+    s[B].split(B.op.axis[0], factor=32)
     a = RNG.random((40, 50)).astype("float32")
     out = np.empty(40, "float32")
     tvm.build(s, [A, B])(a, out)
     tvm.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-5)
     s = te.create_schedule(B.op)
-    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    _, ki = s[B].split(B.op.reduce_axis[0], factor=16)
     BF = s.rfactor(B, ki)
     assert "sum" in str(s[B].op.body)
     tvm.build(s, [A, B])(a, out)
@@ -257,7 +257,7 @@ def test_te_schedule_rfactor_shapes_and_factor_axis():
     assert [(iv.name, iv.dom.extent) for iv in BF.op.body[0].axis] == [("k2", n)]
     assert len(s[B].all_iter_vars) == 2
     s = te.create_schedule(B.op)
-    ko, ki = s[B].split(k1, factor=4)
+    _, ki = s[B].split(k1, factor=4)
     s[B].split(B.op.axis[0], factor=8)
     BF = s.rfactor(B, ki, 1)
     assert BF.shape[0] == n and BF.shape[1].value == 4

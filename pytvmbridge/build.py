@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core, progress
+from .error import TVMTypeError, TVMValueError
 
 Module = _core.Module
 LoweredFunc = _core.LoweredFunc
@@ -73,9 +74,9 @@ def build(
     if target is None:
         target = target_host or "llvm"
     if target_host is not None and not str(target_host).startswith("llvm"):
-        raise ValueError(f"target_host must be an llvm target, got {target_host!r}")
+        raise TVMValueError(f"target_host must be an llvm target, got {target_host!r}")
     if not isinstance(target, str):
-        raise TypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
+        raise TVMTypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
     with progress.busy(f"building {name}"):  # a bar only if it takes over a second
         return _core.build(s, list(args), target, name)
 
@@ -106,9 +107,9 @@ def time_evaluator(
         True
     """
     if func_name not in (None, self.entry_name):
-        raise ValueError(f"this module has one function, {self.entry_name!r}, not {func_name!r}")
+        raise TVMValueError(f"this module has one function, {self.entry_name!r}, not {func_name!r}")
     if number < 1 or repeat < 1:
-        raise ValueError(f"number and repeat must be >= 1, got number={number}, repeat={repeat}")
+        raise TVMValueError(f"number and repeat must be >= 1, got number={number}, repeat={repeat}")
 
     def evaluate(*arrays: Any) -> ProfileResult:
         self(*arrays)  # warm up, and fail early on bad arguments

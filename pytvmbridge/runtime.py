@@ -20,6 +20,7 @@ from typing import Any
 from . import nd
 from . import nd as ndarray
 from .build import Module
+from .error import TVMValueError
 from .nd import NDArray, cpu, empty, from_dlpack
 from .te import convert
 
@@ -58,7 +59,7 @@ def device(dev_type: Any, dev_id: int = 0) -> nd.Device:
         name = name.split()[0] if name.split() else name
     if name in ("cpu", "llvm", "c", "stackvm", 1):
         return cpu(dev_id)
-    raise ValueError(
+    raise TVMValueError(
         f"device: pytvmbridge compiles for the CPU only; {dev_type!r} is not available "
         "(use tvm.cpu(0) or tvm.device('llvm'))"
     )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _core
+from .error import TVMTypeError, TVMValueError
 
 Schedule = _core.Schedule
 Stage = _core.Stage
@@ -87,7 +88,9 @@ def _stage_fuse(self: Stage, *args: Any) -> Any:
         return _fuse(self, *args)
     leaves = self.leaf_iter_vars
     if not leaves:
-        raise ValueError(f"fuse() on stage '{self.op.name}': it has no loops to nest a loop around")
+        raise TVMValueError(
+            f"fuse() on stage '{self.op.name}': it has no loops to nest a loop around"
+        )
     outer, _ = _split(self, leaves[0], None, 1)
     return outer
 
@@ -106,7 +109,7 @@ def _stage_pragma(self: Stage, var: Any, pragma_type: str, pragma_value: Any = N
     """
     del pragma_value
     if not isinstance(pragma_type, str):
-        raise TypeError(f"pragma_type must be a string, got {type(pragma_type).__name__}")
+        raise TVMTypeError(f"pragma_type must be a string, got {type(pragma_type).__name__}")
     kind = _PRAGMA_KINDS.get(pragma_type)
     if kind is not None:
         getattr(self, kind)(var)
@@ -116,7 +119,7 @@ def _stage_set_scope(self: Stage, scope: str) -> None:
     """TVM's memory scope of a stage (``"global"``, ``"local"``, ``"shared"``): on a CPU
     every scope is ordinary memory, so this is accepted and has no effect."""
     if not isinstance(scope, str):
-        raise TypeError(f"scope must be a string, got {type(scope).__name__}")
+        raise TVMTypeError(f"scope must be a string, got {type(scope).__name__}")
 
 
 Stage.split = _stage_split

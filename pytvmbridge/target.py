@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .error import TVMTypeError, TVMValueError
+
 __all__ = ["Target", "TargetKind", "create"]
 
 _GPU_KINDS = ("cuda", "rocm", "opencl", "vulkan", "metal", "nvptx", "webgpu", "hexagon")
@@ -59,17 +61,19 @@ class Target:
         elif isinstance(target, str):
             text = target.strip()
         else:
-            raise TypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
+            raise TVMTypeError(
+                f"target must be a string such as 'llvm', got {type(target).__name__}"
+            )
         words = text.split()
         kind = words[0] if words else "llvm"
         if kind in _GPU_KINDS:
-            raise ValueError(
+            raise TVMValueError(
                 f"target {text!r}: pytvmbridge compiles for CPUs through LLVM only; use 'llvm'"
             )
         if kind in ("c", "cpu"):  # other names of a CPU target in TVM code
             kind = "llvm"
         if kind != "llvm":
-            raise ValueError(f"target {text!r}: unknown target kind {kind!r}; use 'llvm'")
+            raise TVMValueError(f"target {text!r}: unknown target kind {kind!r}; use 'llvm'")
         self.attrs: dict[str, str] = {}
         for word in words[1:]:
             key, _, value = word.lstrip("-").partition("=")
@@ -95,7 +99,7 @@ class Target:
         """The target of the innermost ``with Target(...)`` block, or None."""
         stack = getattr(_current, "stack", [])
         if not stack and not allow_none:
-            raise ValueError("no target is set: use `with tvm.target.Target('llvm'):`")
+            raise TVMValueError("no target is set: use `with tvm.target.Target('llvm'):`")
         return stack[-1] if stack else None
 
     def __enter__(self) -> Target:

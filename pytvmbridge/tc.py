@@ -80,6 +80,7 @@ from typing import Any
 
 from . import _core, frameworks
 from .bridges import Signature, call_allocating, call_inplace
+from .error import TVMTypeError, TVMValueError
 from .tc_options import (
     MappingOptions,
     Options,
@@ -243,7 +244,7 @@ class TcFunction:
             return
         if len(inputs) != len(self._fn.input_names):
             names = ", ".join(self._fn.input_names)
-            raise TypeError(
+            raise TVMTypeError(
                 f"{self.name}() takes {len(self._fn.input_names)} input(s) ({names}), "
                 f"got {len(inputs)}"
             )
@@ -252,7 +253,7 @@ class TcFunction:
             try:
                 fw = frameworks.framework_of(x)
             except TypeError as err:
-                raise TypeError(f"input {k} ('{self._fn.input_names[k]}'): {err}") from None
+                raise TVMTypeError(f"input {k} ('{self._fn.input_names[k]}'): {err}") from None
             shapes.append(list(fw.shape(x)))
             dtypes.append(fw.dtype(x))
         self._fn.prepare(shapes, dtypes)
@@ -278,7 +279,7 @@ class TcFunction:
             return call_allocating(sig, fw, inputs)
         outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
         if len(outs) != len(sig.outputs):
-            raise TypeError(f"{self.name}() has {len(sig.outputs)} output(s), got {len(outs)}")
+            raise TVMTypeError(f"{self.name}() has {len(sig.outputs)} output(s), got {len(outs)}")
         call_inplace(sig, inputs + outs)
         return out
 
@@ -403,9 +404,9 @@ def define(
     elif isinstance(lang, (bytes, bytearray)):
         source = bytes(lang)
     else:
-        raise TypeError(f"define() takes TC source as a str, got {type(lang).__name__}")
+        raise TVMTypeError(f"define() takes TC source as a str, got {type(lang).__name__}")
     if schedule != "auto" and schedule is not None and not callable(schedule):
-        raise TypeError(
+        raise TVMTypeError(
             f"define() schedule must be 'auto', None or a function (s, *outputs), got {schedule!r}"
         )
     # Each def compiles on its own: one that fails (a feature this front end lacks) raises its
@@ -421,7 +422,7 @@ def define(
         for f in functions:
             if f.name == name:
                 return f
-        raise ValueError(
+        raise TVMValueError(
             f"the TC source has no def named {name!r}; it defines "
             f"{', '.join(n for n, _ in entries)}"
         )
@@ -478,7 +479,7 @@ def _autograd_function() -> Any:
                 g = ctx.backward_fn(*inputs, *(x.contiguous() for x in grads))
                 g = tuple(g) if isinstance(g, (tuple, list)) else (g,)
                 if len(g) != len(inputs):
-                    raise ValueError(
+                    raise TVMValueError(
                         f"the backward function returned {len(g)} gradient(s) for "
                         f"{len(inputs)} input(s); return one per input (None for none)"
                     )
@@ -511,7 +512,7 @@ def make_autograd(forward: Any, backward: Any) -> Any:
         (tensor([3., 4.], dtype=torch.float64), tensor([1., 2.], dtype=torch.float64))
     """
     if not callable(forward) or not callable(backward):
-        raise TypeError(
+        raise TVMTypeError(
             "make_autograd(forward, backward) takes two callables (TC defs or functions), got "
             f"{type(forward).__name__} and {type(backward).__name__}"
         )
@@ -533,26 +534,26 @@ def _tc_define_forms(
     (so the source writes ``{sH}`` for a constant and ``{{``/``}}`` for braces)."""
     unknown = [k for k in tc_options if k not in _IGNORED_DEFINE_OPTIONS]
     if unknown:
-        raise TypeError(f"define() got an unexpected keyword argument {unknown[0]!r}")
+        raise TVMTypeError(f"define() got an unexpected keyword argument {unknown[0]!r}")
     if name is not None and not isinstance(name, str):
         if not (callable(name) or isinstance(name, MappingOptions)):
-            raise TypeError(
+            raise TVMTypeError(
                 f"define(): name must be a def's name or an options factory, got "
                 f"{type(name).__name__}"
             )
         name = None  # TC's mapping_options_factory: no effect on the CPU
     if constants:
         if not isinstance(lang, str):
-            raise TypeError("define(): constants= needs the TC source as a str")
+            raise TVMTypeError("define(): constants= needs the TC source as a str")
         try:
             lang = lang.format(**constants)
         except (KeyError, IndexError) as err:
-            raise ValueError(
+            raise TVMValueError(
                 f"define(): the TC source uses the constant {{{err.args[0]}}} but constants= "
                 f"gives only {', '.join(constants)}"
             ) from None
         except ValueError as err:
-            raise ValueError(
+            raise TVMValueError(
                 f"define(): cannot substitute constants= into the TC source ({err}); with "
                 "constants, braces that belong to TC must be doubled ({{ and }}), as in TC v0.1.1"
             ) from None
@@ -566,13 +567,13 @@ def _tc_call_options(name: str, out: Any, tc_options: dict[str, Any]) -> Any:
     if "outputs" in options:
         outputs = options.pop("outputs")
         if out is not None and outputs is not None:
-            raise TypeError(f"{name}() got both out= and outputs=; they are the same argument")
+            raise TVMTypeError(f"{name}() got both out= and outputs=; they are the same argument")
         out = outputs if out is None else out
         if isinstance(out, list):
             out = tuple(out)
     unknown = [k for k in options if k not in _IGNORED_CALL_OPTIONS]
     if unknown:
-        raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
+        raise TVMTypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
     return out
 
 

@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _core
+from . import schedule as schedule  # TVM code names tvm.te.schedule.Schedule
+from .error import TVMTypeError
 from .schedule import Schedule, Stage, create_schedule
 
 Expr = _core.Expr
@@ -136,7 +138,7 @@ def _axis_names(fcompute: Callable[..., Any], ndim: int, name: str) -> list[str]
             if variadic or len(required) == len(positional)
             else (f"{len(required)} to {len(positional)}")
         )
-        raise TypeError(
+        raise TVMTypeError(
             f"compute {name!r} has {ndim} dimension(s) but fcompute takes {count} "
             f"argument(s); it needs one index argument per dimension, e.g. lambda i, j: ..."
         )
@@ -170,7 +172,7 @@ def compute(
     if not isinstance(tag, str):
         raise TypeError(f"tag of compute {name!r} must be a str, got {type(tag).__name__}")
     if not callable(fcompute):
-        raise TypeError(f"fcompute of compute {name!r} must be callable, got {fcompute!r}")
+        raise TVMTypeError(f"fcompute of compute {name!r} must be callable, got {fcompute!r}")
     names = _axis_names(fcompute, _dims(shape), name)
     outputs = _core.compute(shape, fcompute, name, names, tag, attrs)
     return outputs[0] if len(outputs) == 1 else outputs
@@ -197,12 +199,12 @@ def _is_axis(axis: Any) -> bool:
 
 def _reduce(kind: str, expr: ExprLike, axis: Any, where: ExprLike | None) -> Expr:
     if axis is None:
-        raise TypeError(f"{kind}() needs axis=: a reduce_axis or a list of them")
+        raise TVMTypeError(f"{kind}() needs axis=: a reduce_axis or a list of them")
     if _is_axis(axis):
         return _core.reduce(kind, expr, axis, where)
     # TVM's reducers also combine two expressions element-wise: tvm.max(a, b).
     if where is not None:
-        raise TypeError(f"{kind}(a, b) combines two values and takes no where=")
+        raise TVMTypeError(f"{kind}(a, b) combines two values and takes no where=")
     if kind in ("max", "min"):
         return getattr(_core, kind)(expr, axis)
     if not isinstance(expr, Expr) and not isinstance(axis, Expr):
@@ -680,7 +682,7 @@ def _math(name: str, arity: int, meaning: str) -> Callable[..., Expr]:
 
     def function(*args: ExprLike) -> Expr:
         if len(args) != arity:
-            raise TypeError(f"{name}() takes {arity} argument(s), got {len(args)}")
+            raise TVMTypeError(f"{name}() takes {arity} argument(s), got {len(args)}")
         return _core.math_function(name, *args)
 
     params = ", ".join("te.var('x', 'float32')" if k == 0 else "1.0" for k in range(arity))

@@ -115,10 +115,11 @@ double ptb_erfcinv(double y) {
 double ptb_erfcx(double x) {
   if (std::isnan(x)) return kNaN;
   if (x < 25) return std::exp(x * x) * std::erfc(x);
-  // The asymptotic series 1/(x sqrt(pi)) * (1 - 1/(2x^2) + 3/(4x^4) - 15/(8x^6) + 105/(16x^8)):
-  // its first omitted term is below 1e-14 here.
+  // The asymptotic series 1/(x sqrt(pi)) * sum_k (-1)^k (2k-1)!! / (2x^2)^k, to k = 7: the first
+  // omitted term is below 3e-17 (relative) for x >= 25.
   double z = 1 / (2 * x * x);
-  double series = 1 - z * (1 - 3 * z * (1 - 5 * z * (1 - 7 * z)));
+  double series =
+      1 - z * (1 - 3 * z * (1 - 5 * z * (1 - 7 * z * (1 - 9 * z * (1 - 11 * z * (1 - 13 * z))))));
   return series / (x * std::sqrt(kPi));
 }
 

@@ -54,6 +54,8 @@ def test_every_te_name_is_also_at_the_top_level():
         assert getattr(tvm, name) is getattr(te, name), name
     for name in ("create_schedule", "placeholder", "compute", "reduce_axis", "var", "sum"):
         assert name in te.__all__
+    s = te.create_schedule(te.compute((2,), lambda i: i, name="B").op)
+    assert isinstance(s, tvm.te.schedule.Schedule) and isinstance(s, tvm.Schedule)
 
 
 def test_dtype_names():
@@ -325,3 +327,27 @@ def test_export_raises_not_implemented_naming_the_feature():
     ):
         with pytest.raises(NotImplementedError, match="export"):
             call()
+
+
+# ---- the docstring examples of the compatibility modules ----
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pytvmbridge.error",
+        "pytvmbridge.runtime",
+        "pytvmbridge.schedule",
+        "pytvmbridge.target",
+        "pytvmbridge.tc_options",
+        "pytvmbridge.te",
+        "pytvmbridge.testing",
+        "pytvmbridge.tir",
+    ],
+)
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

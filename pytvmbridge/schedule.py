@@ -19,6 +19,17 @@ from .error import TVMTypeError, TVMValueError
 
 Schedule = _core.Schedule
 Stage = _core.Stage
+if not Schedule.__doc__:
+    Schedule.__doc__ = (
+        "The schedule of a set of outputs: ``s[T]`` is the Stage of tensor T; ``cache_write``, "
+        "``cache_read`` and ``rfactor`` rewrite the data flow. Made by ``create_schedule``."
+    )
+if not Stage.__doc__:
+    Stage.__doc__ = (
+        "How one operation is computed: its loops (``split``, ``tile``, ``fuse``, ``reorder``), "
+        "their kinds (``vectorize``, ``parallel``, ``unroll``) and where it is computed "
+        "(``compute_at``, ``compute_inline``, ``compute_root``)."
+    )
 
 
 def create_schedule(ops: Any | Sequence[Any]) -> Schedule:

@@ -47,7 +47,7 @@ class Target:
         ...     tvm.target.Target("cuda")
         ... except ValueError as err:
         ...     print(str(err)[:44])
-        target 'cuda': pytvmbridge compiles for CPU
+        target 'cuda': pytvmbridge compiles for CPUs
     """
 
     def __init__(self, target: Any = "llvm", host: Any = None) -> None:

@@ -657,9 +657,9 @@ _tensor_read = Tensor.__getitem__
 
 
 def _tensor_getitem(self: Tensor, key: Any) -> Any:
-    count = len(key) if isinstance(key, tuple) else 1
+    count = len(key) if isinstance(key, (tuple, list)) else 1
     if 0 < count < self.ndim and not isinstance(key, slice):
-        return TensorSlice(self, key if isinstance(key, tuple) else (key,))
+        return TensorSlice(self, tuple(key) if isinstance(key, (tuple, list)) else (key,))
     return _tensor_read(self, key)
 
 

@@ -87,7 +87,7 @@ ASAN_PYTESTS := tests/python/test_te.py tests/python/test_schedule.py \
 	tests/python/test_schedule_errors.py tests/python/test_schedule_sizes.py \
 	tests/python/test_build.py tests/python/test_kernel.py tests/python/test_tc.py \
 	tests/python/test_tc_errors.py tests/python/test_nd.py
-ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:detect_odr_violation=0 \
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:detect_odr_violation=0:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 test-asan: setup

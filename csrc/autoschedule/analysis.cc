@@ -24,6 +24,8 @@ StageKind classify(const Stage& st) {
     case ReduceKind::kMin:
     case ReduceKind::kMax:
       return StageKind::kReduction;
+    case ReduceKind::kCustom:  // user reducers (argmax...): no rule knows their combiner
+      return StageKind::kOther;
   }
   return StageKind::kOther;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <Python.h>
+#include <cxxabi.h>
 
 #include <chrono>
 #include <exception>
@@ -27,11 +28,21 @@ inline bool interpreter_finalizing() {
 #endif
 }
 
+[[noreturn]] inline void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 inline void take_gil_back(PyThreadState* state) {
-  if (interpreter_finalizing()) {
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  if (interpreter_finalizing()) park_forever();
+  try {
+    PyEval_RestoreThread(state);
+  } catch (abi::__forced_unwind&) {
+    // Finalization began while this thread waited for the GIL: Python ended it with
+    // pthread_exit(), whose unwind would run our callers' destructors (Py_DECREFs) without the
+    // GIL. Park inside the handler instead (leaving it without a rethrow would abort); the
+    // process is about to end.
+    park_forever();
   }
-  PyEval_RestoreThread(state);
 }
 
 template <typename F>

@@ -81,11 +81,19 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
     }
   }
 
-  auto jit = JITModule::compile({generic, compact}, tgt, name);
-  KernelFn generic_fn = jit->lookup(generic.name);
+  // Only the compact variant is compiled now; the strided one when strided arrays first come.
+  auto jit = JITModule::compile({compact}, tgt, name);
   KernelFn compact_fn = jit->lookup(compact.name);
-  auto module = std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit,
-                                         generic_fn, compact_fn, to_string(generic.body));
+  GenericCompiler compile_generic = [generic, tgt, name] {
+    return on_deep_stack([&] {
+      auto generic_jit = JITModule::compile({generic}, tgt, name);
+      KernelFn fn = generic_jit->lookup(generic.name);
+      return std::make_pair(std::move(generic_jit), fn);
+    });
+  };
+  auto module =
+      std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit, nullptr,
+                               compact_fn, to_string(generic.body), std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

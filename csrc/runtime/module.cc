@@ -197,18 +197,30 @@ std::string strides_str(const DLTensor& t) {
 
 Module::Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> slots,
                std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact,
-               std::string lowered)
+               std::string lowered, GenericCompiler compile_generic)
     : name_(std::move(name)),
       args_(std::move(args)),
       slots_(std::move(slots)),
       jit_(std::move(jit)),
       generic_(generic),
+      compile_generic_(std::move(compile_generic)),
       compact_(compact),
       lowered_(std::move(lowered)) {
   for (const ArgSpec& a : args_) {
     for (const DimSpec& d : a.dims) has_expr_dims_ |= d.kind == DimSpec::Kind::kExpr;
   }
   for (const Expr& v : slots_) slot_max_.push_back(type_max(v.dtype()));
+}
+
+KernelFn Module::generic_kernel() const {
+  std::lock_guard<std::mutex> lock(generic_mu_);
+  if (!generic_) {
+    PTB_ICHECK(compile_generic_, "kernel '", name_, "' has no variant for strided arrays");
+    auto [jit, fn] = compile_generic_();
+    generic_jit_ = std::move(jit);
+    generic_ = fn;
+  }
+  return generic_;
 }
 
 void Module::check_size_fits(size_t arg, size_t dim, int slot, int64_t got) const {
@@ -374,7 +386,7 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
       }
     }
   }
-  KernelFn fn = all_compact ? compact_ : generic_;
+  KernelFn fn = all_compact ? compact_ : generic_kernel();
   int32_t rc = fn(data, slots);
   if (rc == PTB_ERROR_PACKED_CALL) {
     // The packed function's own exception (a Python one stays itself).

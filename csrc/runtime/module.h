@@ -5,7 +5,9 @@
 #include <dlpack/dlpack.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,10 +45,17 @@ struct InternalSize {
   Expr expr;
 };
 
+// Compiles the strided (generic) variant of a kernel on demand: the JIT holding it and its entry.
+using GenericCompiler = std::function<std::pair<std::shared_ptr<JITModule>, KernelFn>()>;
+
 class Module {
  public:
+  // `generic` may be null with `compile_generic` set: the variant for strided arrays is then
+  // compiled the first time such arrays arrive (most callers pass compact arrays only, and
+  // compiling both variants up front doubled the build time).
   Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> slots,
-         std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact, std::string lowered);
+         std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact, std::string lowered,
+         GenericCompiler compile_generic = nullptr);
 
   const std::string& name() const { return name_; }
   const std::vector<ArgSpec>& args() const { return args_; }
@@ -69,6 +78,7 @@ class Module {
 
  private:
   std::string describe(size_t i) const;
+  KernelFn generic_kernel() const;
   void bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const;
   // ValueError naming the argument when size `got` does not fit the type of slot's variable.
   void check_size_fits(size_t arg, size_t dim, int slot, int64_t got) const;
@@ -82,7 +92,10 @@ class Module {
   std::vector<Expr> slots_;        // the Var of each scalar slot
   std::vector<int64_t> slot_max_;  // the largest value each slot's type holds
   std::shared_ptr<JITModule> jit_;
-  KernelFn generic_;
+  mutable std::mutex generic_mu_;
+  mutable std::shared_ptr<JITModule> generic_jit_;  // when the generic variant came later
+  mutable KernelFn generic_;
+  GenericCompiler compile_generic_;
   KernelFn compact_;
   std::string lowered_;
   bool has_expr_dims_ = false;  // some size is an expression, checked after binding

@@ -335,3 +335,31 @@ def test_kernel_and_tc_use_auto_schedule_by_default():
     assert "ptb_parallel_for" not in naive_tc.module.get_source("ll")
     with pytest.raises(TypeError, match="schedule must be 'auto', None or a function"):
         tvm.tc.define(src, schedule="fast")
+
+
+def test_strided_variant_is_compiled_on_first_strided_call():
+    # build() compiles the variant for compact arrays only; the strided one comes with the
+    # first strided call (also from several threads at once) and both give NumPy's values.
+    import threading
+
+    args, _ = matmul_relu(24, 20, 16)
+    f = tvm.build(tvm.auto_schedule(args[-1]), args)
+    source = f.get_source("ll")
+    assert "@ptb.default_function_compact(" in source
+    assert "@ptb.default_function(" not in source
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((24, 32), dtype="float32")[:, ::2]  # strided rows
+    b = rng.standard_normal((16, 20), dtype="float32")
+    bias = rng.standard_normal(20, dtype="float32")
+    expected = np.maximum(a @ b + bias, 0.0)
+    compact = np.zeros((24, 20), "float32")
+    f(np.ascontiguousarray(a), b, bias, compact)
+    np.testing.assert_allclose(compact, expected, rtol=1e-5, atol=1e-5)
+    outs = [np.zeros((24, 20), "float32") for _ in range(4)]
+    threads = [threading.Thread(target=f, args=(a, b, bias, o)) for o in outs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for o in outs:
+        np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-5)

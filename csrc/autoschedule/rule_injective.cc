@@ -14,6 +14,19 @@ void schedule_injective(Context& ctx, const Stage& st) {
   std::vector<IterVar> axes = st->leaf_iter_vars;
   if (axes.empty()) return;
   int64_t lanes = ctx.lanes(c->output_dtype(0));
+  // Trailing axes of extent one (a pooled (n, c, 1, 1) output) move outside the last axis that
+  // iterates, which becomes the vector axis: left innermost they hide the contiguous axis, LLVM
+  // then vectorizes and fully unrolls the whole nest itself (thousands of instructions, slow to
+  // compile).
+  size_t units = 0;
+  while (units + 1 < axes.size() && const_extent(axes[axes.size() - 1 - units]) == 1) ++units;
+  if (units > 0 && const_extent(axes[axes.size() - 1 - units]) != 1) {
+    std::vector<IterVar> order(axes.begin(), axes.end() - static_cast<int64_t>(units) - 1);
+    order.insert(order.end(), axes.end() - static_cast<int64_t>(units), axes.end());
+    order.push_back(axes[axes.size() - 1 - units]);
+    reorder(st, order);
+    axes = order;
+  }
   IterVar inner = axes.back();
   std::vector<IterVar> outer(axes.begin(), axes.end() - 1);
   auto extent = const_extent(inner);

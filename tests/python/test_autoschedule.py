@@ -363,3 +363,19 @@ def test_strided_variant_is_compiled_on_first_strided_call():
         t.join()
     for o in outs:
         np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_unit_inner_axes_move_outside_the_vector_axis():
+    # A pooled (8, 16, 1, 1) output: the injective rule vectorizes the channel axis, moving the
+    # two unit axes outside it (not one scalar loop per image).
+    from pytvmbridge import topi
+
+    x = tvm.placeholder((8, 16, 5, 5), name="x")
+    y = topi.nn.adaptive_avg_pool2d(x, (1, 1))
+    s = tvm.auto_schedule([y])
+    text = str(tvm.lower(s, [x, y]))
+    assert "x16(25.0)" in text or "x8(25.0)" in text  # the division is vectorized
+    data = np.random.default_rng(0).standard_normal((8, 16, 5, 5), dtype="float32")
+    out = np.zeros((8, 16, 1, 1), "float32")
+    tvm.build(s, [x, y])(data, out)
+    np.testing.assert_allclose(out, data.mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)

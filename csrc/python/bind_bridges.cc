@@ -291,14 +291,33 @@ PyObject* bridge_call(Caller* self, PyObject* const* args, Py_ssize_t n) {
   return call_allocating(*v, in, self->framework, self->alloc);
 }
 
+// Whether a tensor has more than 2**31 - 1 elements (without overflowing on huge shapes).
+bool past_int32(const DLTensor& t) {
+  constexpr int64_t kInt32Max = 2147483647;
+  int64_t count = 1;
+  bool past = false;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] == 0) return false;
+    if (past || t.shape[d] > kInt32Max / count) {
+      past = true;
+    } else {
+      count *= t.shape[d];
+    }
+  }
+  return past;
+}
+
 // A kernel's layout class of its inputs: per input dtype and rank, then for each dimension the
-// index of its size among the distinct sizes seen so far (kernel.py builds the same classes).
+// index of its size among the distinct sizes seen so far, then whether an input has 2**31
+// elements or more (kernel.py builds the same classes; such inputs get int64 size variables, a
+// variant of their own).
 size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t capacity) {
   int64_t seen[64];
   size_t n_seen = 0, len = 0;
+  bool wide = false;
   for (Py_ssize_t k = 0; k < n; ++k) {
     const DLTensor& t = in[k].tensor();
-    if (len + 1 + t.ndim > capacity) return 0;
+    if (len + 2 + t.ndim > capacity) return 0;
     key[len++] = (int64_t{t.dtype.code} << 40) | (int64_t{t.dtype.bits} << 32) | t.ndim;
     for (int d = 0; d < t.ndim; ++d) {
       size_t id = 0;
@@ -309,7 +328,9 @@ size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t cap
       }
       key[len++] = static_cast<int64_t>(id);
     }
+    wide = wide || past_int32(t);
   }
+  key[len++] = wide ? 1 : 0;
   return len;
 }
 

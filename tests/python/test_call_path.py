@@ -198,3 +198,30 @@ def test_a_caller_is_collected_with_its_module():
     gc.collect()
     assert sys.getrefcount(m) == before
     assert isinstance(to_numpy(m), _core.Caller)
+
+
+def test_kernel_picks_the_int64_variant_after_a_small_call():
+    # A small call caches the int32-size variant; a later call with 2**31 elements or more in
+    # one input must compile and run the int64 one, not raise (the layout key says "wide").
+    # Broadcast views (stride 0) make the huge inputs cost no memory.
+    @tvm.kernel
+    def tail_plus(A, B):
+        n = A.shape[0]
+        return tvm.compute((4,), lambda i: A[n - 4 + i.astype(n.dtype)] + B[i], name="T")
+
+    small_a = np.arange(10, dtype="int8")
+    b = np.array([1, 2, 3, 4], dtype="int8")
+    np.testing.assert_array_equal(tail_plus(small_a, b), small_a[-4:] + b)
+    huge_a = np.broadcast_to(np.int8(5), (2**31 + 7,))
+    np.testing.assert_array_equal(tail_plus(huge_a, b), np.int8(5) + b)
+    np.testing.assert_array_equal(tail_plus(torch.from_numpy(small_a), b).numpy(), small_a[-4:] + b)
+    assert tail_plus.compilations == 2
+    # 2-D: 65537 x 32768 elements, each dimension within int32, the product past it.
+    @tvm.kernel
+    def corner(A):
+        return tvm.compute((1,), lambda i: A[A.shape[0] - 1, A.shape[1] - 1] * 2, name="C")
+
+    np.testing.assert_array_equal(corner(np.full((3, 3), 7, "int8")), [14])
+    huge_2d = np.broadcast_to(np.int8(9), (65537, 32768))
+    np.testing.assert_array_equal(corner(huge_2d), [18])
+    assert corner.compilations == 2

@@ -533,6 +533,13 @@ PyObject* caller_kernel(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
                              : py::cast<std::vector<std::string>>(args[1]);
     self->state->n_inputs = py::cast<Py_ssize_t>(args[2]);
     self->bridge = false;
+    // Python 3.11 does not pass Py_TPFLAGS_HAVE_VECTORCALL on to a Python subclass (Kernel), so
+    // its calls would build an argument tuple and go through tp_call. A subclass that keeps the
+    // inherited tp_call (no __call__ of its own) is called exactly like a Caller: say so.
+    PyTypeObject* type = Py_TYPE(obj);
+    if (type->tp_call == PyVectorcall_Call && type->tp_vectorcall_offset == offsetof(Caller, vectorcall)) {
+      type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+    }
     Py_RETURN_NONE;
   } catch (py::error_already_set& e) {
     e.restore();

@@ -537,7 +537,8 @@ PyObject* caller_kernel(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
     // its calls would build an argument tuple and go through tp_call. A subclass that keeps the
     // inherited tp_call (no __call__ of its own) is called exactly like a Caller: say so.
     PyTypeObject* type = Py_TYPE(obj);
-    if (type->tp_call == PyVectorcall_Call && type->tp_vectorcall_offset == offsetof(Caller, vectorcall)) {
+    if (type->tp_call == PyVectorcall_Call &&
+        type->tp_vectorcall_offset == offsetof(Caller, vectorcall)) {
       type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
     }
     Py_RETURN_NONE;

@@ -78,8 +78,8 @@ DLManagedTensorVersioned* new_torch_block(int ndim, const int64_t* shape, DLData
   managed->manager_ctx = nullptr;
   managed->deleter = free_torch_block;
   managed->flags = 0;
-  managed->dl_tensor = DLTensor{static_cast<char*>(block) + offset, DLDevice{kDLCPU, 0}, ndim,
-                                dtype, dims, nullptr, 0};
+  managed->dl_tensor = DLTensor{
+      static_cast<char*>(block) + offset, DLDevice{kDLCPU, 0}, ndim, dtype, dims, nullptr, 0};
   return managed;
 }
 

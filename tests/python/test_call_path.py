@@ -216,6 +216,7 @@ def test_kernel_picks_the_int64_variant_after_a_small_call():
     np.testing.assert_array_equal(tail_plus(huge_a, b), np.int8(5) + b)
     np.testing.assert_array_equal(tail_plus(torch.from_numpy(small_a), b).numpy(), small_a[-4:] + b)
     assert tail_plus.compilations == 2
+
     # 2-D: 65537 x 32768 elements, each dimension within int32, the product past it.
     @tvm.kernel
     def corner(A):

@@ -1,0 +1,123 @@
+"""Whole models through torch.compile: pytvmbridge's backend vs eager vs Inductor with freezing.
+
+Per model (benchmarks/models/, random weights) and batch size (1 and 8), float32, 2 threads:
+median latency of eager PyTorch, of ``torch.compile(backend="inductor")`` with
+``torch._inductor.config.freezing = True`` and of ``torch.compile(backend="pytvmbridge")``,
+plus the compile time (first call) of each compiled variant, all in one run, under
+``torch.no_grad()``. Prints a table and writes benchmarks/results/models.json.
+
+    .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
+
+``--quick``: the small test sizes of each model, batch 1 only, few repetitions (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pytvmbridge as tvm  # noqa: E402
+from benchmarks.models import MODELS, build  # noqa: E402
+
+
+def median_ms(fn, x, min_time: float, min_runs: int, max_runs: int) -> float:
+    fn(x)
+    samples, start = [], time.perf_counter()
+    while len(samples) < min_runs or (
+        time.perf_counter() - start < min_time and len(samples) < max_runs
+    ):
+        t = time.perf_counter()
+        fn(x)
+        samples.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(samples)
+
+
+def compiled(model, backend: str):
+    torch._dynamo.reset()
+    fn = torch.compile(model, backend=backend)
+    return fn
+
+
+def first_call_s(fn, x) -> float:
+    start = time.perf_counter()
+    fn(x)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small models, batch 1, few runs")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batches", default=None)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "models.json"))
+    opts = parser.parse_args()
+    batches = [int(b) for b in (opts.batches or ("1" if opts.quick else "1,8")).split(",")]
+    min_time, min_runs, max_runs = (0.2, 3, 10) if opts.quick else (1.5, 5, 50)
+    torch.set_num_threads(opts.threads)
+    tvm.set_num_threads(opts.threads)
+    import torch._inductor.config as inductor_config
+
+    inductor_config.freezing = True
+
+    rows = []
+    header = (
+        f"{'model':<13}{'batch':>6}{'eager ms':>10}{'inductor ms':>13}{'ours ms':>10}"
+        f"{'ours/ind':>10}{'ind compile s':>15}{'ours compile s':>16}"
+    )
+    print(f"torch {torch.__version__}, {opts.threads} threads, float32, no_grad")
+    print(header)
+    for name in opts.models.split(","):
+        for batch in batches:
+            model, x = build(name, batch=batch, small=opts.quick)
+            with torch.no_grad():
+                eager = median_ms(model, x, min_time, min_runs, max_runs)
+                ind = compiled(model, "inductor")
+                ind_compile = first_call_s(ind, x)
+                ind_ms = median_ms(ind, x, min_time, min_runs, max_runs)
+                ours = compiled(model, "pytvmbridge")
+                ours_compile = first_call_s(ours, x)
+                torch.testing.assert_close(ours(x), model(x), rtol=1e-3, atol=1e-3)
+                ours_ms = median_ms(ours, x, min_time, min_runs, max_runs)
+            row = {
+                "model": name,
+                "batch": batch,
+                "eager_ms": eager,
+                "inductor_freezing_ms": ind_ms,
+                "pytvmbridge_ms": ours_ms,
+                "inductor_compile_s": ind_compile,
+                "pytvmbridge_compile_s": ours_compile,
+            }
+            rows.append(row)
+            print(
+                f"{name:<13}{batch:>6}{eager:>10.2f}{ind_ms:>13.2f}{ours_ms:>10.2f}"
+                f"{ours_ms / ind_ms:>10.2f}{ind_compile:>15.1f}{ours_compile:>16.1f}",
+                flush=True,
+            )
+    ratios = [r["pytvmbridge_ms"] / r["inductor_freezing_ms"] for r in rows]
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    print(f"geometric mean of ours/inductor-freezing: {geomean:.2f}")
+    out = Path(opts.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "torch": torch.__version__,
+        "threads": opts.threads,
+        "quick": opts.quick,
+        "rows": rows,
+        "geomean_ours_over_inductor_freezing": geomean,
+    }
+    out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Models for the graph backend's tests and benchmarks, written here with random weights
+(torchvision's wheel does not load against the CPU torch build on this machine).
+
+Each builder takes size knobs (width, image size, layers) so the tests can run small versions;
+``MODELS`` maps a name to ``(builder for the full-size model, input shape for a batch of 1)``.
+
+Example:
+    >>> import torch
+    >>> from benchmarks.models import build
+    >>> model, x = build("mlp", batch=2)
+    >>> model(x).shape
+    torch.Size([2, 10])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .bert import BertLayer
+from .control_flow import GatedNet
+from .mlp import MLP
+from .mobilenet import MobileNetV2
+from .resnet import resnet18, resnet50
+
+# name -> (builder(**size) -> model, input shape without the batch, full-size kwargs, small kwargs)
+MODELS: dict[str, tuple[Callable[..., torch.nn.Module], Callable[[dict], tuple], dict, dict]] = {
+    "resnet18": (resnet18, lambda k: (3, k.get("image", 224), k.get("image", 224)), {},
+                 {"width": 8, "image": 32, "num_classes": 10}),
+    "resnet50": (resnet50, lambda k: (3, k.get("image", 224), k.get("image", 224)), {},
+                 {"width": 8, "image": 32, "num_classes": 10}),
+    "mobilenet_v2": (MobileNetV2, lambda k: (3, k.get("image", 224), k.get("image", 224)), {},
+                     {"width_mult": 0.25, "image": 32, "num_classes": 10}),
+    "bert_layer": (BertLayer, lambda k: (k.get("seq", 128), k.get("hidden", 768)), {},
+                   {"hidden": 64, "heads": 4, "seq": 16}),
+    "mlp": (MLP, lambda k: (k.get("in_features", 784),), {}, {"in_features": 32, "hidden": 64}),
+    "gated": (GatedNet, lambda k: (k.get("features", 256),), {}, {"features": 16}),
+}  # fmt: skip
+
+
+def build(name: str, batch: int = 1, small: bool = False, seed: int = 0) -> tuple[Any, Any]:
+    """``(model in eval mode, random input of the given batch)`` for model ``name``."""
+    builder, shape_of, full, small_kwargs = MODELS[name]
+    kwargs = dict(small_kwargs if small else full)
+    torch.manual_seed(seed)
+    size_only = {"image", "seq"}
+    model = builder(**{k: v for k, v in kwargs.items() if k not in size_only}).eval()
+    _randomize_norms(model)
+    return model, torch.randn(batch, *shape_of(kwargs))
+
+
+def _randomize_norms(model: torch.nn.Module) -> None:
+    """Batch-norm statistics away from (0, 1) so a wrong folding would show."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.2, 0.2)
+
+
+__all__ = ["MODELS", "build"]

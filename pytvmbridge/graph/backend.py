@@ -1,0 +1,99 @@
+"""The ``torch.compile`` backend: ``torch.compile(model, backend="pytvmbridge")``.
+
+Dynamo hands the backend a Python-level FX graph; AOT autograd lowers it to core ATen operators
+(with the core ATen decompositions) and splits forward from backward when gradients are needed.
+Both graphs go through :func:`~pytvmbridge.graph.partition.partition_and_compile`: supported
+operators run as compiled kernels, the rest (for instance ``convolution_backward``) stays in
+PyTorch. The backend is registered under the ``torch_dynamo_backends`` entry point, so no import
+of pytvmbridge is needed.
+
+Options (``torch.compile(..., options={...})``): ``strict`` (raise on the first operator that
+would stay in PyTorch), ``num_threads`` (threads of the compiled kernels), ``tuning_log_file``
+(accepted and stored for tuned schedules), ``target`` (an ``llvm`` target string).
+
+Example:
+    >>> import torch
+    >>> f = torch.compile(lambda x: torch.relu(x) * 2, backend="pytvmbridge")
+    >>> f(torch.tensor([-1.0, 3.0]))
+    tensor([0., 6.])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .partition import partition_and_compile
+
+KNOWN_OPTIONS = ("strict", "num_threads", "tuning_log_file", "target", "opt_level")
+
+
+@dataclass
+class BackendOptions:
+    """Parsed ``options`` of the backend (see the module docstring)."""
+
+    strict: bool = False
+    num_threads: int | None = None
+    tuning_log_file: str | None = None
+    target: str = "llvm"
+    opt_level: int = 3
+
+    @classmethod
+    def parse(cls, options: dict[str, Any] | None) -> BackendOptions:
+        options = dict(options or {})
+        unknown = sorted(set(options) - set(KNOWN_OPTIONS))
+        if unknown:
+            raise ValueError(
+                f"options: unknown key(s) {unknown} for backend 'pytvmbridge'; "
+                f"expected some of {list(KNOWN_OPTIONS)}"
+            )
+        parsed = cls(**options)
+        if parsed.num_threads is not None and (
+            not isinstance(parsed.num_threads, int) or parsed.num_threads < 1
+        ):
+            raise ValueError(
+                f"options['num_threads'] must be an int >= 1, found {parsed.num_threads!r}"
+            )
+        return parsed
+
+
+# Compilations done by the backend (one per forward or backward graph), for tests and users.
+compile_count = 0
+
+
+def _graph_compiler(opts: BackendOptions) -> Any:
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    def compile_aten(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        global compile_count
+        compile_count += 1
+        if opts.num_threads is not None:
+            from .. import set_num_threads
+
+            set_num_threads(opts.num_threads)
+        compiled = partition_and_compile(gm, strict=opts.strict, target=opts.target)
+        return make_boxed_func(compiled.forward)
+
+    return compile_aten
+
+
+def pytvmbridge_backend(
+    gm: torch.fx.GraphModule, example_inputs: list[Any], options: dict | None = None, **_: Any
+) -> Any:
+    """Dynamo backend entry: lower ``gm`` with AOT autograd and compile what is supported."""
+    from torch._decomp import core_aten_decompositions
+    from torch._dynamo.backends.common import aot_autograd
+
+    opts = BackendOptions.parse(options)
+    compiler = _graph_compiler(opts)
+    backend = aot_autograd(
+        fw_compiler=compiler,
+        bw_compiler=compiler,
+        decompositions=core_aten_decompositions(),
+    )
+    return backend(gm, example_inputs)
+
+
+__all__ = ["KNOWN_OPTIONS", "BackendOptions", "pytvmbridge_backend"]

@@ -1,0 +1,272 @@
+"""compile_graph(): an ATen-level FX graph whose operators are all supported -> CompiledGraph.
+
+The whole graph becomes one tensor-expression graph (one placeholder per tensor input, one
+topi computation per operator), scheduled by ``auto_schedule`` as a whole (so elementwise
+chains are inlined and bias/batch-norm/activation/residual epilogues fuse into the convolution or
+matmul that feeds them) and compiled into one LLVM function: running the graph is one call from
+Python into C++. A dimension that is symbolic in the FX graph (``s0``) becomes a size variable of
+the kernel, bound from the input arrays at each call, so one compilation serves every size.
+
+``CompiledGraph`` keeps its state as plain data: the compiled Module, which graph inputs it takes
+(``tensor_inputs``), how each symbolic size is found (``size_bindings``) and each output's
+shape, as integers or sympy expressions over the sizes (``output_shapes``).
+
+Example:
+    >>> import torch
+    >>> from pytvmbridge.graph import compile_graph
+    >>> from torch.fx.experimental.proxy_tensor import make_fx
+    >>> gm = make_fx(lambda x, y: torch.relu(x + y))(torch.ones(3), torch.ones(3))
+    >>> cg = compile_graph(gm, [torch.ones(3), -torch.ones(3) * 2])
+    >>> cg(torch.tensor([1.0, 2.0, 3.0]), torch.ones(3) * -2)
+    tensor([0., 0., 1.])
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+import torch
+
+from .. import te
+from ..autoschedule import auto_schedule
+from ..build import Module, build
+from ..schedule import create_schedule
+from .ops import CONVERTERS
+
+_DTYPES = {torch.float32: "float32"}
+
+
+class UnsupportedGraphError(NotImplementedError):
+    """A graph holds an operator or value the graph compiler cannot convert."""
+
+
+def _sym_to_expr(expr: Any, size_vars: dict[str, te.Var]) -> Any:
+    """A sympy expression over symbolic sizes -> a TE expression over size variables."""
+    if isinstance(expr, (int, sympy.Integer)):
+        return int(expr)
+    if isinstance(expr, sympy.Symbol):
+        name = str(expr)
+        if name not in size_vars:
+            size_vars[name] = te.size_var(name)
+        return size_vars[name]
+    if isinstance(expr, sympy.Add):
+        terms = [_sym_to_expr(a, size_vars) for a in expr.args]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out + t
+        return out
+    if isinstance(expr, sympy.Mul):
+        terms = [_sym_to_expr(a, size_vars) for a in expr.args]
+        out = terms[0]
+        for t in terms[1:]:
+            out = out * t
+        return out
+    if type(expr).__name__ == "FloorDiv":
+        return te.floordiv(*(_sym_to_expr(a, size_vars) for a in expr.args))
+    raise UnsupportedGraphError(f"symbolic size expression {expr} is not supported")
+
+
+def _dim_value(dim: Any, size_vars: dict[str, te.Var]) -> Any:
+    if isinstance(dim, torch.SymInt):
+        return _sym_to_expr(dim.node.expr, size_vars)
+    return int(dim)
+
+
+def _shape_spec(shape: Sequence[Any]) -> list[Any]:
+    """Shape as ints and sympy expressions (plain data: picklable, evaluable later)."""
+    return [d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in shape]
+
+
+@dataclass
+class CompiledGraph:
+    """A compiled graph: call it with the graph's inputs to get its outputs.
+
+    ``tensor_inputs[k]`` is the graph input passed as the Module's k-th argument; the outputs
+    follow. ``size_bindings`` maps each size symbol to ``(input, dim)`` or ``(input, None)`` (a
+    symbolic-int input); ``output_shapes`` holds ints or sympy expressions of those symbols;
+    ``output_tuple`` says whether the graph returns a tuple (else one tensor).
+    """
+
+    module: Module
+    num_inputs: int
+    tensor_inputs: list[int]
+    size_bindings: dict[str, tuple[int, int | None]]
+    output_shapes: list[list[Any]]
+    output_dtypes: list[torch.dtype]
+    output_of: list[int]  # graph output -> index into the Module's outputs
+    output_tuple: bool
+
+    def _sizes(self, args: Sequence[Any]) -> dict[str, int]:
+        env = {}
+        for name, (index, dim) in self.size_bindings.items():
+            env[name] = int(args[index] if dim is None else args[index].shape[dim])
+        return env
+
+    @staticmethod
+    def _eval(dim: Any, env: dict[str, int]) -> int:
+        if isinstance(dim, int):
+            return dim
+        return int(dim.xreplace({s: env[str(s)] for s in dim.free_symbols}))
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != self.num_inputs:
+            raise TypeError(f"compiled graph takes {self.num_inputs} inputs, found {len(args)}")
+        env = self._sizes(args) if self.size_bindings else {}
+        outs = []
+        for shape, dtype in zip(self.output_shapes, self.output_dtypes, strict=True):
+            dims = [self._eval(d, env) for d in shape]
+            outs.append(torch.empty(dims, dtype=dtype))
+        self.module(*(args[i] for i in self.tensor_inputs), *outs)
+        results = tuple(outs[i] for i in self.output_of)
+        return results if self.output_tuple else results[0]
+
+
+def _convert_arg(value: Any, env: dict[torch.fx.Node, Any], size_vars: dict) -> Any:
+    if isinstance(value, torch.fx.Node):
+        if value in env:
+            return env[value]
+        raise UnsupportedGraphError(f"value {value.name} is not available")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_convert_arg(v, env, size_vars) for v in value)
+    if isinstance(value, torch.SymInt):
+        return _dim_value(value, size_vars)
+    return value
+
+
+def import_graph(gm: torch.fx.GraphModule) -> tuple[list[Any], list[Any], dict[str, te.Var]]:
+    """Convert every node of ``gm`` to TE: returns (placeholders, outputs, size variables).
+
+    Placeholders are TE tensors (tensor inputs), TE expressions (symbolic-int inputs) or None.
+    """
+    size_vars: dict[str, te.Var] = {}
+    env: dict[torch.fx.Node, Any] = {}
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder":
+            if isinstance(val, torch.Tensor):
+                if val.dtype not in _DTYPES:
+                    raise UnsupportedGraphError(f"input {node.name} has dtype {val.dtype}")
+                shape = [_dim_value(d, size_vars) for d in val.shape]
+                env[node] = te.placeholder(shape, _DTYPES[val.dtype], name=node.name)
+            elif isinstance(val, torch.SymInt):
+                env[node] = _dim_value(val, size_vars)
+            elif isinstance(val, (int, float)):
+                env[node] = val
+            else:
+                raise UnsupportedGraphError(f"input {node.name} has no tensor metadata")
+            inputs.append(env[node])
+        elif node.op == "call_function":
+            if node.target not in CONVERTERS:
+                raise UnsupportedGraphError(f"operator {node.target} is not supported")
+            args = _convert_arg(node.args, env, size_vars)
+            kwargs = {k: _convert_arg(v, env, size_vars) for k, v in node.kwargs.items()}
+            if node.target is not operator.getitem:
+                kwargs.pop("memory_format", None)
+            env[node] = CONVERTERS[node.target](*args, **kwargs)
+        elif node.op == "output":
+            result = node.args[0]
+            nodes = list(result) if isinstance(result, (list, tuple)) else [result]
+            outputs = [env[n] for n in nodes]
+        else:
+            raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
+    return inputs, outputs, size_vars
+
+
+def _graph_nodes(gm: torch.fx.GraphModule) -> tuple[list[torch.fx.Node], list[torch.fx.Node], bool]:
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    result = out_node.args[0]
+    is_tuple = isinstance(result, (list, tuple))
+    return placeholders, list(result) if is_tuple else [result], is_tuple
+
+
+def compile_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    target: str = "llvm",
+    name: str = "graph",
+    **options: Any,
+) -> CompiledGraph:
+    """Compile an ATen-level FX graph (every operator supported) into one kernel.
+
+    ``example_inputs`` are used only where the graph's nodes lack ``meta["val"]`` (a graph from
+    ``torch.fx.symbolic_trace``): the graph is then run once on them to record shapes. Raises
+    :class:`UnsupportedGraphError` naming the first operator it cannot convert.
+
+    Example:
+        >>> import torch
+        >>> gm = torch.fx.symbolic_trace(lambda a, b: torch.ops.aten.mm.default(a, b))
+        >>> cg = compile_graph(gm, [torch.ones(2, 3), torch.ones(3, 4)])
+        >>> cg(torch.ones(2, 3), torch.ones(3, 4)).tolist()[0]
+        [3.0, 3.0, 3.0, 3.0]
+    """
+    placeholders, out_nodes, is_tuple = _graph_nodes(gm)
+    if any("val" not in n.meta for n in gm.graph.nodes if n.op != "output"):
+        from torch.fx.passes.shape_prop import ShapeProp
+
+        ShapeProp(gm).propagate(*example_inputs)
+        for n in gm.graph.nodes:
+            if "tensor_meta" in n.meta and "val" not in n.meta:
+                tm = n.meta["tensor_meta"]
+                n.meta["val"] = torch.empty(tm.shape, dtype=tm.dtype, device="meta")
+            elif "val" not in n.meta and n.op == "placeholder":
+                n.meta["val"] = example_inputs[placeholders.index(n)]
+    inputs, outputs, size_vars = import_graph(gm)
+    for node, out in zip(out_nodes, outputs, strict=True):
+        if not isinstance(out, te.Tensor):
+            raise UnsupportedGraphError(f"output {node} is not a computed tensor")
+
+    # Unique computed outputs (an output that is a graph input is copied by identity()).
+    unique: list[te.Tensor] = []
+    output_of: list[int] = []
+    for out in outputs:
+        if isinstance(out.op, te.PlaceholderOp):
+            out = te.compute(out.shape, lambda *i, o=out: o[i], name="copy")
+        match = next((k for k, u in enumerate(unique) if u is out), None)
+        if match is None:
+            unique.append(out)
+            match = len(unique) - 1
+        output_of.append(match)
+    out_meta = []
+    for k in range(len(unique)):
+        node = out_nodes[output_of.index(k)]
+        out_meta.append(node.meta["val"])
+
+    tensor_inputs = [i for i, v in enumerate(inputs) if isinstance(v, te.Tensor)]
+    bindings: dict[str, tuple[int, int | None]] = {}
+    for i, node in enumerate(placeholders):
+        val = node.meta["val"]
+        if isinstance(val, torch.SymInt) and isinstance(val.node.expr, sympy.Symbol):
+            bindings.setdefault(str(val.node.expr), (i, None))
+        elif isinstance(val, torch.Tensor):
+            for d, dim in enumerate(val.shape):
+                if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
+                    bindings.setdefault(str(dim.node.expr), (i, d))
+    missing = set(size_vars) - set(bindings)
+    if missing:
+        raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")
+
+    s = create_schedule([t.op for t in unique])
+    auto_schedule(s, target)
+    args = [inputs[i] for i in tensor_inputs] + unique
+    module = build(s, args, target=target, name=name)
+    return CompiledGraph(
+        module=module,
+        num_inputs=len(placeholders),
+        tensor_inputs=tensor_inputs,
+        size_bindings=bindings,
+        output_shapes=[_shape_spec(m.shape) for m in out_meta],
+        output_dtypes=[m.dtype for m in out_meta],
+        output_of=output_of,
+        output_tuple=is_tuple,
+    )
+
+
+__all__ = ["CompiledGraph", "UnsupportedGraphError", "compile_graph", "import_graph"]

@@ -1,0 +1,396 @@
+"""ATen operators -> topi computations: the table the graph compiler and the partitioner share.
+
+Each entry maps an ATen overload (``torch.ops.aten.X.overload``) to a converter taking the
+already converted arguments (TE tensors for tensor arguments, TE expressions for symbolic sizes,
+plain Python values otherwise) and returning a TE tensor, or a tuple for operators with several
+results (positions the graph compiler cannot produce are ``None``). An operator that is not in
+the table, or whose converter's ``accepts`` check refuses the node, stays in PyTorch.
+
+Example:
+    >>> import torch
+    >>> from pytvmbridge.graph.ops import CONVERTERS
+    >>> torch.ops.aten.relu.default in CONVERTERS
+    True
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .. import te, topi
+
+aten = torch.ops.aten
+Converter = Callable[..., Any]
+
+CONVERTERS: dict[Any, Converter] = {}
+# Results of a multi-output operator the converter produces (others must be unused).
+PRODUCED_RESULTS: dict[Any, tuple[int, ...]] = {}
+# Extra per-node checks (argument values the converter cannot handle).
+ACCEPTS: dict[Any, Callable[[torch.fx.Node], bool]] = {}
+
+
+def _register(*targets: Any, results: tuple[int, ...] | None = None) -> Callable:
+    def wrap(fn: Converter) -> Converter:
+        for target in targets:
+            CONVERTERS[target] = fn
+            if results is not None:
+                PRODUCED_RESULTS[target] = results
+        return fn
+
+    return wrap
+
+
+def _scalar(value: Any, like: te.Tensor) -> Any:
+    """A Python number as a constant of ``like``'s dtype (a tensor stays as it is)."""
+    if isinstance(value, (bool, int, float)):
+        return te.const(float(value) if like.dtype.startswith("float") else value, like.dtype)
+    return value
+
+
+def _axis(dim: int, ndim: int) -> int:
+    return dim + ndim if dim < 0 else dim
+
+
+def _pair(value: Any) -> tuple[int, int]:
+    value = list(value) if isinstance(value, (list, tuple)) else [value]
+    return (value[0], value[0]) if len(value) == 1 else (value[0], value[1])
+
+
+# --- elementwise -----------------------------------------------------------------------------
+
+_UNARY = {
+    aten.relu.default: topi.nn.relu,
+    aten.sigmoid.default: topi.sigmoid,
+    aten.tanh.default: topi.tanh,
+    aten.exp.default: topi.exp,
+    aten.log.default: topi.log,
+    aten.sqrt.default: topi.sqrt,
+    aten.rsqrt.default: topi.rsqrt,
+    aten.neg.default: topi.negative,
+    aten.abs.default: topi.abs,
+    aten.erf.default: topi.erf,
+    aten.sin.default: topi.sin,
+    aten.cos.default: topi.cos,
+    aten.clone.default: topi.identity,
+    aten.alias.default: topi.identity,
+    aten.silu.default: topi.nn.silu,
+}
+for _target, _fn in _UNARY.items():
+    _register(_target)(lambda x, *_, _fn=_fn, **__: _fn(x))
+
+
+@_register(aten.reciprocal.default)
+def _reciprocal(x: te.Tensor) -> te.Tensor:
+    return topi.divide(_scalar(1.0, x), x)
+
+
+@_register(aten.gelu.default)
+def _gelu(x: te.Tensor, approximate: str = "none") -> te.Tensor:
+    return topi.nn.gelu(x, approximate=approximate)
+
+
+@_register(aten.hardtanh.default)
+def _hardtanh(x: te.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> te.Tensor:
+    return topi.clip(x, min_val, max_val)
+
+
+@_register(aten.clamp.default)
+def _clamp(x: te.Tensor, min: float | None = None, max: float | None = None) -> te.Tensor:
+    if min is not None:
+        x = topi.maximum(x, _scalar(min, x))
+    if max is not None:
+        x = topi.minimum(x, _scalar(max, x))
+    return x
+
+
+@_register(aten.leaky_relu.default)
+def _leaky_relu(x: te.Tensor, negative_slope: float = 0.01) -> te.Tensor:
+    return topi.nn.leaky_relu(x, negative_slope)
+
+
+def _binary(fn: Callable) -> Converter:
+    def convert(a: Any, b: Any, **kwargs: Any) -> Any:
+        like = a if isinstance(a, te.Tensor) else b
+        alpha = kwargs.get("alpha", 1)
+        if alpha != 1:
+            b = topi.multiply(_scalar(b, like), _scalar(alpha, like))
+        return fn(_scalar(a, like), _scalar(b, like))
+
+    return convert
+
+
+for _targets, _fn in (
+    ((aten.add.Tensor, aten.add.Scalar), topi.add),
+    ((aten.sub.Tensor, aten.sub.Scalar), topi.subtract),
+    ((aten.mul.Tensor, aten.mul.Scalar), topi.multiply),
+    ((aten.div.Tensor, aten.div.Scalar), topi.divide),
+    ((aten.maximum.default,), topi.maximum),
+    ((aten.minimum.default,), topi.minimum),
+):
+    _register(*_targets)(_binary(_fn))
+
+
+@_register(aten.rsub.Scalar)
+def _rsub(a: te.Tensor, b: Any, alpha: Any = 1) -> te.Tensor:
+    return topi.subtract(_scalar(b, a), topi.multiply(a, _scalar(alpha, a)) if alpha != 1 else a)
+
+
+@_register(aten.pow.Tensor_Scalar)
+def _pow(x: te.Tensor, exponent: Any) -> te.Tensor:
+    if exponent == 2:
+        return topi.multiply(x, x)
+    if exponent == 0.5:
+        return topi.sqrt(x)
+    return topi.power(x, _scalar(exponent, x))
+
+
+# --- matrix products and convolution ---------------------------------------------------------
+
+
+@_register(aten.convolution.default)
+def _convolution(
+    x: te.Tensor,
+    w: te.Tensor,
+    bias: te.Tensor | None,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    transposed: bool,
+    output_padding: Any,
+    groups: int,
+) -> te.Tensor:
+    out = topi.nn.conv2d(x, w, _pair(stride), _pair(padding), _pair(dilation), groups=groups)
+    return out if bias is None else topi.nn.bias_add(out, bias, axis=1)
+
+
+def _conv_accepts(node: torch.fx.Node) -> bool:
+    args = node.args
+    return len(args[1].meta["val"].shape) == 4 and not args[6]
+
+
+ACCEPTS[aten.convolution.default] = _conv_accepts
+
+
+@_register(aten.mm.default)
+def _mm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+    return topi.nn.matmul(a, b)
+
+
+@_register(aten.addmm.default)
+def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: Any = 1) -> Any:
+    out = topi.nn.matmul(a, b)
+    if alpha != 1:
+        out = topi.multiply(out, _scalar(alpha, out))
+    if beta != 1:
+        bias = topi.multiply(bias, _scalar(beta, bias))
+    return topi.add(out, bias)
+
+
+@_register(aten.bmm.default)
+def _bmm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+    return topi.nn.batch_matmul(a, b, transpose_b=False)
+
+
+# --- normalisation, pooling, softmax, reductions --------------------------------------------
+
+
+@_register(aten._native_batch_norm_legit_no_training.default, results=(0,))
+def _batch_norm(x: te.Tensor, weight: Any, bias: Any, mean: Any, var: Any, momentum: Any, eps: Any):
+    out = topi.nn.batch_norm(
+        x, weight, bias, mean, var, axis=1, epsilon=eps,
+        center=bias is not None, scale=weight is not None,
+    )[0]  # fmt: skip
+    return (out, None, None)
+
+
+@_register(aten.native_layer_norm.default, results=(0,))
+def _layer_norm(x: te.Tensor, shape: Any, weight: Any, bias: Any, eps: float) -> tuple:
+    axes = list(range(len(x.shape) - len(shape), len(x.shape)))
+    return (topi.nn.layer_norm(x, weight, bias, axis=axes, epsilon=eps), None, None)
+
+
+@_register(aten.max_pool2d_with_indices.default, results=(0,))
+def _max_pool(
+    x: te.Tensor,
+    kernel: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> tuple:
+    kernel = _pair(kernel)
+    stride = _pair(stride) if stride else kernel
+    out = topi.nn.pool2d(x, kernel, stride, _pair(dilation), _pair(padding), "max", ceil_mode)
+    return (out, None)
+
+
+@_register(aten.avg_pool2d.default)
+def _avg_pool(
+    x: te.Tensor,
+    kernel: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Any = None,
+) -> te.Tensor:
+    kernel = _pair(kernel)
+    stride = _pair(stride) if stride else kernel
+    return topi.nn.avg_pool2d(x, kernel, stride, _pair(padding), ceil_mode, count_include_pad)
+
+
+ACCEPTS[aten.avg_pool2d.default] = lambda node: len(node.args) < 7 or node.args[6] is None
+
+
+@_register(aten._adaptive_avg_pool2d.default)
+def _adaptive_avg_pool(x: te.Tensor, output_size: Any) -> te.Tensor:
+    return topi.nn.adaptive_avg_pool2d(x, _pair(output_size))
+
+
+def _reduction(fn: Callable) -> Converter:
+    def convert(x: te.Tensor, dims: Any = None, keepdim: bool = False, **_: Any) -> te.Tensor:
+        dims = [dims] if isinstance(dims, int) else dims
+        axes = None if not dims else [_axis(d, len(x.shape)) for d in dims]
+        return fn(x, axes, keepdims=keepdim)
+
+    return convert
+
+
+_register(aten.mean.dim, aten.mean.default)(_reduction(topi.mean))
+_register(aten.sum.default)(_reduction(topi.sum))
+_register(aten.sum.dim_IntList)(_reduction(topi.sum))
+_register(aten.amax.default)(_reduction(topi.max))
+_register(aten.amin.default)(_reduction(topi.min))
+for _target in (aten.mean.dim, aten.sum.dim_IntList, aten.mean.default, aten.sum.default):
+    ACCEPTS[_target] = lambda node: node.kwargs.get("dtype") is None
+
+
+@_register(aten._softmax.default)
+def _softmax(x: te.Tensor, dim: int, half_to_float: bool = False) -> te.Tensor:
+    return topi.nn.softmax(x, axis=_axis(dim, len(x.shape)))
+
+
+@_register(aten._log_softmax.default)
+def _log_softmax(x: te.Tensor, dim: int, half_to_float: bool = False) -> te.Tensor:
+    return topi.nn.log_softmax(x, axis=_axis(dim, len(x.shape)))
+
+
+# --- shapes and layouts ----------------------------------------------------------------------
+
+
+@_register(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _view(x: te.Tensor, shape: Any) -> te.Tensor:
+    return topi.reshape(x, list(shape))
+
+
+@_register(aten.permute.default)
+def _permute(x: te.Tensor, dims: Any) -> te.Tensor:
+    return topi.transpose(x, [_axis(d, len(x.shape)) for d in dims])
+
+
+@_register(aten.t.default)
+def _t(x: te.Tensor) -> te.Tensor:
+    return topi.transpose(x, [1, 0]) if len(x.shape) == 2 else topi.identity(x)
+
+
+@_register(aten.transpose.int)
+def _transpose(x: te.Tensor, dim0: int, dim1: int) -> te.Tensor:
+    axes = list(range(len(x.shape)))
+    a, b = _axis(dim0, len(axes)), _axis(dim1, len(axes))
+    axes[a], axes[b] = axes[b], axes[a]
+    return topi.transpose(x, axes)
+
+
+@_register(aten.expand.default)
+def _expand(x: te.Tensor, shape: Any) -> te.Tensor:
+    lead = len(shape) - len(x.shape)
+    target = [
+        x.shape[i - lead] if (isinstance(s, int) and s == -1) else s for i, s in enumerate(shape)
+    ]
+    return topi.broadcast_to(x, target)
+
+
+@_register(aten.unsqueeze.default)
+def _unsqueeze(x: te.Tensor, dim: int) -> te.Tensor:
+    return topi.expand_dims(x, _axis(dim, len(x.shape) + 1))
+
+
+@_register(aten.squeeze.dim, aten.squeeze.dims)
+def _squeeze(x: te.Tensor, dims: Any) -> te.Tensor:
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    axes = [_axis(d, len(x.shape)) for d in dims]
+    axes = [a for a in axes if isinstance(x.shape[a], int) and x.shape[a] == 1]
+    return topi.squeeze(x, axes) if axes else topi.identity(x)
+
+
+@_register(aten.cat.default)
+def _cat(tensors: Any, dim: int = 0) -> te.Tensor:
+    return topi.concatenate(list(tensors), axis=_axis(dim, len(tensors[0].shape)))
+
+
+@_register(aten.slice.Tensor)
+def _slice(x: te.Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+    axis = _axis(dim, len(x.shape))
+    start = 0 if start is None else start
+    end = None if end is None or (isinstance(end, int) and end >= 2**62) else end
+    return topi.strided_slice(x, [start], [end], [step], axes=[axis])
+
+
+ACCEPTS[aten.slice.Tensor] = lambda node: all(
+    isinstance(a, int) or a is None for a in node.args[2:]
+)
+
+
+@_register(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(x: te.Tensor, sizes: Any, dim: int = 0) -> tuple:
+    axis = _axis(dim, len(x.shape))
+    if isinstance(sizes, int):  # split.Tensor: equal chunks of `sizes`
+        total = x.shape[axis]
+        sizes = [min(sizes, total - start) for start in range(0, total, sizes)]
+    outs, start = [], 0
+    for size in sizes:
+        outs.append(topi.strided_slice(x, [start], [start + size], [1], axes=[axis]))
+        start += size
+    return tuple(outs)
+
+
+def _split_accepts(node: torch.fx.Node) -> bool:
+    size = (
+        node.args[0]
+        .meta["val"]
+        .shape[_axis(node.args[2] if len(node.args) > 2 else 0, node.args[0].meta["val"].dim())]
+    )
+    sizes = node.args[1]
+    return isinstance(size, int) and (
+        isinstance(sizes, int) or all(isinstance(s, int) for s in sizes)
+    )
+
+
+for _target in (aten.split_with_sizes.default, aten.split.Tensor):
+    ACCEPTS[_target] = _split_accepts
+    PRODUCED_RESULTS[_target] = tuple(range(64))
+
+
+@_register(aten.select.int)
+def _select(x: te.Tensor, dim: int, index: int) -> te.Tensor:
+    axis = _axis(dim, len(x.shape))
+    size = x.shape[axis]
+    if index < 0:
+        index = index + size
+    sliced = topi.strided_slice(x, [index], [index + 1], [1], axes=[axis])
+    return topi.squeeze(sliced, [axis])
+
+
+ACCEPTS[aten.select.int] = lambda node: isinstance(node.args[2], int)
+
+
+@_register(operator.getitem)
+def _getitem(values: Any, index: int) -> Any:
+    return values[index]
+
+
+__all__ = ["ACCEPTS", "CONVERTERS", "PRODUCED_RESULTS"]

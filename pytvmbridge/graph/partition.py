@@ -1,0 +1,183 @@
+"""Capability-based partitioning: supported operators are compiled, the rest stays in PyTorch.
+
+``partition_and_compile(gm)`` groups the supported nodes of an ATen-level FX graph into maximal
+partitions (``torch.fx``'s ``CapabilityBasedPartitioner``, which keeps the graph acyclic),
+compiles each with :func:`compile_graph` and returns a GraphModule that calls the compiled
+partitions and runs every other node with PyTorch. ``strict=True`` raises
+:class:`UnsupportedOperatorError` naming the first operator that would stay in PyTorch.
+
+Example:
+    >>> import torch
+    >>> from pytvmbridge.graph.partition import unsupported_nodes
+    >>> from torch.fx.experimental.proxy_tensor import make_fx
+    >>> gm = make_fx(lambda x: torch.relu(x).cumsum(0))(torch.ones(3))
+    >>> [str(n.target) for n in unsupported_nodes(gm)]
+    ['aten.cumsum.default']
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from typing import Any
+
+import torch
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupport
+
+from .compiler import CompiledGraph, compile_graph
+from .ops import ACCEPTS, CONVERTERS, PRODUCED_RESULTS
+
+SUPPORTED_DTYPES = (torch.float32,)
+
+
+class UnsupportedOperatorError(NotImplementedError):
+    """Raised under ``strict=True`` when an operator would fall back to PyTorch."""
+
+
+def _tensor_ok(val: Any) -> bool:
+    return isinstance(val, torch.Tensor) and val.dtype in SUPPORTED_DTYPES
+
+
+def _inputs_ok(node: torch.fx.Node) -> bool:
+    for arg in node.all_input_nodes:
+        val = arg.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dtype not in SUPPORTED_DTYPES:
+            return False
+    return True
+
+
+def is_supported(node: torch.fx.Node) -> bool:
+    """Whether the graph compiler converts ``node`` (an ATen call with float32 tensors)."""
+    if node.op != "call_function" or node.target not in CONVERTERS:
+        return False
+    val = node.meta.get("val")
+    if node.target is operator.getitem:
+        source = node.args[0]
+        return (
+            isinstance(source, torch.fx.Node)
+            and source.target in PRODUCED_RESULTS
+            and node.args[1] in PRODUCED_RESULTS[source.target]
+            and is_supported(source)
+        )
+    if node.target in PRODUCED_RESULTS:
+        wanted = PRODUCED_RESULTS[node.target]
+        for user in node.users:
+            if user.target is not operator.getitem or user.args[1] not in wanted:
+                return False
+        if not isinstance(val, (tuple, list)) or not all(
+            _tensor_ok(val[i]) for i in wanted if i < len(val)
+        ):
+            return False
+    elif not _tensor_ok(val):
+        return False
+    if not _inputs_ok(node):
+        return False
+    check = ACCEPTS.get(node.target)
+    try:
+        return check is None or bool(check(node))
+    except Exception:  # an argument of an unexpected form: leave the node to PyTorch
+        return False
+
+
+def _is_tensor_op(node: torch.fx.Node) -> bool:
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        return any(isinstance(v, torch.Tensor) for v in val)
+    return isinstance(val, torch.Tensor)
+
+
+def unsupported_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    """The tensor operators of ``gm`` that would stay in PyTorch, in graph order."""
+    return [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_function" and not is_supported(n) and _is_tensor_op(n)
+    ]
+
+
+class _Support(OperatorSupport):
+    def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
+        return is_supported(node)
+
+
+class CompiledPartition(torch.nn.Module):
+    """A compiled partition inside the partitioned GraphModule (called like the submodule)."""
+
+    def __init__(self, compiled: CompiledGraph) -> None:
+        super().__init__()
+        self.compiled = compiled
+
+    def forward(self, *args: Any) -> Any:
+        return self.compiled(*args)
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    return getattr(target, "__name__", None) or str(target)
+
+
+def partition_and_compile(
+    gm: torch.fx.GraphModule, strict: bool = False, **options: Any
+) -> torch.fx.GraphModule:
+    """Compile the supported parts of ``gm``; returns a GraphModule computing the same outputs.
+
+    Example:
+        >>> import torch
+        >>> from torch.fx.experimental.proxy_tensor import make_fx
+        >>> gm = make_fx(lambda x: torch.relu(x).cumsum(0) + 1)(torch.ones(2))
+        >>> partition_and_compile(gm)(torch.tensor([-1.0, 2.0]))
+        tensor([1., 3.])
+    """
+    bad = unsupported_nodes(gm)
+    if strict and bad:
+        raise UnsupportedOperatorError(
+            f"strict=True: operator {_op_name(bad[0])} (node {bad[0].name}) is not supported by "
+            "pytvmbridge and would run in PyTorch"
+        )
+    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
+    partitions = partitioner.propose_partitions()
+    # A partition of only shape bookkeeping (views, getitem) is not worth a kernel call.
+    partitions = [p for p in partitions if any(n.target not in _VIEW_ONLY for n in p.nodes)]
+    if not partitions:
+        return gm
+    fused = partitioner.fuse_partitions(partitions)
+    for node in list(fused.graph.nodes):
+        if node.op != "call_module" or not node.target.startswith("fused_"):
+            continue
+        sub = getattr(fused, node.target)
+        try:
+            compiled = compile_graph(sub, [], name=node.target, **options)
+        except Exception as err:
+            if strict:
+                raise
+            warnings.warn(
+                f"pytvmbridge: partition {node.target} runs in PyTorch ({err})", stacklevel=2
+            )
+            continue
+        setattr(fused, node.target, CompiledPartition(compiled))
+    fused.recompile()
+    return fused
+
+
+_VIEW_ONLY = {
+    operator.getitem,
+    torch.ops.aten.view.default,
+    torch.ops.aten._unsafe_view.default,
+    torch.ops.aten.reshape.default,
+    torch.ops.aten.alias.default,
+    torch.ops.aten.t.default,
+    torch.ops.aten.permute.default,
+    torch.ops.aten.expand.default,
+    torch.ops.aten.unsqueeze.default,
+    torch.ops.aten.squeeze.dim,
+    torch.ops.aten.squeeze.dims,
+}
+
+__all__ = [
+    "CompiledPartition",
+    "UnsupportedOperatorError",
+    "is_supported",
+    "partition_and_compile",
+    "unsupported_nodes",
+]

@@ -1,0 +1,199 @@
+"""The graph backend: fallback, strict, options, dynamic shapes, gradients, entry point."""
+
+import doctest
+import importlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import pytvmbridge.torch as ptt
+from pytvmbridge.graph import UnsupportedOperatorError, backend, compile_graph
+
+
+def _compile(fn, **options):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="pytvmbridge", options=options or None)
+
+
+def test_unsupported_op_falls_back_to_pytorch():
+    def f(x):
+        y = torch.relu(x) * 2.0
+        z = torch.cumsum(y, dim=1)  # not in the operator table: stays in PyTorch
+        return torch.tanh(z) + 1.0
+
+    x = torch.randn(4, 5)
+    torch.testing.assert_close(_compile(f)(x), f(x))
+
+
+def test_strict_names_the_first_unsupported_op():
+    def f(x):
+        return torch.cumsum(torch.relu(x), dim=0)
+
+    with pytest.raises(Exception, match="cumsum") as info:
+        _compile(f, strict=True)(torch.randn(3))
+    chain = [info.value, info.value.__cause__]
+    assert any(isinstance(e, UnsupportedOperatorError) for e in chain) or "strict" in str(
+        info.value
+    )
+
+
+def test_unknown_option_is_a_value_error():
+    with pytest.raises(Exception, match="unknown key"):
+        _compile(lambda x: x + 1, bogus=1)(torch.ones(2))
+
+
+def test_options_are_accepted():
+    f = _compile(lambda x: torch.sigmoid(x), num_threads=2, tuning_log_file="none.json")
+    x = torch.randn(5)
+    torch.testing.assert_close(f(x), torch.sigmoid(x))
+
+
+def test_dynamic_batch_compiles_once():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 3))
+    torch._dynamo.reset()
+    before = backend.compile_count
+    compiled = torch.compile(model, backend="pytvmbridge", dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 5, 11):
+            x = torch.randn(batch, 8)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert backend.compile_count - before == 1
+
+
+def test_mark_dynamic_conv_compiles_once():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU()).eval()
+    torch._dynamo.reset()
+    before = backend.compile_count
+    compiled = torch.compile(model, backend="pytvmbridge")
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            x = torch.randn(batch, 3, 6, 6)
+            torch._dynamo.mark_dynamic(x, 0)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert backend.compile_count - before == 1
+
+
+def _grads(model, x):
+    model.zero_grad()
+    x = x.clone().requires_grad_(True)
+    out = model(x)
+    (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+    return out.detach(), [p.grad.clone() for p in model.parameters()] + [x.grad]
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_gradients_match_eager(kind):
+    torch.manual_seed(0)
+    if kind == "mlp":
+        model = torch.nn.Sequential(
+            torch.nn.Linear(6, 12), torch.nn.Tanh(), torch.nn.Linear(12, 4), torch.nn.Softmax(-1)
+        )
+        x = torch.randn(5, 6)
+    else:
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 6, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(6, 4, 3),
+            torch.nn.Flatten(),
+            torch.nn.Linear(4 * 2 * 2, 3),
+        )
+        x = torch.randn(2, 3, 8, 8)
+    expected_out, expected = _grads(model, x)
+    torch._dynamo.reset()
+    out, grads = _grads(torch.compile(model, backend="pytvmbridge"), x)
+    torch.testing.assert_close(out, expected_out, rtol=1e-5, atol=1e-5)
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_parameters_changed_after_compile_are_used():
+    model = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="pytvmbridge")
+    with torch.no_grad():
+        compiled(x)
+        model.weight.mul_(-2.0)
+        model.bias.add_(1.0)
+        torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_enable_makes_default_torch_compile_use_pytvmbridge():
+    seen = []
+    ptt.enable(opt_level=3, strict=True)
+    try:
+        original = backend.partition_and_compile
+
+        def spy(gm, **kw):
+            seen.append(kw)
+            return original(gm, **kw)
+
+        backend.partition_and_compile = spy
+        torch._dynamo.reset()
+        x = torch.randn(3)
+        torch.testing.assert_close(torch.compile(lambda t: torch.exp(t) - 1)(x), torch.exp(x) - 1)
+    finally:
+        backend.partition_and_compile = original
+        ptt.disable()
+    assert seen and seen[0]["strict"] is True
+    assert not ptt.is_enabled()
+    with pytest.raises(ValueError, match="opt_level"):
+        ptt.enable(opt_level=7)
+
+
+def test_to_graph_lists_operators():
+    g = ptt.to_graph(lambda x: torch.cumsum(torch.relu(x), 0), [torch.ones(3)])
+    assert "aten.relu.default" in g.supported
+    assert g.unsupported == ["aten.cumsum.default"]
+    assert "# pytorch" in str(g)
+    torch.testing.assert_close(g(torch.tensor([-1.0, 2.0, 3.0]))[0], torch.tensor([0.0, 2, 5]))
+
+
+def test_compile_graph_directly():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(a, b):
+        return torch.softmax(a @ b, -1), torch.relu(a).sum(0)
+
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    cg = compile_graph(make_fx(f)(a, b), [a, b])
+    for got, want in zip(cg(a, b), f(a, b), strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_backend_found_by_name_in_fresh_interpreter():
+    code = textwrap.dedent(
+        """
+        import sys, torch
+        f = torch.compile(lambda x: torch.relu(x) + 1, backend="pytvmbridge")
+        y = f(torch.tensor([-2.0, 3.0]))
+        assert y.tolist() == [1.0, 4.0], y
+        assert "torch._dynamo" in sys.modules
+        print("loaded", "pytvmbridge" in sys.modules)
+        """
+    )
+    assert "pytvmbridge" not in code.split("backend=")[0]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "loaded True" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pytvmbridge.graph",
+        "pytvmbridge.graph.compiler",
+        "pytvmbridge.graph.partition",
+        "pytvmbridge.graph.backend",
+        "pytvmbridge.torch",
+        "pytvmbridge.torch.switch",
+        "pytvmbridge.torch.graph",
+    ],
+)
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

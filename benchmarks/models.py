@@ -25,8 +25,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pytvmbridge as tvm  # noqa: E402
-from benchmarks.models import MODELS, build  # noqa: E402
+import pytvmbridge as tvm
+from benchmarks.models import MODELS, build
 
 
 def median_ms(fn, x, min_time: float, min_runs: int, max_runs: int) -> float:

@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
 import torch
 
-from .. import te
+from .. import te, topi
 from ..autoschedule import auto_schedule
 from ..build import Module, build
 from ..schedule import create_schedule
+from ..topi.utils import const_int
 from .ops import CONVERTERS
+from .prepack import PackCache, conv2d_prepacked
 
 _DTYPES = {torch.float32: "float32"}
 
@@ -99,6 +101,9 @@ class CompiledGraph:
     output_dtypes: list[torch.dtype]
     output_of: list[int]  # graph output -> index into the Module's outputs
     output_tuple: bool
+    # Graph input -> panel width of a convolution weight passed packed (see .prepack).
+    prepacked: dict[int, int] = field(default_factory=dict)
+    _packs: PackCache = field(default_factory=PackCache, repr=False, compare=False)
 
     def _sizes(self, args: Sequence[Any]) -> dict[str, int]:
         env = {}
@@ -120,7 +125,15 @@ class CompiledGraph:
         for shape, dtype in zip(self.output_shapes, self.output_dtypes, strict=True):
             dims = [self._eval(d, env) for d in shape]
             outs.append(torch.empty(dims, dtype=dtype))
-        self.module(*(args[i] for i in self.tensor_inputs), *outs)
+        if self.prepacked:
+            packs = self._packs
+            kernel_args = [
+                packs.get(i, args[i], self.prepacked[i]) if i in self.prepacked else args[i]
+                for i in self.tensor_inputs
+            ]
+        else:
+            kernel_args = [args[i] for i in self.tensor_inputs]
+        self.module(*kernel_args, *outs)
         results = tuple(outs[i] for i in self.output_of)
         return results if self.output_tuple else results[0]
 
@@ -137,11 +150,16 @@ def _convert_arg(value: Any, env: dict[torch.fx.Node, Any], size_vars: dict) -> 
     return value
 
 
-def import_graph(gm: torch.fx.GraphModule) -> tuple[list[Any], list[Any], dict[str, te.Var]]:
+def import_graph(
+    gm: torch.fx.GraphModule, prepacked: dict[str, int] | None = None
+) -> tuple[list[Any], list[Any], dict[str, te.Var]]:
     """Convert every node of ``gm`` to TE: returns (placeholders, outputs, size variables).
 
     Placeholders are TE tensors (tensor inputs), TE expressions (symbolic-int inputs) or None.
+    ``prepacked`` names convolution-weight inputs declared packed (``[O/w, I, kh, kw, w]``,
+    value ``w``; see :mod:`.prepack`).
     """
+    prepacked = prepacked or {}
     size_vars: dict[str, te.Var] = {}
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Any] = []
@@ -153,6 +171,9 @@ def import_graph(gm: torch.fx.GraphModule) -> tuple[list[Any], list[Any], dict[s
                 if val.dtype not in _DTYPES:
                     raise UnsupportedGraphError(f"input {node.name} has dtype {val.dtype}")
                 shape = [_dim_value(d, size_vars) for d in val.shape]
+                if node.name in prepacked:
+                    width = prepacked[node.name]
+                    shape = [shape[0] // width, shape[1], shape[2], shape[3], width]
                 env[node] = te.placeholder(shape, _DTYPES[val.dtype], name=node.name)
             elif isinstance(val, torch.SymInt):
                 env[node] = _dim_value(val, size_vars)
@@ -168,7 +189,11 @@ def import_graph(gm: torch.fx.GraphModule) -> tuple[list[Any], list[Any], dict[s
             kwargs = {k: _convert_arg(v, env, size_vars) for k, v in node.kwargs.items()}
             if node.target is not operator.getitem:
                 kwargs.pop("memory_format", None)
-            env[node] = CONVERTERS[node.target](*args, **kwargs)
+            weight = node.args[1] if len(node.args) > 1 else None
+            if node.target is _CONVOLUTION and getattr(weight, "name", None) in prepacked:
+                env[node] = _prepacked_convolution(*args)
+            else:
+                env[node] = CONVERTERS[node.target](*args, **kwargs)
         elif node.op == "output":
             result = node.args[0]
             nodes = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -176,6 +201,57 @@ def import_graph(gm: torch.fx.GraphModule) -> tuple[list[Any], list[Any], dict[s
         else:
             raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
     return inputs, outputs, size_vars
+
+
+_CONVOLUTION = torch.ops.aten.convolution.default
+
+
+def _prepacked_convolution(x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
+                           *_: Any) -> Any:  # fmt: skip
+    pair = lambda v: (v[0], v[0]) if len(v) == 1 else (v[0], v[1])  # noqa: E731
+    out = conv2d_prepacked(x, w, pair(stride), pair(padding), pair(dilation))
+    return out if bias is None else topi.nn.bias_add(out, bias, axis=1)
+
+
+def _packable_weights(gm: torch.fx.GraphModule) -> set[str]:
+    """Tensor inputs used only as the weight of ungrouped 2-d convolutions (static shapes)."""
+    names = set()
+    for node in gm.graph.nodes:
+        if node.op != "placeholder" or not node.users:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or val.dim() != 4:
+            continue
+        if all(
+            u.target is _CONVOLUTION and u.args[1] is node and u.args[0] is not node
+            and u.args[8] == 1 and not u.args[6]
+            and all(isinstance(d, int) for d in u.args[0].meta["val"].shape[1:])
+            for u in node.users
+        ):  # fmt: skip
+            names.add(node.name)
+    return names
+
+
+def _schedule(outputs: list[te.Tensor], target: str) -> Any:
+    s = create_schedule([t.op for t in outputs])
+    auto_schedule(s, target)
+    return s
+
+
+def _unique_outputs(outputs: list[te.Tensor]) -> tuple[list[te.Tensor], list[int]]:
+    """Distinct computed outputs (an output that is a graph input is copied), and the position
+    of each graph output among them."""
+    unique: list[te.Tensor] = []
+    output_of: list[int] = []
+    for out in outputs:
+        if isinstance(out.op, te.PlaceholderOp):
+            out = te.compute(out.shape, lambda *i, o=out: o[i], name="copy")
+        match = next((k for k, u in enumerate(unique) if u is out), None)
+        if match is None:
+            unique.append(out)
+            match = len(unique) - 1
+        output_of.append(match)
+    return unique, output_of
 
 
 def _graph_nodes(gm: torch.fx.GraphModule) -> tuple[list[torch.fx.Node], list[torch.fx.Node], bool]:
@@ -219,21 +295,26 @@ def compile_graph(
             elif "val" not in n.meta and n.op == "placeholder":
                 n.meta["val"] = example_inputs[placeholders.index(n)]
     inputs, outputs, size_vars = import_graph(gm)
+    prepacked: dict[str, int] = {}
+    packable = _packable_weights(gm) if options.get("prepack_weights", True) else set()
+    if packable and all(isinstance(o, te.Tensor) for o in outputs):
+        trial = _schedule(_unique_outputs(outputs)[0], target)
+        for stage in trial.stages:
+            weight = stage.op.name.removesuffix(".packed")
+            if stage.op.name.endswith(".packed") and weight in packable:
+                shape = stage.op.output(0).shape
+                width = const_int(shape[-1]) if len(shape) == 5 else None
+                if width is not None:
+                    prepacked[weight] = width
+        weights = {n.name: n.meta["val"] for n in placeholders}
+        prepacked = {k: w for k, w in prepacked.items() if weights[k].shape[0] % w == 0}
+        if prepacked:
+            inputs, outputs, size_vars = import_graph(gm, prepacked)
     for node, out in zip(out_nodes, outputs, strict=True):
         if not isinstance(out, te.Tensor):
             raise UnsupportedGraphError(f"output {node} is not a computed tensor")
 
-    # Unique computed outputs (an output that is a graph input is copied by identity()).
-    unique: list[te.Tensor] = []
-    output_of: list[int] = []
-    for out in outputs:
-        if isinstance(out.op, te.PlaceholderOp):
-            out = te.compute(out.shape, lambda *i, o=out: o[i], name="copy")
-        match = next((k for k, u in enumerate(unique) if u is out), None)
-        if match is None:
-            unique.append(out)
-            match = len(unique) - 1
-        output_of.append(match)
+    unique, output_of = _unique_outputs(outputs)
     out_meta = []
     for k in range(len(unique)):
         node = out_nodes[output_of.index(k)]
@@ -253,8 +334,7 @@ def compile_graph(
     if missing:
         raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")
 
-    s = create_schedule([t.op for t in unique])
-    auto_schedule(s, target)
+    s = _schedule(unique, target)
     args = [inputs[i] for i in tensor_inputs] + unique
     module = build(s, args, target=target, name=name)
     return CompiledGraph(
@@ -266,7 +346,9 @@ def compile_graph(
         output_dtypes=[m.dtype for m in out_meta],
         output_of=output_of,
         output_tuple=is_tuple,
-    )
+        prepacked={placeholders.index(n): prepacked[n.name] for n in placeholders
+                   if n.name in prepacked},
+    )  # fmt: skip
 
 
 __all__ = ["CompiledGraph", "UnsupportedGraphError", "compile_graph", "import_graph"]

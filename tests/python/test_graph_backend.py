@@ -189,6 +189,7 @@ def test_backend_found_by_name_in_fresh_interpreter():
         "pytvmbridge.graph.compiler",
         "pytvmbridge.graph.partition",
         "pytvmbridge.graph.backend",
+        "pytvmbridge.graph.prepack",
         "pytvmbridge.torch",
         "pytvmbridge.torch.switch",
         "pytvmbridge.torch.graph",
@@ -197,3 +198,19 @@ def test_backend_found_by_name_in_fresh_interpreter():
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_prepacked_conv_weights_follow_changes():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w, b):
+        return torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1))
+
+    x, w, b = torch.randn(1, 8, 6, 6), torch.randn(64, 8, 3, 3), torch.randn(64)
+    cg = compile_graph(make_fx(f)(x, w, b), [x, w, b])
+    assert cg.prepacked, "the weight should be passed packed"
+    torch.testing.assert_close(cg(x, w, b), f(x, w, b), rtol=1e-4, atol=1e-4)
+    w.mul_(-0.5)  # in place: same object, new version
+    torch.testing.assert_close(cg(x, w, b), f(x, w, b), rtol=1e-4, atol=1e-4)
+    w2 = torch.randn(64, 8, 3, 3)  # another tensor
+    torch.testing.assert_close(cg(x, w2, b), f(x, w2, b), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,96 @@
+"""Convolution weights packed once, not on every call (what freezing buys Inductor).
+
+``auto_schedule`` packs a convolution's OIHW weight into panels ``[O/w, I, kh, kw, w]`` inside
+the kernel, on every call. When the weight is a graph input (a parameter), the graph compiler
+instead declares the kernel argument in the packed layout (:func:`conv2d_prepacked`; the rule
+sees ready-made panels and packs nothing) and :class:`PackCache` packs the tensor in PyTorch
+once, again only when the tensor changes (another object, storage, or an in-place update, which
+bumps its version counter).
+
+Example:
+    >>> import torch
+    >>> cache = PackCache()
+    >>> w = torch.arange(2 * 3 * 1 * 1, dtype=torch.float32).reshape(2, 3, 1, 1)
+    >>> cache.get(0, w, 2).shape
+    torch.Size([1, 3, 1, 1, 2])
+    >>> cache.get(0, w, 2) is cache.get(0, w, 2)
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .. import te, topi
+from ..topi import tag
+
+
+def pack_weight(weight: torch.Tensor, width: int) -> torch.Tensor:
+    """OIHW -> [O/width, I, kh, kw, width] (O must be a multiple of ``width``).
+
+    Example:
+        >>> import torch
+        >>> pack_weight(torch.zeros(64, 3, 3, 3), 32).shape
+        torch.Size([2, 3, 3, 3, 32])
+    """
+    o, i, kh, kw = weight.shape
+    return weight.detach().reshape(o // width, width, i, kh, kw).permute(0, 2, 3, 4, 1).contiguous()
+
+
+class PackCache:
+    """Packed copies of weights, keyed by input position; repacked when the tensor changes."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[torch.Tensor, int, int, torch.Tensor]] = {}
+
+    def get(self, index: int, weight: torch.Tensor, width: int) -> torch.Tensor:
+        entry = self._entries.get(index)
+        version = weight._version
+        if (
+            entry is not None
+            and entry[0] is weight
+            and entry[1] == version
+            and entry[2] == weight.data_ptr()
+        ):
+            return entry[3]
+        packed = pack_weight(weight, width)
+        self._entries[index] = (weight, version, weight.data_ptr(), packed)
+        return packed
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def conv2d_prepacked(
+    x: te.Tensor, packed: te.Tensor, stride: Any, padding: Any, dilation: Any
+) -> te.Tensor:
+    """NCHW convolution reading a ``[O/w, I, kh, kw, w]`` weight (groups = 1)."""
+    _, in_c, kh, kw, width = packed.shape
+    n, _, h, w = x.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    out_h = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    out_w = (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    data = topi.nn.pad(x, [0, 0, ph, pw], [0, 0, ph, pw], name="pad_temp") if ph or pw else x
+    rc = te.reduce_axis((0, in_c), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    out_c = packed.shape[0] * width
+
+    def fcompute(b: Any, o: Any, y: Any, xx: Any) -> te.Expr:
+        value = data[b, rc, y * sh + ry * dh, xx * sw + rx * dw]
+        weight = packed[te.floordiv(o, width), rc, ry, rx, te.floormod(o, width)]
+        return te.sum(value * weight, axis=[rc, ry, rx])
+
+    return te.compute(
+        (n, out_c, out_h, out_w),
+        fcompute,
+        name="T_conv2d_nchw",
+        tag=tag.CONV2D_NCHW,
+        attrs={"layout": "NCHW", "strides": [sh, sw], "padding": [ph, pw, ph, pw],
+               "dilation": [dh, dw], "groups": 1},
+    )  # fmt: skip
+
+
+__all__ = ["PackCache", "conv2d_prepacked", "pack_weight"]

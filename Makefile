@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := llvm-19-dev libdlpack-dev libgtest-dev clang-format-19
 PY_DEPS := numpy torch==2.13.0 jax pytest hypothesis pybind11 scikit-build-core ninja ruff mpmath \
-	tqdm matplotlib nbclient nbformat ipykernel
+	tqdm matplotlib nbclient nbformat ipykernel xgboost-cpu ray
 BUILD_DIR := build/dev
 SOURCES := $(shell find csrc tests/cpp -name '*.cc' -o -name '*.h' 2>/dev/null) \
 	$(shell find pytvmbridge -name '*.py' 2>/dev/null) CMakeLists.txt pyproject.toml

@@ -82,6 +82,8 @@ class Kernel(_core.Caller):
         schedule: Callable[..., Any] | str | None = "auto",
         target: str = "llvm",
         name: str | None = None,
+        tune: int = 0,
+        tuning_log_file: str | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"@kernel decorates a function, got {type(fn).__name__}")
@@ -93,6 +95,8 @@ class Kernel(_core.Caller):
         self.fn = fn
         self.schedule = schedule
         self.target = target
+        # Autotuning (pytvmbridge.autotvm.dispatch): trials per new variant, and its log.
+        self.tune, self.tuning_log_file = tune, tuning_log_file
         self.name = name or getattr(fn, "__name__", "kernel").replace("<lambda>", "kernel")
         self._arg_names, self._n_in = _parameters(fn)
         self._lock = threading.Lock()
@@ -145,17 +149,21 @@ class Kernel(_core.Caller):
         )
         # Inputs of 2**31 elements or more get int64 sizes (see _compile): a variant of its own.
         wide = any(math.prod(shape) > _INT32_MAX for _, shape in specs)
-        entry = self._variants.get((variant, wide))
+        from .autotvm.dispatch import kernel_config
+
+        token, config = kernel_config(self, specs)  # a tuned schedule, if any
+        entry = self._variants.get((variant, wide, token))
         if entry is None:
             with self._lock:
-                entry = self._variants.get((variant, wide))
+                entry = self._variants.get((variant, wide, token))
                 if entry is None:
-                    entry = self._variants[(variant, wide)] = self._compile(variant, wide)
+                    entry = self._compile(variant, wide, config)
+                    self._variants[(variant, wide, token)] = entry
                     self._compilations += 1
         return entry
 
     def _compile(
-        self, variant: tuple[tuple[str, tuple[int, ...]], ...], wide: bool
+        self, variant: tuple[tuple[str, tuple[int, ...]], ...], wide: bool, config: Any = None
     ) -> tuple[Any, list[_Read]]:
         # Sizes are int32 (what TVM code expects of index arithmetic) unless an input has 2**31
         # elements or more: then every size is int64, so that products such as the element
@@ -194,8 +202,9 @@ class Kernel(_core.Caller):
         s = create_schedule([t.op for t in outputs])
         if isinstance(self.schedule, str):
             from .autoschedule import auto_schedule
+            from .autotvm.dispatch import apply_config
 
-            auto_schedule(s, target=self.target)
+            auto_schedule(s, target=self.target, config=apply_config(outputs, self.target, config))
         elif self.schedule is not None:
             scheduled = self.schedule(s, *outputs)
             if scheduled is not None:
@@ -350,6 +359,8 @@ def kernel(
     schedule: Callable[..., Any] | str | None = "auto",
     target: str = "llvm",
     name: str | None = None,
+    tune: int = 0,
+    tuning_log_file: str | None = None,
 ) -> Callable[[Callable[..., Any]], Kernel]: ...
 
 
@@ -359,11 +370,16 @@ def kernel(
     schedule: Callable[..., Any] | str | None = "auto",
     target: str = "llvm",
     name: str | None = None,
+    tune: int = 0,
+    tuning_log_file: str | None = None,
 ) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
     """Decorate a function of placeholders returning output tensors; see the module doc.
 
     ``schedule(s, *outputs)`` modifies the default schedule ``s`` of the outputs (or returns
-    another schedule); ``target`` is passed to ``build``.
+    another schedule); ``target`` is passed to ``build``. ``tune=N`` tunes each new variant
+    for N trials at the first call's shapes (``pytvmbridge.autotvm``; logged to
+    ``tuning_log_file`` and resumed from it), and a kernel compiled under
+    ``autotvm.apply_history_best(log)`` uses the log's best record for those shapes.
 
     Example:
         >>> import torch, pytvmbridge as tvm
@@ -376,6 +392,9 @@ def kernel(
         >>> add(torch.arange(10.0), torch.ones(10))[-1].item()
         10.0
     """
+    opts = dict(
+        schedule=schedule, target=target, name=name, tune=tune, tuning_log_file=tuning_log_file
+    )
     if fn is None:
-        return lambda f: Kernel(f, schedule=schedule, target=target, name=name)
-    return Kernel(fn, schedule=schedule, target=target, name=name)
+        return lambda f: Kernel(f, **opts)
+    return Kernel(fn, **opts)

@@ -284,8 +284,10 @@ class TcFunction:
         return out
 
     def autotune(self, *inputs: Any, **kwargs: Any) -> TcFunction:
-        """TC v0.1.1's ``f.autotune(*inputs, ...)``: pytvmbridge cannot tune TC defs yet, so
-        this warns and returns the definition unchanged (calls accept it as ``options=``).
+        """TC v0.1.1's ``f.autotune(*inputs, ...)``: tunes the def at these inputs' sizes with
+        ``pytvmbridge.autotvm`` (``n_trial=``, or ``generations * pop_size``; ``cache=`` a log
+        file) and rebuilds it with the best schedule found; returns the definition (calls
+        accept it as ``options=``). Without inputs there is nothing to measure: it warns.
 
         Example:
             >>> import warnings
@@ -296,9 +298,12 @@ class TcFunction:
             ...     f.autotune(cache=True) is f
             True
         """
-        del inputs, kwargs
-        warn_no_tuner(self.name)
-        return self
+        if not inputs:
+            warn_no_tuner(self.name)
+            return self
+        from .autotvm.dispatch import tc_autotune
+
+        return tc_autotune(self, *inputs, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         # TC's later API reaches every def as an attribute (T.matmul), one-def sources too.
@@ -415,6 +420,8 @@ def define(
     functions = [
         TcFunction(v, target, schedule) for _, v in entries if not isinstance(v, BaseException)
     ]
+    for f in functions:  # the text autotvm rebuilds a def from (in tuning workers)
+        f._source = source.decode("utf-8", "surrogatepass")
     errors = {n: v for n, v in entries if isinstance(v, BaseException)}
     if name is not None:
         if name in errors:

@@ -1,0 +1,107 @@
+"""Where tuning meets the rest of pytvmbridge: ``@kernel(tune=N)``, kernels and TC defs built
+under ``apply_history_best``, and ``tuning_n_trials``/``tuning_log_file`` options.
+
+The hooks are small on purpose: ``kernel.py`` and ``tc.py`` call ``kernel_config`` and
+``apply_config``/``tc_autotune``; the graph backend and ``pytvmbridge.torch.compile`` can call
+``config_for(task, tuning_n_trials, tuning_log_file)`` for each operator they build.
+
+Example:
+    >>> import numpy as np, pytvmbridge as tvm
+    >>> @tvm.kernel(tune=2)
+    ... def twice(A):
+    ...     return tvm.compute(A.shape, lambda i: A[i] * 2.0, name="B")
+    >>> float(twice(np.ones(1024, "float32"))[0])  # tunes 2 candidates, then runs the best
+    2.0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import record
+from .space import repair
+
+__all__ = ["apply_config", "config_for", "kernel_config", "tc_autotune"]
+
+
+def config_for(
+    task: Any,
+    tuning_n_trials: int = 0,
+    tuning_log_file: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> Any:
+    """The configuration to build ``task`` with: tuned now for ``tuning_n_trials`` trials
+    (logged to ``tuning_log_file``, resumed from it) when that is positive, else the best
+    record of the active ``apply_history_best`` context or of ``tuning_log_file``; ``None``
+    means the default schedule."""
+    from .tuner import tune_tasks
+
+    if tuning_n_trials and tuning_n_trials > 0:
+        [best] = tune_tasks(
+            [task], int(tuning_n_trials), log_file=tuning_log_file, progress=progress
+        )
+        return best["config"] if best is not None else None
+    ctx = record.current() or record.context_for_option(tuning_log_file)
+    return ctx.lookup(task) if ctx is not None else None
+
+
+def kernel_config(kernel: Any, specs: Any) -> tuple[str | None, Any]:
+    """For a ``@kernel`` variant about to be compiled for inputs of ``specs`` ((dtype, shape)
+    pairs): ``(cache token, config)``; ``(None, None)`` when nothing is tuned."""
+    n = getattr(kernel, "tune", 0) or 0
+    log = getattr(kernel, "tuning_log_file", None)
+    if not n and record.current() is None and not log:
+        return None, None
+    if not isinstance(kernel.schedule, str):
+        return None, None
+    from .task import kernel_task
+
+    task = kernel_task(kernel, [(shape, dtype) for dtype, shape in specs])
+    config = config_for(task, n, log)
+    return (json.dumps(config, sort_keys=True) if config is not None else None), config
+
+
+def apply_config(outputs: Any, target: str, config: Any) -> Any:
+    """``config`` made valid for these outputs (a tuned point of the concrete shapes applied
+    to a kernel compiled for symbolic ones: knobs the scheduler refuses here move to their
+    nearest allowed value)."""
+    from ..autoschedule import auto_schedule_space
+
+    if config is None:
+        return None
+    return repair(lambda c: auto_schedule_space(list(outputs), target=target, config=c), config)[
+        "default"
+    ]
+
+
+def tc_autotune(tc_fn: Any, *inputs: Any, **kwargs: Any) -> Any:
+    """TC's ``f.autotune(*inputs, ...)``: tunes the def at these inputs' sizes (``n_trial``, or
+    TC's ``generations * pop_size``, default 8 trials; ``cache=`` a log file name), then
+    rebuilds the def with the best configuration found. Returns ``tc_fn``."""
+    from ..autoschedule import auto_schedule
+    from .task import extract_from_tc
+    from .tuner import tune_tasks
+
+    n_trial = kwargs.pop("n_trial", None)
+    if n_trial is None:
+        gens, pop = kwargs.pop("generations", None), kwargs.pop("pop_size", None)
+        n_trial = gens * pop if gens and pop else 8
+    cache = kwargs.pop("cache", None)
+    log = cache if isinstance(cache, (str, os.PathLike)) else kwargs.pop("log_file", None)
+    progress = kwargs.pop("progress", True)
+    [task] = extract_from_tc(tc_fn, *inputs)
+    [best] = tune_tasks(
+        [task],
+        int(n_trial),
+        log_file=log,
+        progress=progress,
+        n_parallel=kwargs.pop("n_parallel", None),
+    )
+    if best is not None:
+        s = tc_fn.create_schedule()
+        config = apply_config(tc_fn.outputs, tc_fn.target, best["config"])
+        tc_fn.build(auto_schedule(s, target=tc_fn.target, config=config))
+    tc_fn.tuned_record = best
+    return tc_fn

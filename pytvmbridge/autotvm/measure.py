@@ -1,0 +1,354 @@
+"""Measuring candidates so that the numbers can be trusted.
+
+``LocalRunner`` keeps ``n_parallel`` worker processes (forked from the tuner, so the task and
+its reference data are inherited, not sent). A batch is measured in two phases:
+
+1. build: each worker instantiates, lowers (features) and compiles one candidate, all in
+   parallel;
+2. measure: one worker at a time runs its compiled candidate while the others wait, so nothing
+   else of the tuner runs beside it: one checked run (outputs compared with the reference
+   schedule's; a mismatch is a ``WRONG_ANSWER`` record), then ``repeat`` timings of ``number``
+   calls each, ``number`` chosen so that a repeat lasts at least ``min_repeat_ms``. A candidate
+   whose first timed call is ``slow_factor`` times slower than the best so far is cut short
+   (one timing).
+
+A worker that dies (a crashing candidate) or does not answer within ``timeout`` seconds (a
+hanging one) is killed and replaced; its candidate becomes a ``CRASH``/``TIMEOUT`` record and
+the tuner carries on.
+
+Example:
+    >>> import pytvmbridge as tvm
+    >>> from pytvmbridge import autotvm
+    >>> def add(n):
+    ...     A = tvm.placeholder((n,), name="A")
+    ...     return [A, tvm.compute((n,), lambda i: A[i] + 1.0, name="B")]
+    >>> task = autotvm.auto_task(add, (4096,))
+    >>> with autotvm.LocalRunner(task, n_parallel=1) as runner:
+    ...     [r] = runner.run([task.space.default()])
+    >>> r.error, r.error_name, len(r.costs) > 0
+    (0, 'OK', True)
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ERROR_NAMES", "LocalRunner", "MeasureResult", "make_inputs", "reference_outputs"]
+
+OK, INSTANTIATE_ERROR, BUILD_ERROR, RUNTIME_ERROR, WRONG_ANSWER, TIMEOUT, CRASH = range(7)
+ERROR_NAMES = [
+    "OK",
+    "INSTANTIATE_ERROR",
+    "BUILD_ERROR",
+    "RUNTIME_ERROR",
+    "WRONG_ANSWER",
+    "TIMEOUT",
+    "CRASH",
+]
+
+
+@dataclass
+class MeasureResult:
+    """One candidate's outcome: ``costs`` in seconds per call (one per repeat), ``error`` code
+    (0: valid), its message, the features the cost model learns from."""
+
+    config: Any
+    costs: list[float] = field(default_factory=list)
+    error: int = OK
+    error_msg: str = ""
+    features: list[float] = field(default_factory=list)
+    build_s: float = 0.0
+    cut_short: bool = False
+    timestamp: float = field(default_factory=time.time)
+
+    @property
+    def error_name(self) -> str:
+        return ERROR_NAMES[self.error]
+
+    @property
+    def cost(self) -> float:
+        """The median time of a call (``inf`` for an error)."""
+        return float(np.median(self.costs)) if self.error == OK and self.costs else math.inf
+
+
+def make_inputs(task: Any, seed: int = 0) -> list[np.ndarray | None]:
+    """Random arrays for the task's inputs (``None`` in the outputs' places)."""
+    rng = np.random.default_rng(seed)
+    out: list[np.ndarray | None] = []
+    for (shape, dtype), is_out in zip(task.arg_shapes, task.is_output, strict=True):
+        if is_out:
+            out.append(None)
+        elif dtype.startswith("float") or dtype == "bfloat16":
+            out.append(rng.uniform(-1, 1, size=shape).astype(dtype))
+        elif dtype == "bool":
+            out.append(rng.integers(0, 2, size=shape).astype(bool))
+        else:
+            out.append(rng.integers(0, 8, size=shape).astype(dtype))
+    return out
+
+
+def _outputs(task: Any) -> list[np.ndarray]:
+    return [np.zeros(s, d) for (s, d), o in zip(task.arg_shapes, task.is_output, strict=True) if o]
+
+
+def _run(module: Any, task: Any, inputs: list[Any], outs: list[np.ndarray]) -> None:
+    it = iter(outs)
+    module(*[x if x is not None else next(it) for x in inputs])
+
+
+def reference_outputs(task: Any, inputs: list[Any]) -> list[np.ndarray]:
+    """The outputs of the task's reference schedule on ``inputs``."""
+    from ..build import build
+
+    s, args = task.reference()
+    module = build(s, args, target=task.target)
+    outs = _outputs(task)
+    _run(module, task, inputs, outs)
+    return outs
+
+
+def _close(got: np.ndarray, want: np.ndarray) -> bool:
+    if got.dtype.kind in "fc":
+        scale = float(np.max(np.abs(want))) if want.size else 1.0
+        return bool(np.allclose(got, want, rtol=1e-3, atol=1e-4 * max(1.0, scale), equal_nan=True))
+    return bool(np.array_equal(got, want))
+
+
+@dataclass
+class MeasureOption:
+    """How candidates are measured (see the module documentation)."""
+
+    repeat: int = 3
+    min_repeat_ms: float = 20.0
+    timeout: float = 20.0
+    slow_factor: float = 10.0
+    check: bool = True
+
+
+def _worker(conn: Any, task: Any, inputs: list[Any], ref: list[Any], opt: MeasureOption) -> None:
+    import faulthandler
+
+    faulthandler.disable()  # a crashing candidate is reported by the tuner, not dumped here
+    from ..build import build, lower
+    from .features import loop_features
+
+    module = None
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg[0] == "stop":
+            return
+        if msg[0] == "build":
+            config = msg[1]
+            start = time.perf_counter()
+            try:
+                s, args = task.instantiate(config)
+                feats = loop_features(str(lower(s, args, simple_mode=True)))
+            except Exception as err:  # the candidate's failure, reported
+                conn.send(("built", INSTANTIATE_ERROR, _describe(err), [], 0.0))
+                continue
+            try:
+                module = build(s, args, target=task.target)
+            except Exception as err:
+                conn.send(("built", BUILD_ERROR, _describe(err), feats, 0.0))
+                continue
+            conn.send(("built", OK, "", feats, time.perf_counter() - start))
+        elif msg[0] == "measure":
+            best = msg[1]
+            try:
+                outs = _outputs(task)
+                _run(module, task, inputs, outs)
+                pairs = list(zip(outs, ref, strict=True)) if opt.check else []
+                if not all(_close(g, w) for g, w in pairs):
+                    worst = max(float(np.max(np.abs(g - w))) for g, w in pairs)
+                    conn.send(
+                        (
+                            "measured",
+                            WRONG_ANSWER,
+                            f"outputs differ from the reference "
+                            f"schedule's (max abs difference {worst:.3g})",
+                            [],
+                            False,
+                        )
+                    )
+                    continue
+                t0 = time.perf_counter()
+                _run(module, task, inputs, outs)
+                first = time.perf_counter() - t0
+                if best is not None and first > opt.slow_factor * best:
+                    conn.send(("measured", OK, "", [first], True))
+                    continue
+                number = max(1, math.ceil(opt.min_repeat_ms / 1000.0 / max(first, 1e-9)))
+                costs = []
+                for _ in range(opt.repeat):
+                    t0 = time.perf_counter()
+                    for _ in range(number):
+                        _run(module, task, inputs, outs)
+                    costs.append((time.perf_counter() - t0) / number)
+                conn.send(("measured", OK, "", costs, False))
+            except Exception as err:
+                conn.send(("measured", RUNTIME_ERROR, _describe(err), [], False))
+
+
+def _describe(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    if len(text) > 2000:
+        text = text[:2000] + "..."
+    return text or traceback.format_exc(limit=2)
+
+
+class LocalRunner:
+    """Builds candidates in ``n_parallel`` worker processes, measures them one at a time.
+
+    Use as a context manager (the workers stop on exit). ``run(configs, best)`` returns one
+    ``MeasureResult`` per configuration, in order; ``best`` is the best time so far (for
+    cutting slow candidates short).
+    """
+
+    def __init__(
+        self,
+        task: Any,
+        n_parallel: int | None = None,
+        option: MeasureOption | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.task = task
+        self.option = option or MeasureOption()
+        self.n_parallel = max(1, n_parallel or min(4, os.cpu_count() or 1))
+        cached = getattr(task, "_measure_data", None)
+        if cached is None or cached[0] != (seed, self.option.check):
+            inputs = make_inputs(task, seed)
+            ref = reference_outputs(task, inputs) if self.option.check else []
+            cached = task._measure_data = ((seed, self.option.check), inputs, ref)
+        self.inputs, self.ref = cached[1], cached[2]
+        self._ctx = mp.get_context("fork")
+        self._workers: list[tuple[Any, Any] | None] = [None] * self.n_parallel
+
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for k in range(self.n_parallel):
+            self._stop(k, graceful=True)
+
+    def _start(self, k: int) -> tuple[Any, Any]:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(
+            target=_worker,
+            args=(child, self.task, self.inputs, self.ref, self.option),
+            daemon=True,
+        )
+        proc.start()
+        child.close()
+        self._workers[k] = (proc, parent)
+        return proc, parent
+
+    def _stop(self, k: int, graceful: bool = False) -> None:
+        w = self._workers[k]
+        if w is None:
+            return
+        proc, conn = w
+        if graceful and proc.is_alive():
+            try:
+                conn.send(("stop",))
+                proc.join(1.0)
+            except (OSError, BrokenPipeError):
+                pass
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5.0)
+        conn.close()
+        self._workers[k] = None
+
+    def _ask(self, k: int, msg: tuple[Any, ...], timeout: float) -> tuple[Any, ...]:
+        """Sends ``msg`` to worker k and waits for its answer; a dead or silent worker is
+        replaced and the answer is an error tuple ``("failed", code, message)``."""
+        w = self._workers[k] or self._start(k)
+        proc, conn = w
+        try:
+            conn.send(msg)
+            if conn.poll(timeout):
+                return conn.recv()
+            code, text = TIMEOUT, f"no answer within {timeout:g} s (killed)"
+        except (EOFError, OSError, BrokenPipeError):
+            code, text = CRASH, "the worker process died"
+        proc.join(0.05)
+        if not proc.is_alive() and code == TIMEOUT:
+            code, text = CRASH, "the worker process died"
+        if code == CRASH:
+            text += f" (exit code {proc.exitcode})"
+        self._stop(k)
+        return ("failed", code, text)
+
+    def run(self, configs: list[Any], best: float | None = None) -> list[MeasureResult]:
+        results: list[MeasureResult] = []
+        for lo in range(0, len(configs), self.n_parallel):
+            results += self._batch(configs[lo : lo + self.n_parallel], best)
+            valid = [r.cost for r in results if r.error == OK and not r.cut_short]
+            if valid:
+                best = min([*([best] if best else []), *valid])
+        return results
+
+    def _batch(self, configs: list[Any], best: float | None) -> list[MeasureResult]:
+        results = [MeasureResult(config=c) for c in configs]
+        sent = []
+        for k, c in enumerate(configs):  # phase 1: every worker builds, in parallel
+            w = self._workers[k] or self._start(k)
+            try:
+                w[1].send(("build", c))
+                sent.append(k)
+            except (OSError, BrokenPipeError):
+                results[k].error, results[k].error_msg = CRASH, "the worker process died"
+                self._stop(k)
+        deadline = time.monotonic() + self.option.timeout
+        built = []
+        for k in sent:
+            proc, conn = self._workers[k]  # type: ignore[misc]
+            remaining = max(0.0, deadline - time.monotonic())
+            try:
+                ready = conn.poll(remaining)
+                answer = conn.recv() if ready else None
+            except (EOFError, OSError):
+                answer, ready = None, True
+            if answer is None:
+                code = CRASH if ready else TIMEOUT
+                proc.join(0.05)
+                if code == TIMEOUT and not proc.is_alive():
+                    code = CRASH
+                results[k].error = code
+                results[k].error_msg = (
+                    f"the worker process died while building (exit code {proc.exitcode})"
+                    if code == CRASH
+                    else f"building took longer than {self.option.timeout:g} s (killed)"
+                )
+                self._stop(k)
+                continue
+            _, code, text, feats, build_s = answer
+            results[k].error, results[k].error_msg = code, text
+            results[k].features, results[k].build_s = feats, build_s
+            if code == OK:
+                built.append(k)
+        for k in built:  # phase 2: one at a time
+            answer = self._ask(k, ("measure", best), self.option.timeout)
+            if answer[0] == "failed":
+                results[k].error, results[k].error_msg = answer[1], answer[2]
+                continue
+            _, code, text, costs, cut = answer
+            results[k].error, results[k].error_msg = code, text
+            results[k].costs, results[k].cut_short = costs, cut
+            if code == OK and not cut and (best is None or min(costs) < best):
+                best = float(np.median(costs))
+        return results

@@ -1,0 +1,401 @@
+"""Search spaces: the knobs a tuner turns, as JSON-able configurations.
+
+Two kinds of space, one interface (``default``, ``sample``, ``mutate``, ``crossover``, ``grid``,
+``canonical``, ``vector``):
+
+- ``AutoSpace``: the automatic scheduler's own decisions (``auto_schedule_space``): tile rows
+  and vectors, packing, loop order, parallel depth, unrolling... A configuration is the
+  ``{stage: {knob: value}}`` point that ``auto_schedule(config=...)`` applies. The space is
+  path-dependent (the tile rows allowed depend on the tile vectors chosen): ``canonical``
+  repairs a point by moving a knob the scheduler refuses to its nearest allowed value.
+- ``ConfigSpace``: an AutoTVM template's knobs (``cfg.define_split``, ``define_knob``,
+  ``define_reorder``), a configuration is ``{knob: value}`` (a split's factors, a knob's
+  value, a reorder's permutation).
+
+Example:
+    >>> import random
+    >>> from pytvmbridge.autotvm.space import ConfigSpace
+    >>> cfg = ConfigSpace()
+    >>> cfg.define_knob("unroll", [0, 1])
+    >>> cfg.define_split("tile", 16, num_outputs=2)
+    >>> len(cfg), cfg.default()
+    (10, {'unroll': 0, 'tile': [16, 1]})
+    >>> cfg.canonical(cfg.sample(random.Random(0))) in list(cfg.grid())
+    True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = [
+    "AutoSpace",
+    "ConfigEntity",
+    "ConfigSpace",
+    "KnobEntity",
+    "ReorderEntity",
+    "SplitEntity",
+]
+
+Config = dict[str, Any]
+
+
+# --- template knobs ---------------------------------------------------------------------------
+
+
+class SplitEntity:
+    """A chosen split: ``size`` lists the factors outermost first (their product covers the
+    extent). ``apply(s, stage, axis)`` splits ``axis`` into ``len(size)`` loops and returns them.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((64,), name="A")
+        >>> B = tvm.compute((64,), lambda i: A[i] + 1, name="B")
+        >>> s = tvm.create_schedule(B.op)
+        >>> [str(a.var) for a in SplitEntity([4, 4, 4]).apply(s, B, B.op.axis[0])]
+        ['i.outer.outer', 'i.outer.inner', 'i.inner']
+    """
+
+    def __init__(self, size: Sequence[int]) -> None:
+        self.size = list(size)
+
+    def apply(self, s: Any, stage: Any, axis: Any) -> list[Any]:
+        stage = s[stage] if not hasattr(stage, "split") else stage
+        axes = []
+        for factor in reversed(self.size[1:]):
+            axis, inner = stage.split(axis, factor=int(factor))
+            axes.append(inner)
+        axes.append(axis)
+        return list(reversed(axes))
+
+    @property
+    def val(self) -> list[int]:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"SplitEntity({self.size})"
+
+
+class KnobEntity:
+    """A chosen value of ``define_knob``: ``.val``."""
+
+    def __init__(self, val: Any) -> None:
+        self.val = val
+
+    def __repr__(self) -> str:
+        return f"KnobEntity({self.val!r})"
+
+
+class ReorderEntity:
+    """A chosen loop order: ``perm`` indexes the axes given to ``define_reorder``;
+    ``apply(s, stage, axes)`` reorders them and returns them in the new order."""
+
+    def __init__(self, perm: Sequence[int]) -> None:
+        self.perm = list(perm)
+
+    def apply(self, s: Any, stage: Any, axes: Sequence[Any]) -> list[Any]:
+        stage = s[stage] if not hasattr(stage, "reorder") else stage
+        ordered = [axes[p] for p in self.perm]
+        stage.reorder(*ordered)
+        return ordered
+
+    @property
+    def val(self) -> list[int]:
+        return self.perm
+
+    def __repr__(self) -> str:
+        return f"ReorderEntity({self.perm})"
+
+
+def _extent(axis_or_int: Any) -> int:
+    if isinstance(axis_or_int, int):
+        return axis_or_int
+    dom = getattr(axis_or_int, "dom", None)
+    extent = getattr(dom, "extent", None)
+    value = getattr(extent, "value", None)
+    if not isinstance(value, int):
+        raise ValueError(
+            "define_split: the axis must have a constant extent (or pass an int), "
+            f"got {axis_or_int!r}"
+        )
+    return value
+
+
+def _factorizations(n: int, parts: int, max_factor: int | None, power2: bool) -> list[list[int]]:
+    """Ways to write ``n`` as ``parts`` factors (outermost first; the outermost is what is left,
+    so non-dividing powers of two are allowed with ``power2``)."""
+    if parts == 1:
+        return [[n]]
+    if power2:
+        inner_choices = [2**e for e in range(0, max(1, n).bit_length()) if 2**e <= n]
+    else:
+        inner_choices = [f for f in range(1, n + 1) if n % f == 0]
+    if max_factor is not None:
+        inner_choices = [f for f in inner_choices if f <= max_factor]
+    out = []
+    for f in inner_choices:
+        rest = n // f if n % f == 0 else math.ceil(n / f)
+        for head in _factorizations(rest, parts - 1, max_factor, power2):
+            out.append([*head, f])
+    return out
+
+
+class ConfigSpace:
+    """The knobs of an AutoTVM template, collected while it runs (see ``template``).
+
+    While the space is being defined, ``cfg[name]`` is the knob's first candidate; a tuner
+    then runs the template with a ``ConfigEntity`` (same methods, chosen values).
+    """
+
+    def __init__(self) -> None:
+        self.knobs: dict[str, list[Any]] = {}
+        self.kinds: dict[str, str] = {}
+
+    # defining
+    def define_split(
+        self,
+        name: str,
+        axis: Any,
+        num_outputs: int = 2,
+        policy: str = "factors",
+        max_factor: int | None = None,
+    ) -> None:
+        """Candidate splits of ``axis`` (an IterVar or an extent) into ``num_outputs`` loops:
+        ``policy="factors"`` (exact divisors) or ``"power2"`` (powers of two, guarded)."""
+        if policy not in ("factors", "power2"):
+            raise ValueError(f"define_split policy must be 'factors' or 'power2', got {policy!r}")
+        if num_outputs < 1:
+            raise ValueError(f"define_split num_outputs must be >= 1, got {num_outputs}")
+        sizes = _factorizations(_extent(axis), num_outputs, max_factor, policy == "power2")
+        self._define(name, "split", sizes)
+
+    def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
+        """A knob taking one of ``candidates`` (JSON-able values)."""
+        if not candidates:
+            raise ValueError(f"define_knob '{name}': candidates must not be empty")
+        self._define(name, "knob", list(candidates))
+
+    def define_reorder(
+        self,
+        name: str,
+        axes: Sequence[Any],
+        policy: str = "all",
+        candidate: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        """Loop orders of ``axes``: every permutation (``policy="all"``) or the given ones
+        (``policy="candidate"``, ``candidate=[[1, 0, 2], ...]``, as indices into ``axes``)."""
+        if policy == "all":
+            perms = [list(p) for p in itertools.permutations(range(len(axes)))]
+        elif policy == "candidate" and candidate:
+            perms = [list(p) for p in candidate]
+        else:
+            raise ValueError(
+                f"define_reorder '{name}': policy must be 'all' or 'candidate' with a "
+                f"non-empty candidate list, got {policy!r}"
+            )
+        self._define(name, "reorder", perms)
+
+    def _define(self, name: str, kind: str, candidates: list[Any]) -> None:
+        if name in self.knobs and self.knobs[name] != candidates:
+            raise ValueError(f"knob '{name}' is defined twice with different candidates")
+        self.knobs[name] = candidates
+        self.kinds[name] = kind
+
+    def __getitem__(self, name: str) -> Any:
+        return _entity(self.kinds[name], self.knobs[name][0])
+
+    # searching
+    def __len__(self) -> int:
+        return math.prod(len(c) for c in self.knobs.values())
+
+    def default(self) -> Config:
+        return {name: c[0] for name, c in self.knobs.items()}
+
+    def sample(self, rng: random.Random) -> Config:
+        return {name: rng.choice(c) for name, c in self.knobs.items()}
+
+    def mutate(self, config: Config, rng: random.Random) -> Config:
+        out = dict(config)
+        name = rng.choice(list(self.knobs))
+        out[name] = rng.choice(self.knobs[name])
+        return out
+
+    def crossover(self, a: Config, b: Config, rng: random.Random) -> Config:
+        return {name: (a if rng.random() < 0.5 else b)[name] for name in self.knobs}
+
+    def grid(self) -> Iterator[Config]:
+        names = list(self.knobs)
+        for values in itertools.product(*(self.knobs[n] for n in names)):
+            yield dict(zip(names, values, strict=True))
+
+    def canonical(self, config: Config) -> Config:
+        out = {}
+        for name, cands in self.knobs.items():
+            value = config.get(name, cands[0])
+            if value not in cands:
+                raise ValueError(f"config: knob '{name}' is {value!r}, not one of {cands[:8]}...")
+            out[name] = value
+        return out
+
+    def vector(self, config: Config) -> list[float]:
+        """Numbers describing the configuration, for the cost model."""
+        out: list[float] = []
+        for name, value in config.items():
+            kind = self.kinds.get(name, "knob")
+            if kind == "split":
+                out += [math.log2(max(1, v)) for v in value]
+            elif kind == "reorder":
+                out += [float(p) for p in value]
+            else:
+                out.append(
+                    float(value)
+                    if isinstance(value, (int, float))
+                    else float(self.knobs[name].index(value))
+                )
+        return out
+
+
+class ConfigEntity(ConfigSpace):
+    """A point of a template's space: ``cfg[name]`` is the chosen entity; ``define_*`` only
+    check that the knob exists (a template defines its knobs the same way every run)."""
+
+    def __init__(self, space: ConfigSpace, config: Config) -> None:
+        super().__init__()
+        self.knobs, self.kinds = space.knobs, space.kinds
+        self.config = space.canonical(config)
+
+    def _define(self, name: str, kind: str, candidates: list[Any]) -> None:
+        if name not in self.knobs:
+            raise ValueError(f"template defines knob '{name}', which its space does not have")
+
+    def __getitem__(self, name: str) -> Any:
+        return _entity(self.kinds[name], self.config[name])
+
+
+def _entity(kind: str, value: Any) -> Any:
+    if kind == "split":
+        return SplitEntity(value)
+    if kind == "reorder":
+        return ReorderEntity(value)
+    return KnobEntity(value)
+
+
+# --- the automatic scheduler's knobs ----------------------------------------------------------
+
+_REFUSED = re.compile(
+    r"stage '([^']+)' knob '([^']+)' is -?\d+, which is not one of its candidates \[([^\]]*)\]"
+)
+_NO_STAGE = re.compile(r"there is no stage '([^']+)'")
+_NO_KNOB = re.compile(r"stage '([^']+)' has no knob '([^']+)'")
+
+
+class AutoSpace:
+    """The automatic scheduler's decisions for one computation, as a search space.
+
+    ``query(config)`` is ``auto_schedule_space`` of a fresh copy of the computation (made by
+    ``make_outputs()``) at that point. Knob names are flattened to ``"stage/knob"``.
+    """
+
+    def __init__(self, make_outputs: Any, target: str) -> None:
+        self.make_outputs = make_outputs
+        self.target = target
+        first = self.query(None)
+        self._default = first["default"]
+        # Candidates seen on any path (the default's, and each repaired point's).
+        self.knobs: dict[str, list[int]] = {}
+        self._learn(first)
+        self._keys = list(self.knobs)  # the model's inputs: the default path's knobs
+
+    def query(self, config: dict[str, dict[str, int]] | None) -> dict[str, Any]:
+        from ..autoschedule import auto_schedule_space
+
+        return auto_schedule_space(self.make_outputs(), target=self.target, config=config)
+
+    def _learn(self, space: dict[str, Any]) -> None:
+        for stage, knobs in space["knobs"].items():
+            for knob, cands in knobs.items():
+                merged = sorted(set(self.knobs.get(f"{stage}/{knob}", [])) | set(cands))
+                self.knobs[f"{stage}/{knob}"] = merged
+
+    def __len__(self) -> int:
+        return math.prod(len(c) for c in self.knobs.values())
+
+    def default(self) -> dict[str, dict[str, int]]:
+        return {st: dict(k) for st, k in self._default.items()}
+
+    @staticmethod
+    def flatten(config: dict[str, dict[str, int]]) -> dict[str, int]:
+        return {f"{st}/{k}": v for st, knobs in config.items() for k, v in knobs.items()}
+
+    @staticmethod
+    def nest(flat: dict[str, int]) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for key, v in flat.items():
+            st, k = key.rsplit("/", 1)
+            out.setdefault(st, {})[k] = v
+        return out
+
+    def canonical(self, config: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """The point the scheduler applies for ``config`` (see ``repair``)."""
+        space = repair(self.query, config)
+        self._learn(space)
+        return space["default"]
+
+    def sample(self, rng: random.Random) -> dict[str, dict[str, int]]:
+        return self.nest({k: rng.choice(c) for k, c in self.knobs.items()})
+
+    def mutate(self, config: dict[str, dict[str, int]], rng: random.Random) -> dict[str, Any]:
+        flat = self.flatten(config)
+        key = rng.choice(list(self.knobs))
+        flat[key] = rng.choice(self.knobs[key])
+        return self.nest(flat)
+
+    def crossover(self, a: dict[str, Any], b: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        fa, fb = self.flatten(a), self.flatten(b)
+        keys = sorted(set(fa) | set(fb))
+        return self.nest(
+            {k: (fa if (rng.random() < 0.5 and k in fa) or k not in fb else fb)[k] for k in keys}
+        )
+
+    def grid(self) -> Iterator[dict[str, dict[str, int]]]:
+        keys = list(self.knobs)
+        for values in itertools.product(*(self.knobs[k] for k in keys)):
+            yield self.nest(dict(zip(keys, values, strict=True)))
+
+    def vector(self, config: dict[str, dict[str, int]]) -> list[float]:
+        flat = self.flatten(config)
+        return [float(flat.get(k, -1)) for k in self._keys]
+
+
+def repair(query: Any, config: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """``query(point)`` (an ``auto_schedule_space`` call) at the nearest point the scheduler
+    accepts: a knob it refuses moves to the nearest candidate it allows, a knob or stage off
+    the path is dropped, and knobs left out take their defaults. Returns the space there (its
+    ``"default"`` is the repaired point)."""
+    flat = AutoSpace.flatten(config)
+    for _ in range(4 * max(1, len(flat)) + 4):
+        try:
+            return query(AutoSpace.nest(flat))
+        except ValueError as err:
+            text = str(err)
+            m = _REFUSED.search(text)
+            if m:
+                key = f"{m.group(1)}/{m.group(2)}"
+                cands = [int(c) for c in m.group(3).split(",") if c.strip()]
+                flat[key] = min(cands, key=lambda c: (abs(c - flat[key]), c))
+                continue
+            m = _NO_KNOB.search(text)
+            if m:
+                flat.pop(f"{m.group(1)}/{m.group(2)}", None)
+                continue
+            m = _NO_STAGE.search(text)
+            if m:
+                flat = {k: v for k, v in flat.items() if not k.startswith(m.group(1) + "/")}
+                continue
+            raise
+    raise ValueError(f"auto_schedule config could not be repaired: {config}")

@@ -1,0 +1,475 @@
+"""Tuners: random, grid, and an evolutionary search guided by a learned cost model.
+
+Every tuner proposes batches of unmeasured configurations and learns from the results;
+``Tuner.tune`` runs the loop: propose, measure (``LocalRunner`` or ``runner="ray"``), log,
+update, with early stopping and a progress bar. ``EvolutionaryTuner`` (also ``XGBTuner``)
+keeps the measured candidates, breeds new ones from the best (mutation and crossover, plus
+some random ones), ranks them with an XGBoost model trained on the measurements so far
+(features: the candidate's loop structure and its knob values; target: throughput relative to
+the best) and measures the most promising; the model is retrained after every batch.
+
+Example:
+    >>> import pytvmbridge as tvm
+    >>> from pytvmbridge import autotvm
+    >>> def add(n):
+    ...     A = tvm.placeholder((n,), name="A")
+    ...     return [A, tvm.compute((n,), lambda i: A[i] + 1.0, name="B")]
+    >>> task = autotvm.auto_task(add, (4096,))
+    >>> best = autotvm.RandomTuner(task, seed=0).tune(2, n_parallel=1, progress=False)
+    >>> best["error"], len(best["costs"]) > 0
+    (0, True)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import record
+from .features import loop_features
+from .measure import LocalRunner, MeasureOption, MeasureResult
+
+__all__ = [
+    "EvolutionaryTuner",
+    "GridSearchTuner",
+    "RandomTuner",
+    "Tuner",
+    "XGBTuner",
+    "tune_tasks",
+]
+
+
+def _key(config: Any) -> str:
+    return json.dumps(config, sort_keys=True)
+
+
+class Tuner:
+    """Base tuner: ``next_batch(n)`` proposes, ``update(results)`` learns, ``tune`` loops."""
+
+    def __init__(self, task: Any, seed: int | None = 0) -> None:
+        self.task = task
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.visited: set[str] = set()
+        self.history: list[tuple[Any, float]] = []  # (config, cost; inf for errors)
+        self.best_cost = math.inf
+        self.best_config: Any = None
+        self.best_record: dict[str, Any] | None = None
+        self.trials = 0
+
+    # --- to override ---
+    def next_batch(self, n: int) -> list[Any]:
+        raise NotImplementedError
+
+    def has_next(self) -> bool:
+        return len(self.visited) < len(self.task.space)
+
+    def update(self, configs: list[Any], costs: list[float]) -> None:
+        """Learn from measured configurations (``inf`` cost: an error)."""
+
+    # --- shared ---
+    def _fresh(self, config: Any) -> Any | None:
+        """The canonical form of ``config`` if it was not measured (else ``None``)."""
+        try:
+            config = self.task.canonical(config)
+        except ValueError:
+            return None
+        key = _key(config)
+        if key in self.visited:
+            return None
+        return config
+
+    def _observe(self, config: Any, cost: float, rec: dict[str, Any] | None) -> None:
+        self.visited.add(_key(config))
+        self.history.append((config, cost))
+        if cost < self.best_cost:
+            self.best_cost, self.best_config, self.best_record = cost, config, rec
+
+    def resume(self, log_file: str) -> int:
+        """Takes the records of this workload (this target and CPU) from ``log_file`` as
+        already measured: they are not measured again, and the model learns from them.
+        Returns how many there were."""
+        configs, costs = [], []
+        for r in record.load(log_file):
+            if r["workload"] != self.task.workload_key:
+                continue
+            if not record._matches_target(r, self.task.target, other_cpus=False):
+                continue
+            try:
+                config = self.task.canonical(r["config"])
+            except ValueError:
+                continue
+            cost = record.record_cost(r)
+            self._observe(config, cost, r)
+            configs.append(config)
+            costs.append(cost)
+        if configs:
+            self.update(configs, costs)
+        return len(configs)
+
+    def tune(
+        self,
+        n_trial: int,
+        measure_option: MeasureOption | None = None,
+        early_stopping: int | None = None,
+        log_file: str | os.PathLike[str] | None = None,
+        n_parallel: int | None = None,
+        runner: Any = "local",
+        progress: bool = True,
+        resume: bool = True,
+    ) -> dict[str, Any] | None:
+        """Measure up to ``n_trial`` new candidates; returns the best valid record (or ``None``).
+
+        ``log_file``: records are appended there (and, with ``resume``, those already there
+        for this workload are not measured again). ``early_stopping``: stop after that many
+        trials without improvement. ``runner``: ``"local"`` (worker processes on this machine),
+        ``"ray"`` (a Ray cluster, see ``ray_runner``), or a runner object with
+        ``run(configs, best)``.
+        """
+        if n_trial < 0:
+            raise ValueError(f"n_trial must be >= 0, got {n_trial}")
+        log_file = os.fspath(log_file) if log_file is not None else None
+        if log_file and resume:
+            self.resume(log_file)
+        own_runner = isinstance(runner, str)
+        if runner == "local":
+            runner = LocalRunner(
+                self.task, n_parallel=n_parallel, option=measure_option, seed=self.seed or 0
+            )
+        elif runner == "ray":
+            from .ray_runner import RayRunner
+
+            runner = RayRunner(
+                self.task, n_parallel=n_parallel, option=measure_option, seed=self.seed or 0
+            )
+        elif isinstance(runner, str):
+            raise ValueError(f"runner must be 'local', 'ray' or a runner object, got {runner!r}")
+        bar = _bar(self.task, n_trial, progress)
+        batch = getattr(runner, "n_parallel", 1)
+        last_improvement = 0
+        done = 0
+        try:
+            while done < n_trial and self.has_next():
+                configs = self.next_batch(min(batch, n_trial - done))
+                if not configs:
+                    break
+                best = self.best_cost if math.isfinite(self.best_cost) else None
+                results = runner.run(configs, best)
+                recs = [self._record(r) for r in results]
+                if log_file:
+                    record.append(log_file, recs)
+                before = self.best_cost
+                for r, rec in zip(results, recs, strict=True):
+                    self._observe(r.config, record.record_cost(rec), rec)
+                self.update([r.config for r in results], [record.record_cost(x) for x in recs])
+                done += len(results)
+                self.trials += len(results)
+                if self.best_cost < before:
+                    last_improvement = done
+                if bar is not None:
+                    bar.update(len(results))
+                    bar.set_postfix(best_gflops=f"{self.best_gflops:.2f}")
+                if early_stopping is not None and done - last_improvement >= early_stopping:
+                    break
+        finally:
+            if bar is not None:
+                bar.close()
+            if own_runner:
+                runner.close()
+        return self.best_record
+
+    @property
+    def best_gflops(self) -> float:
+        if not math.isfinite(self.best_cost) or not self.task.flop:
+            return 0.0
+        return self.task.flop / self.best_cost / 1e9
+
+    def _record(self, r: MeasureResult) -> dict[str, Any]:
+        t = self.task
+        return record.make_record(
+            t.workload_key,
+            t.description,
+            t.kind,
+            t.target,
+            r.config,
+            r.costs,
+            r.error,
+            r.error_msg,
+            r.features,
+            r.build_s,
+            t.flop,
+            r.cut_short,
+            r.timestamp,
+        )
+
+
+def _bar(task: Any, total: int, progress: bool) -> Any:
+    from .. import progress as progress_mod
+
+    if not progress or not progress_mod.enabled():
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"tuning {task.name}", unit="trial", leave=False)
+
+
+class RandomTuner(Tuner):
+    """Uniformly random unmeasured configurations (repaired to valid points)."""
+
+    def next_batch(self, n: int) -> list[Any]:
+        out: list[Any] = []
+        seen: set[str] = set()
+        for _ in range(50 * n + 50):
+            if len(out) == n:
+                break
+            c = self._fresh(self.task.space.sample(self.rng))
+            if c is not None and _key(c) not in seen:
+                seen.add(_key(c))
+                out.append(c)
+        return out
+
+
+class GridSearchTuner(Tuner):
+    """Every configuration of the space in order (repaired points measured once)."""
+
+    def __init__(self, task: Any, seed: int | None = 0) -> None:
+        super().__init__(task, seed)
+        self._grid = iter(task.space.grid())
+        self._exhausted = False
+
+    def has_next(self) -> bool:
+        return not self._exhausted
+
+    def next_batch(self, n: int) -> list[Any]:
+        out: list[Any] = []
+        seen: set[str] = set()
+        while len(out) < n:
+            c = next(self._grid, None)
+            if c is None:
+                self._exhausted = True
+                break
+            c = self._fresh(c)
+            if c is not None and _key(c) not in seen:
+                seen.add(_key(c))
+                out.append(c)
+        return out
+
+
+class CostModel:
+    """Predicts a candidate's relative throughput from its features (XGBoost; without xgboost
+    installed, no prediction: every candidate scores the same)."""
+
+    def __init__(self, seed: int | None = 0) -> None:
+        self.seed = seed or 0
+        self.model: Any = None
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> None:
+        try:
+            import xgboost as xgb
+        except ImportError:
+            self.model = None
+            return
+        params = {
+            "max_depth": 4,
+            "eta": 0.2,
+            "seed": self.seed,
+            "nthread": 1,
+            "verbosity": 0,
+            "objective": "reg:squarederror",
+        }
+        self.model = xgb.train(params, xgb.DMatrix(x, label=y), num_boost_round=60)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        if self.model is None:
+            return np.zeros(len(x))
+        import xgboost as xgb
+
+        return np.asarray(self.model.predict(xgb.DMatrix(x)))
+
+
+class EvolutionaryTuner(Tuner):
+    """Evolutionary search ranked by a cost model retrained as measurements arrive.
+
+    ``population``: candidates bred per batch; ``eps_random``: the share of each batch taken
+    at random (exploration); ``min_train``: measurements before the model is trusted.
+    """
+
+    def __init__(
+        self,
+        task: Any,
+        seed: int | None = 0,
+        population: int = 48,
+        eps_random: float = 0.2,
+        min_train: int = 8,
+    ) -> None:
+        super().__init__(task, seed)
+        self.population = population
+        self.eps_random = eps_random
+        self.min_train = min_train
+        self.model = CostModel(seed)
+        self._features: dict[str, list[float]] = {}
+        self._trained = False
+
+    def features(self, config: Any) -> list[float]:
+        key = _key(config)
+        f = self._features.get(key)
+        if f is None:
+            from ..build import lower
+
+            try:
+                s, args = self.task.instantiate(config)
+                f = loop_features(str(lower(s, args, simple_mode=True)))
+            except Exception:
+                f = [0.0] * 13
+            f = f + self.task.space.vector(config)
+            self._features[key] = f
+        return f
+
+    def update(self, configs: list[Any], costs: list[float]) -> None:
+        if len(self.history) < self.min_train:
+            return
+        valid = [c for _, c in self.history if math.isfinite(c)]
+        if not valid:
+            return
+        best = min(valid)
+        x = np.array([self.features(c) for c, _ in self.history], dtype=float)
+        y = np.array([best / c if math.isfinite(c) else 0.0 for _, c in self.history])
+        self.model.fit(x, y)
+        self._trained = self.model.model is not None
+
+    def next_batch(self, n: int) -> list[Any]:
+        space = self.task.space
+        if not self._trained:
+            return RandomTuner.next_batch(self, n)  # type: ignore[arg-type]
+        ranked = sorted((h for h in self.history if math.isfinite(h[1])), key=lambda h: h[1])
+        parents = [c for c, _ in ranked[:8]] or [space.default()]
+        pool: dict[str, Any] = {}
+        for _ in range(self.population * 4):
+            if len(pool) >= self.population:
+                break
+            r = self.rng.random()
+            if r < 0.6:
+                c = space.mutate(self.rng.choice(parents), self.rng)
+                if self.rng.random() < 0.5:
+                    c = space.mutate(c, self.rng)
+            elif r < 0.9 and len(parents) > 1:
+                a, b = self.rng.sample(parents, 2)
+                c = space.crossover(a, b, self.rng)
+            else:
+                c = space.sample(self.rng)
+            c = self._fresh(c)
+            if c is not None:
+                pool.setdefault(_key(c), c)
+        cands = list(pool.values())
+        n_random = round(n * self.eps_random)
+        out: list[Any] = []
+        if cands:
+            scores = self.model.predict(np.array([self.features(c) for c in cands], dtype=float))
+            order = np.argsort(-scores, kind="stable")
+            out = [cands[i] for i in order[: n - n_random]]
+        chosen = {_key(c) for c in out}
+        for c in RandomTuner.next_batch(self, n):  # type: ignore[arg-type]
+            if len(out) >= n:
+                break
+            if _key(c) not in chosen:
+                out.append(c)
+                chosen.add(_key(c))
+        return out
+
+
+XGBTuner = EvolutionaryTuner
+
+_TUNERS = {
+    "random": RandomTuner,
+    "grid": GridSearchTuner,
+    "evolutionary": EvolutionaryTuner,
+    "xgb": EvolutionaryTuner,
+}
+
+
+def make_tuner(name_or_cls: Any, task: Any, seed: int | None = 0) -> Tuner:
+    if isinstance(name_or_cls, str):
+        if name_or_cls not in _TUNERS:
+            raise ValueError(f"tuner must be one of {sorted(_TUNERS)}, got {name_or_cls!r}")
+        return _TUNERS[name_or_cls](task, seed=seed)
+    return name_or_cls(task, seed=seed)
+
+
+def tune_tasks(
+    tasks: Sequence[Any],
+    n_trial: int,
+    tuner: Any = "evolutionary",
+    log_file: str | os.PathLike[str] | None = None,
+    early_stopping: int | None = None,
+    measure_option: MeasureOption | None = None,
+    n_parallel: int | None = None,
+    runner: Any = "local",
+    seed: int | None = 0,
+    progress: bool = True,
+    resume: bool = True,
+) -> list[dict[str, Any] | None]:
+    """Tune several tasks with ``n_trial`` trials in total, split by expected gain (Ansor's
+    task scheduler, simplified): each task gets one round first; then each round goes to the
+    task whose time (its share of the total) times its recent relative improvement is largest.
+    Returns each task's best record.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import autotvm
+        >>> def scale(n):
+        ...     A = tvm.placeholder((n,), name="A")
+        ...     return [A, tvm.compute((n,), lambda i: A[i] * 3.0, name="B")]
+        >>> tasks = [autotvm.auto_task(scale, (n,)) for n in (1024, 2048)]
+        >>> bests = autotvm.tune_tasks(tasks, 4, tuner="random", n_parallel=1, progress=False)
+        >>> [b["error"] for b in bests]
+        [0, 0]
+    """
+    tuners = [make_tuner(tuner, t, seed) for t in tasks]
+    if not tuners:
+        return []
+    n_parallel = max(1, n_parallel or min(4, os.cpu_count() or 1))
+    if log_file and resume:
+        for tu in tuners:
+            tu.resume(os.fspath(log_file))
+    progress_of: list[list[float]] = [[] for _ in tuners]
+    spent = 0
+    order = list(range(len(tuners)))
+    while spent < n_trial:
+        live = [k for k in order if tuners[k].has_next()]
+        if not live:
+            break
+        fresh = [k for k in live if not progress_of[k]]
+        if fresh:
+            k = fresh[0]
+        else:
+
+            def gain(k: int) -> float:
+                hist = progress_of[k]
+                before = hist[-2] if len(hist) > 1 else math.inf
+                now = hist[-1]
+                if not math.isfinite(now):
+                    return 1.0
+                rel = (before - now) / before if math.isfinite(before) else 1.0
+                return now * (rel + 0.05)
+
+            k = max(live, key=gain)
+        step = min(n_parallel, n_trial - spent)
+        before = tuners[k].trials
+        tuners[k].tune(
+            step, measure_option, None, log_file, n_parallel, runner, progress, resume=False
+        )
+        spent += max(1, tuners[k].trials - before)
+        progress_of[k].append(tuners[k].best_cost)
+        if early_stopping is not None and all(
+            len(h) * n_parallel >= early_stopping
+            and len(set(h[-max(1, early_stopping // n_parallel) :])) == 1
+            for h in progress_of
+        ):
+            break
+    return [tu.best_record for tu in tuners]

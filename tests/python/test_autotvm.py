@@ -1,0 +1,370 @@
+"""Autotuning: spaces, tuners, measurement in worker processes, logs and replay."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+
+import pytvmbridge as tvm
+from pytvmbridge import autotvm
+from pytvmbridge.autotvm import record
+from pytvmbridge.autotvm.measure import CRASH, OK, TIMEOUT, WRONG_ANSWER, MeasureOption
+
+N = 64
+
+
+@autotvm.template("test_matmul")
+def matmul_template(n):
+    A = tvm.placeholder((n, n), name="A")
+    B = tvm.placeholder((n, n), name="B")
+    k = tvm.reduce_axis((0, n), name="k")
+    C = tvm.compute((n, n), lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = tvm.create_schedule(C.op)
+    cfg = autotvm.get_config()
+    i, j = C.op.axis
+    cfg.define_split("tile_j", j, num_outputs=2)
+    cfg.define_reorder("order", [i, j, k], policy="candidate", candidate=[[2, 1, 0], [0, 2, 1]])
+    cfg.define_knob("vec", [0, 1])
+    jo, ji = cfg["tile_j"].apply(s, C, j)
+    if cfg["order"].perm == [2, 1, 0]:  # k outermost, columns: strided, scalar (the bad start)
+        s[C].reorder(k, jo, ji, i)
+    else:
+        s[C].reorder(i, jo, k, ji)
+        if cfg["vec"].val:
+            s[C].vectorize(ji)
+    return s, [A, B, C]
+
+
+@autotvm.template("test_faulty")
+def faulty_template(n):
+    """mode 0: fine; 1: crashes the process; 2: hangs; 3: computes something else."""
+    cfg = autotvm.get_config()
+    cfg.define_knob("mode", [0, 1, 2, 3])
+    mode = cfg["mode"].val
+    if mode == 1:
+        import ctypes
+
+        ctypes.string_at(0)  # a segmentation fault
+    if mode == 2:
+        import time
+
+        time.sleep(120)
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.compute((n,), lambda i: A[i] * (3.0 if mode == 3 else 2.0), name="B")
+    return tvm.create_schedule(B.op), [A, B]
+
+
+def _matmul_ref(a, b):
+    return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def _run(s, args, *arrays):
+    f = tvm.build(s, args)
+    f(*arrays)
+    return arrays
+
+
+def test_template_space_and_apply():
+    task = autotvm.task.create("test_matmul", args=(N,))
+    sp = task.space
+    # tile_j: the 7 divisor pairs of 64; order: 2 candidates; vec: 2
+    assert sp.knobs["tile_j"] == [[64 // f, f] for f in (1, 2, 4, 8, 16, 32, 64)]
+    assert len(sp) == 7 * 2 * 2
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((N, N), "float32"), rng.standard_normal((N, N), "float32")
+    for config in [sp.default(), {"tile_j": [4, 16], "order": [0, 2, 1], "vec": 1}]:
+        s, args = task.instantiate(config)
+        c = np.zeros((N, N), "float32")
+        _run(s, args, a, b, c)
+        np.testing.assert_allclose(c, _matmul_ref(a, b), rtol=1e-4, atol=1e-4)
+    s, args = task.instantiate({"tile_j": [4, 16], "order": [0, 2, 1], "vec": 1})
+    assert "ramp(" in str(tvm.lower(s, args))  # vectorized by 16
+
+
+def test_auto_space_repairs_points():
+    def mm(n):
+        A = tvm.placeholder((n, n), name="A")
+        B = tvm.placeholder((n, n), name="B")
+        k = tvm.reduce_axis((0, n), name="k")
+        return [
+            A,
+            B,
+            tvm.compute((n, n), lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k), name="C"),
+        ]
+
+    task = autotvm.auto_task(mm, (256,))
+    default = tvm.auto_schedule_space(mm(256)[2])["default"]
+    assert task.space.default() == default
+    # 4 vectors leave room for at most 7 rows: 14 rows is moved to the nearest allowed, 7.
+    fixed = task.canonical({"C": {"tile_vectors": 4, "tile_rows": 14}})
+    assert fixed["C"]["tile_vectors"] == 4 and fixed["C"]["tile_rows"] == 7
+    # random points all become points the scheduler applies, with the right values
+    rng = random.Random(0)
+    a = np.random.default_rng(0).standard_normal((256, 256)).astype("float32")
+    for _ in range(3):
+        config = task.canonical(task.space.sample(rng))
+        s, args = task.instantiate(config)
+        c = np.zeros((256, 256), "float32")
+        _run(s, args, a, a, c)
+        np.testing.assert_allclose(c, _matmul_ref(a, a), rtol=1e-3, atol=1e-3)
+
+
+def test_tuning_improves_on_a_bad_start_deterministically(tmp_path):
+    n = 128  # the bad start (k outermost, i innermost: strided, scalar) is ~40x slower here
+    task = autotvm.task.create("test_matmul", args=(n,))
+    bad = {"tile_j": [n, 1], "order": [2, 1, 0], "vec": 0}
+    logs = []
+    for run in range(2):
+        log = tmp_path / f"run{run}.json"
+        opt = MeasureOption(repeat=2, min_repeat_ms=2)
+        with autotvm.LocalRunner(task, n_parallel=2, option=opt) as runner:
+            [start] = runner.run([task.canonical(bad)])
+        assert start.error == OK
+        tuner = autotvm.RandomTuner(task, seed=7)
+        tuner.visited.add(json.dumps(task.canonical(bad), sort_keys=True))
+        best = tuner.tune(6, measure_option=opt, log_file=log, n_parallel=2, progress=False)
+        logs.append([r["config"] for r in record.load(log)])
+        assert best is not None and best["error"] == OK
+        assert record.record_cost(best) < start.cost
+        assert best["config"] != task.canonical(bad)
+    assert logs[0] == logs[1]  # the same seed proposes the same candidates
+    assert len({json.dumps(c, sort_keys=True) for c in logs[0]}) == 6
+    # the best configuration computes the product
+    s, args = task.instantiate(best["config"])
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((n, n), "float32"), rng.standard_normal((n, n), "float32")
+    c = np.zeros((n, n), "float32")
+    _run(s, args, a, b, c)
+    np.testing.assert_allclose(c, _matmul_ref(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_evolutionary_tuner_uses_the_model(tmp_path):
+    task = autotvm.task.create("test_matmul", args=(N,))
+    tuner = autotvm.EvolutionaryTuner(task, seed=0, min_train=4)
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    best = tuner.tune(
+        10, measure_option=opt, n_parallel=2, progress=False, log_file=tmp_path / "evo.json"
+    )
+    assert tuner.model.model is not None  # trained after 4 measurements
+    recs = list(record.load(tmp_path / "evo.json"))
+    assert len(recs) == 10 and best["config"] in [r["config"] for r in recs]
+    assert record.record_cost(best) == min(record.record_cost(r) for r in recs)
+    assert all(len(r["features"]) == 13 for r in recs)
+
+
+def test_log_round_trip(tmp_path):
+    task = autotvm.task.create("test_matmul", args=(N,))
+    log = tmp_path / "log.json"
+    opt = MeasureOption(repeat=2, min_repeat_ms=1)
+    autotvm.GridSearchTuner(task).tune(
+        3, measure_option=opt, log_file=log, n_parallel=1, progress=False
+    )
+    recs = list(record.load(log))
+    assert len(recs) == 3
+    grid = [task.canonical(c) for c in list(task.space.grid())[:3]]
+    assert [r["config"] for r in recs] == grid
+    for r in recs:
+        assert r["workload"] == task.workload_key and r["description"].startswith("test_matmul(")
+        assert r["target"]["name"] == "llvm" and r["target"]["cpu"] == record.cpu_name()
+        assert r["target"]["threads"] == tvm.get_num_threads()
+        assert r["error"] == OK and len(r["costs"]) == 2 and all(c > 0 for c in r["costs"])
+        assert set(r["versions"]) >= {"python", "pytvmbridge", "numpy"}
+        assert r["flop"] == 2 * N**3
+    # write back what was read: the same lines
+    record.append(tmp_path / "copy.json", recs)
+    assert (tmp_path / "copy.json").read_text() == log.read_text()
+
+
+def _rec(task, config, cost, error=OK, target="llvm", cpu=None):
+    r = record.make_record(
+        task.workload_key,
+        task.description,
+        task.kind,
+        target,
+        task.canonical(config),
+        [cost, cost, cost],
+        error,
+        flop=task.flop,
+    )
+    if cpu is not None:
+        r["target"]["cpu"] = cpu
+    return r
+
+
+def test_apply_history_best_picks_the_best_valid_record(tmp_path):
+    task = autotvm.task.create("test_matmul", args=(N,))
+    log = tmp_path / "log.json"
+    cfg = lambda f, vec=1: {"tile_j": [N // f, f], "order": [0, 2, 1], "vec": vec}  # noqa: E731
+    record.append(
+        log,
+        [
+            _rec(task, cfg(2), 1.0),
+            _rec(task, cfg(4), 0.5, error=WRONG_ANSWER),  # errors never count
+            _rec(task, cfg(8), 0.1, target="llvm -mcpu=haswell"),  # another target
+            _rec(task, cfg(16), 0.2, cpu="Some Other CPU"),  # another machine
+            _rec(task, cfg(32), 0.8),  # the best valid record here
+        ],
+    )
+    with autotvm.apply_history_best(log) as ctx:
+        assert ctx.best(task.workload_key)["config"] == task.canonical(cfg(32))
+        s, args = matmul_template(N)  # the template outside a tuner: the best record
+        text = str(tvm.lower(s, args))
+        assert "ramp(" in text and "(j.outer, 0, 2)" in text  # vectorized, split by 32
+    with autotvm.apply_history_best(log, other_cpus=True) as ctx:
+        assert ctx.best(task.workload_key)["config"] == task.canonical(cfg(16))
+    # a workload without records: one warning, then the default schedule
+    with autotvm.apply_history_best(log):
+        with pytest.warns(UserWarning, match="no valid record"):
+            s, args = matmul_template(32)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            s, args = matmul_template(32)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((32, 32), "float32"), rng.standard_normal((32, 32), "float32")
+    c = np.zeros((32, 32), "float32")
+    _run(s, args, a, b, c)
+    np.testing.assert_allclose(c, _matmul_ref(a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_crashing_hanging_and_wrong_candidates_are_error_records(tmp_path):
+    task = autotvm.task.create("test_faulty", args=(1024,))
+    log = tmp_path / "faulty.json"
+    opt = MeasureOption(repeat=1, min_repeat_ms=1, timeout=4)
+    best = autotvm.GridSearchTuner(task).tune(
+        4, measure_option=opt, log_file=log, n_parallel=2, progress=False
+    )
+    recs = {r["config"]["mode"]: r for r in record.load(log)}
+    assert [recs[m]["error"] for m in range(4)] == [OK, CRASH, TIMEOUT, WRONG_ANSWER]
+    assert "died" in recs[1]["error_msg"] and "killed" in recs[2]["error_msg"]
+    assert best["config"] == {"mode": 0}  # the tuner carried on and picked the valid one
+
+
+def test_resume_skips_measured_candidates(tmp_path):
+    task = autotvm.task.create("test_matmul", args=(N,))
+    log = tmp_path / "resume.json"
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    first = autotvm.RandomTuner(task, seed=3)
+    best1 = first.tune(3, measure_option=opt, log_file=log, n_parallel=1, progress=False)
+    second = autotvm.RandomTuner(task, seed=3)  # the same seed would propose the same first
+    best2 = second.tune(3, measure_option=opt, log_file=log, n_parallel=1, progress=False)
+    recs = list(record.load(log))
+    keys = [json.dumps(r["config"], sort_keys=True) for r in recs]
+    assert len(recs) == 6 and len(set(keys)) == 6
+    assert record.record_cost(best2) <= record.record_cost(best1)
+    assert record.record_cost(best2) == min(record.record_cost(r) for r in recs)
+
+
+def test_kernel_tune_and_replay(tmp_path):
+    @tvm.kernel
+    def scale(A):
+        return tvm.compute(A.shape, lambda i: A[i] * 3.0 + 1.0, name="B")
+
+    x = np.random.default_rng(0).standard_normal(5000).astype("float32")
+    log = tmp_path / "k.json"
+    best = autotvm.tune(
+        scale,
+        x,
+        n_trial=3,
+        tuner="random",
+        log_file=log,
+        n_parallel=1,
+        progress=False,
+        measure_option=MeasureOption(repeat=1, min_repeat_ms=1),
+    )
+    assert best["error"] == OK
+    [task] = autotvm.extract_from_kernel(scale, x)
+    assert best["workload"] == task.workload_key
+    from pytvmbridge.autotvm.dispatch import kernel_config
+
+    with autotvm.apply_history_best(log):
+        _, config = kernel_config(scale, [("float32", (5000,))])
+        assert config == best["config"]
+        np.testing.assert_allclose(scale(x), x * 3.0 + 1.0, rtol=1e-6, atol=1e-6)
+    assert kernel_config(scale, [("float32", (5000,))]) == (None, None)  # outside: default
+
+
+def test_task_scheduler_splits_the_budget(tmp_path):
+    def scale(n):
+        A = tvm.placeholder((n,), name="A")
+        return [A, tvm.compute((n,), lambda i: A[i] * 3.0, name="B")]
+
+    tasks = [autotvm.auto_task(scale, (n,)) for n in (2048, 65536)]
+    log = tmp_path / "tasks.json"
+    bests = autotvm.tune_tasks(
+        tasks,
+        6,
+        tuner="random",
+        log_file=log,
+        n_parallel=1,
+        progress=False,
+        measure_option=MeasureOption(repeat=1, min_repeat_ms=1),
+    )
+    recs = list(record.load(log))
+    counts = {t.workload_key: sum(r["workload"] == t.workload_key for r in recs) for t in tasks}
+    assert sum(counts.values()) == 6 and min(counts.values()) >= 1
+    assert [b["workload"] for b in bests] == [t.workload_key for t in tasks]
+
+
+def test_plot_best_so_far(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    task = autotvm.task.create("test_matmul", args=(N,))
+    log = tmp_path / "p.json"
+    record.append(
+        log,
+        [_rec(task, {"tile_j": [N, 1], "order": [2, 1, 0]}, c) for c in (4.0, 2.0)]
+        + [
+            _rec(task, {"tile_j": [N, 1], "order": [2, 1, 0]}, 1.0, error=CRASH),
+            _rec(task, {"tile_j": [N, 1], "order": [2, 1, 0]}, 3.0),
+        ],
+    )
+    ax = autotvm.plot(log)
+    [line] = ax.get_lines()
+    gflops = [2 * N**3 / c / 1e9 for c in (4.0, 2.0, 2.0, 2.0)]
+    np.testing.assert_allclose(line.get_ydata(), gflops)
+
+
+def test_bad_arguments():
+    task = autotvm.task.create("test_matmul", args=(N,))
+    with pytest.raises(ValueError, match="tuner must be one of"):
+        autotvm.tune(task, n_trial=1, tuner="annealing")
+    with pytest.raises(ValueError, match="no template named"):
+        autotvm.task.create("no_such_template")
+    with pytest.raises(TypeError, match=r"autotvm\.tune takes"):
+        autotvm.tune(42)
+    with pytest.raises(ValueError, match="n_trial must be >= 0"):
+        autotvm.RandomTuner(task).tune(-1)
+    with pytest.raises(ValueError, match="define_split policy"):
+        autotvm.ConfigSpace().define_split("x", 8, policy="odd")
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "pytvmbridge.autotvm",
+        "pytvmbridge.autotvm.space",
+        "pytvmbridge.autotvm.task",
+        "pytvmbridge.autotvm.features",
+        "pytvmbridge.autotvm.measure",
+        "pytvmbridge.autotvm.record",
+        "pytvmbridge.autotvm.tuner",
+        "pytvmbridge.autotvm.plot",
+    ],
+)
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert not math.isnan(result.attempted)

@@ -62,7 +62,9 @@ READ_ONLY = 1
 CUDA, CPU = 2, 1
 FLOAT, COMPLEX, BFLOAT, BOOL = 2, 5, 4, 6
 
-_api = ctypes.pythonapi
+# Own function objects: argtypes set on ctypes.pythonapi's are global, and other libraries
+# (xgboost) set their own there.
+_api = ctypes.PyDLL(None)
 _api.PyCapsule_New.restype = ctypes.py_object
 _api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 _api.PyCapsule_IsValid.restype = ctypes.c_int

@@ -246,7 +246,8 @@ def main() -> None:
         trials = f"{r['trials']}" + (" (all)" if r["exhausted"] else "")
         cells = [r["workload"], trials, f"{ms['analytical']:.3f}"]
         cells += [f"{ms[f'tuned@{c}']:.3f}" for c in checkpoints]
-        cells += [f"{ms['torch']:.3f}", f"{ms['torch'] / ms[last]:.2f}x", f"{r['tuning_wall_s']:.0f}"]
+        speedup = ms["torch"] / ms[last]
+        cells += [f"{ms['torch']:.3f}", f"{speedup:.2f}x", f"{r['tuning_wall_s']:.0f}"]
         print("| " + " | ".join(cells) + " |")
 
     def geomean(xs: list[float]) -> float:
@@ -262,9 +263,10 @@ def main() -> None:
                     [r["ms"]["torch"] / r["ms"]["analytical"] for r in g]
                 ),
             }
+            g_sum = summary[group]
             print(
-                f"{group}: tuned/torch speedup geomean {summary[group]['tuned_vs_torch_geomean']:.2f}x"
-                f" (analytical {summary[group]['analytical_vs_torch_geomean']:.2f}x)"
+                f"{group}: tuned/torch speedup geomean {g_sum['tuned_vs_torch_geomean']:.2f}x"
+                f" (analytical {g_sum['analytical_vs_torch_geomean']:.2f}x)"
             )
     wall = time.perf_counter() - t_all
     print(f"total wall time {wall:.0f} s; {tvm.get_num_threads()} threads; CPU {record.cpu_name()}")

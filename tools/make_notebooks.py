@@ -442,10 +442,79 @@ except tc.TCError as err:
     ),
 ]
 
+TUNING: Cells = [
+    (
+        "md",
+        """# Autotuning a kernel
+
+`auto_schedule` picks a schedule analytically, in milliseconds. `pytvmbridge.autotvm` measures
+real candidates around it: the automatic scheduler's decisions (tile rows and vectors, packing,
+loop order, parallel depth, unrolling) are knobs, a tuner proposes points, each candidate is
+compiled in a worker process, checked against the analytical schedule's output and timed, and
+every trial goes to a JSON-lines log. `apply_history_best(log)` then builds with the best.
+
+A few trials of a small matrix product here, so that the notebook runs in seconds.""",
+    ),
+    (
+        "code",
+        """import os
+import tempfile
+
+import numpy as np
+
+import pytvmbridge as tvm
+from pytvmbridge import autotvm
+
+
+@tvm.kernel
+def matmul(A, B):
+    k = tvm.reduce_axis((0, A.shape[1]), name="k")
+    return tvm.compute((A.shape[0], B.shape[1]),
+                       lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k), name="C")
+
+a = np.random.default_rng(0).standard_normal((128, 128)).astype("float32")
+b = np.random.default_rng(1).standard_normal((128, 128)).astype("float32")
+[task] = autotvm.extract_tasks(matmul, a, b)
+print(task.description)
+{knob: values for knob, values in task.space.knobs.items() if len(values) > 1}""",
+    ),
+    (
+        "md",
+        """Tune: the evolutionary tuner starts at random, then an XGBoost model trained on the
+measurements ranks the candidates it breeds. The bar shows trials and the best GFLOPS so far.""",
+    ),
+    (
+        "code",
+        """log = os.path.join(tempfile.mkdtemp(), "matmul.json")
+best = autotvm.tune(matmul, a, b, n_trial=8, log_file=log, n_parallel=2)
+print(f"best: {best['flop'] / np.median(best['costs']) / 1e9:.1f} GFLOPS with {best['config']}")
+assert best["error"] == 0""",
+    ),
+    (
+        "md",
+        """Replay: under `apply_history_best`, the kernel is compiled with the log's best record for
+these shapes (a workload without a record warns once and keeps the analytical schedule).""",
+    ),
+    (
+        "code",
+        """matmul.cache_clear()
+with autotvm.apply_history_best(log):
+    c = matmul(a, b)
+    module = matmul.module_for(a, b)
+np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+module""",
+    ),
+    (
+        "code",
+        """ax = autotvm.plot(log)  # best GFLOPS so far against trials""",
+    ),
+]
+
 NOTEBOOKS = {
     "01_dlpack_bridge_tour.ipynb": DLPACK_TOUR,
     "02_gemm_schedules.ipynb": GEMM,
     "03_tensor_comprehensions.ipynb": TC,
+    "04_autotuning.ipynb": TUNING,
 }
 
 

@@ -36,6 +36,7 @@ import multiprocessing as mp
 import os
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,7 +252,10 @@ class LocalRunner:
             args=(child, self.task, self.inputs, self.ref, self.option),
             daemon=True,
         )
-        proc.start()
+        with warnings.catch_warnings():
+            # JAX warns on any fork once it is loaded; the worker never touches JAX.
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called")
+            proc.start()
         child.close()
         self._workers[k] = (proc, parent)
         return proc, parent

@@ -214,8 +214,8 @@ def _bar(task: Any, total: int, progress: bool) -> Any:
 
     if not progress or not progress_mod.enabled():
         return None
-    from tqdm.auto import tqdm
-
+    # tqdm.auto (a widget in notebooks), as pytvmbridge.progress chooses it
+    tqdm = progress_mod._tqdm_class()
     return tqdm(total=total, desc=f"tuning {task.name}", unit="trial", leave=False)
 
 
@@ -304,7 +304,7 @@ class EvolutionaryTuner(Tuner):
         self,
         task: Any,
         seed: int | None = 0,
-        population: int = 48,
+        population: int = 24,
         eps_random: float = 0.2,
         min_train: int = 8,
     ) -> None:

@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 #include <structmember.h>
 
+#include <array>
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -34,6 +35,7 @@ namespace ptb::python {
 
 namespace {
 
+// Arguments a call keeps on the stack; calls with more use the heap.
 constexpr int kMaxArgs = 16;
 
 // Where an output's size in one dimension comes from.
@@ -58,7 +60,7 @@ struct Variant {
   PyObject* module = nullptr;  // the _core.Module, a strong reference
   const Module* mod = nullptr;
   int n_all = 0, n_in = 0, n_out = 0;
-  int inputs[kMaxArgs], outputs[kMaxArgs];
+  std::vector<int> inputs, outputs;  // argument indices
   std::vector<std::vector<OutDim>> out_dims;  // per output
   bool shapes_by_module = false;  // an output size is an expression: Module::output_shapes
   std::vector<ReadCheck> reads;
@@ -104,19 +106,17 @@ std::shared_ptr<Variant> make_variant(PyObject* module) {
   }
   auto v = std::make_shared<Variant>();
   const auto& args = mod->args();
-  if (args.size() > static_cast<size_t>(kMaxArgs)) {
-    not_implemented("kernel '", mod->name(), "' has ", args.size(),
-                    " arguments; calls from Python take at most ", kMaxArgs);
-  }
   Py_INCREF(module);
   v->module = module;
   v->mod = mod;
   v->n_all = static_cast<int>(args.size());
   for (int i = 0; i < v->n_all; ++i) {
     if (args[i].is_output) {
-      v->outputs[v->n_out++] = i;
+      v->outputs.push_back(i);
+      ++v->n_out;
     } else {
-      v->inputs[v->n_in++] = i;
+      v->inputs.push_back(i);
+      ++v->n_in;
     }
   }
   for (int k = 0; k < v->n_out; ++k) {
@@ -187,39 +187,43 @@ void check_reads(const Variant& v, CallArgs<kMaxArgs>& in) {
 constexpr int64_t kKeepGilElements = 1 << 14;
 
 // Runs the kernel (`tensors` in the Module's order), with the GIL released unless it is small.
-void run(const Variant& v, const DLTensor* const* tensors, const bool* read_only) {
+void run(const Module& mod, const DLTensor* const* tensors, const bool* read_only, int n_all) {
   int64_t elements = 0;
-  for (int i = 0; i < v.n_all && elements < kKeepGilElements; ++i) {
+  for (int i = 0; i < n_all && elements < kKeepGilElements; ++i) {
     int64_t size = 1;
     for (int d = 0; d < tensors[i]->ndim; ++d) size *= tensors[i]->shape[d];
     elements += size;
   }
   if (elements < kKeepGilElements) {
-    v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all));
+    mod.run(tensors, read_only, static_cast<size_t>(n_all));
     return;
   }
-  without_gil([&] { v.mod->run(tensors, read_only, static_cast<size_t>(v.n_all)); });
+  without_gil([&] { mod.run(tensors, read_only, static_cast<size_t>(n_all)); });
 }
 
-// All arrays given: `in` holds the inputs already read (kernels), or nothing (bridges).
-void call_inplace(const Variant& v, PyObject* const* arrays) {
-  CallArgs<kMaxArgs> args(v.n_all);
-  const DLTensor* tensors[kMaxArgs];
-  bool read_only[kMaxArgs];
-  const auto& specs = v.mod->args();
-  for (int i = 0; i < v.n_all; ++i) {
-    args[i].read(arrays[i], ArgName(*v.mod, i), specs[i].is_output);
+// All arrays given: reads them (each framework's route), runs, writes the outputs in place.
+void call_inplace(const Module& mod, PyObject* const* arrays, Py_ssize_t n) {
+  const auto& specs = mod.args();
+  if (static_cast<size_t>(n) != specs.size()) {
+    type_error("kernel '", mod.name(), "' takes ", specs.size(), " array(s), got ", n);
+  }
+  const int n_all = static_cast<int>(n);
+  CallArgs<kMaxArgs> args(n_all);
+  PerArg<const DLTensor*, kMaxArgs> tensors(n_all);
+  PerArg<bool, kMaxArgs> read_only(n_all);
+  for (int i = 0; i < n_all; ++i) {
+    args[i].read(arrays[i], ArgName(mod, i), specs[i].is_output);
     tensors[i] = &args[i].tensor();
     read_only[i] = args[i].read_only();
   }
-  run(v, tensors, read_only);
+  run(mod, tensors.data(), read_only.data(), n_all);
 }
 
 // Inputs read into `in`; allocates the outputs in `framework`, runs, returns them.
 PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* framework,
                           AllocRoute route) {
   const auto& specs = v.mod->args();
-  int64_t shapes[kMaxArgs][kMaxViewDims];
+  PerArg<std::array<int64_t, kMaxViewDims>, kMaxArgs> shapes(v.n_out);
   std::vector<std::vector<int64_t>> computed;
   bool by_module = v.shapes_by_module;
   for (int k = 0; k < v.n_in && !by_module; ++k) {
@@ -227,16 +231,16 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
     by_module = in[k].tensor().ndim != static_cast<int>(specs[v.inputs[k]].dims.size());
   }
   if (by_module) {
-    const DLTensor* tensors[kMaxArgs];
+    PerArg<const DLTensor*, kMaxArgs> tensors(v.n_in);
     for (int k = 0; k < v.n_in; ++k) tensors[k] = &in[k].tensor();
-    computed = v.mod->output_shapes(tensors, static_cast<size_t>(v.n_in));
+    computed = v.mod->output_shapes(tensors.data(), static_cast<size_t>(v.n_in));
   }
   CallArgs<kMaxArgs> out(v.n_out);
   for (int k = 0; k < v.n_out; ++k) {
     const ArgSpec& spec = specs[v.outputs[k]];
     const int ndim = static_cast<int>(spec.dims.size());
     if (ndim > kMaxViewDims) not_implemented("outputs of more than ", kMaxViewDims, " dimensions");
-    const int64_t* shape = shapes[k];
+    const int64_t* shape = shapes[k].data();
     if (by_module) {
       shape = computed[k].data();
     } else {
@@ -248,8 +252,8 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
     }
     out[k].allocate(framework, route, ndim, shape, dl_dtype(spec.dtype));
   }
-  const DLTensor* tensors[kMaxArgs];
-  bool read_only[kMaxArgs];
+  PerArg<const DLTensor*, kMaxArgs> tensors(v.n_all);
+  PerArg<bool, kMaxArgs> read_only(v.n_all);
   for (int k = 0; k < v.n_in; ++k) {
     tensors[v.inputs[k]] = &in[k].tensor();
     read_only[v.inputs[k]] = in[k].read_only();
@@ -258,7 +262,7 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
     tensors[v.outputs[k]] = &out[k].tensor();
     read_only[v.outputs[k]] = false;
   }
-  run(v, tensors, read_only);
+  run(*v.mod, tensors.data(), read_only.data(), v.n_all);
   if (v.n_out == 1) return out[0].result();
   PyObject* result = PyTuple_New(v.n_out);
   if (result == nullptr) return nullptr;
@@ -282,7 +286,7 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
 PyObject* bridge_call(Caller* self, PyObject* const* args, Py_ssize_t n) {
   std::shared_ptr<const Variant> v = self->state->variants.front();
   if (n == v->n_all) {
-    call_inplace(*v, args);
+    call_inplace(*v->mod, args, n);
     Py_RETURN_NONE;
   }
   if (n != v->n_in) count_error(*v, n);
@@ -347,7 +351,6 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
     type_error("kernel '", state.name, "' takes ", state.n_inputs, " input array(s), got ", n);
   }
   if (n == 0) type_error("kernel '", state.name, "' needs at least one input array");
-  if (n > kMaxArgs) not_implemented("kernels take at most ", kMaxArgs, " arrays from Python");
   CallArgs<kMaxArgs> in(static_cast<int>(n));
   static const std::string kUnnamed = "x";
   for (Py_ssize_t k = 0; k < n; ++k) {
@@ -385,35 +388,28 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
     return call_allocating(*v, in, first.framework, first.alloc);
   }
   // out=: one array, or a tuple/list for several outputs; written in place and returned.
-  PyObject* outs[kMaxArgs];
-  Py_ssize_t n_out = 1;
-  if (PyTuple_Check(out) || PyList_Check(out)) {
-    n_out = PySequence_Fast_GET_SIZE(out);
-    for (Py_ssize_t k = 0; k < n_out && k < kMaxArgs; ++k) {
-      outs[k] = PySequence_Fast_GET_ITEM(out, k);
-    }
-  } else {
-    outs[0] = out;
-  }
+  const bool sequence = PyTuple_Check(out) || PyList_Check(out);
+  const Py_ssize_t n_out = sequence ? PySequence_Fast_GET_SIZE(out) : 1;
   if (n_out != v->n_out) {
     type_error("kernel '", v->mod->name(), "' has ", v->n_out, " output(s), got ", n_out,
                " in out=");
   }
   const auto& specs = v->mod->args();
   CallArgs<kMaxArgs> outputs(v->n_out);
-  const DLTensor* tensors[kMaxArgs];
-  bool read_only[kMaxArgs];
+  PerArg<const DLTensor*, kMaxArgs> tensors(v->n_all);
+  PerArg<bool, kMaxArgs> read_only(v->n_all);
   for (int k = 0; k < v->n_in; ++k) {
     tensors[v->inputs[k]] = &in[k].tensor();
     read_only[v->inputs[k]] = in[k].read_only();
   }
   for (int k = 0; k < v->n_out; ++k) {
     const int i = v->outputs[k];
-    outputs[k].read(outs[k], ArgName(*v->mod, i), specs[i].is_output);
+    PyObject* array = sequence ? PySequence_Fast_GET_ITEM(out, k) : out;
+    outputs[k].read(array, ArgName(*v->mod, i), specs[i].is_output);
     tensors[i] = &outputs[k].tensor();
     read_only[i] = outputs[k].read_only();
   }
-  run(*v, tensors, read_only);
+  run(*v->mod, tensors.data(), read_only.data(), v->n_all);
   Py_INCREF(out);
   return out;
 }
@@ -601,7 +597,34 @@ PyType_Spec kSpec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     kSlots};
 
+// Module.__call__ as the type's tp_call: pybind11's dispatch (overload resolution, a py::args
+// tuple) costs several times what the call itself does.
+PyObject* module_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    if (kwargs != nullptr && PyDict_GET_SIZE(kwargs) != 0) {
+      type_error("a Module takes its arrays as positional arguments only");
+    }
+    const Module& mod = py::cast<const Module&>(py::handle(self));
+    call_inplace(mod, reinterpret_cast<PyTupleObject*>(args)->ob_item, PyTuple_GET_SIZE(args));
+    Py_RETURN_NONE;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+void call_module(const Module& mod, const py::args& arrays) {
+  call_inplace(mod, reinterpret_cast<PyTupleObject*>(arrays.ptr())->ob_item,
+               PyTuple_GET_SIZE(arrays.ptr()));
+}
+
+void set_module_call(py::handle module_type) {
+  reinterpret_cast<PyTypeObject*>(module_type.ptr())->tp_call = module_tp_call;
+}
 
 void bind_bridges(py::module_& m) {
   PyObject* type = PyType_FromSpec(&kSpec);

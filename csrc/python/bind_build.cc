@@ -16,8 +16,6 @@ namespace ptb::python {
 
 namespace {
 
-constexpr size_t kInlineArgs = 16;
-
 std::vector<Tensor> to_args(py::handle obj) {
   if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) {
     type_error("args must be a list of tensors, got ",
@@ -43,43 +41,6 @@ std::string describe_lowered(const LoweredFunc& f) {
   return text + "):\n" + to_string(f.body);
 }
 
-// Imports the call's arrays (on the stack for the usual few) and runs the kernel with the GIL
-// released, so other Python threads run while it computes.
-void call_module(const Module& mod, py::args args) {
-  size_t n = args.size();
-  NDArray inline_arrays[kInlineArgs];
-  std::vector<NDArray> heap_arrays;
-  NDArray* arrays = inline_arrays;
-  if (n > kInlineArgs) {
-    heap_arrays.resize(n);
-    arrays = heap_arrays.data();
-  }
-  const DLTensor* inline_tensors[kInlineArgs];
-  bool inline_read_only[kInlineArgs];
-  std::vector<const DLTensor*> heap_tensors;
-  std::unique_ptr<bool[]> heap_read_only;
-  const DLTensor** tensors = inline_tensors;
-  bool* read_only = inline_read_only;
-  if (n > kInlineArgs) {
-    heap_tensors.resize(n);
-    heap_read_only.reset(new bool[n]);
-    tensors = heap_tensors.data();
-    read_only = heap_read_only.get();
-  }
-  const auto& specs = mod.args();
-  if (n != specs.size()) {
-    type_error("kernel '", mod.name(), "' takes ", specs.size(), " array(s), got ", n);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    // An output's framework may forbid the write (autograd, JAX): refused before anything runs.
-    if (i < specs.size() && specs[i].is_output) check_writable_object(args[i], ArgName(mod, i));
-    arrays[i] = import_array(args[i], ArgName(mod, i));
-    tensors[i] = &arrays[i].dl_tensor();
-    read_only[i] = arrays[i].read_only();
-  }
-  without_gil([&] { mod.run(tensors, read_only, n); });
-}
-
 // The kernel's name becomes a symbol of the generated code: a NUL would cut it short, and the
 // linker would look for a symbol that does not exist.
 void check_function_name(const std::string& name) {
@@ -97,8 +58,8 @@ void bind_build(py::module_& m) {
       .def("__str__", &describe_lowered)
       .def("__repr__", &describe_lowered);
 
-  py::class_<Module, std::shared_ptr<Module>>(m, "Module")
-      .def("__call__", &call_module)
+  py::class_<Module, std::shared_ptr<Module>> module(m, "Module");
+  module.def("__call__", &call_module)
       .def_property_readonly("entry_name", &Module::name)
       .def_property_readonly("name", &Module::name)
       .def_property_readonly("lowered", &Module::lowered_text)
@@ -162,6 +123,8 @@ void bind_build(py::module_& m) {
             return mod.jit().get_source(fmt);
           },
           py::arg("fmt") = "ll");
+  // After every def: setting __call__ resets the type's tp_call.
+  set_module_call(module);  // module(*arrays) runs through the Caller (bind_bridges.cc)
 
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
         "Sets the number of threads parallel loops use (at least 1).");

@@ -13,6 +13,7 @@
 // JAX after the kernel ran (Framework.wrap), MXNet through Framework.empty/writable/wrap.
 #pragma once
 
+#include <memory>
 #include <new>
 
 #include "python/bindings.h"
@@ -83,27 +84,52 @@ class CallArg {
   AllocRoute alloc_ = AllocRoute::kNDArray;
 };
 
-// Up to `Capacity` CallArgs on the stack, constructed only as many as a call has (each is a few
-// hundred bytes: constructing a full array costs as much as a small kernel call).
+// The CallArgs of one call: up to `Capacity` on the stack, constructed only as many as the call
+// has (each is a few hundred bytes: constructing a full array costs as much as a small kernel
+// call); a call with more arrays keeps them on the heap.
 template <int Capacity>
 class CallArgs {
  public:
-  explicit CallArgs(int n) : n_(n) {
-    for (int i = 0; i < n_; ++i) new (&storage_[i * sizeof(CallArg)]) CallArg();
+  explicit CallArgs(int n)
+      : n_(n),
+        args_(n <= Capacity ? reinterpret_cast<CallArg*>(storage_)
+                            : static_cast<CallArg*>(::operator new(sizeof(CallArg) * n))) {
+    for (int i = 0; i < n_; ++i) new (&args_[i]) CallArg();
   }
   ~CallArgs() {
-    for (int i = 0; i < n_; ++i) (*this)[i].~CallArg();
+    for (int i = 0; i < n_; ++i) args_[i].~CallArg();
+    if (n_ > Capacity) ::operator delete(args_);
   }
   CallArgs(const CallArgs&) = delete;
   CallArgs& operator=(const CallArgs&) = delete;
-  CallArg& operator[](int i) {
-    return *std::launder(reinterpret_cast<CallArg*>(&storage_[i * sizeof(CallArg)]));
-  }
-  CallArg* data() { return &(*this)[0]; }
+  CallArg& operator[](int i) { return args_[i]; }
+  CallArg* data() { return args_; }
 
  private:
   alignas(CallArg) unsigned char storage_[Capacity * sizeof(CallArg)];
   int n_;
+  CallArg* args_;
+};
+
+// A few values per argument of a call: on the stack for up to `Capacity` arguments.
+template <typename T, int Capacity>
+class PerArg {
+ public:
+  explicit PerArg(size_t n) : data_(inline_) {
+    if (n > static_cast<size_t>(Capacity)) {
+      heap_.reset(new T[n]);
+      data_ = heap_.get();
+    }
+  }
+  PerArg(const PerArg&) = delete;
+  PerArg& operator=(const PerArg&) = delete;
+  T& operator[](size_t i) { return data_[i]; }
+  T* data() { return data_; }
+
+ private:
+  T inline_[Capacity];
+  std::unique_ptr<T[]> heap_;
+  T* data_;
 };
 
 }  // namespace ptb::python

@@ -226,3 +226,43 @@ def test_kernel_picks_the_int64_variant_after_a_small_call():
     huge_2d = np.broadcast_to(np.int8(9), (65537, 32768))
     np.testing.assert_array_equal(corner(huge_2d), [18])
     assert corner.compilations == 2
+
+
+def test_more_than_sixteen_arrays_in_every_calling_form():
+    # 20 inputs and their sum: the Module, a bridge (both forms) and @kernel, against NumPy.
+    n = tvm.var("n")
+    xs = [tvm.placeholder((n,), name=f"X{k}") for k in range(20)]
+    total = tvm.compute((n,), lambda i: sum((x[i] for x in xs[1:]), xs[0][i]), name="S")
+    m = tvm.build(tvm.create_schedule(total.op), [*xs, total], name="sum20")
+    arrays = [np.full(5, k, "float32") for k in range(20)]
+    expect = np.sum(arrays, axis=0)
+    out = np.zeros(5, "float32")
+    m(*arrays, out)
+    np.testing.assert_array_equal(out, expect)
+    f = to_pytorch(m)
+    np.testing.assert_array_equal(f(*map(torch.from_numpy, arrays)).numpy(), expect)
+    t_out = torch.zeros(5)
+    f(*map(torch.from_numpy, arrays), t_out)
+    np.testing.assert_array_equal(t_out.numpy(), expect)
+
+    @tvm.kernel
+    def many(*xs):
+        return tvm.compute(xs[0].shape, lambda i: sum((x[i] for x in xs[1:]), xs[0][i]), name="S")
+
+    np.testing.assert_array_equal(many(*arrays), expect)
+    with pytest.raises(TypeError, match="takes 21 array"):
+        m(*arrays)
+
+
+def test_module_call_reads_torch_and_refuses_bad_outputs():
+    m = build_shift()
+    a, b = torch.arange(6.0), torch.ones(6)
+    c = torch.empty(4)
+    assert m(a, b, c) is None
+    np.testing.assert_array_equal(c.numpy(), a.numpy()[2:] - 1)
+    with pytest.raises(ValueError, match="requires grad"):
+        m(a, b, torch.empty(4, requires_grad=True))
+    with pytest.raises(ValueError, match="negative bit"):
+        m(torch._neg_view(a), b, c)
+    with pytest.raises(TypeError, match="positional"):
+        m(a, b, out=c)

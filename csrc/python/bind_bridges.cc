@@ -60,7 +60,7 @@ struct Variant {
   PyObject* module = nullptr;  // the _core.Module, a strong reference
   const Module* mod = nullptr;
   int n_all = 0, n_in = 0, n_out = 0;
-  std::vector<int> inputs, outputs;  // argument indices
+  std::vector<int> inputs, outputs;           // argument indices
   std::vector<std::vector<OutDim>> out_dims;  // per output
   bool shapes_by_module = false;  // an output size is an expression: Module::output_shapes
   std::vector<ReadCheck> reads;

@@ -16,8 +16,9 @@ in; outputs that are allocated are always the bridge's framework's. JAX arrays a
 
 The whole call is one C++ object, ``_core.Caller`` (csrc/python/bind_bridges.cc): it reads the
 arrays, binds the sizes, computes the outputs' shapes, allocates them through the framework's
-fastest route (PyTorch's DLPack allocator, NumPy's C API), runs the kernel with the GIL released
-and returns. ``@kernel`` (kernel.py) and ``tc.define`` call kernels through the same object.
+fastest route (memory of ours handed to PyTorch through its DLPack exchange table, NumPy's C
+API), runs the kernel with the GIL released and returns. ``@kernel`` (kernel.py), ``tc.define``
+and ``module(*arrays)`` on a built Module call kernels through the same code.
 
 Errors are raised before anything is written, naming the argument: wrong count, shape, dtype or
 device, an output that requires grad (PyTorch) or is immutable (JAX) or read-only (NumPy).

@@ -101,7 +101,11 @@ def workloads(quick: bool, only: set[str]) -> list[dict[str, Any]]:
     return out
 
 
+SETTLE_SECONDS = 0.3  # idle time before each timing: the previous kernel's threads go to sleep
+
+
 def _median_time(fn: Any, min_s: float = 0.2, reps: int = 7) -> float:
+    time.sleep(SETTLE_SECONDS)
     fn()
     t0 = time.perf_counter()
     fn()

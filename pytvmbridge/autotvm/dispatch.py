@@ -23,7 +23,7 @@ from typing import Any
 from . import record
 from .space import repair
 
-__all__ = ["apply_config", "config_for", "kernel_config", "tc_autotune"]
+__all__ = ["apply_config", "config_for", "kernel_config", "schedule_config", "tc_autotune"]
 
 
 def config_for(
@@ -105,3 +105,47 @@ def tc_autotune(tc_fn: Any, *inputs: Any, **kwargs: Any) -> Any:
         tc_fn.build(auto_schedule(s, target=tc_fn.target, config=config))
     tc_fn.tuned_record = best
     return tc_fn
+
+
+class _FixedTensors:
+    """A recipe that returns the same tensors (a graph's fused subgraph): fine for the local
+    runner (forked workers inherit them), not picklable for Ray."""
+
+    def __init__(self, tensors: list[Any]) -> None:
+        self.tensors = tensors
+
+    def __call__(self) -> list[Any]:
+        return list(self.tensors)
+
+
+def schedule_config(
+    args: Any,
+    target: str = "llvm",
+    tuning_log_file: str | os.PathLike[str] | None = None,
+    tuning_n_trials: int = 0,
+    name: str = "subgraph",
+    progress: bool = True,
+) -> Any:
+    """For a compiler that builds ``args`` (placeholders, then outputs) with ``auto_schedule``
+    (the graph backend, ``pytvmbridge.torch.compile``): the configuration to pass as
+    ``auto_schedule(..., config=...)``, tuned now for ``tuning_n_trials`` trials or looked up
+    in ``tuning_log_file`` / the active ``apply_history_best``; ``None`` (the analytical
+    schedule) when there is nothing, or when a size is symbolic.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge.autotvm.dispatch import schedule_config
+        >>> A = tvm.placeholder((64,), name="A")
+        >>> B = tvm.compute((64,), lambda i: A[i] + 1.0, name="B")
+        >>> schedule_config([A, B]) is None  # no log, no trials: the analytical schedule
+        True
+    """
+    from .task import Task
+
+    if not tuning_n_trials and not tuning_log_file and record.current() is None:
+        return None
+    try:
+        task = Task(name, _FixedTensors(list(args)), (), target, "auto")
+    except ValueError:  # symbolic sizes: nothing to measure at
+        return None
+    return config_for(task, tuning_n_trials, tuning_log_file, progress)

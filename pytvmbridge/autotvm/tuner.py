@@ -220,11 +220,17 @@ def _bar(task: Any, total: int, progress: bool) -> Any:
 
 
 class RandomTuner(Tuner):
-    """Uniformly random unmeasured configurations (repaired to valid points)."""
+    """Uniformly random unmeasured configurations (repaired to valid points), after the
+    space's default point (the analytical schedule: tuning starts from it)."""
 
     def next_batch(self, n: int) -> list[Any]:
         out: list[Any] = []
         seen: set[str] = set()
+        if n > 0 and not self.history:
+            default = self._fresh(self.task.space.default())
+            if default is not None:
+                out.append(default)
+                seen.add(_key(default))
         for _ in range(50 * n + 50):
             if len(out) == n:
                 break

@@ -289,6 +289,25 @@ def test_kernel_tune_and_replay(tmp_path):
     assert kernel_config(scale, [("float32", (5000,))]) == (None, None)  # outside: default
 
 
+def test_schedule_config_for_compilers(tmp_path):
+    from pytvmbridge.autotvm.dispatch import schedule_config
+
+    A = tvm.placeholder((256, 64), name="A")
+    B = tvm.compute((256, 64), lambda i, j: tvm.exp(A[i, j]) * 2.0, name="B")
+    log = tmp_path / "graph.json"
+    with pytest.warns(UserWarning, match="no valid record"):  # no records yet: the default
+        assert schedule_config([A, B], tuning_log_file=log) is None
+    tuned = schedule_config([A, B], tuning_log_file=log, tuning_n_trials=3, progress=False)
+    recs = list(record.load(log))
+    assert len(recs) == 3 and tuned == min(recs, key=record.record_cost)["config"]
+    assert schedule_config([A, B], tuning_log_file=log) == tuned  # replayed from the log
+    s = tvm.auto_schedule([B], config=tuned)
+    a = np.random.default_rng(0).standard_normal((256, 64)).astype("float32")
+    b = np.zeros_like(a)
+    tvm.build(s, [A, B])(a, b)
+    np.testing.assert_allclose(b, np.exp(a) * 2.0, rtol=1e-5)
+
+
 def test_task_scheduler_splits_the_budget(tmp_path):
     def scale(n):
         A = tvm.placeholder((n,), name="A")

@@ -245,6 +245,29 @@ def test_crashing_hanging_and_wrong_candidates_are_error_records(tmp_path):
     assert best["config"] == {"mode": 0}  # the tuner carried on and picked the valid one
 
 
+@autotvm.template("test_wrong_after_first")
+def wrong_after_first(n):
+    """Every mode but 0 computes something else: no candidate after the first can improve."""
+    cfg = autotvm.get_config()
+    cfg.define_knob("mode", [0, 1, 2, 3, 4, 5])
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.compute((n,), lambda i: A[i] * (2.0 + cfg["mode"].val), name="B")
+    return tvm.create_schedule(B.op), [A, B]
+
+
+def test_early_stopping(tmp_path):
+    task = autotvm.task.create("test_wrong_after_first", args=(256,))
+    log = tmp_path / "early.json"
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    best = autotvm.GridSearchTuner(task).tune(
+        6, measure_option=opt, early_stopping=2, log_file=log, n_parallel=1, progress=False
+    )
+    recs = list(record.load(log))
+    assert [r["config"]["mode"] for r in recs] == [0, 1, 2]  # 2 trials without improvement
+    assert [r["error"] for r in recs] == [OK, WRONG_ANSWER, WRONG_ANSWER]
+    assert best["config"] == {"mode": 0}
+
+
 def test_resume_skips_measured_candidates(tmp_path):
     task = autotvm.task.create("test_matmul", args=(N,))
     log = tmp_path / "resume.json"
@@ -375,6 +398,8 @@ def test_bad_arguments():
         "pytvmbridge.autotvm.record",
         "pytvmbridge.autotvm.tuner",
         "pytvmbridge.autotvm.plot",
+        "pytvmbridge.autotvm.dispatch",
+        "pytvmbridge.tune",
     ],
 )
 def test_docstring_examples(module):

@@ -43,7 +43,16 @@ def lower(
         for (i, 0, 8) {
         ...
     """
+    _check_schedule("lower", s)
     return _core.lower(s, list(args), name)
+
+
+def _check_schedule(what: str, s: Any) -> None:
+    """A TVMTypeError for a first argument pybind11 would refuse with a plain TypeError."""
+    if not isinstance(s, _core.Schedule):
+        raise TVMTypeError(
+            f"{what}() takes a schedule (te.create_schedule(...)) first, got {type(s).__name__}"
+        )
 
 
 def build(
@@ -77,6 +86,7 @@ def build(
         raise TVMValueError(f"target_host must be an llvm target, got {target_host!r}")
     if not isinstance(target, str):
         raise TVMTypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
+    _check_schedule("build", s)
     with progress.busy(f"building {name}"):  # a bar only if it takes over a second
         return _core.build(s, list(args), target, name)
 

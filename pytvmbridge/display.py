@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
+from .error import TVMTypeError
 
 # ---------------------------------------------------------------------------------------------
 # Styles. Translucent colours sit on any background; text keeps the theme's own colour.
@@ -671,7 +672,7 @@ def _find(obj: Any, which: int) -> Callable[[Any], str]:
     for cls, *renderers in _renderers():
         if isinstance(obj, cls):
             return renderers[which]
-    raise TypeError(f"pytvmbridge has no display for {type(obj).__name__} objects")
+    raise TVMTypeError(f"pytvmbridge has no display for {type(obj).__name__} objects")
 
 
 def html_of(obj: Any) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _core
+from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
 
 
 class ExternBuffer:
@@ -50,7 +51,7 @@ def call_packed(*args: Any) -> PackedCall:
         call_packed('my.func', 1.5)
     """
     if not args or not isinstance(args[0], str):
-        raise TypeError("call_packed() takes the function's name (a str) first")
+        raise TVMTypeError("call_packed() takes the function's name (a str) first")
     return PackedCall(args[0], args[1:])
 
 
@@ -97,7 +98,7 @@ def extern(
     inputs = list(inputs)
     for k, t in enumerate(inputs):
         if not isinstance(t, _core.Tensor):
-            raise TypeError(f"input {k} of extern {name!r} must be a Tensor, got {t!r}")
+            raise TVMTypeError(f"input {k} of extern {name!r} must be a Tensor, got {t!r}")
     shapes = [shape] if _is_shape(shape) else list(shape)
     shapes = [list(s) if isinstance(s, (list, tuple)) else [s] for s in shapes]
     if dtype is None:
@@ -113,7 +114,7 @@ def extern(
     ]
     call = fcompute(ins, outs)
     if not isinstance(call, PackedCall):
-        raise NotImplementedError(
+        raise TVMNotImplementedError(
             f"fcompute of extern {name!r} returned {type(call).__name__}; only "
             "call_packed(name, ...) is supported as an extern stage's body"
         )
@@ -124,7 +125,9 @@ def extern(
         elif isinstance(a, _core.Tensor):
             matches = [k for k, t in enumerate(inputs) if t == a]
             if not matches:
-                raise ValueError(f"call_packed in extern {name!r} passes a tensor it does not take")
+                raise TVMValueError(
+                    f"call_packed in extern {name!r} passes a tensor it does not take"
+                )
             args.append(("in", matches[0]))
         else:
             args.append(("scalar", a))

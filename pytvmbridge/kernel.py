@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any, overload
 
 from . import _core
+from .error import TVMTypeError, TVMValueError
 from .frameworks import framework_of
 
 __all__ = ["Kernel", "kernel"]
@@ -86,9 +87,9 @@ class Kernel(_core.Caller):
         tuning_log_file: str | None = None,
     ) -> None:
         if not callable(fn):
-            raise TypeError(f"@kernel decorates a function, got {type(fn).__name__}")
+            raise TVMTypeError(f"@kernel decorates a function, got {type(fn).__name__}")
         if schedule != "auto" and schedule is not None and not callable(schedule):
-            raise TypeError(
+            raise TVMTypeError(
                 f"schedule must be 'auto', None or a function (s, *outputs), got {schedule!r}"
             )
         functools.update_wrapper(self, fn)
@@ -140,7 +141,7 @@ class Kernel(_core.Caller):
         """The compiled variant for inputs of these (dtype, shape): found by layout class, or
         built. Called by the C++ call path for a layout class it has not seen."""
         if self._n_in is not None and len(specs) != self._n_in:
-            raise TypeError(
+            raise TVMTypeError(
                 f"kernel '{self.name}' takes {self._n_in} input array(s), got {len(specs)}"
             )
         ids: dict[int, int] = {}
@@ -190,12 +191,12 @@ class Kernel(_core.Caller):
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         for k, t in enumerate(outputs):
             if not isinstance(t, te.Tensor):
-                raise TypeError(
+                raise TVMTypeError(
                     f"kernel '{self.name}' must return tensors made with compute(), got "
                     f"{type(t).__name__} as output {k}"
                 )
             if any(t == p for p in placeholders):
-                raise ValueError(
+                raise TVMValueError(
                     f"kernel '{self.name}' returns its input '{t.name}' as output {k}; "
                     "outputs must be computed tensors"
                 )
@@ -326,7 +327,7 @@ def _check_reads(name: str, module: Any, reads: list[_Read], shapes: list[tuple[
         count = extent[1] if extent[0] == "const" else shapes[extent[1]][extent[2]]
         if count > 0 and start + count > shapes[k][d]:
             what = f"argument {inputs[k]} ('{module.arg_names[inputs[k]]}')"
-            raise ValueError(
+            raise TVMValueError(
                 f"kernel '{name}' reads {what} up to index {start + count - 1} in dimension {d}, "
                 f"but its shape is {tuple(shapes[k])}: the inputs' sizes do not fit what the "
                 "function computes"

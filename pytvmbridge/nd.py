@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
+from .error import TVMTypeError, TVMValueError
 
 __all__ = ["Device", "NDArray", "array", "cpu", "empty", "from_dlpack"]
 
@@ -76,7 +77,9 @@ def _check_device(device: object) -> None:
         return
     if isinstance(device, tuple) and len(device) == 2 and device[0] == _DLPACK_CPU:
         return
-    raise ValueError(f"device: pytvmbridge arrays live on the CPU, got {device!r}; use nd.cpu(0)")
+    raise TVMValueError(
+        f"device: pytvmbridge arrays live on the CPU, got {device!r}; use nd.cpu(0)"
+    )
 
 
 _ALIASES = {"float": "float32", "double": "float64", "half": "float16"}  # TVM's spellings
@@ -94,7 +97,7 @@ def _dtype_name(dtype: DTypeLike) -> str:
         except TypeError:
             name = repr(dtype)
     if name not in _SUPPORTED:
-        raise TypeError(f"unsupported dtype '{name}'; expected one of {', '.join(_SUPPORTED)}")
+        raise TVMTypeError(f"unsupported dtype '{name}'; expected one of {', '.join(_SUPPORTED)}")
     return name
 
 
@@ -102,7 +105,7 @@ def _ml_dtypes() -> Any:
     try:
         import ml_dtypes
     except ImportError:
-        raise TypeError(
+        raise TVMTypeError(
             "bfloat16 needs the ml_dtypes package to be seen from NumPy (NumPy has no bfloat16 of "
             "its own): pip install ml_dtypes, or view the memory as uint16 with a.view('uint16')"
         ) from None
@@ -117,7 +120,7 @@ def _from_numpy(arr: np.ndarray) -> NDArray:
     """A zero-copy NDArray view of a NumPy array (a copy only where DLPack cannot describe it)."""
     name = arr.dtype.name
     if name not in _SUPPORTED:
-        raise TypeError(f"unsupported dtype '{name}'; expected one of {', '.join(_SUPPORTED)}")
+        raise TVMTypeError(f"unsupported dtype '{name}'; expected one of {', '.join(_SUPPORTED)}")
     if name == "bfloat16":  # ml_dtypes' bfloat16 is unknown to NumPy's DLPack export
         return _from_numpy(arr.view(np.uint16)).view("bfloat16")
     if not arr.dtype.isnative:
@@ -148,17 +151,17 @@ def _array_protocol(a: NDArray, dtype: DTypeLike = None, copy: bool | None = Non
     out = _to_numpy(a)
     if dtype is not None and np.dtype(dtype) != out.dtype:
         if copy is False:
-            raise ValueError(f"cannot view {a.dtype} as {np.dtype(dtype)} without a copy")
+            raise TVMValueError(f"cannot view {a.dtype} as {np.dtype(dtype)} without a copy")
         return out.astype(dtype)
     return out.copy() if copy else out
 
 
 def _copyfrom(a: NDArray, source: object) -> NDArray:
     if a.read_only:
-        raise ValueError("copyfrom: the destination array is read-only")
+        raise TVMValueError("copyfrom: the destination array is read-only")
     src = _view_of(source)
     if src.shape != a.shape:
-        raise ValueError(
+        raise TVMValueError(
             f"copyfrom: shape mismatch: the destination has shape {a.shape}, the source {src.shape}"
         )
     if src.dtype == a.dtype:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _core
+from .error import TVMTypeError, TVMValueError
 
 _FUNCS: dict[str, Callable[..., Any]] = {}
 
@@ -37,12 +38,12 @@ def register_func(
         fn = func_name
         return register_func(fn.__name__, fn, override)
     if not isinstance(func_name, str):
-        raise TypeError(f"register_func() needs a function name (str), got {func_name!r}")
+        raise TVMTypeError(f"register_func() needs a function name (str), got {func_name!r}")
     name = func_name
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not callable(fn):
-            raise TypeError(f"register_func({name!r}) needs a callable, got {fn!r}")
+            raise TVMTypeError(f"register_func({name!r}) needs a callable, got {fn!r}")
         _core.register_packed(name, fn, override)
         _FUNCS[name] = fn
         return fn
@@ -61,7 +62,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> Callable[..., Any
     """
     fn = _FUNCS.get(name)
     if fn is None and not allow_missing:
-        raise ValueError(f"Cannot find global function {name!r}; register it with register_func")
+        raise TVMValueError(f"Cannot find global function {name!r}; register it with register_func")
     return fn
 
 
@@ -73,7 +74,7 @@ def list_global_func_names() -> list[str]:
 def remove_global_func(name: str) -> None:
     """Unregisters ``name``; ``ValueError`` when it is not registered."""
     if not _core.remove_packed(name):
-        raise ValueError(f"no global function named {name!r} is registered")
+        raise TVMValueError(f"no global function named {name!r} is registered")
     _FUNCS.pop(name, None)
 
 

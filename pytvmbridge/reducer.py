@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import _core
+from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
@@ -25,18 +26,18 @@ class CommReducer:
 
     def __call__(self, expr: Any, axis: Any = None, where: Any = None, init: Any = None) -> Any:
         if init is not None:
-            raise NotImplementedError(f"{self.name}(): init= is not supported")
+            raise TVMNotImplementedError(f"{self.name}(): init= is not supported")
         if axis is None:
-            raise TypeError(f"{self.name}() needs axis=: a reduce_axis or a list of them")
+            raise TVMTypeError(f"{self.name}() needs axis=: a reduce_axis or a list of them")
         if isinstance(expr, _core.Tensor):
-            raise NotImplementedError(
+            raise TVMNotImplementedError(
                 f"{self.name}() of a whole tensor is not supported; reduce an expression "
                 "inside compute(), e.g. compute((n,), lambda i: r(A[i, k], axis=k))"
             )
         is_tuple = isinstance(expr, (tuple, list))
         values = [_core.convert(v) for v in _as_tuple(expr)]
         if not values:
-            raise ValueError(f"{self.name}() of an empty tuple")
+            raise TVMValueError(f"{self.name}() of an empty tuple")
         dtypes = [v.dtype for v in values]
         lhs = [_core.var(f"x{k}" if is_tuple else "x", t) for k, t in enumerate(dtypes)]
         rhs = [_core.var(f"y{k}" if is_tuple else "y", t) for k, t in enumerate(dtypes)]
@@ -49,7 +50,7 @@ class CommReducer:
         result, identity = _as_tuple(result), _as_tuple(identity)
         for what, got in (("fcombine", result), ("fidentity", identity)):
             if len(got) != len(values):
-                raise ValueError(
+                raise TVMValueError(
                     f"{what} of reducer {self.name!r} returned {len(got)} value(s) for "
                     f"{len(values)} reduced value(s)"
                 )
@@ -90,7 +91,7 @@ def comm_reducer(
         (array([1, 0], dtype=int32), array([5., 7.], dtype=float32))
     """
     if not callable(fcombine) or not callable(fidentity):
-        raise TypeError("comm_reducer(fcombine, fidentity) takes two callables")
+        raise TVMTypeError("comm_reducer(fcombine, fidentity) takes two callables")
     return CommReducer(fcombine, fidentity, name)
 
 

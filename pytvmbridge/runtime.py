@@ -20,7 +20,7 @@ from typing import Any
 from . import nd
 from . import nd as ndarray
 from .build import Module
-from .error import TVMValueError
+from .error import TVMNotImplementedError, TVMValueError
 from .nd import NDArray, cpu, empty, from_dlpack
 from .te import convert
 
@@ -88,17 +88,17 @@ def load_module(path: str, fmt: str = "") -> Module:
         saving and loading compiled modules (Mod
     """
     del path, fmt
-    raise NotImplementedError(EXPORT_MISSING)
+    raise TVMNotImplementedError(EXPORT_MISSING)
 
 
 def _export_library(self: Module, file_name: str, *args: Any, **kwargs: Any) -> None:
     """Save the compiled code as a shared library: not implemented yet (issue 13)."""
-    raise NotImplementedError(EXPORT_MISSING)
+    raise TVMNotImplementedError(EXPORT_MISSING)
 
 
 def _save(self: Module, file_name: str, fmt: str = "") -> None:
     """Save the compiled code: not implemented yet (issue 13)."""
-    raise NotImplementedError(EXPORT_MISSING)
+    raise TVMNotImplementedError(EXPORT_MISSING)
 
 
 def _to_dlpack(self: NDArray) -> Any:

@@ -170,7 +170,7 @@ def compute(
         ('j', [(A[i, j] + 1.0)], 'elemwise')
     """
     if not isinstance(tag, str):
-        raise TypeError(f"tag of compute {name!r} must be a str, got {type(tag).__name__}")
+        raise TVMTypeError(f"tag of compute {name!r} must be a str, got {type(tag).__name__}")
     if not callable(fcompute):
         raise TVMTypeError(f"fcompute of compute {name!r} must be callable, got {fcompute!r}")
     names = _axis_names(fcompute, _dims(shape), name)

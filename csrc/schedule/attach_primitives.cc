@@ -53,9 +53,12 @@ void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
     value_error(where(), ": the axis is not an axis of ", target->describe(),
                 " (pass an axis of the stage it is computed at)");
   }
+  // As in TVM, an axis already split or fused stands for the loop it became.
+  const IterVar leaf = attach_axis_after_rewrites(*target, axis);
   const auto& leaves = target->leaf_iter_vars;
-  if (std::find(leaves.begin(), leaves.end(), axis) == leaves.end()) {
-    value_error(where(), ": the axis was already split or fused; use one of the axes it became");
+  if (std::find(leaves.begin(), leaves.end(), leaf) == leaves.end()) {
+    value_error(where(), ": the axis was fused as the outer operand of a fuse, so no loop stands ",
+                "for it (TVM refuses this too); compute at the fused axis instead");
   }
   if (stage->is_output) {
     value_error(where(), ": ", stage->describe(), " is an output; outputs are computed at root");
@@ -75,7 +78,33 @@ void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
   }
   stage->attach_type = AttachType::kScope;
   stage->attach_stage = target;
-  stage->attach_ivar = axis;
+  stage->attach_ivar = leaf;
+}
+
+IterVar attach_axis_after_rewrites(const StageNode& target, IterVar axis) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const IterVarRelation& rel : target.relations) {
+      if (rel.kind == IterVarRelation::Kind::kSplit && rel.parent == axis) {
+        axis = rel.inner;
+        moved = true;
+      } else if (rel.kind == IterVarRelation::Kind::kFuse && rel.inner == axis) {
+        axis = rel.fused;
+        moved = true;
+      }
+    }
+  }
+  return axis;
+}
+
+void move_attachments_to_leaves(const Stage& target) {
+  Schedule sch = target->schedule.lock();
+  if (!sch) return;
+  for (const Stage& st : sch->stages) {
+    if (st->attach_type == AttachType::kScope && st->attach_stage == target) {
+      st->attach_ivar = attach_axis_after_rewrites(*target, st->attach_ivar);
+    }
+  }
 }
 
 void compute_inline(const Stage& stage) {

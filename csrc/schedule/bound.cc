@@ -45,8 +45,8 @@ void validate_attachment(const Schedule& sch, const StageBodies& bodies, const S
   }
   if (std::find(target->leaf_iter_vars.begin(), target->leaf_iter_vars.end(), axis) ==
       target->leaf_iter_vars.end()) {
-    value_error(where(), ", but that axis was later split or fused; call compute_at with one of ",
-                "the axes it became");
+    value_error(where(), ", but that axis was later fused as the outer operand of a fuse, so no ",
+                "loop stands for it (TVM refuses this too); compute at the fused axis instead");
   }
   for (Stage s = target; s && s->attach_type == AttachType::kScope; s = s->attach_stage) {
     if (s == st) value_error(where(), ", which is itself computed inside ", st->describe());

@@ -78,6 +78,7 @@ std::pair<IterVar, IterVar> split(const Stage& stage, const IterVar& axis, const
   auto& leaves = stage->leaf_iter_vars;
   leaves[pos] = rel.inner;
   leaves.insert(leaves.begin() + static_cast<std::ptrdiff_t>(pos), rel.outer);
+  move_attachments_to_leaves(stage);  // a stage computed at `axis` moves to `inner`, as in TVM
   return {rel.outer, rel.inner};
 }
 
@@ -135,6 +136,7 @@ IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes) {
     leaves.insert(leaves.begin() + static_cast<std::ptrdiff_t>(at), rel.fused);
     fused = rel.fused;
   }
+  move_attachments_to_leaves(stage);  // one computed at the innermost axis moves to `fused`
   return fused;
 }
 

@@ -36,6 +36,12 @@ void unroll(const Stage& stage, const IterVar& axis);
 // region of it that the loops inside `axis` read (bound.h).
 void compute_at(const Stage& stage, const Stage& target, const IterVar& axis);
 void compute_inline(const Stage& stage);  // not an output, not a reduction
+// TVM's legalization of an attach axis that is no longer a loop: an axis that was split stands
+// for its inner part, an axis fused as the inner operand for the fused loop (followed until
+// nothing changes). An axis fused as the outer operand stays what it was (not a leaf).
+IterVar attach_axis_after_rewrites(const StageNode& target, IterVar axis);
+// Moves the stages computed at `target` onto the loops their axes became (after split/fuse).
+void move_attachments_to_leaves(const Stage& target);
 void compute_root(const Stage& stage);
 
 // ---- data flow rewrites (cache.cc, rfactor.cc) ----

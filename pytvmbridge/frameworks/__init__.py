@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _core
+from ..error import TVMTypeError, TVMValueError
 from ._base import Framework
 
 __all__ = ["Framework", "allocate", "framework_of", "get", "names"]
@@ -58,7 +59,7 @@ def get(name: str) -> Framework:
     fw = _by_name.get(name)
     if fw is None:
         if name not in (*_ROOTS.values(), "dlpack"):
-            raise ValueError(
+            raise TVMValueError(
                 f"unknown framework {name!r}; expected one of "
                 f"{', '.join(sorted({*_ROOTS.values(), 'dlpack'}))}"
             )
@@ -105,7 +106,7 @@ def framework_of(array: Any) -> Framework:
         if hasattr(array, "__dlpack__") or tp.__name__ == "PyCapsule":
             fw = get("dlpack")
         else:
-            raise TypeError(
+            raise TVMTypeError(
                 f"expected an array (a PyTorch, NumPy, JAX or MXNet array, a pytvmbridge NDArray, "
                 f"anything with __dlpack__, or a DLPack capsule), got an object of type "
                 f"'{tp.__module__}.{tp.__qualname__}'"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _core
+from ..error import TVMTypeError
 
 
 class Framework:
@@ -58,7 +59,7 @@ class Framework:
     def as_output(self, x: Any, what: str) -> Any:
         """What the kernel is given to write ``x``; raises if ``x`` may not be written."""
         if self.immutable:
-            raise TypeError(
+            raise TVMTypeError(
                 f"{what}: {self.name} arrays are immutable and cannot be outputs; call with the "
                 "inputs only and the outputs are allocated and returned"
             )

@@ -17,6 +17,7 @@ import mxnet as mx
 import numpy as np
 
 from .. import _core
+from ..error import TVMValueError
 from ._base import Framework
 
 
@@ -53,7 +54,7 @@ class MXNetFramework(Framework):
     def _check_device(x: Any, what: str) -> None:
         ctx = x.ctx
         if ctx.device_type not in ("cpu", "cpu_pinned", "cpu_shared"):
-            raise ValueError(
+            raise TVMValueError(
                 f"{what} is an MXNet array on {ctx}; pytvmbridge kernels run on the CPU: move it "
                 "with x.as_in_context(mx.cpu())"
             )

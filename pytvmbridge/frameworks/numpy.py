@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..error import TVMValueError
 from ._base import Framework
 
 
@@ -37,7 +38,7 @@ class NumpyFramework(Framework):
 
     def as_output(self, x: Any, what: str) -> Any:
         if not x.flags.writeable:
-            raise ValueError(
+            raise TVMValueError(
                 f"{what} is an output but the NumPy array is read-only (flags.writeable is False)"
             )
         return x

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ..error import TVMValueError
 from ._base import Framework
 
 _NAMES: dict[Any, str] = {}
@@ -50,7 +51,7 @@ class TorchFramework(Framework):
 
     def as_output(self, x: Any, what: str) -> Any:
         if x.requires_grad:
-            raise ValueError(
+            raise TVMValueError(
                 f"{what} is an output but the tensor requires grad: autograd would not see the "
                 "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
             )

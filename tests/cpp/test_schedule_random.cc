@@ -156,8 +156,8 @@ TEST(ScheduleRandom, SameValuesAsDefault) {
     try {
       actual = run_schedule(s, args);
     } catch (const UserError& e) {
-      // A combination that is only checked at lowering (compute_at whose axis was later split
-      // or fused, or into an inlined stage): a ValueError naming the stage.
+      // A combination that is only checked at lowering (compute_at whose axis was later fused
+      // as a fuse's outer operand, or into an inlined stage): a ValueError naming the stage.
       EXPECT_EQ(e.kind(), ErrorKind::kValue) << e.what();
       EXPECT_NE(std::string(e.what()).find("stage '"), std::string::npos) << e.what();
       continue;

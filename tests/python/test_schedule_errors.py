@@ -90,12 +90,22 @@ def test_compute_at_errors():
         s2[E].compute_at(D, D.op.axis[0])
 
 
-def test_compute_at_axis_split_later_fails_at_lowering():
+def test_compute_at_axis_split_later_moves_inside_or_fails_at_lowering():
+    import numpy as np
+
     A, B, C, D = matmul()
     s = tvm.create_schedule(D.op)
     s[C].compute_at(s[D], D.op.axis[0])
-    s[D].split(D.op.axis[0], factor=2)
-    with pytest.raises(ValueError, match=r"stage 'C'.*axis 'i'.*split"):
+    _, inner = s[D].split(D.op.axis[0], factor=2)
+    assert s[C].attach_ivar == inner  # TVM's legalization: a split target becomes its inner part
+    a, b = np.random.default_rng(3).random((2, 8, 8), dtype="float32")
+    d = np.empty((8, 8), "float32")
+    tvm.build(s, [A, B, D])(a, b, d)
+    np.testing.assert_allclose(d, a @ b + 1.0, rtol=1e-5)
+    s = tvm.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    s[D].fuse(D.op.axis[0], D.op.axis[1])  # the outer operand of a fuse: no loop stands for it
+    with pytest.raises(ValueError, match=r"stage 'C'.*axis 'i'.*outer operand of a fuse"):
         tvm.lower(s, [A, B, D])
 
 

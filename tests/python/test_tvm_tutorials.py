@@ -294,16 +294,28 @@ def test_te_schedule_pragma_split_predication_and_chained_index():
     s[A2].compute_at(s[B2], B2.op.axis[1])
     tvm.build(s, [B2])(got)
     tvm.testing.assert_allclose(got, np.ones((10, 10)))
-    for change in ("split", "fuse"):
-        # TVM moves the attachment to the axis the target became; pytvmbridge asks for it
+    # TVM legalizes the attachment: a split target moves to its inner part, a target fused as
+    # the inner operand to the fused loop; the outer operand of a fuse is refused (as in TVM)
+    a2 = np.arange(10)[:, None] * 10.0 + np.arange(10)[None, :]
+    A2 = te.compute((10, 10), lambda i, j: i * 10.0 + j, name="A")
+    B2 = te.compute((10, 10), lambda i, j: A2[i][j] * 2.0, name="B")
+    for change in ("split", "split_first", "fuse", "fuse_outer"):
         s = te.create_schedule([B2.op])
-        s[A2].compute_at(s[B2], B2.op.axis[1])
+        if change == "split_first":
+            _, inner = s[B2].split(B2.op.axis[1], 2)
+        s[A2].compute_at(s[B2], B2.op.axis[0 if change == "fuse_outer" else 1])
         if change == "split":
-            s[B2].split(B2.op.axis[1], 2)
-        else:
-            s[B2].fuse(B2.op.axis[0], B2.op.axis[1])
-        with pytest.raises(ValueError, match="later split or fused"):
-            tvm.build(s, [B2])
+            _, inner = s[B2].split(B2.op.axis[1], 2)
+        elif change.startswith("fuse"):
+            inner = s[B2].fuse(B2.op.axis[0], B2.op.axis[1])
+        if change == "fuse_outer":
+            with pytest.raises(tvm.error.TVMError, match="outer operand of a fuse"):
+                tvm.build(s, [B2])
+            continue
+        assert s[A2].attach_ivar == inner
+        got = np.zeros((10, 10), "float32")
+        tvm.build(s, [B2])(got)
+        tvm.testing.assert_allclose(got, a2 * 2.0)
 
 
 def test_te_schedule_invalid_compute_at_raises():

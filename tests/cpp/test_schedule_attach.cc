@@ -152,11 +152,19 @@ TEST(ScheduleComputeAt, RejectsIllegalRequests) {
   Schedule s3 = create_schedule({st.C.op(), F.op()});
   compute_at(stage_of(s3, st.B), stage_of(s3, st.C), axis(st.C, 0));
   expect_value_error([&] { lower(s3, {st.A, st.C, F}, "f"); }, {"stage 'B'", "stage 'F'"});
-  // Splitting the attach axis afterwards.
+  // Splitting the attach axis afterwards moves the attachment to the inner part (TVM's
+  // legalization); fusing it as a fuse's outer operand leaves no loop for it.
   Schedule s4 = create_schedule({st.C.op()});
   compute_at(stage_of(s4, st.B), stage_of(s4, st.C), axis(st.C, 0));
-  split(stage_of(s4, st.C), axis(st.C, 0), ci(2), Expr());
-  expect_value_error([&] { lower(s4, {st.A, st.C}, "f"); }, {"stage 'B'", "'i0'", "split"});
+  auto parts = split(stage_of(s4, st.C), axis(st.C, 0), ci(2), Expr());
+  EXPECT_EQ(stage_of(s4, st.B)->attach_ivar, parts.second);
+  expect_same_as_default(s4, {st.A, st.C}, {st.C.op()});
+  Schedule s6 = create_schedule({st.C.op()});
+  auto halves = split(stage_of(s6, st.C), axis(st.C, 0), ci(2), Expr());
+  compute_at(stage_of(s6, st.B), stage_of(s6, st.C), halves.first);
+  fuse(stage_of(s6, st.C), {halves.first, halves.second});
+  expect_value_error([&] { lower(s6, {st.A, st.C}, "f"); },
+                     {"stage 'B'", "'i0.outer'", "outer operand of a fuse"});
   // An output cannot be computed inside another stage.
   Schedule s5 = create_schedule({st.C.op(), st.B.op()});
   expect_value_error([&] { compute_at(stage_of(s5, st.B), stage_of(s5, st.C), axis(st.C, 0)); },

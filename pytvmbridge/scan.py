@@ -30,8 +30,11 @@ def scan(
     ``attrs`` are accepted for TVM compatibility and ignored.
 
     The time loop runs outermost and serially; ``s[update]`` schedules the scan's loops (split,
-    vectorize, parallel... of the other axes). The update must be a compute without reduction;
-    computes between it and the state must be inlined (``s[stage].compute_inline()``).
+    vectorize, parallel... of the other axes); ``op.scan_axis`` is the time axis. The update must
+    be a compute without reduction; computes between it and the state (TVM's scan group, which
+    may reduce: ``h2h(t, i) = sum(state(t - 1, k) * W(i, k))``) run inside the time loop, from
+    the first step the update computes: by default each at the outermost loop of its single
+    consumer, or where ``compute_at`` puts them (in ``s[update]``), or inlined.
 
     Example:
         >>> import numpy as np
@@ -54,5 +57,15 @@ def scan(
     outs = _core.scan(name, _as_list(init), _as_list(update), _as_list(state_placeholder))
     return outs if isinstance(update, (tuple, list)) else outs[0]
 
+
+def _scan_axis(op: Any) -> Any:
+    """TVM's ``ScanOp.scan_axis``: the time axis of a scan's operation."""
+    axis = _core.scan_axis(op)
+    if axis is None:
+        raise AttributeError(f"{op!r} is not a scan; only a scan's operation has scan_axis")
+    return axis
+
+
+_core.Operation.scan_axis = property(_scan_axis)  # type: ignore[attr-defined]
 
 __all__ = ["scan"]

@@ -13,6 +13,7 @@
 #include "lower/vectorize_loops.h"
 #include "support/error.h"
 #include "support/stack.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -88,9 +89,17 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   for (const Buffer& b : f.args) {
     for (const Expr& s : b->strides) f.scalar_params.push_back(s);
   }
+  // A scan's state placeholders stand for the scan itself (read by the stages of its group).
+  std::vector<Operation> states;
+  for (const Stage& st : sch->stages) {
+    if (const ScanOpNode* scan = as_scan(st->origin_op)) {
+      for (const Tensor& t : scan->state_placeholder) states.push_back(t.op());
+    }
+  }
   for (const Stage& st : sch->stages) {
     if (st->is_placeholder() &&
-        std::find(arg_ops.begin(), arg_ops.end(), st->op) == arg_ops.end()) {
+        std::find(arg_ops.begin(), arg_ops.end(), st->op) == arg_ops.end() &&
+        std::find(states.begin(), states.end(), st->op) == states.end()) {
       value_error("placeholder '", st->op->name,
                   "' is read by the schedule but missing from the argument list");
     }

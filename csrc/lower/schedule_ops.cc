@@ -9,6 +9,7 @@
 #include "ir/visitor.h"
 #include "schedule/bound.h"
 #include "schedule/loop_index.h"
+#include "schedule/scan_group.h"
 #include "schedule/stage_bodies.h"
 #include "support/error.h"
 #include "te/extern.h"
@@ -290,13 +291,24 @@ class NestBuilder {
          For::make(iv->var, full, idx_sub(extent, full), n.kinds[i], body(dropped))});
   }
 
+  // A stage computed in a scan's loops runs from the first step the update computes: the steps
+  // before come from the init (the scan's body does not read the stage there), and the stage's
+  // reads of step t - 1 would be out of bounds. Stages computed inside it are covered too.
+  static Stmt scan_step_guard(const Stage& st, Stmt produce) {
+    if (st->attach_type != AttachType::kScope) return produce;
+    const ScanOpNode* scan = as_scan(st->attach_stage->origin_op);
+    if (!scan) return produce;
+    const Expr& t = scan->scan_axis()->var;
+    return IfThenElse::make(GE::make(t, cast(t.dtype(), scan->init_extent)), std::move(produce));
+  }
+
   Stmt with_attached(const IterVar& leaf, bool in_parallel, Stmt body) {
     auto it = attached_.find(leaf.get());
     if (it == attached_.end()) return body;
     const std::vector<Stage>& producers = it->second;
     for (auto p = producers.rbegin(); p != producers.rend(); ++p) {
       const Stage& st = *p;
-      body = Block::make({build(st, in_parallel), body});
+      body = Block::make({scan_step_guard(st, build(st, in_parallel)), body});
       if (!is_arg(st)) {
         body = Realize::make(st->origin_op, bounds_.at(st.get()).storage, body);
       }

@@ -426,6 +426,14 @@ combine with an expression by taking its dtype (NumPy's rule for Python scalars)
              Expr s = simplify(self.e);
              if (const auto* i = s.as<IntImm>()) return i->value != 0;
              if (const auto* f = s.as<FloatImm>()) return f->value != 0;
+             // TVM's EqualOp/NotEqualOp: `a == b` of two variables is true when they are the
+             // same variable, so `iv.var == ko.var` and `v in list_of_vars` work as in TVM.
+             if (const auto* eq = self.e.as<EQ>(); eq && eq->a.as<Var>() && eq->b.as<Var>()) {
+               return eq->a.get() == eq->b.get();
+             }
+             if (const auto* ne = self.e.as<NE>(); ne && ne->a.as<Var>() && ne->b.as<Var>()) {
+               return ne->a.get() != ne->b.get();
+             }
              type_error("the symbolic expression ", to_string(self.e),
                         " has no truth value: it is only known when the kernel runs. Use "
                         "if_then_else()/select() for a conditional value, & | ~ or all()/any() "

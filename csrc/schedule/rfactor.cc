@@ -2,9 +2,12 @@
 // so its iterations become independent (parallel, vectorizable); the original stage then reduces
 // the new stage's output over that axis.
 #include <algorithm>
+#include <unordered_set>
+#include <vector>
 
 #include "ir/op.h"
 #include "ir/substitute.h"
+#include "ir/visitor.h"
 #include "schedule/loop_index.h"
 #include "schedule/primitives.h"
 #include "support/error.h"
@@ -40,7 +43,44 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
   // Values of the root variables in terms of the leaves, over the full domain.
   LoopIndex ix = index_loops(*st, root_domains(*st));
   Expr factor_extent = ix.extent.at(axis.get());
-  VarMap leaf_to_new;  // reduce leaves -> the new op's variables
+  // As TVM: the reduce axes the factored axis comes from or leads to are "touched" (followed up
+  // the relations to their roots, then down to every leaf of those roots). The new op reduces
+  // over the untouched root reduce axes themselves (the same IterVar objects, their splits
+  // dropped: a new stage has default loops), then over copies of the other touched leaves that
+  // keep their variables; the factored axis keeps its variable too. So TVM's identities hold:
+  // `BF.op.body[0].axis[0] == k2`, `BF.op.body[0].axis[1].var == ko.var`.
+  std::unordered_set<const IterVarNode*> touched{axis.get()};
+  auto has = [&](const IterVar& iv) { return iv && touched.count(iv.get()) > 0; };
+  for (bool changed = true; changed;) {  // up to the roots
+    changed = false;
+    for (const IterVarRelation& rel : st->relations) {
+      bool up = rel.kind == IterVarRelation::Kind::kSplit ? has(rel.outer) || has(rel.inner)
+                                                           : has(rel.fused);
+      if (!up) continue;
+      for (const IterVar& iv : rel.kind == IterVarRelation::Kind::kSplit
+                                   ? std::vector<IterVar>{rel.parent}
+                                   : std::vector<IterVar>{rel.outer, rel.inner}) {
+        changed |= touched.insert(iv.get()).second;
+      }
+    }
+  }
+  for (bool changed = true; changed;) {  // down to the leaves
+    changed = false;
+    for (const IterVarRelation& rel : st->relations) {
+      bool down = rel.kind == IterVarRelation::Kind::kSplit ? has(rel.parent)
+                                                             : has(rel.outer) || has(rel.inner);
+      if (!down) continue;
+      for (const IterVar& iv : rel.kind == IterVarRelation::Kind::kSplit
+                                   ? std::vector<IterVar>{rel.outer, rel.inner}
+                                   : std::vector<IterVar>{rel.fused}) {
+        changed |= touched.insert(iv.get()).second;
+      }
+    }
+  }
+  auto same_var = [](const IterVar& iv, Expr extent, IterKind kind) {
+    return std::make_shared<const IterVarNode>(
+        IterVarNode{iv->var, Range::from_min_extent(make_zero(iv->var.dtype()), extent), kind});
+  };
 
   std::vector<IterVar> rf_axes;
   VarMap vmap;  // root variables of T -> expressions over the new op's variables
@@ -48,26 +88,35 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
     rf_axes.push_back(make_iter_var(iv->dom, iv_name(iv), IterKind::kDataPar));
     vmap[iv->var.get()] = rf_axes.back()->var;
   }
-  IterVar factor_iv =
-      make_iter_var(Range::from_min_extent(make_zero(axis->var.dtype()), factor_extent),
-                    iv_name(axis), IterKind::kDataPar);
+  IterVar factor_iv = same_var(axis, factor_extent, IterKind::kDataPar);
   rf_axes.insert(rf_axes.begin() + factor_axis, factor_iv);
-  leaf_to_new[axis->var.get()] = factor_iv->var;
   std::vector<IterVar> rf_reduce;
+  for (const IterVar& iv : c->reduce_axis) {
+    if (has(iv)) {
+      vmap[iv->var.get()] = ix.value.at(iv.get());  // over the touched leaves' variables
+    } else {
+      rf_reduce.push_back(iv);  // its variable stays as it is in the body
+    }
+  }
+  std::unordered_set<const ExprNode*> dropped_leaf_vars;  // leaves of untouched axes
   for (const IterVar& leaf : st->leaf_iter_vars) {
     if (leaf->kind != IterKind::kReduce || leaf == axis) continue;
-    rf_reduce.push_back(make_iter_var(
-        Range::from_min_extent(make_zero(leaf->var.dtype()), ix.extent.at(leaf.get())),
-        iv_name(leaf), IterKind::kReduce));
-    leaf_to_new[leaf->var.get()] = rf_reduce.back()->var;
+    if (has(leaf)) {
+      rf_reduce.push_back(same_var(leaf, ix.extent.at(leaf.get()), IterKind::kReduce));
+    } else {
+      dropped_leaf_vars.insert(leaf->var.get());
+    }
   }
-  for (const IterVar& iv : c->reduce_axis) {
-    vmap[iv->var.get()] = substitute(ix.value.at(iv.get()), leaf_to_new);
-  }
-  // Splits of reduce axes that do not divide: the leftover iterations contribute nothing.
+  // Splits of touched reduce axes that do not divide: the leftover iterations contribute
+  // nothing. (Guards of untouched axes' splits go with those splits.)
   std::vector<Expr> conds;
   for (size_t i = 0; i < ix.guards.size(); ++i) {
-    if (ix.guard_on_reduce[i]) conds.push_back(substitute(ix.guards[i], leaf_to_new));
+    if (!ix.guard_on_reduce[i]) continue;
+    bool on_dropped = false;
+    for_each_expr(ix.guards[i], [&](const Expr& e) {
+      if (e.as<Var>() && dropped_leaf_vars.count(e.get())) on_dropped = true;
+    });
+    if (!on_dropped) conds.push_back(ix.guards[i]);
   }
 
   std::vector<Expr> rf_bodies;

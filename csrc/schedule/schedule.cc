@@ -4,6 +4,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "schedule/scan_group.h"
 #include "support/error.h"
 #include "te/scan.h"
 
@@ -132,6 +133,7 @@ Schedule create_schedule(const std::vector<Operation>& outputs) {
       for (const Operation& u : scan->update_ops) sch->stage_of_op.emplace(u.get(), st);
     }
   }
+  attach_scan_groups(sch);  // a scan's intermediate stages run inside its time loop, as in TVM
   return sch;
 }
 

@@ -5,6 +5,7 @@
 #include "ir/mutator.h"
 #include "ir/substitute.h"
 #include "ir/visitor.h"
+#include "schedule/scan_group.h"
 #include "support/error.h"
 #include "te/scan.h"
 
@@ -43,6 +44,10 @@ class InlineReads : public IRMutator {
 StageBodies inline_bodies(const Schedule& sch) {
   StageBodies out;
   InlineReads inliner(*sch);
+  std::vector<Stage> scans;
+  for (const Stage& st : sch->stages) {
+    if (as_scan(st->origin_op)) scans.push_back(st);
+  }
   for (const Stage& st : sch->stages) {
     if (st->is_placeholder() || st->attach_type == AttachType::kInline) continue;
     if (st->op->kind == OpKind::kExtern) continue;  // a call, not a body (te/extern.h)
@@ -52,6 +57,22 @@ StageBodies inline_bodies(const Schedule& sch) {
     // A scan reads its own earlier time steps through its state placeholders.
     if (const ScanOpNode* scan = as_scan(st->origin_op)) {
       for (Expr& b : bodies) b = resolve_scan_state(*scan, st->origin_op, b);
+    } else {
+      // A stage of a scan's group reads the scan's earlier time steps through the state too,
+      // which only exist inside the scan's time loop (scan_group.h).
+      for (const Stage& scan_stage : scans) {
+        const ScanOpNode& scan = *as_scan(scan_stage->origin_op);
+        bool reads = std::any_of(bodies.begin(), bodies.end(),
+                                 [&](const Expr& b) { return reads_scan_state(scan, b); });
+        if (!reads) continue;
+        if (enclosing_scan(st) != scan_stage) {
+          value_error(st->describe(), " reads the state of scan '", scan_stage->op->name,
+                      "', so it must be computed inside the scan's time loop: inline it, or ",
+                      "compute_at it in the scan (s[update]) or in a stage computed there (the ",
+                      "default schedule does so when it has a single consumer)");
+        }
+        for (Expr& b : bodies) b = resolve_scan_state(scan, scan_stage->origin_op, b);
+      }
     }
     out[st.get()] = std::move(bodies);
   }

@@ -253,19 +253,46 @@ def test_te_schedule_rfactor_shapes_and_factor_axis():
     s = te.create_schedule(B.op)
     BF = s.rfactor(B, k1)
     assert tuple(BF.shape) == (n, n)
-    # TVM keeps k2 itself in the factored stage; pytvmbridge's rfactor gives it a copy of k2
-    assert [(iv.name, iv.dom.extent) for iv in BF.op.body[0].axis] == [("k2", n)]
+    assert set(BF.op.body[0].axis) == {k2}  # TVM keeps the untouched reduce axis itself
+    assert s[B].op.body[0].axis[0].dom.extent == n
     assert len(s[B].all_iter_vars) == 2
+    for factor_axis in (0, 1):
+        s = te.create_schedule(B.op)
+        ko, ki = s[B].split(k1, factor=4)
+        s[B].split(B.op.axis[0], factor=8)
+        BF = s.rfactor(B, ki, factor_axis)
+        extents = (4, n) if factor_axis == 0 else (n, 4)
+        assert tuple(BF.shape) == extents and BF.shape[factor_axis].value == 4
+        # [untouched root reduce axes, touched leaves]: k2 itself, then a copy of ko with its var
+        assert BF.op.body[0].axis[0] == k2
+        assert BF.op.body[0].axis[1].var == ko.var
+        assert not (BF.op.body[0].axis[1].var == k2.var)
+        assert BF.op.axis[factor_axis].var == ki.var
+        assert s[B].op.body[0].axis[0].dom.extent.value == 4
+        a = RNG.random((6, 6, 6)).astype("float32")
+        out = np.empty(6, "float32")
+        tvm.build(s, [A, B])(a, out)
+        tvm.testing.assert_allclose(out, a.sum(axis=(1, 2)), rtol=1e-5)
+
+
+def test_rfactor_keeps_untouched_axes_and_drops_their_splits():
+    # k2 split (untouched by the factored axis: its split and guard go), k1 split twice and the
+    # factored axis taken from the middle: the rest of k1 is reduced in the factored stage
+    A = te.placeholder((5, 7, 6), name="A")
+    k1 = te.reduce_axis((0, 7), name="k1")
+    k2 = te.reduce_axis((0, 6), name="k2")
+    B = te.compute((5,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
     s = te.create_schedule(B.op)
-    _, ki = s[B].split(k1, factor=4)
-    s[B].split(B.op.axis[0], factor=8)
-    BF = s.rfactor(B, ki, 1)
-    assert BF.shape[0] == n and BF.shape[1].value == 4
-    # TVM orders the factored stage's reduce axes [k2, k1.outer]; the set is the same here
-    assert {iv.name for iv in BF.op.body[0].axis} == {"k2", "k1.outer"}
-    assert s[B].op.body[0].axis[0].dom.extent.value == 4
-    a = RNG.random((6, 6, 6)).astype("float32")
-    out = np.empty(6, "float32")
+    s[B].split(k2, factor=4)
+    ko, ki = s[B].split(k1, factor=3)
+    kio, kii = s[B].split(ki, factor=2)
+    BF = s.rfactor(B, kio)
+    reduce_axes = BF.op.body[0].axis
+    assert reduce_axes[0] == k2 and [iv.var for iv in reduce_axes[1:]] == [ko.var, kii.var]
+    assert BF.op.axis[0].var == kio.var and BF.shape[0].value == 2
+    s[BF].compute_at(s[B], s[B].op.axis[0])
+    a = RNG.random((5, 7, 6)).astype("float32")
+    out = np.empty(5, "float32")
     tvm.build(s, [A, B])(a, out)
     tvm.testing.assert_allclose(out, a.sum(axis=(1, 2)), rtol=1e-5)
 

@@ -55,7 +55,7 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
     changed = false;
     for (const IterVarRelation& rel : st->relations) {
       bool up = rel.kind == IterVarRelation::Kind::kSplit ? has(rel.outer) || has(rel.inner)
-                                                           : has(rel.fused);
+                                                          : has(rel.fused);
       if (!up) continue;
       for (const IterVar& iv : rel.kind == IterVarRelation::Kind::kSplit
                                    ? std::vector<IterVar>{rel.parent}
@@ -68,7 +68,7 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
     changed = false;
     for (const IterVarRelation& rel : st->relations) {
       bool down = rel.kind == IterVarRelation::Kind::kSplit ? has(rel.parent)
-                                                             : has(rel.outer) || has(rel.inner);
+                                                            : has(rel.outer) || has(rel.inner);
       if (!down) continue;
       for (const IterVar& iv : rel.kind == IterVarRelation::Kind::kSplit
                                    ? std::vector<IterVar>{rel.outer, rel.inner}

@@ -30,11 +30,12 @@ def scan(
     ``attrs`` are accepted for TVM compatibility and ignored.
 
     The time loop runs outermost and serially; ``s[update]`` schedules the scan's loops (split,
-    vectorize, parallel... of the other axes); ``op.scan_axis`` is the time axis. The update must
-    be a compute without reduction; computes between it and the state (TVM's scan group, which
-    may reduce: ``h2h(t, i) = sum(state(t - 1, k) * W(i, k))``) run inside the time loop, from
-    the first step the update computes: by default each at the outermost loop of its single
-    consumer, or where ``compute_at`` puts them (in ``s[update]``), or inlined.
+    vectorize, parallel... of the other axes); ``op.scan_axis`` is the time axis. The update may
+    be a reduction (it then runs as a stage of its own, and ``s[update]`` is that stage).
+    Computes between the state and the update (TVM's scan group, which may reduce:
+    ``h2h(t, i) = sum(state(t - 1, k) * W(i, k))``) run inside the time loop from the first step
+    the update computes: by default each at the outermost loop of its single consumer, or where
+    ``compute_at`` puts them (in ``s[update]``), or inlined.
 
     Example:
         >>> import numpy as np

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "python/bindings.h"
 #include "runtime/dlpack.h"
 #include "runtime/module.h"
 #include "support/error.h"
@@ -332,6 +333,11 @@ NDArray import_unnamed(PyObject* o, const std::string& what) {
                        PyExc_RuntimeError, PyExc_OverflowError, PyExc_NotImplementedError};
   bool is_plain = false;
   for (PyObject* cls : plain) is_plain = is_plain || type == cls;
+  // pytvmbridge's own classes (TVMTypeError...), raised by the Python side of a call.
+  for (ErrorKind kind :
+       {ErrorKind::kType, ErrorKind::kValue, ErrorKind::kBuffer, ErrorKind::kNotImplemented}) {
+    is_plain = is_plain || type == user_error_class(kind);
+  }
   PyObject* args = PyObject_GetAttrString(value, "args");
   if (is_plain && args && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 &&
       PyUnicode_Check(PyTuple_GET_ITEM(args, 0))) {

@@ -73,6 +73,17 @@ Operation make_scan(const std::string& name, const std::vector<Tensor>& init,
                 state.size(), " state placeholder(s); it needs one of each per output");
   }
   const auto* first = dynamic_cast<const ComputeOpNode*>(update[0].op().get());
+  // The scan's axes are the first update's, so s[update] schedules the scan's loops. A
+  // reduction update stays a stage of its own (a reduction is a whole body): the scan reads it,
+  // on axes of its own, and it runs in the scan's time loop (schedule/scan_group.h).
+  std::vector<IterVar> scan_axes;
+  if (first) {
+    for (const IterVar& iv : first->axis) {
+      scan_axes.push_back(first->is_reduction()
+                              ? make_iter_var(iv->dom, iv->var.as<Var>()->name, IterKind::kDataPar)
+                              : iv);
+    }
+  }
   std::vector<Expr> bodies;
   Expr init_extent;
   for (size_t k = 0; k < n; ++k) {
@@ -88,10 +99,6 @@ Operation make_scan(const std::string& name, const std::vector<Tensor>& init,
     if (!c || as_scan(u.op())) {
       type_error("update", which, " of scan '", name, "' must be a compute, found '", u.name(),
                  "'");
-    }
-    if (c->is_reduction()) {
-      not_implemented("update", which, " of scan '", name,
-                      "' is a reduction; compute the reduction in its own stage");
     }
     if (u.ndim() < 1 || u.ndim() != s.ndim() || u.ndim() != i.ndim()) {
       value_error("scan '", name, "': update", which, " has ", u.ndim(), " dimension(s), state ",
@@ -114,19 +121,21 @@ Operation make_scan(const std::string& name, const std::vector<Tensor>& init,
     } else if (surely_differ(i.shape()[0], init_extent)) {
       value_error("scan '", name, "': the inits cover different numbers of time steps");
     }
-    // The scan's axes are the first update's; the other updates are rewritten onto them.
-    VarMap vmap;
-    for (size_t d = 0; d < c->axis.size(); ++d) vmap[c->axis[d]->var.get()] = first->axis[d]->var;
-    Expr ubody = substitute(c->body[static_cast<size_t>(u.value_index())], vmap);
+    // The updates are rewritten onto the scan's axes.
     std::vector<Expr> idx;
-    for (const IterVar& iv : first->axis) idx.push_back(iv->var);
-    Expr t = first->axis[0]->var;
+    for (const IterVar& iv : scan_axes) idx.push_back(iv->var);
+    VarMap vmap;
+    for (size_t d = 0; d < c->axis.size(); ++d) vmap[c->axis[d]->var.get()] = idx[d];
+    Expr ubody = c->is_reduction()
+                     ? TensorRead::make(u.op(), u.value_index(), idx)
+                     : substitute(c->body[static_cast<size_t>(u.value_index())], vmap);
+    Expr t = idx[0];
     Expr in_init = LT::make(t, cast(t.dtype(), init_extent));
     bodies.push_back(Call::make(Intrinsic::kIfThenElse, {in_init, i(idx), ubody}));
   }
   std::vector<Operation> ops;
   for (const Tensor& u : update) ops.push_back(u.op());
-  return std::make_shared<ScanOpNode>(name, first->axis, std::move(bodies), first->shape,
+  return std::make_shared<ScanOpNode>(name, std::move(scan_axes), std::move(bodies), first->shape,
                                       init_extent, state, std::move(ops));
 }
 

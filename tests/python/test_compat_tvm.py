@@ -351,3 +351,29 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ---- calls with many arrays (TVM has no limit; the C++ call path takes up to 64) ----
+
+
+def test_calls_take_up_to_64_arrays_and_name_the_limit_past_it():
+    def summed(count):
+        ins = [te.placeholder((5,), name=f"x{k}") for k in range(count)]
+        out = te.compute((5,), lambda i: sum((x[i] for x in ins[1:]), ins[0][i]), name="S")
+        return ins, out
+
+    ins, out = summed(40)
+    f = tvm.build(te.create_schedule(out.op), [*ins, out])
+    arrays = [RNG.random(5).astype("float32") for _ in ins]
+    got = np.zeros(5, "float32")
+    f(*arrays, got)
+    np.testing.assert_allclose(got, np.sum(arrays, axis=0), rtol=1e-5)
+    got_torch = tvm.to_pytorch(f)(*[torch.from_numpy(a) for a in arrays])
+    np.testing.assert_allclose(got_torch.numpy(), np.sum(arrays, axis=0), rtol=1e-5)
+    ins, out = summed(64)
+    f = tvm.build(te.create_schedule(out.op), [*ins, out])
+    arrays = [RNG.random(5).astype("float32") for _ in ins]
+    f(*arrays, got)  # a Module called directly has no limit
+    np.testing.assert_allclose(got, np.sum(arrays, axis=0), rtol=1e-5)
+    with pytest.raises(NotImplementedError, match=r"65 arguments.*at most 64"):
+        tvm.to_pytorch(f)

@@ -31,6 +31,9 @@ class Case:
     build: Callable[[], tuple[list[Any], list[Any]]]  # -> (placeholders, outputs)
     torch_fn: Callable[..., Any]  # takes the torch inputs, returns the output
     flops: float = 0.0
+    # Turns the inputs made for pytvmbridge's placeholders into torch_fn's, once, untimed (a
+    # pre-packed weight back to PyTorch's layout).
+    torch_inputs: Callable[..., list[Any]] | None = None
 
 
 def cases(batch: int) -> list[Case]:
@@ -46,8 +49,8 @@ def cases(batch: int) -> list[Case]:
     out: list[Case] = []
     b, seq, hid = batch, 128, 768
 
-    def add(name, kind, build, torch_fn, flops=0.0):
-        out.append(Case(f"{name} b{batch}", kind, build, torch_fn, flops))
+    def add(name, kind, build, torch_fn, flops=0.0, torch_inputs=None):
+        out.append(Case(f"{name} b{batch}", kind, build, torch_fn, flops, torch_inputs))
 
     # ---- convolutions (ResNet-18) ----
     for c, h, o, k, s, p in [
@@ -105,15 +108,43 @@ def cases(batch: int) -> list[Case]:
             lambda x, w, bias: F.linear(x, w, bias),
             2.0 * m * n * kk,
         )
+    # The same layers with the constant weight packed once ahead of time (dense_pack), as a
+    # model compiled by the graph backend runs them; PyTorch gets the weight in its own layout.
+    from pytvmbridge.topi.nn.dense import DENSE_PACK_BLOCK as block
+
+    def unpack(x, wp, bias):
+        return [x, wp.permute(0, 2, 1).reshape(-1, wp.shape[1]).contiguous(), bias]
+
+    for n, kk in [(768, 768), (3072, 768), (768, 3072)]:
+        add(
+            f"dense pre-packed {m}x{kk}->{n}",
+            "compute",
+            lambda n=n, kk=kk: _io(
+                [
+                    ph((m, kk), name="x"),
+                    ph((n // block, kk, block), name="wp"),
+                    ph((n,), name="bias"),
+                ],
+                lambda x, wp, bias: topi.nn.dense_pack(x, wp, bias),
+            ),
+            lambda x, w, bias: F.linear(x, w, bias),
+            2.0 * m * n * kk,
+            unpack,
+        )
     add(
-        "dense+gelu 128x768->3072",
+        f"dense+gelu pre-packed {m}x768->3072",
         "compute",
         lambda: _io(
-            [ph((m, 768), name="x"), ph((3072, 768), name="w"), ph((3072,), name="bias")],
-            lambda x, w, bias: topi.nn.gelu(topi.nn.dense(x, w, bias)),
+            [
+                ph((m, 768), name="x"),
+                ph((3072 // block, 768, block), name="wp"),
+                ph((3072,), name="bias"),
+            ],
+            lambda x, wp, bias: topi.nn.gelu(topi.nn.dense_pack(x, wp, bias)),
         ),
         lambda x, w, bias: F.gelu(F.linear(x, w, bias)),
         2.0 * m * 3072 * 768,
+        unpack,
     )
     add(
         "batch_matmul QK^T 12x128x64",
@@ -388,28 +419,32 @@ def main() -> None:
     tvm.set_num_threads(args.threads)
     repeat, min_time, settle = (3, 0.02, 0.02) if args.quick else (7, 0.05, 0.05)
     only = [s for s in args.only.split(",") if s]
+    started = time.perf_counter()
     rows = []
     print(f"{args.threads} threads, float32, median of {repeat} interleaved rounds")
     print(
         f"{'operator':52} {'ptb ms':>9} {'torch ms':>9} {'ratio':>6} {'%copy':>6} "
-        f"{'GFLOPS':>7} {'sched+build ms':>14}"
+        f"{'GFLOPS':>7} {'sched+build ms (cpu)':>20}"
     )
     for batch in [int(x) for x in args.batch.split(",")]:
         for case in cases(batch):
             if only and not any(s in case.name for s in only):
                 continue
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             placeholders, outputs = case.build()
             s = tvm.auto_schedule(outputs)
             f = tvm.build(s, placeholders + outputs, name="op")
             compile_ms = (time.perf_counter() - start) * 1e3
+            # CPU time too: on a loaded machine the wall time also counts waiting for a core.
+            compile_cpu_ms = (time.process_time() - cpu_start) * 1e3
             inputs = [_torch_input(p, torch) for p in placeholders]
             results = [
                 torch.empty([int(d) for d in t.shape], dtype=getattr(torch, t.dtype))
                 for t in outputs
             ]
             f(*inputs, *results)
-            expected = case.torch_fn(*inputs)
+            torch_args = case.torch_inputs(*inputs) if case.torch_inputs else inputs
+            expected = case.torch_fn(*torch_args)
             np.testing.assert_allclose(
                 results[0].float().numpy(),
                 expected.float().numpy(),
@@ -423,7 +458,7 @@ def main() -> None:
             timed = medians(
                 {
                     "ptb": lambda f=f, inputs=inputs, results=results: f(*inputs, *results),
-                    "torch": lambda case=case, inputs=inputs: case.torch_fn(*inputs),
+                    "torch": lambda case=case, args=torch_args: case.torch_fn(*args),
                     "copy": lambda dst=dst, src=src: dst.copy_(src),
                 },
                 repeat,
@@ -444,20 +479,46 @@ def main() -> None:
                 "fraction_of_copy_bandwidth": copy_fraction,
                 "gflops": None if math.isnan(gflops) else gflops,
                 "schedule_and_build_ms": compile_ms,
+                "schedule_and_build_cpu_ms": compile_cpu_ms,
             }
             rows.append(row)
             print(
                 f"{case.name[:52]:52} {timed['ptb'] * 1e3:9.3f} {timed['torch'] * 1e3:9.3f} "
                 f"{ratio:6.2f} {100 * copy_fraction:5.0f}% "
-                f"{'' if math.isnan(gflops) else f'{gflops:7.1f}':>7} {compile_ms:14.0f}",
+                f"{'' if math.isnan(gflops) else f'{gflops:7.1f}':>7} "
+                f"{compile_ms:12.0f} ({compile_cpu_ms:4.0f})",
                 flush=True,
             )
     if not rows:
         return
     geo = math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows))
+    compute = [r for r in rows if r["kind"] == "compute"]
+    memory = [r for r in rows if r["kind"] == "memory"]
+    slowest = max(rows, key=lambda r: r["schedule_and_build_ms"])
+    summary = {
+        "geomean_ratio": geo,
+        "compute_ops_below_0.8x": [r["op"] for r in compute if r["ratio"] < 0.8],
+        "memory_ops_below_90pct_of_copy": [
+            r["op"] for r in memory if r["fraction_of_copy_bandwidth"] < 0.9
+        ],
+        "slowest_schedule_and_build": [slowest["op"], slowest["schedule_and_build_ms"]],
+        "wall_seconds": time.perf_counter() - started,
+    }
+    print(f"geometric mean of ratios: {geo:.2f} over {len(rows)} operator runs")
+    if compute:
+        print(
+            f"compute-bound ops: {len(compute) - len(summary['compute_ops_below_0.8x'])} of "
+            f"{len(compute)} at >= 0.8x PyTorch; below: {summary['compute_ops_below_0.8x']}"
+        )
+    if memory:
+        print(
+            f"memory-bound ops: {len(memory) - len(summary['memory_ops_below_90pct_of_copy'])} "
+            f"of {len(memory)} at >= 90% of copy bandwidth; median "
+            f"{100 * statistics.median(r['fraction_of_copy_bandwidth'] for r in memory):.0f}%"
+        )
     print(
-        f"geometric mean of ratios: {geo:.2f} over {len(rows)} operator runs; "
-        f"slowest schedule+build {max(r['schedule_and_build_ms'] for r in rows):.0f} ms"
+        f"slowest schedule+build: {slowest['schedule_and_build_ms']:.0f} ms ({slowest['op']}); "
+        f"whole run {summary['wall_seconds']:.0f} s"
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -468,6 +529,7 @@ def main() -> None:
                 "threads": args.threads,
                 "statistic": "median seconds per call",
                 "geomean_ratio": geo,
+                "summary": summary,
                 "results": rows,
             },
             indent=2,

@@ -51,6 +51,27 @@ int exact_dim(const TensorRead* read, const Expr& var) {
   return found;
 }
 
+// w when `read` indexes some dimension by var // w and its last one by var % w (a constant w),
+// and no other dimension uses var: an operand pre-packed in panels of w along var.
+int64_t panel_width(const TensorRead* read, const Expr& var) {
+  const auto& idx = read->indices;
+  if (idx.size() < 2) return 0;
+  const auto* mod = idx.back().as<FloorMod>();
+  if (!mod || mod->a.get() != var.get()) return 0;
+  auto w = as_const_int(mod->b);
+  if (!w || *w <= 0) return 0;
+  int divs = 0;
+  for (size_t d = 0; d + 1 < idx.size(); ++d) {
+    const auto* div = idx[d].as<FloorDiv>();
+    if (div && div->a.get() == var.get() && as_const_int(div->b) == w) {
+      ++divs;
+    } else if (uses_var(idx[d], var)) {
+      return 0;
+    }
+  }
+  return divs == 1 ? *w : 0;
+}
+
 bool depends(const TensorRead* read, const Expr& var) {
   return std::any_of(read->indices.begin(), read->indices.end(),
                      [&](const Expr& i) { return uses_var(i, var); });
@@ -122,6 +143,7 @@ std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
     }
   }
   if (best_score < 0) return std::nullopt;
+  best.panel_width = panel_width(best.streamed, c->axis[best.vector_axis]->var);
   // The row axis: the innermost axis the streamed operand does not depend on but another does.
   std::optional<int64_t> reuse = 1;
   for (int a = n - 1; a >= 0; --a) {
@@ -153,6 +175,11 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   std::vector<int64_t> vector_candidates;
   for (int64_t v = 1; v <= 4 && v <= budget && (!vext || v * lanes <= *vext); ++v) {
     vector_candidates.push_back(v);
+  }
+  // Pre-packed panels: one panel per tile (its index then simplifies to the tile's).
+  if (plan.panel_width > 0 && plan.panel_width % lanes == 0 &&
+      std::count(vector_candidates.begin(), vector_candidates.end(), plan.panel_width / lanes)) {
+    vectors = plan.panel_width / lanes;
   }
   vectors = ctx.knob(st, "tile_vectors", vectors, vector_candidates);
   int64_t width = vectors * lanes;

@@ -49,6 +49,9 @@ struct TiledPlan {
   const TensorRead* streamed = nullptr;  // the read that depends on the vector axis
   int streamed_dim = -1;         // its dimension indexed by exactly the vector axis (-1: none)
   std::optional<int64_t> reuse;  // how often each streamed element is used (nullopt: symbolic)
+  // The streamed operand is already in panels of this many elements along the vector axis (read
+  // as [v // w, ..., v % w], a dense_pack weight); 0: not.
+  int64_t panel_width = 0;
 };
 std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st);
 // Register-blocked micro-kernel: packing of the streamed operand, the output (or its single

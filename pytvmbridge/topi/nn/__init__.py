@@ -29,7 +29,7 @@ from .bias_add import bias_add
 from .conv2d import conv2d, conv2d_nchw, depthwise_conv2d_nchw, group_conv2d_nchw
 from .conv2d_nchwc import conv2d_NCHWc, pack_nchwc, pack_oihwio, unpack_nchwc
 from .conv2d_transpose import conv2d_transpose_nchw
-from .dense import batch_matmul, dense, matmul
+from .dense import batch_matmul, dense, dense_pack, matmul, pack_dense_weight
 from .norm import batch_norm, group_norm, layer_norm
 from .pad import get_pad_tuple, pad
 from .pooling import (
@@ -57,6 +57,7 @@ __all__ = [
     "conv2d_nchw",
     "conv2d_transpose_nchw",
     "dense",
+    "dense_pack",
     "depthwise_conv2d_nchw",
     "elu",
     "flatten",
@@ -72,6 +73,7 @@ __all__ = [
     "log_softmax",
     "matmul",
     "max_pool2d",
+    "pack_dense_weight",
     "pack_nchwc",
     "pack_oihwio",
     "pad",

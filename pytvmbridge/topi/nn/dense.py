@@ -94,6 +94,93 @@ def dense(
     return _add_bias(mat, bias, "dense")
 
 
+DENSE_PACK_BLOCK = 32
+"""Default panel width of :func:`pack_dense_weight`: two AVX-512 or four AVX2 float32 vectors,
+the width of the register tile ``auto_schedule`` picks for a dense layer."""
+
+
+def pack_dense_weight(weight: Tensor, block: int = DENSE_PACK_BLOCK) -> Tensor:
+    """A dense weight (out_dim, in_dim) as panels (out_dim / block, in_dim, block), the layout
+    :func:`dense_pack` reads (TVM's ``NC[block]n``): the ``block`` outputs one register tile
+    computes are contiguous for every input element. Build and run it once for a constant weight
+    (as TVM's ``dense_pack`` and the NCHWc convolutions do), not on every call.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.nn.pack_dense_weight(tvm.placeholder((64, 3), name="W"), 32).shape
+        (2, 3, 32)
+    """
+    check_tensor(weight, "weight of pack_dense_weight")
+    check_ndim(weight, 2, "weight of pack_dense_weight", "out_dim, in_dim")
+    if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+        raise ValueError(f"pack_dense_weight: block must be a positive int, got {block!r}")
+    out_dim = const_int(weight.shape[0])
+    if out_dim is None or out_dim % block:
+        raise ValueError(
+            f"pack_dense_weight: out_dim {weight.shape[0]} of weight {weight.name!r} must be a "
+            f"constant multiple of block {block}"
+        )
+    return te.compute(
+        (out_dim // block, weight.shape[1], block),
+        lambda p, k, lane: weight[p * block + lane, k],
+        name=f"{weight.name}_packed",
+        tag=tag.INJECTIVE,
+    )
+
+
+def dense_pack(
+    data: Tensor, packed_weight: Tensor, bias: Tensor | None = None, out_dtype: str | None = None
+) -> Tensor:
+    """:func:`dense` with the weight pre-packed by :func:`pack_dense_weight`: ``data`` is
+    (batch, in_dim), ``packed_weight`` (out_dim / block, in_dim, block), the result
+    (batch, out_dim). ``auto_schedule`` reads one panel per register tile, with no copy of the
+    weight on each call.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> X, W = tvm.placeholder((4, 3), name="X"), tvm.placeholder((64, 3), name="W")
+        >>> Wp = tvm.placeholder((2, 3, 32), name="Wp")
+        >>> Y = topi.nn.dense_pack(X, Wp)
+        >>> Y.shape, Y.op.tag
+        ((4, 64), 'dense_pack')
+        >>> P = topi.nn.pack_dense_weight(W)
+        >>> pack = tvm.build(tvm.create_schedule(P.op), [W, P])  # once, for a constant weight
+        >>> f = tvm.build(tvm.auto_schedule(Y), [X, Wp, Y])
+        >>> x = np.ones((4, 3), "float32"); w = np.arange(192, dtype="float32").reshape(64, 3)
+        >>> wp = np.empty((2, 3, 32), "float32"); pack(w, wp)
+        >>> y = np.empty((4, 64), "float32"); f(x, wp, y); bool((y == x @ w.T).all())
+        True
+    """
+    check_tensor(data, "data of dense_pack")
+    check_tensor(packed_weight, "packed_weight of dense_pack")
+    check_ndim(data, 2, "data of dense_pack", "batch, in_dim")
+    check_ndim(packed_weight, 3, "packed_weight of dense_pack", "out_dim / block, in_dim, block")
+    _check_dtypes(data, packed_weight, "dense_pack")
+    _check_k(data.shape[1], packed_weight.shape[1], "dense_pack", data, packed_weight)
+    block = const_int(packed_weight.shape[2])
+    panels = const_int(packed_weight.shape[0])
+    if block is None or panels is None:
+        raise ValueError(
+            f"dense_pack: the panels of packed_weight {packed_weight.name!r} must have constant "
+            f"sizes, found shape {tuple(packed_weight.shape)}"
+        )
+    out_dtype = out_dtype or data.dtype
+    k = te.reduce_axis((0, data.shape[1]), name="k")
+    mat = te.compute(
+        (data.shape[0], panels * block),
+        lambda i, j: te.sum(
+            cast_to(data[i, k], out_dtype)
+            * cast_to(packed_weight[j // block, k, j % block], out_dtype),
+            axis=k,
+        ),
+        name="T_dense_pack",
+        tag=tag.DENSE_PACK,
+    )
+    return _add_bias(mat, bias, "dense_pack")
+
+
 def matmul(
     tensor_a: Tensor,
     tensor_b: Tensor,

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 from topi_testing import random, run
@@ -104,3 +106,55 @@ def test_matrix_product_errors():
         topi.nn.dense(tvm.placeholder((2, 3)), tvm.placeholder((4, 3)), tvm.placeholder((3,)))
     with pytest.raises(ValueError, match="do not broadcast"):
         topi.nn.batch_matmul(tvm.placeholder((2, 3, 4)), tvm.placeholder((3, 5, 4)))
+
+
+@pytest.mark.parametrize("schedule", ["naive", "auto"])
+@pytest.mark.parametrize(
+    ("m", "n", "k", "block", "dtype"),
+    [
+        (1, 32, 1, 32, "float32"),
+        (13, 64, 17, 32, "float32"),
+        (7, 48, 5, 16, "float64"),
+        (3, 6, 11, 3, "float32"),
+    ],
+)
+def test_dense_pack_matches_torch_linear(schedule, m, n, k, block, dtype):
+    # The weight packed by its own kernel, then dense_pack (with a bias, fused): F.linear's values.
+    X = tvm.placeholder((m, k), dtype, name="X")
+    W = tvm.placeholder((n, k), dtype, name="W")
+    b = tvm.placeholder((n,), dtype, name="b")
+    P = topi.nn.pack_dense_weight(W, block)
+    assert tuple(int(d) for d in P.shape) == (n // block, k, block)
+    Wp = tvm.placeholder(P.shape, dtype, name="Wp")
+    Y = topi.nn.dense_pack(X, Wp, b)
+    assert Y.op.input_tensors[0].op.tag == "dense_pack"
+    x, w, bias = random((m, k), dtype, 1), random((n, k), dtype, 2), random((n,), dtype, 3)
+    packed = run([W], P, [w], w.reshape(n // block, block, k).transpose(0, 2, 1))[0]
+    ref = torch.nn.functional.linear(*(torch.from_numpy(v) for v in (x, w, bias)))
+    run([X, Wp, b], Y, [x, packed, bias], ref.numpy(), schedule=schedule)
+
+
+@pytest.mark.parametrize("block", [16, 32])
+def test_dense_pack_reads_one_panel_per_tile(block):
+    # auto_schedule takes the panels as they are: no packing stage, the register tile as wide as
+    # a panel, and the weight's index in the micro-kernel is the tile's panel (no division by the
+    # block left in the loop).
+    X = tvm.placeholder((64, 48), name="X")
+    Wp = tvm.placeholder((128 // block, 48, block), name="Wp")
+    Y = topi.nn.dense_pack(X, Wp)
+    text = str(tvm.lower(tvm.auto_schedule(Y), [X, Wp, Y]))
+    assert ".packed" not in text
+    assert re.search(rf"floor(div|mod)\([^()]*, {block}\)", text) is None
+    assert "Wp_stride1)), Wp_stride2, " in text  # a vector load along the panel
+
+
+def test_dense_pack_errors():
+    X = tvm.placeholder((4, 3), name="X")
+    with pytest.raises(ValueError, match="multiple of block 32"):
+        topi.nn.pack_dense_weight(tvm.placeholder((48, 3), name="W"))
+    with pytest.raises(ValueError, match="block must be a positive int"):
+        topi.nn.pack_dense_weight(tvm.placeholder((48, 3), name="W"), 0)
+    with pytest.raises(ValueError, match="reduced dimensions differ"):
+        topi.nn.dense_pack(X, tvm.placeholder((2, 5, 16), name="Wp"))
+    with pytest.raises(ValueError, match="packed_weight of dense_pack"):
+        topi.nn.dense_pack(X, tvm.placeholder((2, 3), name="Wp"))

@@ -30,6 +30,9 @@ namespace {
 constexpr int64_t kPackReuse = 16;
 // Registers kept free of accumulators: the streamed vectors and the broadcast value.
 constexpr int kSpareRegisters = 4;
+// Bytes of an operand taken to stay in cache when it is swept again and again (about a core's
+// L2): re-reading it costs little, so its sweeps are not counted as memory traffic.
+constexpr int64_t kCachedBytes = int64_t{1} << 20;
 // Accumulator registers a tile aims for: 8 x 2 and 6 x 2 AVX-512 vectors measured best for
 // SGEMM (4 x 1 is latency-bound, 14 x 2 spills).
 constexpr int64_t kTargetAccumulators = 16;
@@ -75,6 +78,52 @@ int64_t panel_width(const TensorRead* read, const Expr& var) {
 bool depends(const TensorRead* read, const Expr& var) {
   return std::any_of(read->indices.begin(), read->indices.end(),
                      [&](const Expr& i) { return uses_var(i, var); });
+}
+
+std::optional<int64_t> bytes_of(const TensorRead* read) {
+  int64_t n = read->dtype.bytes();
+  for (const Expr& d : read->op->output_shape(read->value_index)) {
+    auto e = as_const_int(d);
+    if (!e) return std::nullopt;
+    n *= *e;
+  }
+  return n;
+}
+
+// Whether the loops over the streamed operand's tiles (its panels) go outermost (1) or the
+// other operands' tiles do (0): whichever moves fewer bytes from memory. Outermost panels sweep
+// the other operands once per panel; outermost rows sweep the streamed operand once per row
+// tile; a sweep of an operand that stays in cache is nearly free. 1 when sizes are symbolic
+// or the two are even (the streamed operand is the packed one).
+int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
+                               const std::vector<const TensorRead*>& reads, int64_t width,
+                               int64_t rows) {
+  auto streamed = bytes_of(plan.streamed);
+  std::optional<int64_t> others = 0;
+  for (const TensorRead* r : reads) {
+    if (r == plan.streamed) continue;
+    auto b = bytes_of(r);
+    others = others && b ? std::optional<int64_t>(*others + *b) : std::nullopt;
+  }
+  std::optional<int64_t> panels = 1, row_tiles = 1;
+  for (size_t a = 0; a < c->axis.size(); ++a) {
+    auto e = const_extent(c->axis[a]);
+    if (!e || !streamed || !others) return 1;
+    int ai = static_cast<int>(a);
+    if (ai == plan.vector_axis) {
+      *panels *= (*e + width - 1) / width;
+    } else if (depends(plan.streamed, c->axis[a]->var)) {
+      *panels *= *e;
+    } else {
+      *row_tiles *= ai == plan.row_axis ? (*e + rows - 1) / rows : *e;
+    }
+  }
+  auto sweeps = [](int64_t bytes, int64_t times) {
+    return bytes <= kCachedBytes ? bytes : bytes * times;
+  };
+  int64_t panels_outer = *streamed + sweeps(*others, *panels);
+  int64_t rows_outer = *others + sweeps(*streamed, *row_tiles);
+  return rows_outer < panels_outer ? 0 : 1;
 }
 
 // The single consumer that can take the reduction's tile as its epilogue: injective, at root,
@@ -255,7 +304,12 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     std::tie(ro, ri) = split(epilogue, axes[plan.row_axis],
                              make_const(axes[plan.row_axis]->var.dtype(), rows), Expr());
   }
-  int64_t order = ctx.knob(st, "streamed_outer", 1, {0, 1});
+  std::vector<const TensorRead*> reads;
+  for (const TensorRead* r : tensor_reads(c->body[0].as<Reduce>()->source)) {
+    if (!r->indices.empty()) reads.push_back(r);
+  }
+  int64_t order =
+      ctx.knob(st, "streamed_outer", streamed_outer_default(c, plan, reads, width, rows), {0, 1});
   std::vector<IterVar> first, second;
   for (int a = 0; a < static_cast<int>(axes.size()); ++a) {
     IterVar leaf = a == plan.vector_axis ? vo : a == plan.row_axis ? ro : axes[a];

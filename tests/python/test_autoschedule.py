@@ -379,3 +379,28 @@ def test_unit_inner_axes_move_outside_the_vector_axis():
     out = np.zeros((8, 16, 1, 1), "float32")
     tvm.build(s, [x, y])(data, out)
     np.testing.assert_allclose(out, data.mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_loop_order_moves_the_fewest_bytes():
+    # A 1x1 convolution of a large batch (weights of 32 KiB, input of 6 MiB): the image tiles go
+    # outermost, each sweeping the cached weights. A BERT dense layer (weight 9 MiB): the weight's
+    # panels go outermost, each sweeping the activations.
+    from pytvmbridge import topi
+
+    x = tvm.placeholder((8, 64, 56, 56), name="x")
+    w = tvm.placeholder((128, 64, 1, 1), name="w")
+    conv = topi.nn.conv2d(x, w, strides=2)
+    assert tvm.auto_schedule_space(conv)["default"]["T_conv2d_nchw"]["streamed_outer"] == 0
+    X = tvm.placeholder((128, 768), name="X")
+    W = tvm.placeholder((3072, 768), name="W")
+    dense = topi.nn.dense(X, W)
+    assert tvm.auto_schedule_space(dense)["default"]["T_dense"]["streamed_outer"] == 1
+    # The chosen order computes the reference's values.
+    xs = np.random.default_rng(1).standard_normal((8, 64, 9, 9), dtype="float32")
+    ws = np.random.default_rng(2).standard_normal((128, 64, 1, 1), dtype="float32")
+    xp, wp = tvm.placeholder(xs.shape, name="x"), tvm.placeholder(ws.shape, name="w")
+    small = topi.nn.conv2d(xp, wp, strides=2)
+    out = np.zeros((8, 128, 5, 5), "float32")
+    tvm.build(tvm.auto_schedule(small), [xp, wp, small])(xs, ws, out)
+    ref = np.einsum("nchw,oc->nohw", xs[:, :, ::2, ::2], ws[:, :, 0, 0])
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)

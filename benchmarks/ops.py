@@ -8,6 +8,10 @@ measured in the same run, GFLOPS for matmuls and convolutions, and the time auto
 build took. JSON goes to benchmarks/results/ops.json.
 
     .venv/bin/python benchmarks/ops.py [--quick] [--threads 2] [--only conv,dense] [--batch 1,8]
+        [--cpu-time]
+
+``--cpu-time`` times each call by the calling thread's CPU time, one thread for both libraries:
+on a machine shared with other work, wall times (and 2-thread runs) measure the machine.
 """
 
 from __future__ import annotations
@@ -377,26 +381,31 @@ def _torch_input(p: Any, torch: Any) -> Any:
 
 
 def medians(
-    candidates: dict[str, Callable[[], Any]], repeat: int, min_time: float, settle: float
+    candidates: dict[str, Callable[[], Any]],
+    repeat: int,
+    min_time: float,
+    settle: float,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
     """Median seconds per call, every round timing every candidate once (interleaved, so
     drifts of the machine's speed affect all alike); a pause before each lets the other
-    library's thread pool go idle."""
+    library's thread pool go idle. ``clock`` is wall time, or the calling thread's CPU time
+    (``--cpu-time``: one thread, so the time the machine's other work takes is not counted)."""
     number = {}
     for name, fn in candidates.items():
         fn()
-        start = time.perf_counter()
+        start = clock()
         fn()
-        number[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-9)))
+        number[name] = max(1, int(min_time / max(clock() - start, 1e-9)))
     rounds: dict[str, list[float]] = {name: [] for name in candidates}
     for _ in range(repeat):
         for name, fn in candidates.items():
             time.sleep(settle)
             fn()
-            start = time.perf_counter()
+            start = clock()
             for _ in range(number[name]):
                 fn()
-            rounds[name].append((time.perf_counter() - start) / number[name])
+            rounds[name].append((clock() - start) / number[name])
     return {name: statistics.median(r) for name, r in rounds.items()}
 
 
@@ -404,10 +413,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time the calling thread's CPU time with one thread each (for a loaded machine)",
+    )
     parser.add_argument("--batch", default="1,8")
     parser.add_argument("--only", default="", help="comma-separated substrings of op names")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ops.json"))
     args = parser.parse_args()
+    if args.cpu_time:
+        args.threads = 1
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTVMBRIDGE_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     import numpy as np
@@ -421,7 +437,11 @@ def main() -> None:
     only = [s for s in args.only.split(",") if s]
     started = time.perf_counter()
     rows = []
-    print(f"{args.threads} threads, float32, median of {repeat} interleaved rounds")
+    clock = time.thread_time if args.cpu_time else time.perf_counter
+    print(
+        f"{args.threads} threads, float32, median of {repeat} interleaved rounds"
+        + (", thread CPU time" if args.cpu_time else ", wall time")
+    )
     print(
         f"{'operator':52} {'ptb ms':>9} {'torch ms':>9} {'ratio':>6} {'%copy':>6} "
         f"{'GFLOPS':>7} {'sched+build ms (cpu)':>20}"
@@ -464,6 +484,7 @@ def main() -> None:
                 repeat,
                 min_time,
                 settle,
+                clock,
             )
             ratio = timed["torch"] / timed["ptb"]
             copy_fraction = timed["copy"] / timed["ptb"]
@@ -527,6 +548,7 @@ def main() -> None:
             {
                 "benchmark": "ops",
                 "threads": args.threads,
+                "clock": "thread CPU time" if args.cpu_time else "wall time",
                 "statistic": "median seconds per call",
                 "geomean_ratio": geo,
                 "summary": summary,

@@ -7,6 +7,7 @@
 #include "ir/simplify.h"
 #include "ir/substitute.h"
 #include "ir/visitor.h"
+#include "lower/balance_sums.h"
 #include "lower/schedule_ops.h"
 #include "lower/storage_flatten.h"
 #include "lower/unroll_loops.h"
@@ -111,6 +112,7 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   s = unroll_loops(s);
   s = vectorize_loops(s);
   s = simplify(s);
+  s = balance_sums(s);
 
   std::unordered_set<const ExprNode*> bound;
   for (const Expr& v : f.scalar_params) bound.insert(v.get());
@@ -132,7 +134,7 @@ LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name) {
     std::vector<Expr> compact = compact_strides(b->shape);
     for (size_t d = 0; d < b->strides.size(); ++d) vmap[b->strides[d].get()] = compact[d];
   }
-  out.body = simplify(substitute(f.body, vmap));
+  out.body = balance_sums(simplify(substitute(f.body, vmap)));
   return out;
 }
 

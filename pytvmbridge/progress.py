@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 import time
@@ -32,6 +33,9 @@ DEFAULT_DELAY = 1.0
 _BUSY_REFRESH = 0.25
 
 
+_tqdm_installed: bool | None = None
+
+
 def enabled() -> bool:
     """Whether bars may be shown: tqdm is installed and ``PYTVMBRIDGE_PROGRESS`` is not ``0``.
 
@@ -44,11 +48,14 @@ def enabled() -> bool:
     """
     if os.environ.get("PYTVMBRIDGE_PROGRESS", "1").strip().lower() in ("0", "false", "no", "off"):
         return False
-    try:
-        import tqdm  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    global _tqdm_installed
+    if _tqdm_installed is None:
+        # Looked up, not imported: every build asks, on whatever thread builds, and a thread
+        # inside tqdm's first import holds its module lock; the child of a fork() taken then
+        # would wait on that lock forever in its own first build. tqdm is imported only when a
+        # bar is actually shown.
+        _tqdm_installed = importlib.util.find_spec("tqdm") is not None
+    return _tqdm_installed
 
 
 def _tqdm_class() -> Any:

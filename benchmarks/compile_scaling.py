@@ -8,8 +8,8 @@ and CPU time of this process):
   the previous one twice, 2**D paths if it were written out as a tree);
 - sum of reads: Python's `sum()` over D reads `A[i + k]`, a D-deep chain of adds;
 - tc.define: parsing and checking one TC def of S statements, each reading the previous one;
-- TC define + build: the same def translated, auto-scheduled and compiled (`.build()`; a call
-  would need S + 1 arrays, more than a call takes).
+- TC define + build: the same def translated, auto-scheduled and compiled (`.build()`: compile
+  time only, without allocating and filling S outputs).
 
 Prints a table and writes benchmarks/results/compile_scaling.json. There is no competitor: the
 point is how the time grows with the size. The full run takes a few minutes on an idle machine;

@@ -68,27 +68,38 @@ def main() -> None:
     nx, ny, nz = (np.random.rand(4).astype("float32") for _ in range(3))
     rows = [
         ("module(torch x, y, z)", per_call_us(f, (tx, ty, tz), number, rounds)),
-        ("torch.add(x, y, out=z)", per_call_us(lambda a, b, c: torch.add(a, b, out=c),
-                                               (tx, ty, tz), number, rounds)),
+        (
+            "torch.add(x, y, out=z)",
+            per_call_us(lambda a, b, c: torch.add(a, b, out=c), (tx, ty, tz), number, rounds),
+        ),
         ("module(numpy x, y, z)", per_call_us(f, (nx, ny, nz), number, rounds)),
-        ("np.add(x, y, out=z)", per_call_us(lambda a, b, c: np.add(a, b, out=c),
-                                            (nx, ny, nz), number, rounds)),
+        (
+            "np.add(x, y, out=z)",
+            per_call_us(lambda a, b, c: np.add(a, b, out=c), (nx, ny, nz), number, rounds),
+        ),
     ]
     torch_add = rows[1][1]
 
-    print(f"definition -> callable, 56x56 matmul (median of {compile_runs}): {compile_ms:.1f} ms"
-          "   (target < 50 ms)")
+    print(
+        f"definition -> callable, 56x56 matmul (median of {compile_runs}): {compile_ms:.1f} ms"
+        "   (target < 50 ms)"
+    )
     print()
     print(f"{'one call, 4-element float32 arrays':<38}{'median µs':>10}{'vs torch.add':>14}")
     for name, us in rows:
         print(f"{name:<38}{us:>10.2f}{us / torch_add:>13.2f}x")
     out = Path(__file__).with_name("results")
     out.mkdir(exist_ok=True)
-    (out / "compile_and_call.json").write_text(json.dumps({
-        "compile_ms_median": compile_ms,
-        "call_us_median": dict(rows),
-        "torch_threads": torch.get_num_threads(),
-    }, indent=2))
+    (out / "compile_and_call.json").write_text(
+        json.dumps(
+            {
+                "compile_ms_median": compile_ms,
+                "call_us_median": dict(rows),
+                "torch_threads": torch.get_num_threads(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The runtime under TVM's names: ``tvm.runtime.convert``, devices, arrays and modules.
 
-``load_module`` and ``Module.save``/``export_library`` need compiled-code export, which
-pytvmbridge does not have yet: they raise ``NotImplementedError`` saying so.
+``Module.export_library(path)``/``Module.save(path)`` write one file holding the compiled object
+code and a manifest (the format is described in ``csrc/runtime/module_file.h``);
+``load_module(path)`` links it into this process without lowering or compiling anything. A
+Module also pickles (``pickle``, ``torch.save``) carrying the same bytes.
 
 Example:
     >>> import numpy as np
@@ -15,12 +17,16 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import tempfile
 from typing import Any
 
-from . import nd
+from . import _core, nd
 from . import nd as ndarray
 from .build import Module
-from .error import TVMNotImplementedError, TVMValueError
+from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from .nd import NDArray, cpu, empty, from_dlpack
 from .te import convert
 
@@ -33,16 +39,12 @@ __all__ = [
     "empty",
     "from_dlpack",
     "load_module",
+    "module_from_bytes",
+    "module_to_bytes",
+    "read_manifest",
     "ndarray",
     "tensor",
 ]
-
-#: The message of every export entry point until compiled code can be saved.
-EXPORT_MISSING = (
-    "saving and loading compiled modules (Module.export_library, Module.save, "
-    "runtime.load_module) is not implemented yet: it is the export feature (API.md section 9, "
-    "issue 13); rebuild the kernel with tvm.build in each process meanwhile"
-)
 
 
 def device(dev_type: Any, dev_id: int = 0) -> nd.Device:
@@ -76,29 +78,145 @@ def tensor(data: Any, device: Any = None) -> NDArray:
     return nd.array(data, device=device)
 
 
-def load_module(path: str, fmt: str = "") -> Module:
-    """Load a module saved by ``export_library``: not implemented yet (issue 13).
+def module_to_bytes(module: Module, include_ir: bool = True) -> bytes:
+    """The saved form of a built Module: its object code and manifest (what ``save`` writes).
+
+    ``include_ir`` keeps the LLVM IR, so that ``get_source("ll")``/``("asm")`` work after loading.
 
     Example:
         >>> import pytvmbridge as tvm
-        >>> try:
-        ...     tvm.runtime.load_module("f.so")
-        ... except NotImplementedError as err:
-        ...     print(str(err)[:40])
-        saving and loading compiled modules (Mod
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> data = tvm.runtime.module_to_bytes(tvm.build(tvm.create_schedule(B.op), [A, B]))
+        >>> data[:6]
+        b'PTBMOD'
     """
-    del path, fmt
-    raise TVMNotImplementedError(EXPORT_MISSING)
+    if not isinstance(module, Module):
+        raise TVMTypeError(
+            f"module must be a built pytvmbridge Module, got {type(module).__name__}"
+        )
+    from . import __version__  # defined once the package has imported its modules
+
+    return _core.save_module_bytes(module, __version__, bool(include_ir))
 
 
-def _export_library(self: Module, file_name: str, *args: Any, **kwargs: Any) -> None:
-    """Save the compiled code as a shared library: not implemented yet (issue 13)."""
-    raise TVMNotImplementedError(EXPORT_MISSING)
+def module_from_bytes(data: bytes, origin: str = "<bytes>") -> Module:
+    """A callable Module from ``module_to_bytes``' bytes, linked without compiling.
+
+    A truncated, corrupted or foreign file, or code for CPU features this host lacks, is a
+    ValueError naming ``origin`` and what is wrong.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> f = tvm.build(tvm.create_schedule(B.op), [A, B], name="inc")
+        >>> g = tvm.runtime.module_from_bytes(tvm.runtime.module_to_bytes(f))
+        >>> b = np.empty(4, "float32"); g(np.arange(4, dtype="float32"), b); b.tolist()
+        [1.0, 2.0, 3.0, 4.0]
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TVMTypeError(f"data must be bytes, got {type(data).__name__}")
+    return _core.load_module_bytes(bytes(data), origin)
 
 
-def _save(self: Module, file_name: str, fmt: str = "") -> None:
-    """Save the compiled code: not implemented yet (issue 13)."""
-    raise TVMNotImplementedError(EXPORT_MISSING)
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The manifest of a saved module as a dict (versions, target, CPU features, signature...).
+
+    Example:
+        >>> import os, tempfile, pytvmbridge as tvm
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> path = os.path.join(tempfile.mkdtemp(), "inc.ptb")
+        >>> tvm.build(tvm.create_schedule(B.op), [A, B], name="inc").export_library(path)
+        >>> m = tvm.runtime.read_manifest(path)
+        >>> m["name"], m["format_version"], [a["shape"] for a in m["args"]]
+        ('inc', 1, [[4], [4]])
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    return json.loads(_core.read_module_manifest(data, path))
+
+
+def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
+    """Load a module saved by ``Module.export_library``/``save`` (TVM's ``load_module``).
+
+    The object code goes straight into the JIT: nothing is lowered or compiled. A file from
+    another format version, a truncated or corrupted one, or code for CPU features this host
+    lacks is a ValueError saying so.
+
+    Example:
+        >>> import os, tempfile, numpy as np, pytvmbridge as tvm
+        >>> A = tvm.placeholder((3,), name="A")
+        >>> B = tvm.compute((3,), lambda i: A[i] * 2.0, name="B")
+        >>> path = os.path.join(tempfile.mkdtemp(), "double.so")
+        >>> tvm.build(tvm.create_schedule(B.op), [A, B], name="double").export_library(path)
+        >>> f = tvm.runtime.load_module(path)
+        >>> b = np.empty(3, "float32"); f(np.arange(3, dtype="float32"), b); b.tolist()
+        [0.0, 2.0, 4.0]
+    """
+    del fmt  # one format: the file says what it is
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        data = f.read()
+    return _core.load_module_bytes(data, path)
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename, so that a reader (or a
+    crash) never sees half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _export_library(
+    self: Module,
+    file_name: str | os.PathLike[str],
+    fcompile: Any = None,
+    *,
+    include_ir: bool = True,
+    **kwargs: Any,
+) -> None:
+    """Save the compiled code and its manifest to one file, loadable by ``load_module``.
+
+    The file is pytvmbridge's module format (not a C shared library), whatever its extension;
+    ``fcompile`` (TVM's custom linker) is not supported.
+
+    Example:
+        >>> import os, tempfile, pytvmbridge as tvm
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+        >>> path = os.path.join(tempfile.mkdtemp(), "inc.so")
+        >>> tvm.build(tvm.create_schedule(B.op), [A, B]).export_library(path)
+        >>> os.path.getsize(path) > 0
+        True
+    """
+    if fcompile is not None or kwargs:
+        raise TVMNotImplementedError(
+            "export_library: linking a C-loadable shared library (fcompile, options) is not "
+            "supported; the file pytvmbridge writes is loaded with runtime.load_module"
+        )
+    _write_atomically(os.fspath(file_name), module_to_bytes(self, include_ir))
+
+
+def _save(self: Module, file_name: str | os.PathLike[str], fmt: str = "") -> None:
+    """Save the compiled code and its manifest (the same file as ``export_library``)."""
+    del fmt
+    _write_atomically(os.fspath(file_name), module_to_bytes(self))
+
+
+def _reduce(self: Module) -> tuple[Any, tuple[bytes, str]]:
+    """Pickling carries the compiled code itself, not a path."""
+    return module_from_bytes, (module_to_bytes(self), f"<pickled module {self.entry_name!r}>")
 
 
 def _to_dlpack(self: NDArray) -> Any:
@@ -123,10 +241,8 @@ Module.__getitem__ = _get_function
 Module.imported_modules = property(lambda self: [])
 Module.type_key = property(lambda self: "llvm")
 
-# Installed only where the export issue has not defined them.
-if not hasattr(Module, "export_library"):
-    Module.export_library = _export_library
-if not hasattr(Module, "save"):
-    Module.save = _save
+Module.export_library = _export_library
+Module.save = _save
+Module.__reduce__ = _reduce
 if not hasattr(NDArray, "to_dlpack"):
     NDArray.to_dlpack = _to_dlpack

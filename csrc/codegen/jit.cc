@@ -148,6 +148,7 @@ struct JITModule::Impl {
   std::vector<std::string> names;
   std::unordered_map<std::string, KernelFn> functions;
   std::string ll;
+  std::string object;  // what the JIT linked, for Module saving
   mutable std::mutex asm_mu;
   mutable std::string asm_text;  // made on first request
 };
@@ -184,6 +185,7 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
 
   llvm::SmallVector<char, 0> object =
       emit_machine_code(*module, *tm, llvm::CodeGenFileType::ObjectFile);
+  impl->object.assign(object.begin(), object.end());
   impl->jit = make_jit(target, module->getDataLayout());
   check(impl->jit->addObjectFile(std::make_unique<llvm::SmallVectorMemoryBuffer>(
             std::move(object), module_name, /*RequiresNullTerminator=*/false)),
@@ -198,6 +200,39 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
   return std::shared_ptr<JITModule>(new JITModule(std::move(impl)));
 }
 
+std::shared_ptr<JITModule> JITModule::load(const std::string& object,
+                                           const std::vector<std::string>& names,
+                                           const Target& target, std::string ll,
+                                           const std::string& module_name) {
+  std::lock_guard<std::mutex> lock(llvm_mutex());
+  auto impl = std::make_unique<Impl>();
+  impl->target = target;
+  impl->ll = std::move(ll);
+  impl->object = object;
+  std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(target);
+  impl->jit = make_jit(target, tm->createDataLayout());
+  // A saved object comes from a file: what LLVM says about it is the user's problem to fix
+  // (another file, or a rebuild), not a bug here.
+  if (llvm::Error err =
+          impl->jit->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, module_name))) {
+    value_error("module '", module_name,
+                "': the saved object code is not loadable: ", llvm::toString(std::move(err)));
+  }
+  for (const std::string& name : names) {
+    auto addr = impl->jit->lookup(kernel_symbol(name));
+    if (!addr) {
+      value_error("module '", module_name, "': cannot link function '", name,
+                  "' of the saved object code: ", llvm::toString(addr.takeError()),
+                  " (a symbol it needs, e.g. from libm or libmvec, is missing in this process)");
+    }
+    impl->names.push_back(name);
+    impl->functions[name] = addr->toPtr<KernelFn>();
+  }
+  return std::shared_ptr<JITModule>(new JITModule(std::move(impl)));
+}
+
+const std::string& JITModule::object_code() const { return impl_->object; }
+
 JITModule::KernelFn JITModule::lookup(const std::string& name) const {
   auto it = impl_->functions.find(name);
   return it == impl_->functions.end() ? nullptr : it->second;
@@ -208,6 +243,10 @@ const std::vector<std::string>& JITModule::function_names() const { return impl_
 const Target& JITModule::target() const { return impl_->target; }
 
 std::string JITModule::get_source(const std::string& fmt) const {
+  if ((fmt == "ll" || fmt == "asm" || fmt == "s") && impl_->ll.empty()) {
+    value_error("this module was loaded from a file saved without its LLVM IR, so it has no '", fmt,
+                "' source; save it with include_ir=True to keep it");
+  }
   if (fmt == "ll") return impl_->ll;
   if (fmt != "asm" && fmt != "s") {
     value_error("unknown source format '", fmt, "'; expected one of: \"ll\" (LLVM IR), \"asm\" ",

@@ -25,6 +25,14 @@ class JITModule {
   static std::shared_ptr<JITModule> compile(const std::vector<LoweredFunc>& funcs,
                                             const Target& target, const std::string& module_name);
 
+  // Links an object made by compile() (object_code()) without any lowering or code generation:
+  // what runtime/module_file.h loads. `ll` may be empty (get_source("ll") then says so).
+  // ValueError when the object is not one, or names a symbol this process cannot provide.
+  static std::shared_ptr<JITModule> load(const std::string& object,
+                                         const std::vector<std::string>& names,
+                                         const Target& target, std::string ll,
+                                         const std::string& module_name);
+
   ~JITModule();
   JITModule(const JITModule&) = delete;
   JITModule& operator=(const JITModule&) = delete;
@@ -34,6 +42,8 @@ class JITModule {
   // The names of the functions given to compile(), in order.
   const std::vector<std::string>& function_names() const;
   const Target& target() const;
+  // The relocatable object file the JIT linked (ELF on Linux), kept for saving.
+  const std::string& object_code() const;
 
   // "ll": the optimised LLVM IR; "asm" (or "s"): the assembly of that IR for the target.
   // ValueError for any other format, listing these.

@@ -61,6 +61,9 @@ class Module {
   const std::vector<ArgSpec>& args() const { return args_; }
   const std::string& lowered_text() const { return lowered_; }
   const JITModule& jit() const { return *jit_; }
+  // The size and stride variables, in the order of the kernel's scalar array (for saving).
+  const std::vector<Expr>& slots() const { return slots_; }
+  const std::vector<InternalSize>& internal_sizes() const { return internal_sizes_; }
   // Seconds build_module took (lowering, LLVM optimisation, machine code), shown by displays.
   double compile_seconds() const { return compile_seconds_; }
   void set_compile_seconds(double seconds) { compile_seconds_ = seconds; }

@@ -64,6 +64,15 @@ def _numpy_read_only_output():
 
 
 # (description, call, standard class, words the message must contain)
+def _load_foreign_file():
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".so") as f:
+        f.write(b"\x7fELF" + bytes(64))
+        f.flush()
+        tvm.runtime.load_module(f.name)
+
+
 CASES = [
     ("nd.array of complex", lambda: tvm.nd.array(np.zeros(3, "complex64")), TypeError, "dtype"),
     ("nd.empty bad dtype", lambda: tvm.nd.empty((2,), "float7"), TypeError, "float7"),
@@ -112,8 +121,13 @@ CASES = [
     ("reducer mismatched identity", _reducer_of_mismatched_identity, ValueError, "fidentity"),
     ("lower of a non-schedule", lambda: tvm.lower(5, []), TypeError, "schedule"),
     ("build of a non-schedule", lambda: tvm.build("s", []), TypeError, "schedule"),
-    ("export_library", lambda: _vadd()[2].export_library("f.so"), NotImplementedError, "export"),
-    ("load_module", lambda: tvm.runtime.load_module("f.so"), NotImplementedError, "export"),
+    (
+        "export_library fcompile",
+        lambda: _vadd()[2].export_library("f.so", fcompile=print),
+        NotImplementedError,
+        "fcompile",
+    ),
+    ("load_module foreign file", lambda: _load_foreign_file(), ValueError, "not a pytvmbridge"),
     ("compute tag not str", lambda: te.compute((2,), lambda i: i, tag=3), TypeError, "tag"),
 ]
 

@@ -1,0 +1,42 @@
+// Saving and loading compiled Modules (API.md section 9): the bytes of runtime/module_file.h.
+// pytvmbridge/runtime.py turns them into files, pytvmbridge/cache.py into cache entries.
+#include <pybind11/stl.h>
+
+#include "codegen/cpu_features.h"
+#include "python/bindings.h"
+#include "python/gil.h"
+#include "runtime/module_file.h"
+
+namespace ptb::python {
+
+void bind_module_file(py::module_& m) {
+  m.def(
+      "save_module_bytes",
+      [](const Module& module, const std::string& producer, bool include_ir) {
+        std::string bytes =
+            without_gil([&] { return save_module_bytes(module, producer, include_ir); });
+        return py::bytes(bytes);
+      },
+      py::arg("module"), py::arg("producer"), py::arg("include_ir") = true,
+      "The saved form of a Module: object code and manifest (runtime/module_file.h).");
+  m.def(
+      "load_module_bytes",
+      [](const py::bytes& data, const std::string& origin) {
+        std::string bytes = data;
+        return without_gil([&] { return load_module_bytes(bytes, origin); });
+      },
+      py::arg("data"), py::arg("origin") = "<bytes>",
+      "A callable Module from save_module_bytes' bytes, linked without compiling.");
+  m.def(
+      "read_module_manifest",
+      [](const py::bytes& data, const std::string& origin) {
+        std::string bytes = data;
+        return read_module_manifest(bytes, origin);
+      },
+      py::arg("data"), py::arg("origin") = "<bytes>", "The JSON manifest of a module file.");
+  m.def("host_cpu_features", &host_cpu_features,
+        "The CPU features LLVM detects on this host, each with whether it is present.");
+  m.def("host_cpu_name", &host_cpu_name, "This host's CPU as LLVM names it.");
+}
+
+}  // namespace ptb::python

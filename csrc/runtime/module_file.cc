@@ -1,0 +1,478 @@
+#include "runtime/module_file.h"
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/CRC.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/cpu_features.h"
+#include "codegen/jit.h"
+#include "codegen/llvm_target.h"
+#include "codegen/target.h"
+#include "ir/printer.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+namespace json = llvm::json;
+
+constexpr char kMagic[8] = {'P', 'T', 'B', 'M', 'O', 'D', '\r', '\n'};
+
+// ---- expressions (sizes) as JSON trees ----
+
+using BinaryMaker = Expr (*)(Expr, Expr);
+
+const std::vector<std::pair<const char*, BinaryMaker>>& binary_ops() {
+  static const std::vector<std::pair<const char*, BinaryMaker>> ops = {
+      {"add", &Add::make},           {"sub", &Sub::make}, {"mul", &Mul::make},
+      {"div", &Div::make},           {"mod", &Mod::make}, {"floordiv", &FloorDiv::make},
+      {"floormod", &FloorMod::make}, {"min", &Min::make}, {"max", &Max::make},
+  };
+  return ops;
+}
+
+// The name of a binary node, or nullptr when e is not one of binary_ops().
+const char* binary_name(const Expr& e, const Expr** a, const Expr** b) {
+#define PTB_BINARY(T, NAME)        \
+  if (const auto* n = e.as<T>()) { \
+    *a = &n->a;                    \
+    *b = &n->b;                    \
+    return NAME;                   \
+  }
+  PTB_BINARY(Add, "add")
+  PTB_BINARY(Sub, "sub")
+  PTB_BINARY(Mul, "mul")
+  PTB_BINARY(Div, "div")
+  PTB_BINARY(Mod, "mod")
+  PTB_BINARY(FloorDiv, "floordiv")
+  PTB_BINARY(FloorMod, "floormod")
+  PTB_BINARY(Min, "min")
+  PTB_BINARY(Max, "max")
+#undef PTB_BINARY
+  return nullptr;
+}
+
+int slot_index(const std::vector<Expr>& slots, const Expr& var) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].same_as(var)) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+json::Value expr_to_json(const Expr& e, const std::vector<Expr>& slots) {
+  if (const auto* imm = e.as<IntImm>()) {
+    return json::Object{{"int", imm->value}, {"dtype", e.dtype().str()}};
+  }
+  if (const auto* v = e.as<Var>()) {
+    return json::Object{
+        {"var", slot_index(slots, e)}, {"name", v->name}, {"dtype", e.dtype().str()}};
+  }
+  if (const auto* c = e.as<Cast>()) {
+    return json::Object{
+        {"op", "cast"}, {"dtype", e.dtype().str()}, {"a", expr_to_json(c->value, slots)}};
+  }
+  const Expr* a = nullptr;
+  const Expr* b = nullptr;
+  if (const char* name = binary_name(e, &a, &b)) {
+    return json::Object{
+        {"op", name}, {"a", expr_to_json(*a, slots)}, {"b", expr_to_json(*b, slots)}};
+  }
+  not_implemented("cannot save a module whose size expression ", to_string(e),
+                  " uses an operation other than + - * / % // min max and casts");
+}
+
+// Reading a manifest: every defect is a ValueError naming the file and the field.
+class ManifestReader {
+ public:
+  explicit ManifestReader(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    value_error(origin_, ": invalid module manifest: ", what);
+  }
+
+  const json::Object& object(const json::Value& v, const char* what) const {
+    const json::Object* o = v.getAsObject();
+    if (!o) fail(str_cat(what, " must be a JSON object"));
+    return *o;
+  }
+  const json::Value& field(const json::Object& o, const char* key) const {
+    const json::Value* v = o.get(key);
+    if (!v) fail(str_cat("missing field '", key, "'"));
+    return *v;
+  }
+  std::string str(const json::Object& o, const char* key) const {
+    auto s = field(o, key).getAsString();
+    if (!s) fail(str_cat("field '", key, "' must be a string"));
+    return s->str();
+  }
+  int64_t integer(const json::Object& o, const char* key) const {
+    auto i = field(o, key).getAsInteger();
+    if (!i) fail(str_cat("field '", key, "' must be an integer"));
+    return *i;
+  }
+  const json::Array& array(const json::Object& o, const char* key) const {
+    const json::Array* a = field(o, key).getAsArray();
+    if (!a) fail(str_cat("field '", key, "' must be an array"));
+    return *a;
+  }
+  std::vector<std::string> strings(const json::Object& o, const char* key) const {
+    std::vector<std::string> out;
+    for (const json::Value& v : array(o, key)) {
+      auto s = v.getAsString();
+      if (!s) fail(str_cat("field '", key, "' must hold strings"));
+      out.push_back(s->str());
+    }
+    return out;
+  }
+  DataType dtype(const json::Object& o) const {
+    std::string name = str(o, "dtype");
+    try {
+      return DataType::parse(name);
+    } catch (const UserError&) {
+      fail(str_cat("unknown dtype '", name, "'"));
+    }
+  }
+  int slot(int64_t index, size_t count) const {
+    if (index < 0 || static_cast<size_t>(index) >= count) {
+      fail(str_cat("slot ", index, " is out of range (the module has ", count, ")"));
+    }
+    return static_cast<int>(index);
+  }
+
+  Expr expr(const json::Value& v, const std::vector<Expr>& slots, int depth = 0) const {
+    if (depth > 200) fail("a size expression is nested too deeply");
+    const json::Object& o = object(v, "a size expression");
+    if (o.get("int")) return IntImm::make(dtype(o), integer(o, "int"));
+    if (o.get("var")) {
+      int64_t index = integer(o, "var");
+      if (index < 0) return Var::make(dtype(o), str(o, "name"));
+      return slots[static_cast<size_t>(slot(index, slots.size()))];
+    }
+    std::string op = str(o, "op");
+    try {
+      if (op == "cast") return Cast::make(dtype(o), expr(field(o, "a"), slots, depth + 1));
+      for (const auto& [name, make] : binary_ops()) {
+        if (op == name) {
+          return make(expr(field(o, "a"), slots, depth + 1), expr(field(o, "b"), slots, depth + 1));
+        }
+      }
+    } catch (const InternalError& e) {
+      fail(str_cat("a size expression is ill-typed: ", e.what()));
+    }
+    fail(str_cat("unknown size operation '", op, "'"));
+  }
+
+ private:
+  std::string origin_;
+};
+
+// ---- the container ----
+
+void put_u32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void put_u64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void put_section(std::string& out, const std::string& bytes) {
+  put_u64(out, bytes.size());
+  out += bytes;
+}
+
+uint32_t crc_of(const char* data, size_t n) {
+  return llvm::crc32(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(data), n));
+}
+
+// The three sections of a file, after the magic, version, length and checksum checks.
+struct Sections {
+  std::string manifest, object, ir;
+};
+
+Sections split_file(const std::string& bytes, const std::string& origin) {
+  size_t pos = 0;
+  auto need = [&](size_t n, const char* what) {
+    if (bytes.size() - pos < n) {
+      value_error(origin, ": truncated module file: ", what, " needs ", n, " byte(s) at offset ",
+                  pos, ", but the file has ", bytes.size(), " byte(s) in all");
+    }
+  };
+  auto u32 = [&](const char* what) {
+    need(4, what);
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(bytes[pos + i])) << (8 * i);
+    pos += 4;
+    return v;
+  };
+  auto u64 = [&](const char* what) {
+    need(8, what);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t(uint8_t(bytes[pos + i])) << (8 * i);
+    pos += 8;
+    return v;
+  };
+  auto section = [&](const char* what) {
+    uint64_t n = u64(what);
+    if (n > bytes.size() - pos) {
+      value_error(origin, ": truncated or corrupted module file: the ", what, " section says ", n,
+                  " byte(s) at offset ", pos, ", but only ", bytes.size() - pos, " remain");
+    }
+    std::string out = bytes.substr(pos, n);
+    pos += n;
+    return out;
+  };
+
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    value_error(origin, ": not a pytvmbridge module file (it does not start with the magic bytes ",
+                "\"PTBMOD\\r\\n\"; a file from Module.save/export_library does)");
+  }
+  pos = sizeof(kMagic);
+  uint32_t version = u32("the format version");
+  if (version != kModuleFileVersion) {
+    value_error(origin, ": module file format version ", version, " is not supported; this ",
+                "pytvmbridge reads version ", kModuleFileVersion,
+                " (rebuild the module, or load it with the pytvmbridge that saved it)");
+  }
+  u32("the reserved field");
+  Sections s;
+  s.manifest = section("manifest");
+  s.object = section("object code");
+  s.ir = section("LLVM IR");
+  size_t body = pos;
+  uint32_t stored = u32("the checksum");
+  if (pos != bytes.size()) {
+    value_error(origin, ": corrupted module file: ", bytes.size() - pos,
+                " unexpected byte(s) after the checksum at offset ", pos);
+  }
+  if (crc_of(bytes.data(), body) != stored) {
+    value_error(origin, ": corrupted module file: the CRC-32 checksum does not match its ",
+                "contents (the file was damaged or modified after it was saved)");
+  }
+  return s;
+}
+
+std::vector<std::string> undefined_symbols(const std::string& object) {
+  std::vector<std::string> out;
+  auto file = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "module"));
+  if (!file) {
+    llvm::consumeError(file.takeError());
+    return out;
+  }
+  for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
+    auto flags = sym.getFlags();
+    auto name = sym.getName();
+    if (!flags || !name) {
+      if (!flags) llvm::consumeError(flags.takeError());
+      if (!name) llvm::consumeError(name.takeError());
+      continue;
+    }
+    if ((*flags & llvm::object::SymbolRef::SF_Undefined) && !name->empty()) {
+      out.push_back(name->str());
+    }
+  }
+  return out;
+}
+
+json::Value parse_manifest(const std::string& text, const std::string& origin) {
+  auto value = json::parse(text);
+  if (!value) {
+    value_error(origin, ": corrupted module file: the manifest is not valid JSON: ",
+                llvm::toString(value.takeError()));
+  }
+  return std::move(*value);
+}
+
+// Refuses code this host cannot run: another architecture or OS, or CPU features it lacks.
+void check_host(const json::Object& m, const ManifestReader& r, const std::string& origin) {
+  llvm::Triple file_triple(r.str(m, "triple")), host(host_triple());
+  if (file_triple.getArch() != host.getArch() || file_triple.getOS() != host.getOS()) {
+    value_error(origin, ": the module was compiled for ", file_triple.str(),
+                " and cannot run on this host (", host.str(), ")");
+  }
+  std::vector<std::string> missing;
+  for (const std::string& f : r.strings(m, "cpu_features")) {
+    auto it = host_cpu_features().find(f);
+    if (it == host_cpu_features().end() || !it->second) missing.push_back(f);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+    value_error(origin, ": the module was compiled for CPU '", r.str(m, "cpu"),
+                "' with instruction-set features this host (CPU '", host_cpu_name(),
+                "') lacks: ", list, "; running it would fault. Rebuild it on this machine, or ",
+                "export it from a build with target=\"llvm -mcpu=<a CPU both machines ",
+                "support>\"");
+  }
+}
+
+}  // namespace
+
+std::string save_module_bytes(const Module& module, const std::string& producer, bool include_ir) {
+  const JITModule& jit = module.jit();
+  const std::vector<Expr>& slots = module.slots();
+  json::Array slot_list;
+  for (const Expr& v : slots) {
+    slot_list.push_back(json::Object{{"name", v.as<Var>()->name}, {"dtype", v.dtype().str()}});
+  }
+  json::Array args;
+  for (const ArgSpec& a : module.args()) {
+    json::Array shape;
+    for (const DimSpec& d : a.dims) {
+      if (d.kind == DimSpec::Kind::kConst) {
+        shape.push_back(d.value);
+      } else if (d.kind == DimSpec::Kind::kVar) {
+        shape.push_back(json::Object{
+            {"var", d.slot}, {"name", d.expr.as<Var>()->name}, {"dtype", d.expr.dtype().str()}});
+      } else {
+        shape.push_back(
+            json::Object{{"expr", expr_to_json(d.expr, slots)}, {"text", to_string(d.expr)}});
+      }
+    }
+    json::Array strides;
+    for (int s : a.stride_slots) strides.push_back(s);
+    args.push_back(json::Object{{"name", a.name},
+                                {"dtype", a.dtype.str()},
+                                {"output", a.is_output},
+                                {"shape", std::move(shape)},
+                                {"stride_slots", std::move(strides)}});
+  }
+  json::Array internal;
+  for (const InternalSize& s : module.internal_sizes()) {
+    internal.push_back(json::Object{{"what", s.what}, {"expr", expr_to_json(s.expr, slots)}});
+  }
+  json::Array functions, imports, features;
+  for (const std::string& f : jit.function_names()) functions.push_back(f);
+  for (const std::string& s : undefined_symbols(jit.object_code())) imports.push_back(s);
+  for (const std::string& f : target_cpu_features(jit.target())) features.push_back(f);
+  std::string cpu = jit.target().cpu.empty() ? host_cpu_name() : jit.target().cpu;
+
+  json::Object manifest{
+      {"format", "pytvmbridge-module"},
+      {"format_version", static_cast<int64_t>(kModuleFileVersion)},
+      {"pytvmbridge_version", producer},
+      {"llvm_version", LLVM_VERSION_STRING},
+      {"triple", host_triple()},
+      {"target", jit.target().str()},
+      {"cpu", cpu},
+      {"cpu_features", std::move(features)},
+      {"name", module.name()},
+      {"functions", std::move(functions)},
+      {"slots", std::move(slot_list)},
+      {"args", std::move(args)},
+      {"internal_sizes", std::move(internal)},
+      {"imports", std::move(imports)},
+      {"lowered", module.lowered_text()},
+      {"compile_seconds", module.compile_seconds()},
+  };
+  std::string manifest_text;
+  llvm::raw_string_ostream os(manifest_text);
+  os << llvm::formatv("{0:1}", json::Value(std::move(manifest)));
+  os.flush();
+
+  std::string out(kMagic, sizeof(kMagic));
+  put_u32(out, kModuleFileVersion);
+  put_u32(out, 0);
+  put_section(out, manifest_text);
+  put_section(out, jit.object_code());
+  put_section(out, include_ir ? jit.get_source("ll") : std::string());
+  put_u32(out, crc_of(out.data(), out.size()));
+  return out;
+}
+
+std::string read_module_manifest(const std::string& bytes, const std::string& origin) {
+  Sections s = split_file(bytes, origin);
+  parse_manifest(s.manifest, origin);
+  return s.manifest;
+}
+
+std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::string& origin) {
+  auto start = std::chrono::steady_clock::now();
+  Sections sections = split_file(bytes, origin);
+  json::Value value = parse_manifest(sections.manifest, origin);
+  ManifestReader r(origin);
+  const json::Object& m = r.object(value, "the manifest");
+  if (r.str(m, "format") != "pytvmbridge-module") r.fail("field 'format' is not a module's");
+  check_host(m, r, origin);
+
+  Target target;
+  try {
+    target = Target::parse(r.str(m, "target"));
+  } catch (const UserError& e) {
+    value_error(origin, ": the module's target cannot be used here: ", e.what());
+  }
+  std::vector<Expr> slots;
+  for (const json::Value& v : r.array(m, "slots")) {
+    const json::Object& o = r.object(v, "a slot");
+    slots.push_back(Var::make(r.dtype(o), r.str(o, "name")));
+  }
+  std::vector<ArgSpec> specs;
+  for (const json::Value& v : r.array(m, "args")) {
+    const json::Object& o = r.object(v, "an argument");
+    ArgSpec spec;
+    spec.name = r.str(o, "name");
+    spec.dtype = r.dtype(o);
+    auto output = r.field(o, "output").getAsBoolean();
+    if (!output) r.fail("field 'output' must be a boolean");
+    spec.is_output = *output;
+    for (const json::Value& d : r.array(o, "shape")) {
+      DimSpec dim;
+      if (auto c = d.getAsInteger()) {
+        dim.kind = DimSpec::Kind::kConst;
+        dim.value = *c;
+      } else {
+        const json::Object& od = r.object(d, "a dimension");
+        if (od.get("var")) {
+          dim.kind = DimSpec::Kind::kVar;
+          dim.slot = r.slot(r.integer(od, "var"), slots.size());
+          dim.expr = slots[static_cast<size_t>(dim.slot)];
+        } else {
+          dim.kind = DimSpec::Kind::kExpr;
+          dim.expr = r.expr(r.field(od, "expr"), slots);
+        }
+      }
+      spec.dims.push_back(std::move(dim));
+    }
+    for (const json::Value& s : r.array(o, "stride_slots")) {
+      auto i = s.getAsInteger();
+      if (!i) r.fail("field 'stride_slots' must hold integers");
+      spec.stride_slots.push_back(r.slot(*i, slots.size()));
+    }
+    if (spec.stride_slots.size() != spec.dims.size()) {
+      r.fail(str_cat("argument '", spec.name, "' has ", spec.dims.size(), " dimension(s) but ",
+                     spec.stride_slots.size(), " stride slot(s)"));
+    }
+    specs.push_back(std::move(spec));
+  }
+  std::vector<InternalSize> internal;
+  for (const json::Value& v : r.array(m, "internal_sizes")) {
+    const json::Object& o = r.object(v, "an internal size");
+    internal.push_back({r.str(o, "what"), r.expr(r.field(o, "expr"), slots)});
+  }
+  std::vector<std::string> functions = r.strings(m, "functions");
+  if (functions.size() != 2) r.fail("a module has two functions (generic and compact)");
+  std::string name = r.str(m, "name");
+
+  auto jit = JITModule::load(sections.object, functions, target, std::move(sections.ir), name);
+  auto module = std::make_shared<Module>(name, std::move(specs), std::move(slots), jit,
+                                         jit->lookup(functions[0]), jit->lookup(functions[1]),
+                                         r.str(m, "lowered"));
+  module->set_internal_sizes(std::move(internal));
+  module->set_compile_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return module;
+}
+
+}  // namespace ptb

@@ -41,8 +41,8 @@ __all__ = [
     "load_module",
     "module_from_bytes",
     "module_to_bytes",
-    "read_manifest",
     "ndarray",
+    "read_manifest",
     "tensor",
 ]
 

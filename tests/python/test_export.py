@@ -4,7 +4,6 @@ refusal of code for CPU features the host lacks, and clear errors for damaged fi
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import struct
 import subprocess
@@ -152,7 +151,7 @@ def test_another_format_version_is_refused(tmp_path):
     manifest, obj, ir = split(tvm.runtime.module_to_bytes(build_shift_exp()))
     path = tmp_path / "v2.so"
     path.write_bytes(pack(manifest, obj, ir, version=2))
-    with pytest.raises(ValueError, match="format version 2 is not supported.*reads version 1"):
+    with pytest.raises(ValueError, match=r"format version 2 is not supported.*reads version 1"):
         tvm.runtime.load_module(path)
 
 
@@ -191,7 +190,7 @@ def saved_bytes() -> bytes:
 def test_every_truncation_is_a_clear_error():
     data = saved_bytes()
     for n in sorted({*range(0, 40), *range(40, len(data), 997), len(data) - 1}):
-        with pytest.raises(ValueError, match="truncated|corrupted|not a pytvmbridge"):
+        with pytest.raises(ValueError, match=r"truncated|corrupted|not a pytvmbridge"):
             tvm.runtime.module_from_bytes(data[:n], "cut")
 
 
@@ -204,7 +203,7 @@ def test_corrupted_bytes_are_a_clear_error(draw):
         data[i] ^= draw.draw(st.integers(1, 255))
     if bytes(data) == saved_bytes():
         return
-    with pytest.raises(ValueError, match="truncated|corrupted|not a pytvmbridge|not supported"):
+    with pytest.raises(ValueError, match=r"truncated|corrupted|not a pytvmbridge|not supported"):
         tvm.runtime.module_from_bytes(bytes(data), "flipped")
 
 

@@ -18,6 +18,7 @@ Example:
 """
 
 from . import _core, contrib, display, error, nd, runtime, target, tc, te, testing, tir, topi
+from . import cache as cache  # the on-disk compile cache: tvm.cache.disable(), set_dir(...)
 from . import nd as ndarray  # TVM 0.6's name
 from . import progress as progress  # tvm.progress.track(...): bars for long work
 from .autoschedule import auto_schedule, auto_schedule_space

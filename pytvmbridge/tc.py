@@ -200,10 +200,10 @@ class TcFunction:
         return sig.module
 
     def _compile(self, schedule: Any = None) -> Any:
-        from .build import build
+        from . import cache  # the on-disk compile cache: another process's build is loaded
 
         s = schedule if schedule is not None else self._default_schedule()
-        return build(s, self.inputs + self.outputs, target=self.target, name=self.name)
+        return cache.build(s, self.inputs + self.outputs, target=self.target, name=self.name)
 
     def _default_schedule(self) -> Any:
         """The schedule ``define(schedule=...)`` asked for: automatic, naive (None), or a

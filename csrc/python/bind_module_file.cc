@@ -3,8 +3,10 @@
 #include <pybind11/stl.h>
 
 #include "codegen/cpu_features.h"
+#include "driver/fingerprint.h"
 #include "python/bindings.h"
 #include "python/gil.h"
+#include "python/ir_casters.h"
 #include "runtime/module_file.h"
 
 namespace ptb::python {
@@ -36,6 +38,21 @@ void bind_module_file(py::module_& m) {
       py::arg("data"), py::arg("origin") = "<bytes>", "The JSON manifest of a module file.");
   m.def("host_cpu_features", &host_cpu_features,
         "The CPU features LLVM detects on this host, each with whether it is present.");
+  m.def(
+      "build_fingerprint",
+      [](const Schedule& sch, const py::list& args, const std::string& target,
+         const std::string& name) {
+        std::vector<Tensor> tensors;
+        for (size_t i = 0; i < args.size(); ++i) {
+          std::string what = "args[" + std::to_string(i) + "]";
+          tensors.push_back(to_tensor(args[i], what.c_str()));
+        }
+        return without_gil([&] { return build_fingerprint(sch, tensors, target, name); });
+      },
+      py::arg("schedule"), py::arg("args"), py::arg("target"), py::arg("name"),
+      "The canonical text of a build, which the compile cache hashes (driver/fingerprint.h).");
+  m.def("llvm_version", &llvm_version, "The version of LLVM that generates the code.");
+  m.attr("module_file_version") = kModuleFileVersion;
   m.def("host_cpu_name", &host_cpu_name, "This host's CPU as LLVM names it.");
 }
 

@@ -392,6 +392,8 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
   return out;
 }
 
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
 std::string read_module_manifest(const std::string& bytes, const std::string& origin) {
   Sections s = split_file(bytes, origin);
   parse_manifest(s.manifest, origin);

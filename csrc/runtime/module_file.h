@@ -37,6 +37,9 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
 // A callable Module from bytes made by save_module_bytes; `origin` names the file in errors.
 std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::string& origin);
 
+// The LLVM version the code is generated with ("19.1.7"); part of the compile cache's key.
+std::string llvm_version();
+
 // The manifest (JSON text) of a module file, after the same checks as loading except linking.
 std::string read_module_manifest(const std::string& bytes, const std::string& origin);
 

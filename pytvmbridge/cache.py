@@ -1,0 +1,299 @@
+"""The on-disk compile cache: a build that some process already made is loaded, not compiled.
+
+``@kernel`` and ``tc.define`` build through :func:`build`. An entry is the saved module file of
+``runtime.module_to_bytes`` (object code + manifest), named by the SHA-256 of everything that
+decides the generated code: the lowered IR with the identity of its variables, the argument
+signature, the canonical target string (CPU and features), the kernel's name, and the versions of
+pytvmbridge, LLVM and the file format. File timestamps never enter the key.
+
+- ``PYTVMBRIDGE_CACHE_DIR`` chooses the directory (default ``$XDG_CACHE_HOME/pytvmbridge`` or
+  ``~/.cache/pytvmbridge``); :func:`set_dir` does the same from Python.
+- ``PYTVMBRIDGE_CACHE=0`` (or :func:`disable`) switches it off.
+- ``PYTVMBRIDGE_CACHE_MAX_BYTES`` caps its size (default 1 GiB): after a write, the least recently
+  used entries (a hit refreshes an entry's modification time) are removed until it fits.
+- Writes go to a temporary file renamed into place, so concurrent processes never see half an
+  entry; a directory that cannot be written gives one ``CacheWarning`` and the build goes on.
+
+Example:
+    >>> import tempfile, pytvmbridge as tvm
+    >>> from pytvmbridge import cache
+    >>> cache.set_dir(tempfile.mkdtemp())
+    >>> A = tvm.placeholder((4,), name="A")
+    >>> B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+    >>> s = tvm.create_schedule(B.op)
+    >>> before = cache.stats()["hits"]
+    >>> f = cache.build(s, [A, B], name="inc")  # compiled and stored
+    >>> g = cache.build(s, [A, B], name="inc")  # loaded from the file
+    >>> cache.stats()["hits"] - before
+    1
+    >>> cache.set_dir(None)  # back to PYTVMBRIDGE_CACHE_DIR or the default
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from . import _core
+
+__all__ = [
+    "CacheWarning",
+    "build",
+    "cache_dir",
+    "clear",
+    "disable",
+    "enable",
+    "enabled",
+    "key_of",
+    "load",
+    "set_dir",
+    "stats",
+    "store",
+]
+
+#: Bumped when the key's recipe changes, so that old entries are never misread.
+KEY_VERSION = 1
+DEFAULT_MAX_BYTES = 1 << 30
+SUFFIX = ".ptb"
+
+
+class CacheWarning(RuntimeWarning):
+    """The compile cache could not be used (a read-only or unusable directory); building goes on
+    without it."""
+
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"enabled": None, "dir": None, "warned": set()}
+_stats = {"hits": 0, "misses": 0, "writes": 0, "errors": 0}
+
+
+def enabled() -> bool:
+    """Whether builds use the cache: :func:`enable`/:func:`disable` if called, else the
+    environment (``PYTVMBRIDGE_CACHE=0`` switches it off).
+
+    Example:
+        >>> from pytvmbridge import cache
+        >>> cache.disable(); cache.enabled()
+        False
+        >>> cache.enable(None)  # back to the environment's choice
+    """
+    if _state["enabled"] is not None:
+        return bool(_state["enabled"])
+    return os.environ.get("PYTVMBRIDGE_CACHE", "1").strip().lower() not in (
+        "0",
+        "false",
+        "off",
+        "no",
+    )
+
+
+def enable(flag: bool | None = True) -> None:
+    """Switch the cache on (``True``), off (``False``), or back to the environment (``None``)."""
+    _state["enabled"] = flag
+
+
+def disable() -> None:
+    """Switch the cache off for this process (the same as ``PYTVMBRIDGE_CACHE=0``)."""
+    enable(False)
+
+
+def set_dir(path: str | os.PathLike[str] | None) -> None:
+    """Use ``path`` as the cache directory (``None``: ``PYTVMBRIDGE_CACHE_DIR`` or the default)."""
+    _state["dir"] = None if path is None else os.fspath(path)
+
+
+def cache_dir() -> str:
+    """The directory entries live in.
+
+    Example:
+        >>> from pytvmbridge import cache
+        >>> cache.set_dir("/tmp/ptb-cache-example"); cache.cache_dir()
+        '/tmp/ptb-cache-example'
+        >>> cache.set_dir(None)
+    """
+    if _state["dir"] is not None:
+        return str(_state["dir"])
+    env = os.environ.get("PYTVMBRIDGE_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pytvmbridge")
+
+
+def _max_bytes() -> int:
+    try:
+        return int(os.environ.get("PYTVMBRIDGE_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+    except ValueError:
+        return DEFAULT_MAX_BYTES
+
+
+def stats() -> dict[str, int]:
+    """This process's counts: ``hits``, ``misses``, ``writes`` and ``errors`` (unusable
+    directories and damaged entries)."""
+    return dict(_stats)
+
+
+def key_of(text: str | bytes) -> str:
+    """The entry name for ``text`` (a build's fingerprint, or any canonical description of what
+    is compiled, such as a graph partition's): its SHA-256 together with the versions.
+
+    Example:
+        >>> from pytvmbridge import cache
+        >>> len(cache.key_of("some canonical IR")), cache.key_of("a") == cache.key_of("a")
+        (64, True)
+    """
+    from . import __version__
+
+    h = hashlib.sha256()
+    versions = f"pytvmbridge-cache {KEY_VERSION} {__version__} llvm {_core.llvm_version()} "
+    h.update(f"{versions} file {_core.module_file_version}\n".encode())
+    h.update(text.encode() if isinstance(text, str) else bytes(text))
+    return h.hexdigest()
+
+
+def _entry_path(key: str) -> str:
+    return os.path.join(cache_dir(), f"v{KEY_VERSION}", key[:2], key + SUFFIX)
+
+
+def _warn_once(what: str, err: BaseException) -> None:
+    _stats["errors"] += 1
+    directory = cache_dir()
+    if directory in _state["warned"]:
+        return
+    _state["warned"].add(directory)
+    warnings.warn(
+        f"pytvmbridge compile cache: cannot {what} in {directory!r} ({err}); building without "
+        "the cache (set PYTVMBRIDGE_CACHE_DIR to a writable directory, or PYTVMBRIDGE_CACHE=0)",
+        CacheWarning,
+        stacklevel=4,
+    )
+
+
+def load(key: str) -> Any:
+    """The cached Module for ``key``, or ``None`` (also when the cache is off, or the entry is
+    damaged: it is then removed)."""
+    from .runtime import module_from_bytes
+
+    if not enabled():
+        return None
+    path = _entry_path(key)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        _stats["misses"] += 1
+        return None
+    try:
+        module = module_from_bytes(data, path)
+    except ValueError:
+        # Damaged, or made for another machine's CPU: rebuild and overwrite.
+        _stats["errors"] += 1
+        _stats["misses"] += 1
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # least recently used pruning goes by modification time
+    _stats["hits"] += 1
+    return module
+
+
+def store(key: str, module: Any) -> None:
+    """Save ``module`` as the entry for ``key`` (atomically); a directory that cannot be written
+    gives one CacheWarning, never an error."""
+    from .runtime import module_to_bytes
+
+    if not enabled():
+        return
+    path = _entry_path(key)
+    try:
+        data = module_to_bytes(module)
+    except NotImplementedError:
+        return  # a signature the file format cannot express: such a build is not cached
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    except OSError as err:
+        _warn_once("write", err)
+        return
+    _stats["writes"] += 1
+    _prune(_max_bytes())
+
+
+def _entries() -> Iterator[tuple[float, int, str]]:
+    """(modification time, size, path) of every entry."""
+    root = os.path.join(cache_dir(), f"v{KEY_VERSION}")
+    for directory, _, files in os.walk(root):
+        for name in files:
+            if not name.endswith(SUFFIX):
+                continue
+            path = os.path.join(directory, name)
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                yield st.st_mtime, st.st_size, path
+
+
+def _prune(max_bytes: int) -> None:
+    """Remove the least recently used entries until the cache holds at most ``max_bytes``."""
+    entries = sorted(_entries())
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in entries:
+        if total <= max_bytes:
+            break
+        with contextlib.suppress(OSError):  # another process may have removed it first
+            os.unlink(path)
+        total -= size
+
+
+def clear() -> None:
+    """Remove every entry of the current cache directory."""
+    _prune(-1)
+
+
+def build(s: Any, args: Sequence[Any], target: Any = "llvm", name: str = "default_function") -> Any:
+    """``pytvmbridge.build`` through the cache: the Module is loaded when an identical build was
+    stored (by any process), else built and stored.
+
+    Example:
+        >>> import numpy as np, tempfile, pytvmbridge as tvm
+        >>> from pytvmbridge import cache
+        >>> cache.set_dir(tempfile.mkdtemp())
+        >>> A = tvm.placeholder((3,), name="A")
+        >>> B = tvm.compute((3,), lambda i: A[i] * 2.0, name="B")
+        >>> f = cache.build(tvm.create_schedule(B.op), [A, B], name="double")
+        >>> b = np.empty(3, "float32"); f(np.arange(3, dtype="float32"), b); b.tolist()
+        [0.0, 2.0, 4.0]
+        >>> cache.set_dir(None)
+    """
+    from .build import build as build_uncached
+    from .target import Target
+
+    if not enabled():
+        return build_uncached(s, args, target=target, name=name)
+    target_text = str(target) if isinstance(target, Target) else target
+    try:
+        fingerprint = _core.build_fingerprint(s, list(args), target_text, name)
+    except Exception:
+        # Whatever is wrong with the build, build() reports it in its own words.
+        return build_uncached(s, args, target=target, name=name)
+    key = key_of(fingerprint)
+    module = load(key)
+    if module is not None:
+        return module
+    module = build_uncached(s, args, target=target, name=name)
+    store(key, module)
+    return module

@@ -1,0 +1,21 @@
+"""Test-session setup shared by every test file.
+
+The compile cache (pytvmbridge/cache.py) writes to a fresh temporary directory for the session,
+removed at the end: tests never read or fill the user's own cache (``~/.cache/pytvmbridge`` or
+their ``PYTVMBRIDGE_CACHE_DIR``), and subprocesses started by tests inherit the same directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+_CACHE_DIR = tempfile.mkdtemp(prefix="pytvmbridge-test-cache-")
+os.environ["PYTVMBRIDGE_CACHE_DIR"] = _CACHE_DIR
+os.environ.pop("PYTVMBRIDGE_CACHE", None)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    del session, exitstatus
+    shutil.rmtree(_CACHE_DIR, ignore_errors=True)

@@ -125,3 +125,8 @@ __all__ = [
     "uint64",
     *te.__all__,
 ]
+
+# The torch.library op that runs compiled modules inside PyTorch (torch.export.load of a program
+# calling it needs it registered); only when torch is already imported, never importing it here.
+if "torch" in __import__("sys").modules:
+    from . import torch_library as torch_library

@@ -66,13 +66,13 @@ def output_spec(module: Module) -> str:
     implementation evaluates it on symbolic sizes.
 
     Example:
-        >>> import pytvmbridge as tvm
+        >>> import json, pytvmbridge as tvm
         >>> from pytvmbridge.torch_library import output_spec
         >>> n = tvm.var("n")
         >>> A = tvm.placeholder((n, 3), name="A")
         >>> B = tvm.compute((n - 1, 3), lambda i, j: A[i + 1, j], name="B")
-        >>> output_spec(tvm.build(tvm.create_schedule(B.op), [A, B]))
-        '{"inputs": 1, "outputs": [{"dtype": "float32", "shape": [["op", "sub", ["dim", 0, 0], 1], 3]}]}'
+        >>> json.loads(output_spec(tvm.build(tvm.create_schedule(B.op), [A, B])))["outputs"]
+        [{'dtype': 'float32', 'shape': [['op', 'sub', ['dim', 0, 0], 1], 3]}]
     """
     manifest = json.loads(_manifest_text(module))
     inputs = [a for a in manifest["args"] if not a["output"]]
@@ -150,9 +150,7 @@ def run_module(
     signature = json.loads(spec)
     outs = [
         torch.empty([int(d) for d in shape], dtype=_dtype(o["dtype"]))
-        for o, shape in zip(
-            signature["outputs"], module.output_shapes(*inputs), strict=True
-        )
+        for o, shape in zip(signature["outputs"], module.output_shapes(*inputs), strict=True)
     ]
     module(*inputs, *outs)
     return outs
@@ -165,9 +163,7 @@ def _run_module_fake(
     del code, key
     signature = json.loads(spec)
     return [
-        inputs[0].new_empty(
-            [_eval_dim(d, inputs) for d in o["shape"]], dtype=_dtype(o["dtype"])
-        )
+        inputs[0].new_empty([_eval_dim(d, inputs) for d in o["shape"]], dtype=_dtype(o["dtype"]))
         if inputs
         else torch.empty([_eval_dim(d, inputs) for d in o["shape"]], dtype=_dtype(o["dtype"]))
         for o in signature["outputs"]

@@ -123,3 +123,12 @@ def test_modified_code_buffer_is_refused():
     m.code[200] ^= 0xFF
     with pytest.raises(ValueError, match="does not match its key"):
         m(torch.randn(3, 4))
+
+
+def test_docstring_examples():
+    import doctest
+
+    from pytvmbridge import torch_library
+
+    result = doctest.testmod(torch_library, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

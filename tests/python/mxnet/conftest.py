@@ -3,7 +3,10 @@ NumPy < 1.24. In .venv, which has no MXNet, pytest collects nothing here."""
 
 import importlib.util
 
-if importlib.util.find_spec("mxnet") is None:
+# tests/python is on sys.path (its conftest.py), where this directory would pass for a namespace
+# package named mxnet: only a real module (one with a file) counts.
+_spec = importlib.util.find_spec("mxnet")
+if _spec is None or _spec.origin is None:
     collect_ignore_glob = ["test_*.py"]
 
 

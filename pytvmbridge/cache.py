@@ -175,9 +175,10 @@ def _warn_once(what: str, err: BaseException) -> None:
     )
 
 
-def load(key: str) -> Any:
+def load(key: str, build_args: tuple[Any, list[Any], str, str] | None = None) -> Any:
     """The cached Module for ``key``, or ``None`` (also when the cache is off, or the entry is
-    damaged: it is then removed)."""
+    damaged: it is then removed). ``build_args`` (schedule, args, target, name) let the module
+    compile its variant for strided arrays on demand when the entry lacks it."""
     from .runtime import module_from_bytes
 
     if not enabled():
@@ -190,7 +191,10 @@ def load(key: str) -> Any:
         _stats["misses"] += 1
         return None
     try:
-        module = module_from_bytes(data, path)
+        if build_args is None:
+            module = module_from_bytes(data, path)
+        else:
+            module = _core.load_cached_module_bytes(data, path, *build_args)
     except ValueError:
         # Damaged, or made for another machine's CPU: rebuild and overwrite.
         _stats["errors"] += 1
@@ -213,7 +217,8 @@ def store(key: str, module: Any) -> None:
         return
     path = _entry_path(key)
     try:
-        data = module_to_bytes(module)
+        # As compiled: the strided variant only if a call needed it already.
+        data = module_to_bytes(module, include_generic=False)
     except NotImplementedError:
         return  # a signature the file format cannot express: such a build is not cached
     try:
@@ -291,7 +296,7 @@ def build(s: Any, args: Sequence[Any], target: Any = "llvm", name: str = "defaul
         # Whatever is wrong with the build, build() reports it in its own words.
         return build_uncached(s, args, target=target, name=name)
     key = key_of(fingerprint)
-    module = load(key)
+    module = load(key, (s, list(args), target_text, name))
     if module is not None:
         return module
     module = build_uncached(s, args, target=target, name=name)

@@ -78,10 +78,13 @@ def tensor(data: Any, device: Any = None) -> NDArray:
     return nd.array(data, device=device)
 
 
-def module_to_bytes(module: Module, include_ir: bool = True) -> bytes:
+def module_to_bytes(module: Module, include_ir: bool = True, include_generic: bool = True) -> bytes:
     """The saved form of a built Module: its object code and manifest (what ``save`` writes).
 
     ``include_ir`` keeps the LLVM IR, so that ``get_source("ll")``/``("asm")`` work after loading.
+    ``include_generic`` compiles the variant for strided arrays if it was not yet (a build defers
+    it to the first strided call) and saves it too; without it, strided calls of the loaded module
+    are a ValueError.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -97,7 +100,7 @@ def module_to_bytes(module: Module, include_ir: bool = True) -> bytes:
         )
     from . import __version__  # defined once the package has imported its modules
 
-    return _core.save_module_bytes(module, __version__, bool(include_ir))
+    return _core.save_module_bytes(module, __version__, bool(include_ir), bool(include_generic))
 
 
 def module_from_bytes(data: bytes, origin: str = "<bytes>") -> Module:

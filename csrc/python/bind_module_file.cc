@@ -3,23 +3,41 @@
 #include <pybind11/stl.h>
 
 #include "codegen/cpu_features.h"
+#include "codegen/jit.h"
+#include "codegen/target.h"
 #include "driver/fingerprint.h"
+#include "lower/lower.h"
 #include "python/bindings.h"
 #include "python/gil.h"
 #include "python/ir_casters.h"
 #include "runtime/module_file.h"
+#include "support/stack.h"
 
 namespace ptb::python {
+
+namespace {
+
+std::vector<Tensor> to_tensors(const py::list& args) {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string what = "args[" + std::to_string(i) + "]";
+    tensors.push_back(to_tensor(args[i], what.c_str()));
+  }
+  return tensors;
+}
+
+}  // namespace
 
 void bind_module_file(py::module_& m) {
   m.def(
       "save_module_bytes",
-      [](const Module& module, const std::string& producer, bool include_ir) {
-        std::string bytes =
-            without_gil([&] { return save_module_bytes(module, producer, include_ir); });
+      [](const Module& module, const std::string& producer, bool include_ir, bool include_generic) {
+        std::string bytes = without_gil(
+            [&] { return save_module_bytes(module, producer, include_ir, include_generic); });
         return py::bytes(bytes);
       },
       py::arg("module"), py::arg("producer"), py::arg("include_ir") = true,
+      py::arg("include_generic") = true,
       "The saved form of a Module: object code and manifest (runtime/module_file.h).");
   m.def(
       "load_module_bytes",
@@ -29,6 +47,28 @@ void bind_module_file(py::module_& m) {
       },
       py::arg("data"), py::arg("origin") = "<bytes>",
       "A callable Module from save_module_bytes' bytes, linked without compiling.");
+  m.def(
+      "load_cached_module_bytes",
+      [](const py::bytes& data, const std::string& origin, const Schedule& sch,
+         const py::list& args, const std::string& target, const std::string& name) {
+        std::string bytes = data;
+        std::vector<Tensor> tensors = to_tensors(args);
+        Target tgt = Target::parse(target);
+        // The strided variant, when the entry lacks it, is lowered and compiled on demand as
+        // build() would have.
+        GenericCompiler compile_generic = [sch, tensors, tgt, name] {
+          return on_deep_stack([&] {
+            LoweredFunc generic = lower(sch, tensors, name);
+            auto jit = JITModule::compile({generic}, tgt, name);
+            KernelFn fn = jit->lookup(generic.name);
+            return std::make_pair(std::move(jit), fn);
+          });
+        };
+        return without_gil([&] { return load_module_bytes(bytes, origin, compile_generic); });
+      },
+      py::arg("data"), py::arg("origin"), py::arg("schedule"), py::arg("args"), py::arg("target"),
+      py::arg("name"),
+      "load_module_bytes for a compile-cache entry of build(schedule, args, target, name).");
   m.def(
       "read_module_manifest",
       [](const py::bytes& data, const std::string& origin) {
@@ -42,11 +82,7 @@ void bind_module_file(py::module_& m) {
       "build_fingerprint",
       [](const Schedule& sch, const py::list& args, const std::string& target,
          const std::string& name) {
-        std::vector<Tensor> tensors;
-        for (size_t i = 0; i < args.size(); ++i) {
-          std::string what = "args[" + std::to_string(i) + "]";
-          tensors.push_back(to_tensor(args[i], what.c_str()));
-        }
+        std::vector<Tensor> tensors = to_tensors(args);
         return without_gil([&] { return build_fingerprint(sch, tensors, target, name); });
       },
       py::arg("schedule"), py::arg("args"), py::arg("target"), py::arg("name"),

@@ -223,6 +223,17 @@ KernelFn Module::generic_kernel() const {
   return generic_;
 }
 
+std::shared_ptr<JITModule> Module::generic_jit(bool compile) const {
+  {
+    std::lock_guard<std::mutex> lock(generic_mu_);
+    if (generic_) return generic_jit_ ? generic_jit_ : jit_;
+    if (!compile || !compile_generic_) return nullptr;
+  }
+  generic_kernel();
+  std::lock_guard<std::mutex> lock(generic_mu_);
+  return generic_jit_;
+}
+
 void Module::check_size_fits(size_t arg, size_t dim, int slot, int64_t got) const {
   if (got <= slot_max_[static_cast<size_t>(slot)]) return;
   const Expr& v = slots_[static_cast<size_t>(slot)];

@@ -64,6 +64,9 @@ class Module {
   // The size and stride variables, in the order of the kernel's scalar array (for saving).
   const std::vector<Expr>& slots() const { return slots_; }
   const std::vector<InternalSize>& internal_sizes() const { return internal_sizes_; }
+  // The JIT holding the strided (generic) variant: compiled now if it was deferred and `compile`
+  // is set, else nullptr while it is not compiled (for saving).
+  std::shared_ptr<JITModule> generic_jit(bool compile) const;
   // Seconds build_module took (lowering, LLVM optimisation, machine code), shown by displays.
   double compile_seconds() const { return compile_seconds_; }
   void set_compile_seconds(double seconds) { compile_seconds_ = seconds; }

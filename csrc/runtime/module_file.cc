@@ -1,5 +1,6 @@
 #include "runtime/module_file.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -199,7 +200,8 @@ uint32_t crc_of(const char* data, size_t n) {
 
 // The three sections of a file, after the magic, version, length and checksum checks.
 struct Sections {
-  std::string manifest, object, ir;
+  std::string manifest, ir;
+  std::vector<std::string> objects;
 };
 
 Sections split_file(const std::string& bytes, const std::string& origin) {
@@ -249,7 +251,12 @@ Sections split_file(const std::string& bytes, const std::string& origin) {
   u32("the reserved field");
   Sections s;
   s.manifest = section("manifest");
-  s.object = section("object code");
+  uint32_t count = u32("the object count");
+  if (count > 16) {
+    value_error(origin, ": corrupted module file: it says it holds ", count,
+                " objects (a module has at most 2)");
+  }
+  for (uint32_t k = 0; k < count; ++k) s.objects.push_back(section("object code"));
   s.ir = section("LLVM IR");
   size_t body = pos;
   uint32_t stored = u32("the checksum");
@@ -320,8 +327,13 @@ void check_host(const json::Object& m, const ManifestReader& r, const std::strin
 
 }  // namespace
 
-std::string save_module_bytes(const Module& module, const std::string& producer, bool include_ir) {
+std::string save_module_bytes(const Module& module, const std::string& producer, bool include_ir,
+                              bool include_generic) {
   const JITModule& jit = module.jit();
+  // The objects: the module's own JIT, and the strided variant's when it lives apart.
+  std::vector<const JITModule*> jits = {&jit};
+  std::shared_ptr<JITModule> generic = module.generic_jit(include_generic);
+  if (generic && generic.get() != &jit) jits.push_back(generic.get());
   const std::vector<Expr>& slots = module.slots();
   json::Array slot_list;
   for (const Expr& v : slots) {
@@ -354,8 +366,17 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
     internal.push_back(json::Object{{"what", s.what}, {"expr", expr_to_json(s.expr, slots)}});
   }
   json::Array functions, imports, features;
-  for (const std::string& f : jit.function_names()) functions.push_back(f);
-  for (const std::string& s : undefined_symbols(jit.object_code())) imports.push_back(s);
+  std::vector<std::string> seen;
+  for (size_t k = 0; k < jits.size(); ++k) {
+    for (const std::string& f : jits[k]->function_names()) {
+      const char* role = f == module.name() + "_compact" ? "compact" : "generic";
+      functions.push_back(json::Object{{"name", f}, {"role", role}, {"object", int64_t(k)}});
+    }
+    for (const std::string& s : undefined_symbols(jits[k]->object_code())) {
+      if (std::find(seen.begin(), seen.end(), s) == seen.end()) seen.push_back(s);
+    }
+  }
+  for (const std::string& s : seen) imports.push_back(s);
   for (const std::string& f : target_cpu_features(jit.target())) features.push_back(f);
   std::string cpu = jit.target().cpu.empty() ? host_cpu_name() : jit.target().cpu;
 
@@ -386,7 +407,8 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
   put_u32(out, kModuleFileVersion);
   put_u32(out, 0);
   put_section(out, manifest_text);
-  put_section(out, jit.object_code());
+  put_u32(out, static_cast<uint32_t>(jits.size()));
+  for (const JITModule* j : jits) put_section(out, j->object_code());
   put_section(out, include_ir ? jit.get_source("ll") : std::string());
   put_u32(out, crc_of(out.data(), out.size()));
   return out;
@@ -400,7 +422,8 @@ std::string read_module_manifest(const std::string& bytes, const std::string& or
   return s.manifest;
 }
 
-std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::string& origin) {
+std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::string& origin,
+                                          GenericCompiler compile_generic) {
   auto start = std::chrono::steady_clock::now();
   Sections sections = split_file(bytes, origin);
   json::Value value = parse_manifest(sections.manifest, origin);
@@ -463,14 +486,56 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
     const json::Object& o = r.object(v, "an internal size");
     internal.push_back({r.str(o, "what"), r.expr(r.field(o, "expr"), slots)});
   }
-  std::vector<std::string> functions = r.strings(m, "functions");
-  if (functions.size() != 2) r.fail("a module has two functions (generic and compact)");
   std::string name = r.str(m, "name");
-
-  auto jit = JITModule::load(sections.object, functions, target, std::move(sections.ir), name);
-  auto module = std::make_shared<Module>(name, std::move(specs), std::move(slots), jit,
-                                         jit->lookup(functions[0]), jit->lookup(functions[1]),
-                                         r.str(m, "lowered"));
+  // Which object holds which function.
+  std::vector<std::vector<std::string>> names(sections.objects.size());
+  std::string compact_name, generic_name;
+  size_t compact_object = 0, generic_object = 0;
+  for (const json::Value& v : r.array(m, "functions")) {
+    const json::Object& o = r.object(v, "a function");
+    std::string fn = r.str(o, "name"), role = r.str(o, "role");
+    int64_t k = r.integer(o, "object");
+    if (k < 0 || static_cast<size_t>(k) >= names.size()) {
+      r.fail(str_cat("function '", fn, "' is in object ", k, " of ", names.size()));
+    }
+    names[static_cast<size_t>(k)].push_back(fn);
+    if (role == "compact") {
+      compact_name = fn;
+      compact_object = static_cast<size_t>(k);
+    } else if (role == "generic") {
+      generic_name = fn;
+      generic_object = static_cast<size_t>(k);
+    } else {
+      r.fail(str_cat("function '", fn, "' has the unknown role '", role, "'"));
+    }
+  }
+  if (compact_name.empty()) r.fail("the module has no compact function");
+  std::vector<std::shared_ptr<JITModule>> jits;
+  for (size_t k = 0; k < sections.objects.size(); ++k) {
+    // The IR is the compact variant's (the module's own JIT).
+    std::string ir = k == compact_object ? sections.ir : std::string();
+    jits.push_back(JITModule::load(sections.objects[k], names[k], target, std::move(ir), name));
+  }
+  std::shared_ptr<JITModule> jit = jits[compact_object];
+  KernelFn generic_fn = nullptr;
+  if (!generic_name.empty()) {
+    std::shared_ptr<JITModule> holder = jits[generic_object];
+    KernelFn fn = holder->lookup(generic_name);
+    if (holder == jit) {
+      generic_fn = fn;
+    } else {
+      compile_generic = [holder, fn] { return std::make_pair(holder, fn); };
+    }
+  } else if (!compile_generic) {
+    compile_generic = [name, origin]() -> std::pair<std::shared_ptr<JITModule>, KernelFn> {
+      value_error("kernel '", name, "' was loaded from ", origin,
+                  ", saved without its variant for strided arrays: pass contiguous arrays, or ",
+                  "save the module with Module.save/export_library, which include it");
+    };
+  }
+  auto module = std::make_shared<Module>(name, std::move(specs), std::move(slots), jit, generic_fn,
+                                         jit->lookup(compact_name), r.str(m, "lowered"),
+                                         std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

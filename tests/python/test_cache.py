@@ -251,3 +251,19 @@ def test_docstring_examples():
 
     result = doctest.testmod(cache, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_cached_module_compiles_its_strided_variant_on_demand(cache_dir):
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.compute((n,), lambda i: A[i] * 5.0, name="B")
+    s = tvm.create_schedule(B.op)
+    cache.build(s, [A, B], name="times5")
+    hits = cache.stats()["hits"]
+    f = cache.build(s, [A, B], name="times5")
+    assert cache.stats()["hits"] == hits + 1
+    a = np.arange(10, dtype="float32")
+    b = np.zeros(10, "float32")
+    f(a[::2], b[::2])
+    np.testing.assert_allclose(b[::2], a[::2] * 5.0)
+    assert b[1::2].tolist() == [0.0] * 5

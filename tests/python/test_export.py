@@ -34,22 +34,31 @@ def reference(a: np.ndarray) -> np.ndarray:
     return np.exp(a[:-1].astype("float64")) * 2.0 + a[1:]
 
 
-def split(data: bytes) -> tuple[dict, bytes, bytes]:
-    """The file's three sections, read independently of the C++ parser (the layout of
-    csrc/runtime/module_file.h)."""
-    pos, sections = HEADER, []
-    for _ in range(3):
+def split(data: bytes) -> tuple[dict, list[bytes], bytes]:
+    """The file's sections, read independently of the C++ parser (the layout of
+    csrc/runtime/module_file.h): manifest, objects, IR."""
+    pos = HEADER
+
+    def section() -> bytes:
+        nonlocal pos
         (n,) = struct.unpack_from("<Q", data, pos)
-        sections.append(data[pos + 8 : pos + 8 + n])
         pos += 8 + n
+        return data[pos - n : pos]
+
+    manifest = json.loads(section())
+    (count,) = struct.unpack_from("<I", data, pos)
+    pos += 4
+    objects = [section() for _ in range(count)]
+    ir = section()
     assert pos + 4 == len(data)
-    return json.loads(sections[0]), sections[1], sections[2]
+    return manifest, objects, ir
 
 
-def pack(manifest: dict, obj: bytes, ir: bytes, version: int = 1) -> bytes:
+def pack(manifest: dict, objects: list[bytes], ir: bytes, version: int = 1) -> bytes:
     text = json.dumps(manifest).encode()
     body = b"PTBMOD\r\n" + struct.pack("<II", version, 0)
-    for section in (text, obj, ir):
+    body += struct.pack("<Q", len(text)) + text + struct.pack("<I", len(objects))
+    for section in (*objects, ir):
         body += struct.pack("<Q", len(section)) + section
     return body + struct.pack("<I", zlib.crc32(body))
 
@@ -258,3 +267,23 @@ def test_two_function_kernels_with_matmul_and_parallel_loops(tmp_path):
     big = np.zeros((200, 16), np.float32)
     g(a, w, big[:, ::2])
     np.testing.assert_allclose(big[:, ::2], a @ w, rtol=1e-5)
+
+
+def test_saved_files_hold_the_strided_variant_unless_asked_not_to(tmp_path):
+    f = build_shift_exp()
+    roles = {fn["role"] for fn in split(tvm.runtime.module_to_bytes(f))[0]["functions"]}
+    assert roles == {"compact", "generic"}
+    g = tvm.runtime.module_from_bytes(tvm.runtime.module_to_bytes(f))
+    a = np.linspace(0, 1, 20, dtype="float32")
+    out = np.zeros(36, "float32")
+    g(a[::2], out[::4])  # strided input and output: the generic variant
+    np.testing.assert_allclose(out[::4], reference(a[::2]), rtol=1e-5)
+    compact_only = build_shift_exp()
+    data = tvm.runtime.module_to_bytes(compact_only, include_generic=False)
+    assert [fn["role"] for fn in split(data)[0]["functions"]] == ["compact"]
+    h = tvm.runtime.module_from_bytes(data, "compact.ptb")
+    b = np.empty(9, "float32")
+    h(a[:10], b)
+    np.testing.assert_allclose(b, reference(a[:10]), rtol=1e-5)
+    with pytest.raises(ValueError, match="saved without its variant for strided arrays"):
+        h(a[::2], b)

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -298,15 +299,17 @@ def _is_one(d: Any) -> bool:
 
 def _compile_graph(
     ep: Any, examples: list[torch.Tensor], constants: list[torch.Tensor], option: dict[str, Any]
-) -> tuple[Module, list[int], list[int]]:
+) -> tuple[Module, list[int], list[int], dict[int, int]]:
+    """(module, kernel inputs as graph-input indices, kernel outputs in graph-output order,
+    graph inputs passed pre-packed: index -> panel width)."""
     try:
         from .graph import compile_graph  # the graph compiler (issue 12), when installed
     except ImportError:
         compile_graph = None
     gm = ep.graph_module
     if compile_graph is None:
-        return _convert_graph(gm, "compiled_model")
-    tuning = {k: option[k] for k in ("tuning_n_trials", "tuning_log_file") if option.get(k)}
+        return (*_convert_graph(gm, "compiled_model"), {})
+    del option  # tuning options are recorded in the plan; the graph compiler does not tune yet
     placeholder_values = []
     user = iter(examples)
     consts = iter(constants)
@@ -314,8 +317,18 @@ def _compile_graph(
 
     for spec in ep.graph_signature.input_specs:
         placeholder_values.append(next(user) if spec.kind == InputKind.USER_INPUT else next(consts))
-    cg = compile_graph(gm, placeholder_values, name="compiled_model", **tuning)
-    return cg.module, list(cg.tensor_inputs), list(cg.output_of)
+    # Inputs the graph never reads (BatchNorm's num_batches_tracked in eval) are dropped first.
+    gm = copy.deepcopy(gm)
+    keep = []
+    for i, node in enumerate([n for n in gm.graph.nodes if n.op == "placeholder"]):
+        if node.users:
+            keep.append(i)
+        else:
+            gm.graph.erase_node(node)
+    gm.recompile()
+    cg = compile_graph(gm, [placeholder_values[i] for i in keep], name="compiled_model")
+    packed = {keep[i]: width for i, width in cg.prepacked.items()}
+    return cg.module, [keep[i] for i in cg.tensor_inputs], list(cg.output_of), packed
 
 
 def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> CompiledModel:
@@ -325,7 +338,7 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
     entry may be a size name such as ``"batch"``, compiled once for every size),
     ``default_dtype`` (``"float32"``), ``export_dir`` (also write the compiled model there for
     :func:`load`), ``num_outputs`` (checked against the model), ``tuning_n_trials`` and
-    ``tuning_log_file`` (passed to the graph compiler's tuning).
+    ``tuning_log_file`` (recorded in the export's plan; the graph compiler does not tune yet).
 
     Example:
         >>> import torch, pytvmbridge.torch_compile as ptc
@@ -338,7 +351,17 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
     option = _parse_options(option)
     ep, examples = _export(module_or_traced, option["input_infos"])
     sources, constants = _lifted_inputs(ep, examples)
-    module, kernel_inputs, output_of = _compile_graph(ep, examples, constants, option)
+    module, kernel_inputs, output_of, packed = _compile_graph(ep, examples, constants, option)
+    for i, width in packed.items():
+        # Weights the kernel takes pre-packed (convolutions): constants, packed once here.
+        kind, k = sources[i]
+        if kind != "const":
+            raise UnsupportedOperatorError(
+                f"compile: input {k} is used as a convolution weight; pass weights as parameters"
+            )
+        from .graph.prepack import pack_weight
+
+        constants[k] = pack_weight(constants[k], width)
     num_outputs = option.get("num_outputs")
     if num_outputs is not None and num_outputs != len(output_of):
         raise ValueError(

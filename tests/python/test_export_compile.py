@@ -83,17 +83,17 @@ def test_default_dtype_and_multiple_outputs():
     class TwoHeads(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.a = torch.nn.Linear(4, 2).double()
-            self.b = torch.nn.Linear(4, 3).double()
+            self.a = torch.nn.Linear(4, 2)
+            self.b = torch.nn.Linear(4, 3)
 
         def forward(self, x):
             return self.a(x), torch.relu(self.b(x))
 
     model = TwoHeads()
-    compiled = ptc.compile(model, {"input_infos": [("x", ("n", 4))], "default_dtype": "float64"})
-    x = torch.randn(5, 4, dtype=torch.float64)
+    compiled = ptc.compile(model, {"input_infos": [("x", ("n", 4))], "default_dtype": "float32"})
+    x = torch.randn(5, 4)
     for got, want in zip(compiled(x), model(x), strict=True):
-        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 def test_unsupported_operator_is_named():
@@ -118,3 +118,25 @@ def test_docstring_examples():
 
     result = doctest.testmod(ptc, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_small_convolutional_network_with_batch_norm():
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.bn = torch.nn.BatchNorm2d(8)
+            self.fc = torch.nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.bn(self.conv(x))).mean(dim=(2, 3)))
+
+    torch.manual_seed(1)
+    model = Net().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-0.5, 0.5)
+        model.bn.running_var.uniform_(0.5, 2.0)
+    compiled = ptc.compile(model, {"input_infos": [("x", ("batch", 3, 12, 12))]})
+    for batch in (2, 3):
+        x = torch.randn(batch, 3, 12, 12)
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)

@@ -41,6 +41,7 @@ import torch
 
 from . import te
 from .build import Module
+from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from .runtime import load_module
 from .torch_library import TorchModule
 
@@ -58,7 +59,7 @@ OPTION_KEYS = (
 EXAMPLE_SIZE = 8
 
 
-class UnsupportedOperatorError(NotImplementedError):
+class UnsupportedOperatorError(TVMNotImplementedError):
     """The model uses an operator that the graph compiler in use cannot convert."""
 
 
@@ -81,7 +82,7 @@ class CompiledModel(torch.nn.Module):
     def forward(self, *inputs: torch.Tensor) -> Any:
         expected = self.plan["num_inputs"]
         if len(inputs) != expected:
-            raise TypeError(f"compiled model takes {expected} input(s), got {len(inputs)}")
+            raise TVMTypeError(f"compiled model takes {expected} input(s), got {len(inputs)}")
         args = [
             inputs[k] if kind == "input" else getattr(self, f"const{k}")
             for kind, k in self.plan["args"]
@@ -96,12 +97,12 @@ def _parse_options(option: dict[str, Any] | None) -> dict[str, Any]:
     option = dict(option or {})
     unknown = sorted(set(option) - set(OPTION_KEYS))
     if unknown:
-        raise ValueError(
+        raise TVMValueError(
             f"compile: unknown option(s) {unknown}; expected some of {list(OPTION_KEYS)}"
         )
     infos = option.get("input_infos")
     if not isinstance(infos, (list, tuple)) or not infos:
-        raise ValueError(
+        raise TVMValueError(
             "compile: option 'input_infos' must list the inputs as (name, shape) pairs, e.g. "
             f"[('x', ('batch', 3, 224, 224))]; got {infos!r}"
         )
@@ -114,7 +115,7 @@ def _parse_options(option: dict[str, Any] | None) -> dict[str, Any]:
             or not isinstance(info[1], (list, tuple))
             or not all(isinstance(d, (int, str)) and not isinstance(d, bool) for d in info[1])
         ):
-            raise ValueError(
+            raise TVMValueError(
                 f"compile: input_infos[{k}] must be (name, shape) or (name, shape, dtype) with "
                 f"ints or size names in the shape, got {info!r}"
             )
@@ -126,12 +127,12 @@ def _parse_options(option: dict[str, Any] | None) -> dict[str, Any]:
 
 def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
     if isinstance(model, torch.jit.ScriptModule):
-        raise TypeError(
+        raise TVMTypeError(
             "compile: TorchScript modules (torch.jit.trace/script) cannot be exported any more; "
             "pass the torch.nn.Module itself (it is exported with torch.export)"
         )
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"compile: expected a torch.nn.Module, got {type(model).__name__}")
+        raise TVMTypeError(f"compile: expected a torch.nn.Module, got {type(model).__name__}")
     dims: dict[str, Any] = {}
     examples, dynamic = [], []
     for _name, shape, dtype in infos:
@@ -364,7 +365,7 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
         constants[k] = pack_weight(constants[k], width)
     num_outputs = option.get("num_outputs")
     if num_outputs is not None and num_outputs != len(output_of):
-        raise ValueError(
+        raise TVMValueError(
             f"compile: option num_outputs is {num_outputs}, but the model returns {len(output_of)}"
         )
     plan = {

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from .build import Module
+from .error import TVMValueError
 from .runtime import module_from_bytes, module_to_bytes
 
 __all__ = ["TorchModule", "output_spec", "run_module"]
@@ -51,7 +52,7 @@ def _module_for(key: str, code: torch.Tensor) -> Module:
         return module
     data = code.detach().cpu().contiguous().numpy().tobytes()
     if hashlib.sha256(data).hexdigest() != key:
-        raise ValueError(
+        raise TVMValueError(
             "pytvmbridge::run_module: the code tensor does not match its key (the buffer was "
             "modified after the module was made)"
         )
@@ -89,7 +90,7 @@ def output_spec(module: Module) -> str:
             return e["int"]
         if "var" in e:
             if e["var"] not in where:
-                raise ValueError(
+                raise TVMValueError(
                     f"module {module.entry_name!r}: the output size variable {e.get('name')!r} is "
                     "not a size of any input, so PyTorch cannot know the output shape"
                 )

@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
+from ..torch_compile import compile, load  # PyTorchTVM's compile(model, option) / load(dir)
 from .graph import ImportedGraph, to_graph
 from .switch import disable, enable, is_enabled
 
-__all__ = ["ImportedGraph", "disable", "enable", "is_enabled", "to_graph"]
+__all__ = ["ImportedGraph", "compile", "disable", "enable", "is_enabled", "load", "to_graph"]

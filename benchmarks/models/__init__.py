@@ -25,14 +25,23 @@ from .mlp import MLP
 from .mobilenet import MobileNetV2
 from .resnet import resnet18, resnet50
 
+# The small (test) models keep every kind of block the full ones have, once each where the
+# full model repeats it: a stage of two blocks (one with a projection shortcut, one with the
+# identity shortcut), then one stride-2 block per later stage. Compile time grows with the
+# number of convolutions, so this keeps the whole-model tests quick.
+SMALL_RESNET_LAYERS = [2, 1, 1, 1]
+# MobileNetV2's first three stages: the expand-1 block, stride-2 blocks and a residual block.
+SMALL_MOBILENET_SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 2, 2))
+
 # name -> (builder(**size) -> model, input shape without the batch, full-size kwargs, small kwargs)
 MODELS: dict[str, tuple[Callable[..., torch.nn.Module], Callable[[dict], tuple], dict, dict]] = {
     "resnet18": (resnet18, lambda k: (3, k.get("image", 224), k.get("image", 224)), {},
-                 {"width": 8, "image": 32, "num_classes": 10}),
+                 {"width": 8, "image": 32, "num_classes": 10, "layers": SMALL_RESNET_LAYERS}),
     "resnet50": (resnet50, lambda k: (3, k.get("image", 224), k.get("image", 224)), {},
-                 {"width": 8, "image": 32, "num_classes": 10}),
+                 {"width": 8, "image": 32, "num_classes": 10, "layers": SMALL_RESNET_LAYERS}),
     "mobilenet_v2": (MobileNetV2, lambda k: (3, k.get("image", 224), k.get("image", 224)), {},
-                     {"width_mult": 0.25, "image": 32, "num_classes": 10}),
+                     {"width_mult": 0.25, "image": 32, "num_classes": 10,
+                      "settings": SMALL_MOBILENET_SETTINGS}),
     "bert_layer": (BertLayer, lambda k: (k.get("seq", 128), k.get("hidden", 768)), {},
                    {"hidden": 64, "heads": 4, "seq": 16}),
     "mlp": (MLP, lambda k: (k.get("in_features", 784),), {}, {"in_features": 32, "hidden": 64}),

@@ -40,11 +40,17 @@ class MobileNetV2(nn.Module):
     SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
                 (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
 
-    def __init__(self, width_mult: float = 1.0, num_classes: int = 1000) -> None:
+    def __init__(
+        self,
+        width_mult: float = 1.0,
+        num_classes: int = 1000,
+        settings: tuple[tuple[int, int, int, int], ...] | None = None,
+    ) -> None:
+        """``settings`` (expand, channels, repeats, stride per stage) shortens it for tests."""
         super().__init__()
         cin = _div8(32 * width_mult)
         layers: list[nn.Module] = [_cbr(3, cin, 3, 2)]
-        for t, c, n, s in self.SETTINGS:
+        for t, c, n, s in settings or self.SETTINGS:
             cout = _div8(c * width_mult)
             for i in range(n):
                 layers.append(InvertedResidual(cin, cout, s if i == 0 else 1, t))

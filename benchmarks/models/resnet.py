@@ -73,9 +73,11 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
 
 
-def resnet18(width: int = 64, num_classes: int = 1000) -> ResNet:
-    return ResNet(BasicBlock, [2, 2, 2, 2], width, num_classes)
+def resnet18(width: int = 64, num_classes: int = 1000, layers: list[int] | None = None) -> ResNet:
+    """ResNet-18; ``layers`` (blocks per stage) shortens it for tests."""
+    return ResNet(BasicBlock, layers or [2, 2, 2, 2], width, num_classes)
 
 
-def resnet50(width: int = 64, num_classes: int = 1000) -> ResNet:
-    return ResNet(Bottleneck, [3, 4, 6, 3], width, num_classes)
+def resnet50(width: int = 64, num_classes: int = 1000, layers: list[int] | None = None) -> ResNet:
+    """ResNet-50; ``layers`` (blocks per stage) shortens it for tests."""
+    return ResNet(Bottleneck, layers or [3, 4, 6, 3], width, num_classes)

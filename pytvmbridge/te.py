@@ -869,3 +869,18 @@ __all__ += ["CommReducer", "comm_reducer", "scan"]
 from .extern import call_packed, extern  # noqa: E402
 
 __all__ += ["call_packed", "extern"]
+
+
+def gradient(output: Tensor, inputs: Any, head: Tensor | None = None) -> Any:
+    """Reverse-mode gradients of ``output`` with respect to ``inputs`` (TVM's ``te.gradient``);
+    see :func:`pytvmbridge.autodiff.gradient`.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((4,), name="A")
+        >>> te.gradient(te.compute((4,), lambda i: A[i] * A[i], name="B"), [A])[0].shape
+        (4,)
+    """
+    from .autodiff import gradient as _gradient
+
+    return _gradient(output, inputs, head)

@@ -34,6 +34,7 @@ void bind_extern(py::module_& m);        // extern operations, packed functions 
 void bind_tc(py::module_& m);            // Tensor Comprehensions front end (bind_tc.cc)
 void bind_bridges(py::module_& m);       // the C++ fast path of the bridges (bind_bridges.cc)
 void bind_module_file(py::module_& m);   // saving and loading Modules (bind_module_file.cc)
+void bind_autodiff(py::module_& m);      // expression parts for te.gradient (bind_autodiff.cc)
 // `module(*arrays)`: the Caller's in-place call (bind_bridges.cc); set_module_call makes it the
 // Module type's tp_call, without pybind11's dispatch.
 void call_module(const Module& mod, const py::args& arrays);

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   ptb::python::bind_tc(m);
   ptb::python::bind_bridges(m);
   ptb::python::bind_module_file(m);
+  ptb::python::bind_autodiff(m);
 }

@@ -1,0 +1,224 @@
+"""``te.gradient``: reverse-mode differentiation of tensor expressions.
+
+The adjoint of every tensor between the inputs and the output is built consumer by consumer, in
+reverse topological order. For one read ``T[f(i, r)]`` inside a consumer ``C[i] = reduce_r body``,
+the naive adjoint is a scatter: ``adj_T[f(i, r)] += adj_C[i] * d body / d T[f(i, r)]``. Instead
+of scattering, each index ``f_d`` is solved for one of the consumer's variables
+(:mod:`.gather`), so the adjoint is a gather over the variables left free:
+``adj_T[x] = sum_free where(conditions) adj_C[i(x, free)] * d body``. No Jacobian is ever formed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _core
+from .. import te as _te
+from .derivative import NotDifferentiable, derivative, mul, site_key
+from .gather import gather_adjoint
+
+Tensor = Any
+
+
+def _reads(e: Any, out: list[tuple[Tensor, list[Any]]]) -> None:
+    """Every tensor read in ``e``, in order, with its indices."""
+    parts = _core.expr_parts(e)
+    if parts[0] == "TensorRead":
+        out.append((parts[1], parts[2]))
+        for i in parts[2]:
+            _reads(i, out)
+        return
+    for p in parts[1:]:
+        if isinstance(p, list):
+            for q in p:
+                if isinstance(q, _core.Expr) and not isinstance(q, _core.IterVar):
+                    _reads(q, out)
+        elif isinstance(p, _core.Expr) and not isinstance(p, _core.IterVar):
+            _reads(p, out)
+
+
+def _producers(t: Tensor) -> list[Tensor]:
+    if t.op.num_outputs != 1 and not isinstance(t.op, _te.ComputeOp):
+        return []
+    if not isinstance(t.op, _te.ComputeOp):
+        return []
+    found: list[tuple[Tensor, list[Any]]] = []
+    for body in t.op.body:
+        _reads(body, found)
+    out: list[Tensor] = []
+    for tensor, _ in found:
+        if tensor not in out:
+            out.append(tensor)
+    return out
+
+
+def _post_order(output: Tensor) -> list[Tensor]:
+    order: list[Tensor] = []
+    seen: set[Tensor] = set()
+    stack: list[tuple[Tensor, bool]] = [(output, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            order.append(t)
+            continue
+        if t in seen:
+            continue
+        seen.add(t)
+        stack.append((t, True))
+        for p in _producers(t):
+            if p not in seen:
+                stack.append((p, False))
+    return order
+
+
+def _check_tensor(obj: Any, what: str) -> Tensor:
+    if not isinstance(obj, _core.Tensor):
+        raise TypeError(f"te.gradient(): {what} must be a Tensor, got {type(obj).__name__}")
+    return obj
+
+
+def _same_shape(a: Tensor, b: Tensor) -> bool:
+    return len(a.shape) == len(b.shape) and all(
+        repr(x) == repr(y) for x, y in zip(a.shape, b.shape, strict=False)
+    )
+
+
+def gradient(output: Tensor, inputs: Tensor | list[Tensor], head: Tensor | None = None) -> Any:
+    """The gradients of ``output`` with respect to ``inputs``, as tensor expressions.
+
+    ``head`` is the adjoint of ``output`` (a tensor of its shape and dtype: the gradient flowing
+    back from whatever consumes it); without one it is all ones, so the result is the gradient
+    of ``sum(output)``. Returns one tensor per input (a single tensor if ``inputs`` is one), each
+    of the input's shape; schedule them like any computation (``auto_schedule``).
+
+    Example:
+        >>> import numpy as np
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import te
+        >>> A = te.placeholder((3, 4), name="A", dtype="float64")
+        >>> B = te.compute((3, 4), lambda i, j: A[i, j] * A[i, j], name="B")
+        >>> dA = te.gradient(B, A)
+        >>> f = tvm.build(tvm.auto_schedule([dA]), [A, dA])
+        >>> a = np.arange(12.0).reshape(3, 4); out = np.empty_like(a)
+        >>> f(a, out); bool(np.allclose(out, 2 * a))
+        True
+    """
+    _check_tensor(output, "output")
+    single = isinstance(inputs, _core.Tensor)
+    input_list = [inputs] if single else list(inputs)
+    for k, t in enumerate(input_list):
+        _check_tensor(t, f"inputs[{k}]")
+    if head is None:
+        dtype = output.dtype
+        head = _te.compute(
+            output.shape, lambda *i: _core.const(1, dtype), name=f"{output.name}_grad_head"
+        )
+    else:
+        _check_tensor(head, "head")
+        if not _same_shape(head, output) or head.dtype != output.dtype:
+            raise ValueError(
+                f"te.gradient(): head must have the output's shape {tuple(output.shape)} and "
+                f"dtype {output.dtype}, got {tuple(head.shape)} {head.dtype}"
+            )
+
+    order = _post_order(output)  # producers before consumers
+    wanted = set(input_list)
+    needs: set[Tensor] = set()
+    for t in order:
+        if t in wanted or any(p in needs for p in _producers(t)):
+            needs.add(t)
+
+    contributions: dict[Tensor, list[Any]] = {output: [head]}
+    adjoints: dict[Tensor, Tensor] = {}
+    for t in reversed(order):
+        if t not in needs:
+            continue
+        adj = _sum_adjoint(t, contributions.get(t, []))
+        adjoints[t] = adj
+        if t in wanted and not isinstance(t.op, _te.ComputeOp):
+            continue
+        if not isinstance(t.op, _te.ComputeOp):
+            raise NotDifferentiable(
+                f"te.gradient: cannot differentiate through operation {t.op.name!r}"
+            )
+        if t.op.num_outputs != 1:
+            raise NotDifferentiable(
+                f"te.gradient: operation {t.op.name!r} has {t.op.num_outputs} outputs (tuple "
+                "reductions such as argmax have no gradient)"
+            )
+        _propagate(t, adj, needs, contributions)
+    result = [adjoints[t] if t in adjoints else _zeros(t) for t in input_list]
+    return result[0] if single else result
+
+
+def _zeros(t: Tensor) -> Tensor:
+    dtype = t.dtype
+    return _te.compute(t.shape, lambda *i: _core.const(0, dtype), name=f"{t.name}_grad")
+
+
+def _sum_adjoint(t: Tensor, parts: list[Any]) -> Tensor:
+    if not parts:
+        return _zeros(t)
+    if len(parts) == 1 and isinstance(parts[0], _core.Tensor):
+        return parts[0]
+
+    def body(*x: Any) -> Any:
+        total = None
+        for p in parts:
+            v = p[tuple(x)] if isinstance(p, _core.Tensor) else p(*x)
+            total = v if total is None else total + v
+        return total
+
+    return _te.compute(t.shape, body, name=f"{t.name}_grad")
+
+
+def _propagate(
+    c: Tensor, adj_c: Tensor, needs: set[Tensor], contributions: dict[Tensor, list[Any]]
+) -> None:
+    """Adds the contributions of consumer ``c`` (adjoint ``adj_c``) to its producers' adjoints."""
+    op = c.op
+    body = op.body[0]
+    parts = _core.expr_parts(body)
+    axes = list(op.axis)
+    if parts[0] == "Reduce":
+        kind, src, raxes, rcond = parts[1], parts[2], list(parts[3]), parts[4]
+        if kind not in ("sum", "max", "min", "prod"):
+            raise NotDifferentiable(
+                f"te.gradient: operation {op.name!r} reduces with a custom reducer ({kind})"
+            )
+    else:
+        kind, src, raxes, rcond = None, body, [], None
+    found: list[tuple[Tensor, list[Any]]] = []
+    _reads(src, found)
+    seen: set[tuple[Any, str]] = set()
+    here = c[tuple(a.var for a in axes)]
+    for tensor, indices in found:
+        if tensor not in needs:
+            continue
+        key = site_key(tensor, indices)
+        if key in seen:
+            continue
+        seen.add(key)
+        d = derivative(src, key)
+        if d is None:
+            continue
+        if kind in ("max", "min"):  # the argmax/argmin mask
+            d = _core.select(src == here, _as_expr(d, c.dtype), _core.const(0, c.dtype))
+        elif kind == "prod":
+            d = mul(d, here / src)
+        value = mul(adj_c[tuple(a.var for a in axes)], d)
+        value = _as_expr(value, c.dtype)
+        if value.dtype != tensor.dtype:
+            value = value.astype(tensor.dtype)
+        if rcond is not None:
+            value = _core.if_then_else(rcond, value, _core.const(0, value.dtype))
+        contributions.setdefault(tensor, []).append(
+            gather_adjoint(tensor, indices, value, axes, raxes, f"{tensor.name}_grad_{op.name}")
+        )
+
+
+def _as_expr(v: Any, dtype: str) -> Any:
+    return _core.const(v, dtype) if isinstance(v, float) else v
+
+
+__all__ = ["NotDifferentiable", "gradient"]

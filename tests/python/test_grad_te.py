@@ -1,0 +1,272 @@
+"""te.gradient against PyTorch's autograd (float64), op by op and on random expression trees."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pytvmbridge as tvm
+from pytvmbridge import te, topi
+
+F64 = "float64"
+
+
+def check(build_outputs, torch_fn, shapes, rng_scale=1.0, positive=False, atol=1e-7):
+    """Builds ``out = build_outputs(*placeholders)``, differentiates it with a random head with
+    te.gradient and compares every input gradient with torch.autograd's."""
+    rng = np.random.default_rng(0)
+    phs = [te.placeholder(s, name=f"in{k}", dtype=F64) for k, s in enumerate(shapes)]
+    out = build_outputs(*phs)
+    head = te.placeholder(out.shape, name="head", dtype=F64)
+    grads = te.gradient(out, phs, head)
+    f = tvm.build(tvm.auto_schedule(grads), [*phs, head, *grads])
+    xs = []
+    for s in shapes:
+        x = rng.standard_normal(s) * rng_scale
+        xs.append(np.abs(x) + 0.5 if positive else x)
+    ts = [torch.tensor(x, requires_grad=True) for x in xs]
+    expected_out = torch_fn(*ts)
+    h = rng.standard_normal(tuple(expected_out.shape))
+    expected = torch.autograd.grad(expected_out, ts, torch.tensor(h), allow_unused=True)
+    got = [np.empty_like(x) for x in xs]
+    f(*xs, h, *got)
+    for k, (g, e) in enumerate(zip(got, expected, strict=False)):
+        want = np.zeros_like(xs[k]) if e is None else e.numpy()
+        np.testing.assert_allclose(g, want, rtol=1e-6, atol=atol, err_msg=f"input {k}")
+
+
+def test_elementwise_product_and_quotient():
+    check(
+        lambda a, b: te.compute(
+            a.shape, lambda i, j: a[i, j] * b[i, j] / (b[i, j] * b[i, j] + 1.0)
+        ),
+        lambda a, b: a * b / (b * b + 1),
+        [(3, 5), (3, 5)],
+    )
+
+
+def test_broadcasting_reads_become_reductions():
+    check(
+        lambda a, b: te.compute((4, 6), lambda i, j: a[i, j] * b[j] + b[j]),
+        lambda a, b: a * b + b,
+        [(4, 6), (6,)],
+    )
+
+
+def test_sum_and_max_reductions():
+    def fwd(a):
+        k = te.reduce_axis((0, 7), name="k")
+        m = te.compute((5,), lambda i: te.max(a[i, k], axis=k), name="m")
+        k2 = te.reduce_axis((0, 7), name="k2")
+        return te.compute((5,), lambda i: te.sum(a[i, k2] * m[i], axis=k2), name="s")
+
+    check(fwd, lambda a: (a * a.amax(1, keepdim=True)).sum(1), [(5, 7)])
+
+
+def test_min_and_prod_reductions():
+    def fwd(a):
+        k = te.reduce_axis((0, 4), name="k")
+        lo = te.compute((3,), lambda i: te.min(a[i, k], axis=k), name="lo")
+        k2 = te.reduce_axis((0, 4), name="k2")
+        pr = te.compute((3,), lambda i: te.prod(a[i, k2], axis=k2), name="pr")
+        return te.compute((3,), lambda i: lo[i] + pr[i])
+
+    check(fwd, lambda a: a.amin(1) + a.prod(1), [(3, 4)], positive=True)
+
+
+def test_matmul():
+    check(lambda a, b: topi.matmul(a, b), lambda a, b: a @ b, [(6, 5), (5, 7)])
+
+
+def test_dense_with_bias():
+    check(
+        lambda x, w, b: topi.nn.dense(x, w, b),
+        torch.nn.functional.linear,
+        [(4, 6), (3, 6), (3,)],
+    )
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 1), (2, 1), (2, 0)])
+def test_conv2d(stride, padding):
+    check(
+        lambda x, w: topi.nn.conv2d(x, w, stride, padding),
+        lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=padding),
+        [(2, 3, 7, 7), (4, 3, 3, 3)],
+    )
+
+
+def test_conv2d_gradient_is_a_gather_over_the_window():
+    x = te.placeholder((1, 2, 8, 8), name="x", dtype=F64)
+    w = te.placeholder((3, 2, 3, 3), name="w", dtype=F64)
+    y = topi.nn.conv2d(x, w, 2, 0)
+    (dx,) = te.gradient(y, [x])
+    # the data gradient reduces over the output channel and the 3x3 window only, never over
+    # the output image (which a scatter turned into a masked sum would do)
+    extents = sorted(int(r.dom.extent) for r in dx.op.reduce_axis)
+    assert extents == [3, 3, 3], extents
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool2d(kind):
+    if kind == "max":
+        check(
+            lambda x: topi.nn.max_pool2d(x, 2, 2),
+            lambda x: torch.nn.functional.max_pool2d(x, 2, 2),
+            [(1, 2, 6, 6)],
+        )
+    else:
+        check(
+            lambda x: topi.nn.avg_pool2d(x, 3, 2, 1),
+            lambda x: torch.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=True),
+            [(1, 2, 7, 7)],
+        )
+
+
+def test_softmax_and_log_softmax():
+    check(lambda x: topi.nn.softmax(x), lambda x: torch.softmax(x, -1), [(3, 8)])
+    check(lambda x: topi.nn.log_softmax(x), lambda x: torch.log_softmax(x, -1), [(3, 8)])
+
+
+def test_layer_norm():
+    check(
+        lambda x, g, b: topi.nn.layer_norm(x, g, b, axis=-1),
+        lambda x, g, b: torch.nn.functional.layer_norm(x, (8,), g, b),
+        [(4, 8), (8,), (8,)],
+    )
+
+
+def test_transpose_and_strided_slice_reads():
+    check(
+        lambda a: te.compute((3, 2), lambda i, j: a[j * 2, 2 - i] * 3.0),
+        lambda a: a[0:4:2].flip(1).T * 3.0,
+        [(4, 3)],
+    )
+
+
+def test_if_then_else_and_select():
+    check(
+        lambda a: te.compute(
+            (6,),
+            lambda i: (
+                te.if_then_else(i >= 1, a[te.max(i - 1, 0)], 0.0)
+                + te.select(a[i] > 0.0, a[i] * a[i], -a[i])
+            ),
+        ),
+        lambda a: torch.cat([a.new_zeros(1), a[:-1]]) + torch.where(a > 0, a * a, -a),
+        [(6,)],
+    )
+
+
+UNARY = {
+    "exp": (te.exp, torch.exp, False),
+    "log": (te.log, torch.log, True),
+    "log2": (te.log2, torch.log2, True),
+    "log1p": (te.log1p, torch.log1p, True),
+    "sqrt": (te.sqrt, torch.sqrt, True),
+    "rsqrt": (te.rsqrt, torch.rsqrt, True),
+    "sin": (te.sin, torch.sin, False),
+    "cos": (te.cos, torch.cos, False),
+    "tanh": (te.tanh, torch.tanh, False),
+    "sigmoid": (te.sigmoid, torch.sigmoid, False),
+    "erf": (te.erf, torch.erf, False),
+    "abs": (te.abs, torch.abs, False),
+    "floor": (te.floor, torch.floor, False),
+    "atan": (te.atan, torch.atan, False),
+    "asinh": (te.asinh, torch.asinh, False),
+    "sinh": (te.sinh, torch.sinh, False),
+    "cosh": (te.cosh, torch.cosh, False),
+    "expm1": (te.expm1, torch.expm1, False),
+    "erfc": (te.erfc, torch.erfc, False),
+    "cbrt": (te.cbrt, lambda x: torch.sign(x) * x.abs() ** (1 / 3), True),
+    "i0": (te.cyl_bessel_i0, torch.special.i0, False),
+    "i1": (te.cyl_bessel_i1, torch.special.i1, False),
+    "erfinv": (lambda x: te.erfinv(x * 0.3), lambda x: torch.erfinv(x * 0.3), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_math_function(name):
+    tf, pf, positive = UNARY[name]
+    check(
+        lambda a: te.compute(a.shape, lambda i: tf(a[i])),
+        pf,
+        [(9,)],
+        rng_scale=0.5,
+        positive=positive,
+    )
+
+
+def test_binary_math_functions():
+    check(
+        lambda a, b: te.compute(
+            a.shape,
+            lambda i: te.power(a[i], b[i]) + te.atan2(a[i], b[i]) + te.hypot(a[i], b[i]),
+        ),
+        lambda a, b: a**b + torch.atan2(a, b) + torch.hypot(a, b),
+        [(7,), (7,)],
+        positive=True,
+    )
+
+
+def test_no_derivative_names_the_function():
+    a = te.placeholder((3,), name="a", dtype=F64)
+    b = te.compute((3,), lambda i: te.lgamma(a[i]))
+    with pytest.raises(ValueError, match="lgamma"):
+        te.gradient(b, [a])
+
+
+def test_head_shape_is_checked():
+    a = te.placeholder((3,), name="a", dtype=F64)
+    b = te.compute((3,), lambda i: a[i] * 2.0)
+    with pytest.raises(ValueError, match="head"):
+        te.gradient(b, [a], te.placeholder((4,), name="h", dtype=F64))
+
+
+# Random expression trees: te and torch are built side by side from the same choices.
+_UN = [
+    (lambda x: te.exp(x * 0.3), lambda x: torch.exp(x * 0.3)),
+    (te.tanh, torch.tanh),
+    (te.sigmoid, torch.sigmoid),
+    (te.sin, torch.sin),
+    (lambda x: te.sqrt(x * x + 1.0), lambda x: torch.sqrt(x * x + 1.0)),
+]
+_BIN = [
+    (lambda a, b: a + b, lambda a, b: a + b),
+    (lambda a, b: a - b, lambda a, b: a - b),
+    (lambda a, b: a * b, lambda a, b: a * b),
+    (lambda a, b: a / (b * b + 1.0), lambda a, b: a / (b * b + 1.0)),
+    (te.max, torch.maximum),
+]
+
+
+def _tree(draw, depth):
+    if depth == 0 or draw(st.booleans()):
+        leaf = draw(st.integers(0, 2))
+        return (lambda r: r[leaf]), (lambda t: t[leaf])
+    if draw(st.booleans()):
+        f, g = _UN[draw(st.integers(0, len(_UN) - 1))]
+        a, b = _tree(draw, depth - 1)
+        return (lambda r: f(a(r))), (lambda t: g(b(t)))
+    f, g = _BIN[draw(st.integers(0, len(_BIN) - 1))]
+    a1, b1 = _tree(draw, depth - 1)
+    a2, b2 = _tree(draw, depth - 1)
+    return (lambda r: f(a1(r), a2(r))), (lambda t: g(b1(t), b2(t)))
+
+
+@st.composite
+def trees(draw):
+    return _tree(draw, 4)
+
+
+@settings(max_examples=12, deadline=None)
+@given(trees())
+def test_random_expression_trees(tree):
+    te_fn, torch_fn = tree
+    check(
+        lambda a, b, c: te.compute((5,), lambda i: te_fn((a[i], b[i], c[i])) + a[i]),
+        lambda a, b, c: torch_fn((a, b, c)) + a,
+        [(5,), (5,), (5,)],
+    )

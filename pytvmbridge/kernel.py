@@ -50,6 +50,7 @@ from collections.abc import Callable
 from typing import Any, overload
 
 from . import _core
+from .autodiff import torch_autograd as _torch_autograd
 from .error import TVMTypeError, TVMValueError
 from .frameworks import framework_of
 
@@ -212,6 +213,12 @@ class Kernel(_core.Caller):
         # Through the on-disk cache: a build another process made is loaded, not compiled.
         module = cache.build(s, placeholders + outputs, target=self.target, name=self.name)
         return module, _read_ranges(recorded, outputs, size_vars, variant)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # A torch tensor that requires grad goes through autograd (pytvmbridge/autodiff/).
+        if _torch_autograd.wants_grad(args):
+            return _torch_autograd.call(self, args, kwargs)
+        return _core.Caller.__call__(self, *args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<pytvmbridge kernel {self.name!r}: {self._compilations} compiled variant(s)>"

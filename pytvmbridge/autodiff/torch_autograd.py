@@ -1,0 +1,196 @@
+"""PyTorch autograd for ``@kernel``: a call with a tensor that requires grad records a node
+whose backward runs the kernel's derived gradient (``te.gradient``), compiled once per shapes.
+
+Example:
+    >>> import torch, pytvmbridge as tvm
+    >>> sq = tvm.kernel(lambda A: tvm.compute(A.shape, lambda i: A[i] * A[i], name="sq"))
+    >>> x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    >>> y = sq(x); y.grad_fn is not None
+    True
+    >>> y.sum().backward(); x.grad.tolist()
+    [2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from .derivative import NotDifferentiable
+
+_lock = threading.Lock()
+
+
+def wants_grad(args: tuple[Any, ...]) -> bool:
+    """True when the call must go through the kernel's custom op: torch is loaded and an
+    argument is a tensor that requires grad (in grad mode), or a tensor being traced
+    (torch.compile, torch.export: a FakeTensor or other subclass)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    tensor = torch.Tensor
+    grad = None
+    seen = False
+    for a in args:
+        if isinstance(a, tensor):
+            seen = True
+            if type(a) is not tensor and type(a) is not torch.nn.Parameter:
+                return True
+            if a.requires_grad:
+                if grad is None:
+                    grad = torch.is_grad_enabled()
+                if grad:
+                    return True
+    return seen and torch.compiler.is_compiling()
+
+
+def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
+    """The compiled gradient of ``kernel`` for inputs of these (dtype, shape): arguments are the
+    inputs, one head per output, then one gradient per input."""
+    cache = kernel.__dict__.setdefault("_grad_modules", {})
+    entry = cache.get(specs)
+    if entry is not None:
+        return entry
+    from .. import te
+    from ..autoschedule import auto_schedule
+    from ..build import build
+    from .gradient import gradient
+
+    names = kernel._arg_names or [f"x{k}" for k in range(len(specs))]
+    phs = [te.placeholder(shape, dtype=dt, name=names[k]) for k, (dt, shape) in enumerate(specs)]
+    result = kernel.fn(*phs)
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    heads = [te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_head") for o in outputs]
+    try:
+        per_output = [gradient(o, phs, h) for o, h in zip(outputs, heads, strict=True)]
+    except NotDifferentiable as e:
+        raise RuntimeError(
+            f"pytvmbridge kernel '{kernel.name}' has no derived gradient: {e}"
+        ) from e
+    if len(per_output) == 1:
+        grads = per_output[0]
+    else:
+        grads = [
+            te.compute(p.shape, lambda *i, gs=gs: _sum(g[i] for g in gs), name=f"{p.name}_grad")
+            for p, gs in zip(phs, zip(*per_output, strict=True), strict=True)
+        ]
+    s = auto_schedule(grads)
+    module = build(s, phs + heads + grads, name=f"{kernel.name}_backward")
+    with _lock:
+        cache[specs] = (module, len(outputs))
+    return cache[specs]
+
+
+def _sum(items: Any) -> Any:
+    total = None
+    for x in items:
+        total = x if total is None else total + x
+    return total
+
+
+_counter = iter(range(1 << 62))
+
+
+def _output_specs(kernel: Any, inputs: Any) -> list[tuple[tuple[int, ...], str]]:
+    """The outputs' (shape, dtype) for these inputs, from the kernel's expressions alone (no
+    compilation): what the fake implementation returns under torch.compile and torch.export."""
+    specs = tuple(
+        (str(x.dtype).removeprefix("torch."), tuple(int(d) for d in x.shape)) for x in inputs
+    )
+    cache = kernel.__dict__.setdefault("_out_specs", {})
+    found = cache.get(specs)
+    if found is None:
+        from .. import _core, te
+
+        names = kernel._arg_names or [f"x{k}" for k in range(len(specs))]
+        phs = [te.placeholder(s, dtype=d, name=names[k]) for k, (d, s) in enumerate(specs)]
+        result = kernel.fn(*phs)
+        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        found = cache[specs] = [
+            (tuple(int(_core.simplify(e)) for e in o.shape), o.dtype) for o in outputs
+        ]
+    return found
+
+
+def _specs(inputs: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    return tuple((str(x.dtype).removeprefix("torch."), tuple(x.shape)) for x in inputs)
+
+
+def torch_op(kernel: Any) -> Any:
+    """The ``torch.library.custom_op`` that runs ``kernel`` (registered on first use), with a
+    fake implementation and a registered backward running the derived gradient; it takes and
+    returns lists of tensors."""
+    op = kernel.__dict__.get("_torch_op")
+    if op is not None:
+        return op
+    import torch
+
+    from .. import _core
+
+    base = "".join(ch if ch.isalnum() else "_" for ch in kernel.name)
+    name = f"pytvmbridge::{base}_{next(_counter)}"
+
+    # explicit schemas: this module's annotations are strings (from __future__ import annotations)
+    @torch.library.custom_op(name, mutates_args=(), schema="(Tensor[] inputs) -> Tensor[]")
+    def forward(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        out = _core.Caller.__call__(kernel, *[x.detach() for x in inputs])
+        return _as_list(out)
+
+    @forward.register_fake
+    def _(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        dtypes = {"bfloat16": torch.bfloat16}
+        return [
+            inputs[0].new_empty(shape, dtype=dtypes.get(dt) or getattr(torch, dt))
+            for shape, dt in _output_specs(kernel, inputs)
+        ]
+
+    @torch.library.custom_op(
+        name + "_backward", mutates_args=(), schema="(Tensor[] inputs, Tensor[] grads) -> Tensor[]"
+    )
+    def backward_op(inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        module, _ = _backward_module(kernel, _specs(inputs))
+        out = [torch.empty(x.shape, dtype=x.dtype) for x in inputs]
+        module(*[x.detach().contiguous() for x in inputs], *[g.contiguous() for g in grads], *out)
+        return out
+
+    @backward_op.register_fake
+    def _(inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [torch.empty_like(x, memory_format=torch.contiguous_format) for x in inputs]
+
+    def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+        ctx.save_for_backward(*inputs[0])
+        ctx.out_meta = [(o.shape, o.dtype) for o in output]
+
+    def backward(ctx: Any, grads: Any) -> Any:
+        inputs = list(ctx.saved_tensors)
+        heads = [
+            torch.zeros(shape, dtype=dt) if g is None else g
+            for g, (shape, dt) in zip(grads, ctx.out_meta, strict=True)
+        ]
+        return (backward_op(inputs, heads),)
+
+    forward.register_autograd(backward, setup_context=setup_context)
+    kernel.__dict__["_torch_op"] = forward
+    return forward
+
+
+def _as_list(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def call(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Runs ``kernel`` as its custom op (inputs-only calls; ``out=`` is not differentiable)."""
+    if kwargs:
+        raise ValueError(
+            f"kernel '{kernel.name}': out= cannot be used with inputs that require grad "
+            "(autograd would not see the write); call it with the inputs only"
+        )
+    op = kernel.__dict__.get("_torch_op")
+    if op is None:
+        import torch
+
+        # Registering inside a torch.compile trace is not traceable: do it outside the graph.
+        op = torch.compiler.disable(torch_op)(kernel)
+    outs = op(list(args))
+    return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,139 @@
+"""@kernel under PyTorch autograd: torch.autograd.gradcheck (float64) through derived gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pytvmbridge as tvm
+from pytvmbridge import te, topi
+
+
+def rand(*shape, positive=False):
+    g = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(*shape, dtype=torch.float64, generator=g)
+    return (x.abs() + 0.5 if positive else x).requires_grad_()
+
+
+def _conv2d_3x3_stride2(x, w):
+    # @kernel gives symbolic shapes; topi's conv2d wants a constant window, so spell it out
+    n, c, h, wd = x.shape
+    o = w.shape[0]
+    rc = te.reduce_axis((0, c), name="rc")
+    ry = te.reduce_axis((0, 3), name="ry")
+    rx = te.reduce_axis((0, 3), name="rx")
+    return te.compute(
+        (n, o, (h - 3) // 2 + 1, (wd - 3) // 2 + 1),
+        lambda b, f, y, xx: te.sum(
+            x[b, rc, y * 2 + ry, xx * 2 + rx] * w[f, rc, ry, rx], [rc, ry, rx]
+        ),
+        name="conv",
+    )
+
+
+OPS = {
+    "matmul": (lambda a, b: topi.matmul(a, b), [(4, 5), (5, 3)]),
+    "dense": (lambda x, w, b: topi.nn.dense(x, w, b), [(3, 6), (4, 6), (4,)]),
+    "conv2d": (lambda x, w: _conv2d_3x3_stride2(x, w), [(1, 2, 7, 7), (3, 2, 3, 3)]),
+    "max_pool2d": (lambda x: topi.nn.max_pool2d(x, 2, 2), [(1, 2, 4, 4)]),
+    "avg_pool2d": (lambda x: topi.nn.avg_pool2d(x, 2, 1, 1), [(1, 1, 4, 4)]),
+    "softmax": (lambda x: topi.nn.softmax(x), [(3, 5)]),
+    "log_softmax": (lambda x: topi.nn.log_softmax(x), [(3, 5)]),
+    "layer_norm": (lambda x, g, b: topi.nn.layer_norm(x, g, b), [(3, 6), (6,), (6,)]),
+    "sum": (lambda x: topi.sum(x, axis=1), [(3, 4)]),
+    "max": (lambda x: topi.max(x, axis=0), [(3, 4)]),
+    "mean": (lambda x: topi.mean(x, axis=1), [(3, 4)]),
+    "add_broadcast": (lambda a, b: topi.add(a, b), [(3, 4), (4,)]),
+    "multiply": (lambda a, b: topi.multiply(a, b), [(3, 4), (3, 4)]),
+    "tanh": (lambda x: topi.tanh(x), [(5,)]),
+    "sigmoid": (lambda x: topi.sigmoid(x), [(5,)]),
+    "exp": (lambda x: topi.exp(x), [(5,)]),
+    "relu": (lambda x: topi.nn.relu(x), [(7,)]),
+    "transpose": (lambda x: topi.transpose(x, (1, 0)), [(3, 4)]),
+    "reshape": (lambda x: topi.reshape(x, (4, 3)), [(3, 4)]),
+    "concatenate": (lambda a, b: topi.concatenate([a, b], axis=0), [(2, 3), (1, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_gradcheck_topi_op(name):
+    fn, shapes = OPS[name]
+    k = tvm.kernel(fn, name=name)
+    assert torch.autograd.gradcheck(k, tuple(rand(*s) for s in shapes))
+
+
+def test_output_has_grad_fn_and_matches_torch():
+    k = tvm.kernel(lambda a, b: topi.matmul(a, b), name="mm")
+    a, b = rand(4, 3), rand(3, 2)
+    y = k(a, b)
+    assert y.grad_fn is not None
+    y.pow(2).sum().backward()
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    (a2 @ b2).pow(2).sum().backward()
+    torch.testing.assert_close(a.grad, a2.grad)
+    torch.testing.assert_close(b.grad, b2.grad)
+
+
+def test_no_grad_inputs_give_plain_tensors():
+    k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: a[i] + 1.0, name="inc"))
+    y = k(torch.ones(3))
+    assert y.grad_fn is None and y.tolist() == [2.0, 2.0, 2.0]
+    with torch.no_grad():
+        assert k(torch.ones(3, requires_grad=True)).grad_fn is None
+
+
+def test_backward_without_derivative_names_the_kernel():
+    k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: te.lgamma(a[i])), name="lg")
+    y = k(rand(3, positive=True))
+    with pytest.raises(RuntimeError, match="'lg'.*lgamma"):
+        y.sum().backward()
+
+
+def test_several_outputs():
+    k = tvm.kernel(
+        lambda a: (
+            te.compute(a.shape, lambda i: a[i] * a[i], name="sq"),
+            te.compute(a.shape, lambda i: te.sin(a[i]), name="sn"),
+        ),
+        name="two",
+    )
+    assert torch.autograd.gradcheck(k, (rand(5),))
+
+
+def test_opcheck_on_the_custom_op():
+    from pytvmbridge.autodiff.torch_autograd import torch_op
+
+    k = tvm.kernel(lambda a, b: topi.tanh(topi.matmul(a, b)), name="mmtanh")
+    op = torch_op(k)
+    torch.library.opcheck(op, ([rand(3, 4), rand(4, 2)],))
+    torch.library.opcheck(op, ([torch.randn(2, 2), torch.randn(2, 5)],))
+
+
+def test_torch_compile_forward_and_backward():
+    k = tvm.kernel(lambda a, b: topi.tanh(topi.matmul(a, b)), name="mmtanh_c")
+
+    def f(a, b):
+        return (k(a, b) * 2.0).sum()
+
+    a, b = rand(3, 4), rand(4, 2)
+    compiled = torch.compile(f, backend="aot_eager")
+    out = compiled(a, b)
+    out.backward()
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    want = (torch.tanh(a2 @ b2) * 2.0).sum()
+    want.backward()
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(a.grad, a2.grad)
+    torch.testing.assert_close(b.grad, b2.grad)
+
+
+def test_torch_export():
+    k = tvm.kernel(lambda a: topi.sigmoid(a), name="sig_e")
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return k(x) + 1.0
+
+    x = torch.randn(4, 3)
+    ep = torch.export.export(M(), (x,))
+    torch.testing.assert_close(ep.module()(x), torch.sigmoid(x) + 1.0)

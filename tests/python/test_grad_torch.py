@@ -85,7 +85,7 @@ def test_no_grad_inputs_give_plain_tensors():
 def test_backward_without_derivative_names_the_kernel():
     k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: te.lgamma(a[i])), name="lg")
     y = k(rand(3, positive=True))
-    with pytest.raises(RuntimeError, match="'lg'.*lgamma"):
+    with pytest.raises(RuntimeError, match=r"'lg'.*lgamma"):
         y.sum().backward()
 
 

@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import Any, overload
 
 from . import _core
-from .autodiff import torch_autograd as _torch_autograd
+from .autodiff.hooks import route as _autodiff_route
 from .error import TVMTypeError, TVMValueError
 from .frameworks import framework_of
 
@@ -215,9 +215,10 @@ class Kernel(_core.Caller):
         return module, _read_ranges(recorded, outputs, size_vars, variant)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # A torch tensor that requires grad goes through autograd (pytvmbridge/autodiff/).
-        if _torch_autograd.wants_grad(args):
-            return _torch_autograd.call(self, args, kwargs)
+        # Autograd (a torch tensor that requires grad) or a JAX trace: pytvmbridge/autodiff/.
+        route = _autodiff_route(args)
+        if route is not None:
+            return route.call(self, args, kwargs)
         return _core.Caller.__call__(self, *args, **kwargs)
 
     def __repr__(self) -> str:

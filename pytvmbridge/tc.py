@@ -79,6 +79,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _core, frameworks
+from .autodiff.hooks import route as _autodiff_route
 from .bridges import Signature, call_allocating, call_inplace
 from .error import TVMTypeError, TVMValueError
 from .tc_options import (
@@ -272,6 +273,8 @@ class TcFunction:
         """
         if tc_options:
             out = _tc_call_options(self.name, out, tc_options)
+        if out is None and (route := _autodiff_route(inputs)) is not None:
+            return route.call(self, inputs, {})  # autograd / JAX trace (pytvmbridge/autodiff/)
         self._check(inputs)
         sig = self._signature()
         if out is None:

@@ -45,10 +45,38 @@ def wants_grad(args: tuple[Any, ...]) -> bool:
     return seen and torch.compiler.is_compiling()
 
 
+def _is_kernel(owner: Any) -> bool:
+    from .. import _core
+
+    return isinstance(owner, _core.Caller)
+
+
+def _graph(owner: Any, specs: Any) -> tuple[list[Any], list[Any]]:
+    """(placeholders, outputs) of a kernel for these input specs, or of a TC def (symbolic)."""
+    if not _is_kernel(owner):
+        return list(owner.inputs), list(owner.outputs)
+    from .. import te
+
+    names = owner._arg_names or [f"x{k}" for k in range(len(specs))]
+    phs = [te.placeholder(shape, dtype=dt, name=names[k]) for k, (dt, shape) in enumerate(specs)]
+    result = owner.fn(*phs)
+    return phs, list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def run(owner: Any, inputs: Any) -> list[Any]:
+    """The plain (non-differentiable) call of a kernel or TC def on detached inputs."""
+    from .. import _core
+
+    out = _core.Caller.__call__(owner, *inputs) if _is_kernel(owner) else owner(*inputs)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
     """The compiled gradient of ``kernel`` for inputs of these (dtype, shape): arguments are the
     inputs, one head per output, then one gradient per input."""
     cache = kernel.__dict__.setdefault("_grad_modules", {})
+    if not _is_kernel(kernel):
+        specs = ()  # a TC def is symbolic in its sizes: one gradient module for all
     entry = cache.get(specs)
     if entry is not None:
         return entry
@@ -57,10 +85,7 @@ def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]
     from ..build import build
     from .gradient import gradient
 
-    names = kernel._arg_names or [f"x{k}" for k in range(len(specs))]
-    phs = [te.placeholder(shape, dtype=dt, name=names[k]) for k, (dt, shape) in enumerate(specs)]
-    result = kernel.fn(*phs)
-    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    phs, outputs = _graph(kernel, specs)
     heads = [te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_head") for o in outputs]
     try:
         per_output = [gradient(o, phs, h) for o, h in zip(outputs, heads, strict=True)]
@@ -101,14 +126,19 @@ def _output_specs(kernel: Any, inputs: Any) -> list[tuple[tuple[int, ...], str]]
     cache = kernel.__dict__.setdefault("_out_specs", {})
     found = cache.get(specs)
     if found is None:
-        from .. import _core, te
+        from .. import _core
 
-        names = kernel._arg_names or [f"x{k}" for k in range(len(specs))]
-        phs = [te.placeholder(s, dtype=d, name=names[k]) for k, (d, s) in enumerate(specs)]
-        result = kernel.fn(*phs)
-        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        phs, outputs = _graph(kernel, specs)
+        # bind the (symbolic, for a TC def) input sizes to the actual ones
+        pairs = [
+            (d, _core.const(n, d.dtype))
+            for p, (_, shape) in zip(phs, specs, strict=True)
+            for d, n in zip(p.shape, shape, strict=True)
+            if _core.expr_parts(d)[0] == "Var"
+        ]
         found = cache[specs] = [
-            (tuple(int(_core.simplify(e)) for e in o.shape), o.dtype) for o in outputs
+            (tuple(int(_core.simplify(_core.substitute(e, pairs))) for e in o.shape), o.dtype)
+            for o in outputs
         ]
     return found
 
@@ -126,16 +156,13 @@ def torch_op(kernel: Any) -> Any:
         return op
     import torch
 
-    from .. import _core
-
-    base = "".join(ch if ch.isalnum() else "_" for ch in kernel.name)
+    base = "".join(ch if ch.isalnum() else "_" for ch in str(kernel.name))
     name = f"pytvmbridge::{base}_{next(_counter)}"
 
     # explicit schemas: this module's annotations are strings (from __future__ import annotations)
     @torch.library.custom_op(name, mutates_args=(), schema="(Tensor[] inputs) -> Tensor[]")
     def forward(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-        out = _core.Caller.__call__(kernel, *[x.detach() for x in inputs])
-        return _as_list(out)
+        return run(kernel, [x.detach() for x in inputs])
 
     @forward.register_fake
     def _(inputs: list[torch.Tensor]) -> list[torch.Tensor]:

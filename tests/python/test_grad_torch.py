@@ -137,3 +137,50 @@ def test_torch_export():
     x = torch.randn(4, 3)
     ep = torch.export.export(M(), (x,))
     torch.testing.assert_close(ep.module()(x), torch.sigmoid(x) + 1.0)
+
+
+def test_tc_define_is_differentiable():
+    from pytvmbridge import tc
+
+    mm = tc.define(
+        """
+        def mm(float(M, K) A, float(K, N) B) -> (C) {
+            C(m, n) +=! A(m, k) * B(k, n)
+        }
+        """
+    )
+    a, b = rand(3, 4).float(), rand(4, 2).float()
+    a.retain_grad()
+    b.retain_grad()
+    y = mm(a, b)
+    assert y.grad_fn is not None
+    g = torch.randn(3, 2)
+    y.backward(g)
+    torch.testing.assert_close(a.grad, g @ b.detach().T)
+    torch.testing.assert_close(b.grad, a.detach().T @ g)
+
+
+def test_tc_define_gradcheck_float64():
+    from pytvmbridge import tc
+
+    f = tc.define("def f(double(N) X, double(N) Y) -> (Z) { Z(i) = tanh(X(i)) * Y(i) }")
+    assert torch.autograd.gradcheck(f, (rand(5), rand(5)))
+
+
+def test_tc_make_autograd_with_hand_written_backward():
+    from pytvmbridge import tc
+
+    lang = """
+    def scale(float(N) X, float(N) W) -> (Y) { Y(i) = X(i) * W(i) }
+    def scale_grad(float(N) X, float(N) W, float(N) dY) -> (dX, dW) {
+        dX(i) = dY(i) * W(i)
+        dW(i) = dY(i) * X(i)
+    }
+    """
+    T = tc.define(lang)
+    f = tc.make_autograd(T.scale, T.scale_grad)
+    x = torch.randn(4, requires_grad=True)
+    w = torch.randn(4, requires_grad=True)
+    f(x, w).sum().backward()
+    torch.testing.assert_close(x.grad, w.detach())
+    torch.testing.assert_close(w.grad, x.detach())

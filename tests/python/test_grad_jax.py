@@ -1,0 +1,64 @@
+"""@kernel under jax.grad (custom_vjp with the derived gradient) against JAX's own gradient."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pytvmbridge as tvm
+from pytvmbridge import te, topi
+
+# float32 (JAX's default; switching on x64 here would change every later JAX test)
+
+
+def _arrays(*shapes):
+    rng = np.random.default_rng(1)
+    return [jnp.asarray(rng.standard_normal(s), dtype=jnp.float32) for s in shapes]
+
+
+CASES = {
+    "matmul": (lambda a, b: topi.matmul(a, b), lambda a, b: a @ b, [(4, 5), (5, 3)]),
+    "softmax": (lambda x: topi.nn.softmax(x), lambda x: jax.nn.softmax(x, -1), [(3, 6)]),
+    "layer_norm": (
+        lambda x, g, b: topi.nn.layer_norm(x, g, b),
+        lambda x, g, b: (
+            (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+        ),
+        [(3, 6), (6,), (6,)],
+    ),
+    "tanh_mul": (
+        lambda a, b: te.compute(a.shape, lambda i: te.tanh(a[i]) * b[i] + te.exp(b[i] * 0.5)),
+        lambda a, b: jnp.tanh(a) * b + jnp.exp(b * 0.5),
+        [(7,), (7,)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_jax_grad_matches_jax(name):
+    fn, ref, shapes = CASES[name]
+    k = tvm.kernel(fn, name=name)
+    xs = _arrays(*shapes)
+    w = _arrays(ref(*xs).shape)[0]
+    argnums = tuple(range(len(xs)))
+    got = jax.grad(lambda *a: (k(*a) * w).sum(), argnums=argnums)(*xs)
+    want = jax.grad(lambda *a: (ref(*a) * w).sum(), argnums=argnums)(*xs)
+    for g, e in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-5)
+
+
+def test_jax_jit_of_grad():
+    k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: te.sin(a[i]) * a[i]), name="xsin")
+    x = _arrays((6,))[0]
+    got = jax.jit(jax.grad(lambda a: k(a).sum()))(x)
+    np.testing.assert_allclose(
+        np.asarray(got), np.asarray(jnp.cos(x) * x + jnp.sin(x)), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_plain_jax_call_is_unchanged():
+    k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: a[i] + 1.0), name="inc")
+    out = k(jnp.arange(3.0))
+    assert isinstance(out, jax.Array) and out.tolist() == [1.0, 2.0, 3.0]

@@ -111,8 +111,14 @@ def main() -> None:
     # the same number of threads on both sides (PyTorch's default can oversubscribe the cores)
     torch.set_num_threads(tvm.get_num_threads())
     rows = []
-    for name, kernel, reference, shapes in cases(opts.quick):
-        t_fwd, t_total, t_grads = measure(reference, shapes, rounds)
+    # PyTorch first, for every case, before any pytvmbridge kernel runs: pytvmbridge's worker
+    # threads keep spinning for a while after a kernel, and on a small machine that starves
+    # PyTorch's own threads (its backward measured 100x slower right after our kernels).
+    all_cases = cases(opts.quick)
+    reference_runs = [measure(reference, shapes, rounds) for _, _, reference, shapes in all_cases]
+    for (name, kernel, _, shapes), (t_fwd, t_total, t_grads) in zip(
+        all_cases, reference_runs, strict=True
+    ):
         k_fwd, k_total, k_grads = measure(kernel, shapes, rounds)
         for a, b in zip(k_grads, t_grads, strict=True):
             torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-3)

@@ -224,6 +224,16 @@ std::optional<int64_t> checked_mul(std::optional<int64_t> a, int64_t b) {
   return r;
 }
 
+// Whether every value of `range` is representable in the integer type `t`.
+bool fits_type(const Interval& range, DataType t) {
+  if (!range.known()) return false;
+  if (t.bits() >= 64) return true;
+  int64_t max = (int64_t{1} << (t.bits() - 1)) - 1;
+  int64_t min = t.is_uint() ? 0 : -max - 1;
+  if (t.is_uint()) max = (int64_t{1} << t.bits()) - 1;
+  return *range.lo >= min && *range.hi <= max;
+}
+
 Interval add(const Interval& a, const Interval& b) {
   return {checked_add(a.lo, b.lo), checked_add(a.hi, b.hi)};
 }
@@ -663,6 +673,16 @@ class Simplifier : public IRMutator {
     }
     Expr rest = delinearize(r);
     Interval rb = bounds(rest);
+    // Moving a negative constant into [0, c) can overflow the remainder: (n - 1) // c + 1 would
+    // become (n + (c - 1)) // c, which wraps for int32 n near 2**31 - c. Keep the constant where
+    // it was unless the moved remainder provably fits the type. (A positive constant only shrinks
+    // towards zero, so it cannot overflow where the original sum did not.)
+    if (l.constant < 0 && r.constant > 0 && !fits_type(rb, t)) {
+      q.constant = 0;
+      r.constant = l.constant;
+      rest = delinearize(r);
+      rb = bounds(rest);
+    }
     std::optional<int64_t> k;
     if (rb.known() && floor_div(*rb.lo, *c) == floor_div(*rb.hi, *c)) k = floor_div(*rb.lo, *c);
     if (div) {

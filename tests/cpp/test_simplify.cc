@@ -160,6 +160,9 @@ TEST_F(Simplify, FloorDivisionOfAffineSums) {
   EXPECT_EQ(simple(FloorDiv::make(Add::make(Mul::make(x, i32(4)), i32(8)), i32(4))), "(x + 2)");
   EXPECT_EQ(simple(FloorMod::make(Add::make(Mul::make(x, i32(4)), y), i32(4))), "floormod(y, 4)");
   EXPECT_EQ(simple(FloorDiv::make(Add::make(x, i32(5)), i32(4))), "(floordiv((x + 1), 4) + 1)");
+  // A negative constant stays: (x - 1) // c + 1 as (x + c - 1) // c would wrap for x near 2**31.
+  EXPECT_EQ(simple(Add::make(FloorDiv::make(Sub::make(x, i32(1)), i32(2147483647)), i32(1))),
+            "(floordiv((x - 1), 2147483647) + 1)");
   EXPECT_EQ(simple(FloorDiv::make(FloorDiv::make(x, i32(4)), i32(8))), "floordiv(x, 32)");
   EXPECT_EQ(simple(FloorMod::make(FloorMod::make(x, i32(32)), i32(8))), "floormod(x, 8)");
   // floormod(x, 8) is in [0, 8), so taking it modulo 32 changes nothing.

@@ -211,6 +211,32 @@ def test_huge_split_factors_compute_every_element(kw):
     run_isolated(code, timeout=120)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_ceil_division_of_a_symbolic_extent_by_int32_max_does_not_wrap(parallel):
+    # ceil(n / (2**31 - 1)) is built as (n - 1) // c + 1; the simplifier used to fold it into
+    # (n + 2**31 - 2) // c, which wraps in int32 for n >= 2: the parallel loop ran no iteration.
+    code = f"""
+        import numpy as np, pytvmbridge as tvm
+        n0, n1 = tvm.var("n0"), tvm.var("n1")
+        A = tvm.placeholder((n0, n1), "int32", name="A")
+        B = tvm.compute((n0, n1), lambda i, j: A[i, j] * 3 + i * 7 + j, name="B")
+        s = tvm.create_schedule(B.op)
+        outer, inner = s[B].split(B.op.axis[0], factor=2**31 - 1)
+        fused = s[B].fuse(outer, inner)
+        if {parallel!r}:
+            s[B].parallel(fused)
+        f = tvm.build(s, [A, B])
+        for shape in [(1, 1), (2, 3), (5, 3)]:
+            a = np.arange(np.prod(shape), dtype="int32").reshape(shape)
+            b = np.zeros(shape, "int32")
+            f(a, b)
+            i, j = np.indices(shape)
+            np.testing.assert_array_equal(b, a * 3 + i * 7 + j)
+        print("OK")
+        """
+    run_isolated(code, timeout=120)
+
+
 def test_split_factor_past_int64_is_a_clean_error():
     A = tvm.placeholder((10,), name="A")
     B = tvm.compute((10,), lambda i: A[i], name="B")

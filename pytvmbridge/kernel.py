@@ -214,12 +214,15 @@ class Kernel(_core.Caller):
         module = cache.build(s, placeholders + outputs, target=self.target, name=self.name)
         return module, _read_ranges(recorded, outputs, size_vars, variant)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # Autograd (a torch tensor that requires grad) or a JAX trace: pytvmbridge/autodiff/.
+    # Calls stay in C++ (no Python __call__: that would cost microseconds per call). When an
+    # argument may need autograd or a JAX trace (a torch tensor that requires grad, a traced
+    # tensor, a JAX tracer), the C++ call asks this hook first; NotImplemented means "plain
+    # call after all" (e.g. grad mode is off).
+    def _autodiff_call(self, args: tuple[Any, ...], out: Any) -> Any:
         route = _autodiff_route(args)
-        if route is not None:
-            return route.call(self, args, kwargs)
-        return _core.Caller.__call__(self, *args, **kwargs)
+        if route is None:
+            return NotImplemented
+        return route.call(self, args, {} if out is None else {"out": out})
 
     def __repr__(self) -> str:
         return f"<pytvmbridge kernel {self.name!r}: {self._compilations} compiled variant(s)>"

@@ -414,6 +414,28 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
   return out;
 }
 
+// type(self)._autodiff_call(self, args, out): a new reference (NotImplemented for the plain
+// path); raises when the subclass does not define it (a bare Caller kernel never needs it).
+PyObject* autodiff_call(PyObject* self, PyObject* const* args, Py_ssize_t n, PyObject* out) {
+  static PyObject* name = PyUnicode_InternFromString("_autodiff_call");
+  PyObject* method = PyObject_GetAttr(reinterpret_cast<PyObject*>(Py_TYPE(self)), name);
+  if (method == nullptr) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw py::error_already_set();
+    PyErr_Clear();
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
+  }
+  py::object hook = py::reinterpret_steal<py::object>(method);
+  py::tuple inputs(n);
+  for (Py_ssize_t k = 0; k < n; ++k) inputs[k] = py::reinterpret_borrow<py::object>(args[k]);
+  py::object result = hook(py::handle(self), inputs, py::handle(out ? out : Py_None));
+  return result.release().ptr();
+}
+
+// Caller._plain_call(*arrays, out=None): the call without the autodiff check (what the autodiff
+// routes run on detached inputs).
+PyObject* caller_plain_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames);
+
 PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* self = reinterpret_cast<Caller*>(obj);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
@@ -441,6 +463,40 @@ PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObj
         return nullptr;
       }
       return bridge_call(self, args, n);
+    }
+    if (may_need_autodiff(args, n)) {
+      // Python decides (pytvmbridge/autodiff): autograd's custom op, a JAX trace, or, when
+      // neither applies after all (grad mode off), NotImplemented and the plain call below.
+      PyObject* routed = autodiff_call(obj, args, n, out);
+      if (routed != Py_NotImplemented) return routed;
+      Py_DECREF(routed);
+    }
+    return kernel_call(self, args, n, out);
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+PyObject* caller_plain_call(PyObject* obj, PyObject* const* args, size_t nargsf,
+                            PyObject* kwnames) {
+  auto* self = reinterpret_cast<Caller*>(obj);
+  const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  try {
+    if (self->state == nullptr || self->bridge) {
+      PyErr_SetString(PyExc_TypeError, "_plain_call is for kernels");
+      return nullptr;
+    }
+    PyObject* out = nullptr;
+    if (kwnames != nullptr) {
+      if (PyTuple_GET_SIZE(kwnames) != 1 ||
+          PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0) {
+        PyErr_SetString(PyExc_TypeError, "_plain_call takes only out=");
+        return nullptr;
+      }
+      out = args[n];
     }
     return kernel_call(self, args, n, out);
   } catch (py::error_already_set& e) {
@@ -566,6 +622,8 @@ PyMethodDef kMethods[] = {
     {"_kernel", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(caller_kernel)),
      METH_FASTCALL, "_kernel(name, arg_names, n_inputs): dispatch over compiled variants."},
     {"_forget_variants", caller_forget, METH_NOARGS, "Drops every compiled variant."},
+    {"_plain_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(caller_plain_call)),
+     METH_FASTCALL | METH_KEYWORDS, "_plain_call(*arrays, out=None): no autodiff routing."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef kGetSet[] = {

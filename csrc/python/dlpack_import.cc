@@ -126,7 +126,75 @@ bool from_package(PyTypeObject* tp, std::initializer_list<const char*> roots) {
   return false;
 }
 
+// Whether some class along tp's MRO is called `name` (jax.core.Tracer for every JAX tracer).
+bool has_base_named(PyTypeObject* tp, const char* name) {
+  PyObject* mro = tp->tp_mro;
+  if (mro == nullptr || !PyTuple_Check(mro)) return false;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); ++i) {
+    auto* base = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i));
+    const char* dot = std::strrchr(base->tp_name, '.');
+    if (std::strcmp(dot ? dot + 1 : base->tp_name, name) == 0) return true;
+  }
+  return false;
+}
+
+// torch.Tensor itself or torch.nn.Parameter: the classes whose instances are real tensors.
+// Other subclasses (FakeTensor, FunctionalTensor, user subclasses with __torch_function__) may
+// be traced, so their calls ask Python.
+bool plain_torch_tensor(PyTypeObject* tp) {
+  const char* dot = std::strrchr(tp->tp_name, '.');
+  const char* name = dot ? dot + 1 : tp->tp_name;
+  if (std::strcmp(name, "Tensor") != 0 && std::strcmp(name, "Parameter") != 0) return false;
+  PyObject* module = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), "__module__");
+  if (module == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const char* text = PyUnicode_Check(module) ? PyUnicode_AsUTF8(module) : nullptr;
+  if (text == nullptr) PyErr_Clear();
+  const bool plain =
+      text && (std::strcmp(text, "torch") == 0 || std::strcmp(text, "torch.nn.parameter") == 0);
+  Py_DECREF(module);
+  return plain;
+}
+
+// The data descriptor implementing `requires_grad` on tp (a getset of torch's C tensor type),
+// or nullptr: then every call asks Python.
+PyObject* requires_grad_descriptor(PyTypeObject* tp) {
+  PyObject* name = PyUnicode_InternFromString("requires_grad");
+  if (name == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  PyObject* descr = _PyType_Lookup(tp, name);  // borrowed
+  Py_DECREF(name);
+  if (descr == nullptr || Py_TYPE(descr)->tp_descr_get == nullptr) return nullptr;
+  Py_INCREF(descr);
+  return descr;
+}
+
 }  // namespace
+
+bool may_need_autodiff(PyObject* const* args, Py_ssize_t n) {
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    PyTypeObject* tp = Py_TYPE(args[k]);
+    const ProducerInfo& info = producer_info(tp);
+    if (info.always_ask_autodiff) return true;
+    if (!info.torch) continue;
+    if (info.requires_grad == nullptr) return true;
+    PyObject* value =
+        Py_TYPE(info.requires_grad)
+            ->tp_descr_get(info.requires_grad, args[k], reinterpret_cast<PyObject*>(tp));
+    if (value == nullptr) {
+      PyErr_Clear();
+      return true;
+    }
+    const bool grad = value == Py_True;
+    Py_DECREF(value);
+    if (grad) return true;
+  }
+  return false;
+}
 
 ProducerInfo& producer_info(PyTypeObject* tp) {
   // Reserved once: references handed out stay valid while later types are added.
@@ -140,11 +208,19 @@ ProducerInfo& producer_info(PyTypeObject* tp) {
   if (e.torch) {
     e.is_neg = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), "is_neg");
     if (e.is_neg == nullptr) PyErr_Clear();
+    if (plain_torch_tensor(tp)) {
+      e.requires_grad = requires_grad_descriptor(tp);
+    } else {
+      e.always_ask_autodiff = true;
+    }
+  } else if (e.immutable) {
+    e.always_ask_autodiff = has_base_named(tp, "Tracer");
   }
   if (g_type_cache.size() >= kMaxCachedTypes) {
     // Rare (a program with many array types): a per-call entry, still correct.
     static thread_local TypeEntry scratch;
     Py_XDECREF(scratch.is_neg);
+    Py_XDECREF(scratch.requires_grad);
     scratch = e;
     return scratch;
   }

@@ -77,8 +77,18 @@ struct ProducerInfo {
   bool torch;              // a torch.Tensor (requires_grad, device and layout rules)
   bool immutable;          // a JAX array: never an output
   bool legacy_dlpack;      // __dlpack__ refused max_version: call it without
+  // Autodiff routing (see may_need_autodiff): torch.Tensor / Parameter keep their
+  // `requires_grad` descriptor here (read without a name lookup); a tensor subclass (FakeTensor,
+  // FunctionalTensor: a torch.compile / export trace) or a JAX tracer always asks.
+  PyObject* requires_grad = nullptr;
+  bool always_ask_autodiff = false;
 };
 ProducerInfo& producer_info(PyTypeObject* type);
+
+// Whether a kernel call with these arguments may need autograd or a JAX trace (a torch tensor
+// that requires grad, a traced tensor, a JAX tracer): then Python decides
+// (Kernel._autodiff_call). A few nanoseconds per argument otherwise.
+bool may_need_autodiff(PyObject* const* args, Py_ssize_t n);
 
 // Raises a ValueError naming `what` when `obj` is a PyTorch tensor with the lazy negative bit.
 void check_not_negated(PyObject* obj, const ProducerInfo& info, const ArgName& what);

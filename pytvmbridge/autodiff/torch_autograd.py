@@ -67,7 +67,7 @@ def run(owner: Any, inputs: Any) -> list[Any]:
     """The plain (non-differentiable) call of a kernel or TC def on detached inputs."""
     from .. import _core
 
-    out = _core.Caller.__call__(owner, *inputs) if _is_kernel(owner) else owner(*inputs)
+    out = _core.Caller._plain_call(owner, *inputs) if _is_kernel(owner) else owner(*inputs)
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 

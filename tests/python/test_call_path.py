@@ -266,3 +266,28 @@ def test_module_call_reads_torch_and_refuses_bad_outputs():
         m(torch._neg_view(a), b, c)
     with pytest.raises(TypeError, match="positional"):
         m(a, b, out=c)
+
+
+def test_kernel_calls_stay_in_cpp_and_route_autograd_only_when_needed():
+    # Kernel must not define a Python __call__ (it would cost microseconds on every call); the
+    # C++ call asks Kernel._autodiff_call only for tensors that require grad (or traced ones).
+    import torch
+
+    from pytvmbridge.kernel import Kernel
+
+    assert "__call__" not in vars(Kernel)
+    k = tvm.kernel(
+        lambda a: tvm.compute(a.shape, lambda i: a[i] * a[i], name="sq"), name="sq_route"
+    )
+    x = torch.arange(4.0, requires_grad=True)
+    y = k(x)
+    assert y.grad_fn is not None
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach())
+    with torch.no_grad():
+        z = k(x)
+    assert z.grad_fn is None
+    torch.testing.assert_close(z, x.detach() ** 2)
+    plain = k(torch.arange(3.0))
+    assert plain.grad_fn is None
+    torch.testing.assert_close(plain, torch.arange(3.0) ** 2)

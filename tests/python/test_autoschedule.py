@@ -218,9 +218,11 @@ def test_whole_tensor_sum_is_split_into_parallel_parts():
     s = tvm.auto_schedule(S)
     text = str(tvm.lower(s, [A, S]))
     assert "S.rf" in text and "parallel (" in text
-    a = rand(300, 517)
+    # Small integers: every partial sum is exact in float32 whatever the parallel split, so the
+    # check is exact (a rtol on a cancelling sum of normals was flaky under load).
+    a = rng.integers(-8, 8, size=(300, 517)).astype("float32")
     (out,) = run(s, [A, S], [a])
-    np.testing.assert_allclose(out[0], a.astype(np.float64).sum(), rtol=1e-4)
+    assert out[0] == a.astype(np.int64).sum()
 
 
 def test_row_sum_uses_vector_accumulators():

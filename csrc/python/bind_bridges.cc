@@ -432,11 +432,10 @@ PyObject* autodiff_call(PyObject* self, PyObject* const* args, Py_ssize_t n, PyO
   return result.release().ptr();
 }
 
-// Caller._plain_call(*arrays, out=None): the call without the autodiff check (what the autodiff
-// routes run on detached inputs).
-PyObject* caller_plain_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames);
-
-PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+// The vectorcall of a Caller (`autodiff`) and Caller._plain_call (not `autodiff`: what the
+// autodiff routes run on detached inputs, so that they never route again).
+PyObject* call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames,
+               bool autodiff) {
   auto* self = reinterpret_cast<Caller*>(obj);
   const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   try {
@@ -464,7 +463,7 @@ PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObj
       }
       return bridge_call(self, args, n);
     }
-    if (may_need_autodiff(args, n)) {
+    if (autodiff && may_need_autodiff(args, n)) {
       // Python decides (pytvmbridge/autodiff): autograd's custom op, a JAX trace, or, when
       // neither applies after all (grad mode off), NotImplemented and the plain call below.
       PyObject* routed = autodiff_call(obj, args, n, out);
@@ -480,31 +479,13 @@ PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObj
   return nullptr;
 }
 
+PyObject* caller_call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  return call(obj, args, nargsf, kwnames, true);
+}
+
 PyObject* caller_plain_call(PyObject* obj, PyObject* const* args, size_t nargsf,
                             PyObject* kwnames) {
-  auto* self = reinterpret_cast<Caller*>(obj);
-  const Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-  try {
-    if (self->state == nullptr || self->bridge) {
-      PyErr_SetString(PyExc_TypeError, "_plain_call is for kernels");
-      return nullptr;
-    }
-    PyObject* out = nullptr;
-    if (kwnames != nullptr) {
-      if (PyTuple_GET_SIZE(kwnames) != 1 ||
-          PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "out") != 0) {
-        PyErr_SetString(PyExc_TypeError, "_plain_call takes only out=");
-        return nullptr;
-      }
-      out = args[n];
-    }
-    return kernel_call(self, args, n, out);
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const std::exception& e) {
-    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
+  return call(obj, args, nargsf, kwnames, false);
 }
 
 int caller_traverse(PyObject* obj, visitproc visit, void* arg) {

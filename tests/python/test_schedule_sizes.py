@@ -6,31 +6,15 @@ Each regression runs in a fresh interpreter with a timeout (these used to crash,
 nothing), and checks values against NumPy. The few tests with real arrays of 2**31 elements or
 more use int8 (2 GiB each, one array at a time)."""
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from isolated import run_isolated
 
 import pytvmbridge as tvm
 
 INT32_MAX = 2**31 - 1
-
-
-def run_isolated(code: str, timeout: float = 240) -> str:
-    """Runs `code` in a new interpreter; it must exit cleanly and print OK last."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    assert result.stdout.strip().endswith("OK"), result.stdout + result.stderr
-    return result.stdout
 
 
 @pytest.mark.slow

@@ -7,29 +7,13 @@ is a ValueError naming the argument, never a truncated size. The huge inputs cos
 a broadcast view (stride 0) or a sparse memory-mapped file of which only a few pages are read.
 Each case runs in a fresh interpreter with a timeout (a truncated size used to write nothing)."""
 
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
+from isolated import run_isolated
 
 from pytvmbridge import tc
 
 INT32_MAX = 2**31 - 1
-
-
-def run_isolated(code: str, timeout: float = 240) -> str:
-    """Runs `code` in a new interpreter; it must exit cleanly and print OK last."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    assert result.stdout.strip().endswith("OK"), result.stdout + result.stderr
-    return result.stdout
 
 
 def test_tc_dimension_past_int32_is_a_value_error_naming_the_argument():

@@ -310,7 +310,6 @@ def _compile_graph(
     gm = ep.graph_module
     if compile_graph is None:
         return (*_convert_graph(gm, "compiled_model"), {})
-    del option  # tuning options are recorded in the plan; the graph compiler does not tune yet
     placeholder_values = []
     user = iter(examples)
     consts = iter(constants)
@@ -327,7 +326,8 @@ def _compile_graph(
         else:
             gm.graph.erase_node(node)
     gm.recompile()
-    cg = compile_graph(gm, [placeholder_values[i] for i in keep], name="compiled_model")
+    tuning = {k: option[k] for k in ("tuning_n_trials", "tuning_log_file") if option.get(k)}
+    cg = compile_graph(gm, [placeholder_values[i] for i in keep], name="compiled_model", **tuning)
     packed = {keep[i]: width for i, width in cg.prepacked.items()}
     return cg.module, [keep[i] for i in cg.tensor_inputs], list(cg.output_of), packed
 
@@ -338,8 +338,11 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
     ``option``: ``input_infos`` (a list of ``(name, shape)`` or ``(name, shape, dtype)``; a shape
     entry may be a size name such as ``"batch"``, compiled once for every size),
     ``default_dtype`` (``"float32"``), ``export_dir`` (also write the compiled model there for
-    :func:`load`), ``num_outputs`` (checked against the model), ``tuning_n_trials`` and
-    ``tuning_log_file`` (recorded in the export's plan; the graph compiler does not tune yet).
+    :func:`load`), ``num_outputs`` (checked against the model), ``tuning_n_trials`` (tune the
+    model's convolutions and matrix products for that many trials in total before compiling,
+    logged to ``tuning_log_file``) and ``tuning_log_file`` (each operator's best record there is its
+    schedule; see :mod:`pytvmbridge.autotvm.graph_tuning`). Both are also recorded in the
+    export's plan.
 
     Example:
         >>> import torch, pytvmbridge.torch_compile as ptc

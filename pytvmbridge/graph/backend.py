@@ -9,7 +9,10 @@ of pytvmbridge is needed.
 
 Options (``torch.compile(..., options={...})``): ``strict`` (raise on the first operator that
 would stay in PyTorch), ``num_threads`` (threads of the compiled kernels), ``tuning_log_file``
-(accepted and stored for tuned schedules), ``target`` (an ``llvm`` target string).
+(each operator's best record in that log is its schedule; see
+:mod:`pytvmbridge.autotvm.graph_tuning`), ``tuning_n_trials`` (tune the graph's operators for that
+many trials in total first, logging to ``tuning_log_file``), ``target`` (an ``llvm`` target
+string).
 
 Example:
     >>> import torch
@@ -27,7 +30,14 @@ import torch
 
 from .partition import partition_and_compile
 
-KNOWN_OPTIONS = ("strict", "num_threads", "tuning_log_file", "target", "opt_level")
+KNOWN_OPTIONS = (
+    "strict",
+    "num_threads",
+    "tuning_log_file",
+    "tuning_n_trials",
+    "target",
+    "opt_level",
+)
 
 
 @dataclass
@@ -37,6 +47,7 @@ class BackendOptions:
     strict: bool = False
     num_threads: int | None = None
     tuning_log_file: str | None = None
+    tuning_n_trials: int = 0
     target: str = "llvm"
     opt_level: int = 3
 
@@ -56,6 +67,9 @@ class BackendOptions:
             raise ValueError(
                 f"options['num_threads'] must be an int >= 1, found {parsed.num_threads!r}"
             )
+        n = parsed.tuning_n_trials
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
         return parsed
 
 
@@ -73,7 +87,13 @@ def _graph_compiler(opts: BackendOptions) -> Any:
             from .. import set_num_threads
 
             set_num_threads(opts.num_threads)
-        compiled = partition_and_compile(gm, strict=opts.strict, target=opts.target)
+        compiled = partition_and_compile(
+            gm,
+            strict=opts.strict,
+            target=opts.target,
+            tuning_log_file=opts.tuning_log_file,
+            tuning_n_trials=opts.tuning_n_trials,
+        )
         return make_boxed_func(compiled.forward)
 
     return compile_aten

@@ -33,6 +33,7 @@ import torch
 
 from .. import te, topi
 from ..autoschedule import auto_schedule
+from ..autotvm.graph_tuning import graph_tuning
 from ..build import Module, build
 from ..schedule import create_schedule
 from ..topi.utils import const_int
@@ -232,9 +233,9 @@ def _packable_weights(gm: torch.fx.GraphModule) -> set[str]:
     return names
 
 
-def _schedule(outputs: list[te.Tensor], target: str) -> Any:
+def _schedule(outputs: list[te.Tensor], target: str, config: Any = None) -> Any:
     s = create_schedule([t.op for t in outputs])
-    auto_schedule(s, target)
+    auto_schedule(s, target, config)
     return s
 
 
@@ -334,7 +335,9 @@ def compile_graph(
     if missing:
         raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")
 
-    s = _schedule(unique, target)
+    # Tuning options / apply_history_best: each operator's best record (autotvm.graph_tuning).
+    tuning = graph_tuning(gm, target, options)
+    s = _schedule(unique, target, tuning(unique, prepacked) if tuning else None)
     args = [inputs[i] for i in tensor_inputs] + unique
     module = build(s, args, target=target, name=name)
     return CompiledGraph(

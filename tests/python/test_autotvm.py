@@ -399,6 +399,7 @@ def test_bad_arguments():
         "pytvmbridge.autotvm.tuner",
         "pytvmbridge.autotvm.plot",
         "pytvmbridge.autotvm.dispatch",
+        "pytvmbridge.autotvm.graph_tuning",
         "pytvmbridge.tune",
     ],
 )

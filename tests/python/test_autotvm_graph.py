@@ -1,0 +1,151 @@
+"""Tuning wired into the graph backend and pytvmbridge.torch.compile: tasks of a compiled graph,
+tuning_n_trials / tuning_log_file, replay of a log's best records."""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+
+import pytest
+import torch
+
+import pytvmbridge.torch as ptt
+from pytvmbridge.autotvm import record
+from pytvmbridge.autotvm.graph_tuning import extract_graph_tasks, graph_config
+from pytvmbridge.graph.compiler import import_graph
+
+
+class ConvNet(torch.nn.Module):
+    """Two identical 3x3 convolutions and one 1x1: two distinct convolution workloads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.c = torch.nn.Conv2d(8, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def _aten_graph(model: torch.nn.Module, x: torch.Tensor) -> torch.fx.GraphModule:
+    params = dict(model.named_parameters())
+    names = list(params)
+
+    def f(x, *ps):
+        return torch.func.functional_call(model, dict(zip(names, ps, strict=True)), (x,))
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    return make_fx(f)(x, *[p.detach() for p in params.values()])
+
+
+def _model_and_input():
+    torch.manual_seed(0)
+    return ConvNet().eval(), torch.randn(1, 8, 12, 12)
+
+
+def test_one_task_per_distinct_workload():
+    model, x = _model_and_input()
+    gm = _aten_graph(model, x)
+    tasks = extract_graph_tasks(gm)
+    assert [t.name for t, _ in tasks] == ["conv2d", "conv2d"]
+    # Each task's arguments: the activation, the OIHW weight, the bias, then the output.
+    shapes = [{s for s, _ in t.arg_shapes} for t, _ in tasks]
+    assert shapes[0] == {(1, 8, 12, 12), (8, 8, 3, 3), (8,)}
+    assert shapes[1] == {(1, 8, 12, 12), (16, 8, 1, 1), (16,), (1, 16, 12, 12)}
+    assert tasks[0][0].workload_key != tasks[1][0].workload_key
+
+
+def _non_default_point(task, seed=0):
+    rng = random.Random(seed)
+    default = task.space.default()
+    for _ in range(200):
+        c = task.canonical(task.space.sample(rng))
+        if c != default and c["T_conv2d_nchw"] != default["T_conv2d_nchw"]:
+            return c
+    raise AssertionError("no non-default point found")
+
+
+def test_log_records_become_the_graph_schedule(tmp_path):
+    model, x = _model_and_input()
+    gm = _aten_graph(model, x)
+    (task3, _), _ = extract_graph_tasks(gm)
+    good = _non_default_point(task3, 1)
+    wrong = _non_default_point(task3, 2)
+    log = tmp_path / "log.json"
+    mk = record.make_record
+    rec = [
+        mk(task3.workload_key, task3.description, "auto", "llvm", good, [2e-6], 0),
+        # an error record and a faster record of another CPU: never chosen
+        mk(task3.workload_key, task3.description, "auto", "llvm", wrong, [1e-6], 4, "wrong"),
+    ]
+    other = mk(task3.workload_key, task3.description, "auto", "llvm", wrong, [1e-7], 0)
+    other["target"]["cpu"] = "some other CPU"
+    record.append(log, [*rec, other])
+    _, outputs, _ = import_graph(gm)
+    config = graph_config(gm, outputs, tuning_log_file=log)
+    # Both 3x3 convolutions (stages T_conv2d_nchw and #2) take the logged point's knobs.
+    for stage in ("T_conv2d_nchw", "T_conv2d_nchw#2"):
+        for knob, value in good["T_conv2d_nchw"].items():
+            assert config[stage][knob] == value, (stage, knob)
+    # ... and the compiled model still computes the convolutions.
+    torch._dynamo.reset()
+    f = torch.compile(model, backend="pytvmbridge", options={"tuning_log_file": str(log)})
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the 1x1 workload has no record: it warns
+        torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_backend_tunes_then_replays_without_measuring_again(tmp_path):
+    model, x = _model_and_input()
+    log = tmp_path / "tuned.json"
+    opts = {"tuning_log_file": str(log), "tuning_n_trials": 6}
+    torch._dynamo.reset()
+    with torch.no_grad():
+        f = torch.compile(model, backend="pytvmbridge", options=opts)
+        torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
+    recs = list(record.load(log))
+    assert len(recs) == 6
+    workloads = {t.workload_key for t, _ in extract_graph_tasks(_aten_graph(model, x))}
+    # the compiled graph's weights are pre-packed: its tasks' keys differ from the plain graph's,
+    # but there are as many (two distinct convolutions), each tuned at least once
+    assert len({r["workload"] for r in recs}) == len(workloads) == 2
+    assert all(r["error"] == 0 for r in recs)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        g = torch.compile(model, backend="pytvmbridge", options=opts)
+        torch.testing.assert_close(g(x), model(x), rtol=1e-4, atol=1e-4)
+    assert len(list(record.load(log))) == 6  # the budget is spent: nothing measured again
+
+
+def test_torch_compile_option_tunes(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 48), torch.nn.ReLU(), torch.nn.Linear(48, 16))
+    log = tmp_path / "mlp.json"
+    option = {"input_infos": [("x", (8, 32))], "tuning_n_trials": 4, "tuning_log_file": str(log)}
+    compiled = ptt.compile(model.eval(), option)
+    x = torch.randn(8, 32)
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    recs = list(record.load(log))
+    assert len(recs) == 4
+    assert {r["description"].split("(")[0] for r in recs} == {"addmm"}
+
+
+def test_missing_record_warns_and_falls_back(tmp_path):
+    model, x = _model_and_input()
+    log = tmp_path / "empty.json"
+    log.write_text(json.dumps({"note": "not a record"}) + "\n")
+    torch._dynamo.reset()
+    f = torch.compile(model, backend="pytvmbridge", options={"tuning_log_file": str(log)})
+    with torch.no_grad(), pytest.warns(UserWarning, match="no valid record"):
+        y = f(x)
+    torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_tuning_options():
+    with pytest.raises(ValueError, match="tuning_n_trials"):
+        from pytvmbridge.graph.backend import BackendOptions
+
+        BackendOptions.parse({"tuning_n_trials": -1})

@@ -83,9 +83,15 @@ def test_no_grad_inputs_give_plain_tensors():
 
 
 def test_backward_without_derivative_names_the_kernel():
-    k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: te.lgamma(a[i])), name="lg")
-    y = k(rand(3, positive=True))
-    with pytest.raises(RuntimeError, match=r"'lg'.*lgamma"):
+    rms = te.comm_reducer(lambda x, y: te.sqrt(x * x + y * y), lambda t: te.const(0, t), "rms")
+
+    def norms(a):
+        k = te.reduce_axis((0, a.shape[1]), name="k")
+        return te.compute((a.shape[0],), lambda i: rms(a[i, k], axis=k), name="norms")
+
+    k = tvm.kernel(norms, name="lg")
+    y = k(rand(3, 4))
+    with pytest.raises(RuntimeError, match=r"'lg'.*custom reducer"):
         y.sum().backward()
 
 

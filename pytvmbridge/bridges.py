@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _core, frameworks
+from .autodiff.bridge_grad import DIFFERENTIABLE_FRAMEWORKS, DifferentiableBridge
 from .frameworks import Framework
 
 __all__ = ["bridge", "to_jax", "to_mxnet", "to_numpy", "to_pytorch"]
@@ -60,8 +61,12 @@ def bridge(module: Any, framework: str | Framework) -> Callable[..., Any]:
         array([0., 1., 4.], dtype=float32)
     """
     fw = frameworks.get(framework) if isinstance(framework, str) else framework
-    call = _core.Caller()
-    call._bridge(module, fw)
+    if fw.name in DIFFERENTIABLE_FRAMEWORKS:  # inputs-only calls join autograd (autodiff/)
+        call = DifferentiableBridge()
+        call.setup(module, fw)
+    else:
+        call = _core.Caller()
+        call._bridge(module, fw)
     name = module.entry_name
     n_all = len(module.is_output)
     n_in = n_all - sum(bool(o) for o in module.is_output)

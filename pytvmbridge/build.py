@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core, progress
+from .autodiff import bridge_grad as _autodiff_bridge
 from .error import TVMTypeError, TVMValueError
 
 Module = _core.Module
@@ -88,7 +89,8 @@ def build(
         raise TVMTypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
     _check_schedule("build", s)
     with progress.busy(f"building {name}"):  # a bar only if it takes over a second
-        return _core.build(s, list(args), target, name)
+        module = _core.build(s, list(args), target, name)
+    return _autodiff_bridge.remember(module, args)  # its to_pytorch/to_jax are differentiable
 
 
 @dataclass

@@ -461,6 +461,11 @@ PyObject* call(PyObject* obj, PyObject* const* args, size_t nargsf, PyObject* kw
         PyErr_SetString(PyExc_TypeError, "this Caller has no module");
         return nullptr;
       }
+      if (autodiff && may_need_autodiff(args, n)) {
+        PyObject* routed = autodiff_call(obj, args, n, out);  // a differentiable bridge
+        if (routed != Py_NotImplemented) return routed;
+        Py_DECREF(routed);
+      }
       return bridge_call(self, args, n);
     }
     if (autodiff && may_need_autodiff(args, n)) {

@@ -58,7 +58,9 @@ void bind_build(py::module_& m) {
       .def("__str__", &describe_lowered)
       .def("__repr__", &describe_lowered);
 
-  py::class_<Module, std::shared_ptr<Module>> module(m, "Module");
+  // dynamic_attr: tvm.build keeps the tensor expressions on the module (pytvmbridge/autodiff
+  // derives the gradients of its to_pytorch/to_jax functions from them).
+  py::class_<Module, std::shared_ptr<Module>> module(m, "Module", py::dynamic_attr());
   module.def("__call__", &call_module)
       .def_property_readonly("entry_name", &Module::name)
       .def_property_readonly("name", &Module::name)

@@ -47,13 +47,20 @@ def wants_grad(args: tuple[Any, ...]) -> bool:
 
 def _is_kernel(owner: Any) -> bool:
     from .. import _core
+    from .bridge_grad import is_bridge
 
-    return isinstance(owner, _core.Caller)
+    return isinstance(owner, _core.Caller) and not is_bridge(owner)
 
 
 def _graph(owner: Any, specs: Any) -> tuple[list[Any], list[Any]]:
-    """(placeholders, outputs) of a kernel for these input specs, or of a TC def (symbolic)."""
+    """(placeholders, outputs) of a kernel for these input specs, or of a TC def or a bridged
+    Module (their own, possibly symbolic, expressions)."""
     if not _is_kernel(owner):
+        if owner.inputs is None:
+            raise NotDifferentiable(
+                "its module has no tensor expressions to derive a gradient from (it was "
+                "loaded, not built by tvm.build in this process)"
+            )
         return list(owner.inputs), list(owner.outputs)
     from .. import te
 
@@ -67,7 +74,8 @@ def run(owner: Any, inputs: Any) -> list[Any]:
     """The plain (non-differentiable) call of a kernel or TC def on detached inputs."""
     from .. import _core
 
-    out = _core.Caller._plain_call(owner, *inputs) if _is_kernel(owner) else owner(*inputs)
+    plain = isinstance(owner, _core.Caller)  # a kernel or a bridge: never routed again
+    out = _core.Caller._plain_call(owner, *inputs) if plain else owner(*inputs)
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
@@ -85,9 +93,9 @@ def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]
     from ..build import build
     from .gradient import gradient
 
-    phs, outputs = _graph(kernel, specs)
-    heads = [te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_head") for o in outputs]
     try:
+        phs, outputs = _graph(kernel, specs)
+        heads = [te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_head") for o in outputs]
         per_output = [gradient(o, phs, h) for o, h in zip(outputs, heads, strict=True)]
     except NotDifferentiable as e:
         raise RuntimeError(

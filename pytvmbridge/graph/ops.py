@@ -393,4 +393,7 @@ def _getitem(values: Any, index: int) -> Any:
     return values[index]
 
 
+# The training path: backward operators left whole by the decompositions, derived by te.gradient.
+from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
+
 __all__ = ["ACCEPTS", "CONVERTERS", "PRODUCED_RESULTS"]

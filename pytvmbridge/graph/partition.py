@@ -66,8 +66,8 @@ def is_supported(node: torch.fx.Node) -> bool:
             if user.target is not operator.getitem or user.args[1] not in wanted:
                 return False
         if not isinstance(val, (tuple, list)) or not all(
-            _tensor_ok(val[i]) for i in wanted if i < len(val)
-        ):
+            val[i] is None or _tensor_ok(val[i]) for i in wanted if i < len(val)
+        ):  # None: a result masked off (convolution_backward's output_mask)
             return False
     elif not _tensor_ok(val):
         return False

@@ -34,10 +34,21 @@ def _substitute_all(e: Any, solved: list[tuple[Any, Any]], keys: set[int]) -> An
 
 
 def gather_adjoint(
-    tensor: Any, indices: list[Any], value: Any, axes: list[Any], raxes: list[Any], name: str
+    tensor: Any,
+    indices: list[Any],
+    value: Any,
+    axes: list[Any],
+    raxes: list[Any],
+    name: str,
+    split: tuple[Any, Any] | None = None,
 ) -> Any:
     """The contribution of one read to ``tensor``'s adjoint: a function of the adjoint's index
-    (no variable left free) or a reduction tensor over the free variables."""
+    (no variable left free) or a reduction tensor over the free variables.
+
+    ``split`` is ``(adj, d)`` with ``value == adj[axes] * d``: where ``d`` is safe to evaluate
+    outside the consumer's domain, ``adj`` is read from a zero-padded copy instead of under
+    bound conditions (a convolution's data gradient becomes a plain convolution of the padded
+    head, which vectorizes and blocks like the forward one)."""
     ivs = [(iv, True) for iv in axes] + [(iv, False) for iv in raxes]
     by_key = {var_key(iv.var): (iv, data) for iv, data in ivs}
 
@@ -66,9 +77,13 @@ def gather_adjoint(
         plan.append(choice)
     free = [by_key[k][0] for k in by_key if k in unsolved]
 
+    pads: dict[Any, Any] = {}  # padded copies of the consumer's adjoint, made once
+
     def build(xs: tuple[Any, ...], free_vars: list[Any]) -> Any:
         solved: list[tuple[Any, Any]] = []
         conds: list[Any] = []
+        bounds: list[Any] = []  # the adjoint's read position inside the consumer's domain
+        bounded: set[int] = set()  # the consumer's axes those bounds are about
         for d, choice in enumerate(plan):
             if choice is None:
                 continue
@@ -96,16 +111,30 @@ def gather_adjoint(
                 and _is_zero(lo)
                 and _same(ext, tensor.shape[d])
             ):
-                conds.append(sol >= lo)
-                conds.append(sol < lo + ext)
+                if by_key[key][1]:
+                    bounded.add(key)
+                    bounds.append(sol >= lo)
+                    bounds.append(sol < lo + ext)
+                else:
+                    conds.append(sol >= lo)
+                    conds.append(sol < lo + ext)
             solved.append((v, sol))
         solved += [(iv.var, fv) for iv, fv in zip(free, free_vars, strict=False)]
         for d, (f, choice) in enumerate(zip(indices, plan, strict=False)):
             if choice is None:
                 conds.append(f == xs[d])
         keys = {var_key(v) for v, _ in solved}
+        padded = None
+        if split is not None and bounded and _safe(split[1], bounded):
+            ranges = _ranges(tensor, xs, free, free_vars)
+            positions = [_substitute_all(a.var, solved, keys) for a in axes]
+            padded = _padded_read(split[0], positions, ranges, pads)
+        if padded is None:
+            conds += bounds
+            val = _core.simplify(_substitute_all(value, solved, keys))
+        else:
+            val = _core.simplify(padded * _substitute_all(_as_expr(split[1], value), solved, keys))
         conds = [_substitute_all(cnd, solved, keys) for cnd in conds]
-        val = _core.simplify(_substitute_all(value, solved, keys))
         zero = _core.const(0, val.dtype)
         conds = [cnd for cnd in (_core.simplify(cnd) for cnd in conds) if not _is_true(cnd)]
         if conds:
@@ -161,6 +190,115 @@ def small_axes_first(shape: Any) -> list[int] | None:
     if not short or not long or max(short) < min(long):
         return None
     return short + long
+
+
+def _as_expr(d: Any, like: Any) -> Any:
+    return _core.const(d, like.dtype) if isinstance(d, float) else d
+
+
+_COMPARISONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+
+
+def _has_read(e: Any) -> bool:
+    parts = _core.expr_parts(e)
+    if parts[0] == "TensorRead":
+        return True
+    return any(_has_read(q) for q in _children(parts))
+
+
+def _children(parts: Any) -> list[Any]:
+    out = []
+    for p in parts[1:]:
+        for q in p if isinstance(p, list) else [p]:
+            if isinstance(q, _core.Expr) and not isinstance(q, _core.IterVar):
+                out.append(q)
+    return out
+
+
+def _safe(d: Any, keys: set[int]) -> bool:
+    """Whether ``d`` can be evaluated with the variables ``keys`` out of their range: they
+    appear only in comparisons without tensor reads (no read out of bounds, no division by a
+    zero that multiplied by the padding's zero would give NaN)."""
+    if isinstance(d, float):
+        return True
+    parts = _core.expr_parts(d)
+    if parts[0] == "Var":
+        return var_key(d) not in keys
+    if parts[0] in _COMPARISONS and not _has_read(d):
+        return True
+    return all(_safe(q, keys) for q in _children(parts))
+
+
+def _ranges(tensor: Any, xs: Any, free: list[Any], free_vars: list[Any]) -> dict[int, Any]:
+    """(min, max) of the adjoint's index variables and the free variables, where constant."""
+    out: dict[int, Any] = {}
+    for x, n in zip(xs, tensor.shape, strict=False):
+        try:
+            out[var_key(x)] = (0, int(n) - 1)
+        except (TypeError, ValueError):
+            pass
+    for iv, fv in zip(free, free_vars, strict=False):
+        try:
+            lo = int(iv.dom.min)
+            out[var_key(fv)] = (lo, lo + int(iv.dom.extent) - 1)
+        except (TypeError, ValueError):
+            pass
+    return out
+
+
+def _interval(e: Any, ranges: dict[int, Any]) -> tuple[int, int] | None:
+    form = affine(e, set(ranges))
+    if form is None:
+        return None
+    try:
+        base = sum(int(_core.simplify(r)) for r in form.rest)
+    except (TypeError, ValueError):
+        return None
+    lo = hi = base
+    for key, (_, c) in form.coeffs.items():
+        if key not in ranges:
+            return None
+        a, b = ranges[key]
+        lo += min(c * a, c * b)
+        hi += max(c * a, c * b)
+    return lo, hi
+
+
+def _padded_read(adj: Any, positions: list[Any], ranges: Any, pads: dict[Any, Any]) -> Any:
+    """``adj`` read at ``positions`` through a copy padded with zeros wide enough for every
+    position; None where a position's range is not constant."""
+    before, after = [], []
+    for pos, n in zip(positions, adj.shape, strict=True):
+        span = _interval(pos, ranges)
+        try:
+            n = int(n)
+        except (TypeError, ValueError):
+            return None
+        if span is None:
+            return None
+        before.append(max(0, -span[0]))
+        after.append(max(0, span[1] - (n - 1)))
+    if not any(before) and not any(after):  # always inside: no copy needed
+        return adj[tuple(positions)]
+    key = (tuple(before), tuple(after))
+    padded = pads.get(key)
+    if padded is None:
+        shape = [int(n) + b + a for n, b, a in zip(adj.shape, before, after, strict=True)]
+        zero = _core.const(0, adj.dtype)
+
+        def body(*j: Any) -> Any:
+            inside = []
+            for jj, b, a, n in zip(j, before, after, adj.shape, strict=True):
+                if b:
+                    inside.append(jj >= b)
+                if a:
+                    inside.append(jj < b + int(n))
+            src = adj[tuple(jj - b if b else jj for jj, b in zip(j, before, strict=True))]
+            cond = _te.all(*inside) if len(inside) > 1 else inside[0]
+            return _core.if_then_else(cond, src, zero)
+
+        padded = pads[key] = _te.compute(shape, body, name=f"{adj.name}_pad")
+    return padded[tuple(p + b if b else p for p, b in zip(positions, before, strict=True))]
 
 
 def _is_zero(e: Any) -> bool:

@@ -208,12 +208,16 @@ def _propagate(
             d = mul(d, here / src)
         value = mul(adj_c[tuple(a.var for a in axes)], d)
         value = _as_expr(value, c.dtype)
+        split = None  # value == adj_c[axes] * d, for reading adj_c through a padded copy
         if value.dtype != tensor.dtype:
             value = value.astype(tensor.dtype)
+        elif rcond is None:
+            split = (adj_c, d)
         if rcond is not None:
             value = _core.if_then_else(rcond, value, _core.const(0, value.dtype))
+        name = f"{tensor.name}_grad_{op.name}"
         contributions.setdefault(tensor, []).append(
-            gather_adjoint(tensor, indices, value, axes, raxes, f"{tensor.name}_grad_{op.name}")
+            gather_adjoint(tensor, indices, value, axes, raxes, name, split)
         )
 
 

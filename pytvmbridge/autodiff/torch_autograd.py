@@ -210,6 +210,50 @@ def torch_op(kernel: Any) -> Any:
     return forward
 
 
+def _eager(args: tuple[Any, ...]) -> bool:
+    """Plain tensors outside a torch.compile/export trace: the cheaper autograd.Function path
+    (the custom op's dispatch costs tens of microseconds per call, forward and backward)."""
+    torch = sys.modules["torch"]
+    for a in args:
+        if isinstance(a, torch.Tensor) and type(a) is not torch.Tensor:
+            if type(a) is not torch.nn.Parameter:
+                return False
+    return not torch.compiler.is_compiling()
+
+
+def _eager_function(kernel: Any) -> Any:
+    """A ``torch.autograd.Function`` running ``kernel`` and, as its backward, the derived
+    gradient: the same computation as the custom op, for eager calls."""
+    fn = kernel.__dict__.get("_autograd_function")
+    if fn is not None:
+        return fn
+    import torch
+
+    class KernelFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *inputs: Any) -> Any:
+            outs = run(kernel, [x.detach() if isinstance(x, torch.Tensor) else x for x in inputs])
+            ctx.save_for_backward(*inputs)
+            ctx.out_meta = [(o.shape, o.dtype) for o in outs]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            inputs = [x.detach().contiguous() for x in ctx.saved_tensors]
+            module, _ = _backward_module(kernel, _specs(inputs))
+            heads = [
+                torch.zeros(shape, dtype=dt) if g is None else g.contiguous()
+                for g, (shape, dt) in zip(grads, ctx.out_meta, strict=True)
+            ]
+            out = [torch.empty(x.shape, dtype=x.dtype) for x in inputs]
+            module(*inputs, *heads, *out)
+            return tuple(out)
+
+    KernelFunction.__name__ = f"{kernel.name}_autograd"
+    kernel.__dict__["_autograd_function"] = KernelFunction
+    return KernelFunction
+
+
 def _as_list(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -221,6 +265,9 @@ def call(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             f"kernel '{kernel.name}': out= cannot be used with inputs that require grad "
             "(autograd would not see the write); call it with the inputs only"
         )
+    if _eager(args):
+        outs = _eager_function(kernel).apply(*args)
+        return outs
     op = kernel.__dict__.get("_torch_op")
     if op is None:
         import torch

@@ -300,9 +300,9 @@ def _is_one(d: Any) -> bool:
 
 def _compile_graph(
     ep: Any, examples: list[torch.Tensor], constants: list[torch.Tensor], option: dict[str, Any]
-) -> tuple[Module, list[int], list[int], dict[int, int]]:
-    """(module, kernel inputs as graph-input indices, kernel outputs in graph-output order,
-    graph inputs passed pre-packed: index -> panel width)."""
+) -> tuple[Module, list[int | None], list[int], dict[int, Any]]:
+    """(module, kernel inputs as graph-input indices (None: a derived weight), kernel outputs in
+    graph-output order, kernel position -> (weight transform, kept graph-input indices))."""
     try:
         from .graph import compile_graph  # the graph compiler (issue 12), when installed
     except ImportError:
@@ -328,8 +328,16 @@ def _compile_graph(
     gm.recompile()
     tuning = {k: option[k] for k in ("tuning_n_trials", "tuning_log_file") if option.get(k)}
     cg = compile_graph(gm, [placeholder_values[i] for i in keep], name="compiled_model", **tuning)
-    packed = {keep[i]: width for i, width in cg.prepacked.items()}
-    return cg.module, [keep[i] for i in cg.tensor_inputs], list(cg.output_of), packed
+    # Kernel arguments: graph inputs by index, and weight transforms (packed or batch-norm-folded
+    # weights, pytvmbridge.graph.fold) of graph inputs, computed below once from the constants.
+    kernel_inputs, derived = [], {}
+    for k, source in enumerate(cg.kernel_sources):
+        if isinstance(source, int):
+            kernel_inputs.append(keep[source])
+        else:
+            kernel_inputs.append(None)
+            derived[k] = (source, keep)
+    return cg.module, kernel_inputs, list(cg.output_of), derived
 
 
 def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> CompiledModel:
@@ -355,17 +363,23 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
     option = _parse_options(option)
     ep, examples = _export(module_or_traced, option["input_infos"])
     sources, constants = _lifted_inputs(ep, examples)
-    module, kernel_inputs, output_of, packed = _compile_graph(ep, examples, constants, option)
-    for i, width in packed.items():
-        # Weights the kernel takes pre-packed (convolutions): constants, packed once here.
-        kind, k = sources[i]
-        if kind != "const":
-            raise UnsupportedOperatorError(
-                f"compile: input {k} is used as a convolution weight; pass weights as parameters"
-            )
-        from .graph.prepack import pack_weight
+    module, kernel_inputs, output_of, derived = _compile_graph(ep, examples, constants, option)
+    sources = list(sources)
+    for position, (spec, keep) in derived.items():
+        # Weights the kernel takes transformed (packed, batch norm folded): computed once here
+        # from the constants they depend on.
+        from .graph.fold import materialize
 
-        constants[k] = pack_weight(constants[k], width)
+        leaves = {keep[i] for i in spec.leaves()}
+        users = [sources[i] for i in leaves if sources[i][0] != "const"]
+        if users:
+            raise UnsupportedOperatorError(
+                f"compile: input {users[0][1]} is used as a weight; pass weights as parameters"
+            )
+        values = {i: constants[sources[keep[i]][1]] for i in spec.leaves()}
+        constants.append(materialize(spec, values))
+        sources.append(("const", len(constants) - 1))
+        kernel_inputs[position] = len(sources) - 1
     num_outputs = option.get("num_outputs")
     if num_outputs is not None and num_outputs != len(output_of):
         raise TVMValueError(

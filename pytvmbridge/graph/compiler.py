@@ -31,14 +31,14 @@ from typing import Any
 import sympy
 import torch
 
-from .. import te, topi
+from .. import te
 from ..autoschedule import auto_schedule
 from ..autotvm.graph_tuning import graph_tuning
 from ..build import Module, build
 from ..schedule import create_schedule
 from ..topi.utils import const_int
+from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
 from .ops import CONVERTERS
-from .prepack import PackCache, conv2d_prepacked
 
 _DTYPES = {torch.float32: "float32"}
 
@@ -88,23 +88,33 @@ def _shape_spec(shape: Sequence[Any]) -> list[Any]:
 class CompiledGraph:
     """A compiled graph: call it with the graph's inputs to get its outputs.
 
-    ``tensor_inputs[k]`` is the graph input passed as the Module's k-th argument; the outputs
-    follow. ``size_bindings`` maps each size symbol to ``(input, dim)`` or ``(input, None)`` (a
+    ``kernel_sources[k]`` says what the Module's k-th argument is: a graph-input index, or a
+    :class:`~.fold.Derived` weight transform of graph inputs (a packed or batch-norm-folded
+    weight, computed once and cached until its sources change); the outputs follow.
+    ``size_bindings`` maps each size symbol to ``(input, dim)`` or ``(input, None)`` (a
     symbolic-int input); ``output_shapes`` holds ints or sympy expressions of those symbols;
     ``output_tuple`` says whether the graph returns a tuple (else one tensor).
     """
 
     module: Module
     num_inputs: int
-    tensor_inputs: list[int]
+    kernel_sources: list[Source]
     size_bindings: dict[str, tuple[int, int | None]]
     output_shapes: list[list[Any]]
     output_dtypes: list[torch.dtype]
     output_of: list[int]  # graph output -> index into the Module's outputs
     output_tuple: bool
-    # Graph input -> panel width of a convolution weight passed packed (see .prepack).
-    prepacked: dict[int, int] = field(default_factory=dict)
-    _packs: PackCache = field(default_factory=PackCache, repr=False, compare=False)
+    _derived: DerivedCache = field(default_factory=DerivedCache, repr=False, compare=False)
+
+    @property
+    def tensor_inputs(self) -> list[int]:
+        """The graph inputs passed to the kernel as they are."""
+        return [s for s in self.kernel_sources if isinstance(s, int)]
+
+    @property
+    def derived_inputs(self) -> list[Derived]:
+        """The weight transforms computed outside the kernel (see :mod:`.fold`)."""
+        return [s for s in self.kernel_sources if isinstance(s, Derived)]
 
     def _sizes(self, args: Sequence[Any]) -> dict[str, int]:
         env = {}
@@ -126,14 +136,11 @@ class CompiledGraph:
         for shape, dtype in zip(self.output_shapes, self.output_dtypes, strict=True):
             dims = [self._eval(d, env) for d in shape]
             outs.append(torch.empty(dims, dtype=dtype))
-        if self.prepacked:
-            packs = self._packs
-            kernel_args = [
-                packs.get(i, args[i], self.prepacked[i]) if i in self.prepacked else args[i]
-                for i in self.tensor_inputs
-            ]
-        else:
-            kernel_args = [args[i] for i in self.tensor_inputs]
+        derived = self._derived
+        kernel_args = [
+            args[s] if type(s) is int else derived.get(k, s, args)
+            for k, s in enumerate(self.kernel_sources)
+        ]
         self.module(*kernel_args, *outs)
         results = tuple(outs[i] for i in self.output_of)
         return results if self.output_tuple else results[0]
@@ -152,19 +159,34 @@ def _convert_arg(value: Any, env: dict[torch.fx.Node, Any], size_vars: dict) -> 
 
 
 def import_graph(
-    gm: torch.fx.GraphModule, prepacked: dict[str, int] | None = None
+    gm: torch.fx.GraphModule,
+    prepacked: dict[str, int] | None = None,
+    plan: FoldPlan | None = None,
 ) -> tuple[list[Any], list[Any], dict[str, te.Var]]:
     """Convert every node of ``gm`` to TE: returns (placeholders, outputs, size variables).
 
-    Placeholders are TE tensors (tensor inputs), TE expressions (symbolic-int inputs) or None.
-    ``prepacked`` names convolution-weight inputs declared packed (``[O/w, I, kh, kw, w]``,
-    value ``w``; see :mod:`.prepack`).
+    Placeholders are TE tensors (tensor inputs), TE expressions (symbolic-int inputs) or None,
+    one per graph input, followed by one TE tensor per derived input of ``plan`` (default:
+    :func:`~.fold.plan_folds` of ``gm``), which also replaces the converters of the nodes that
+    read them. ``prepacked`` names convolution weights (graph inputs or derived inputs)
+    declared packed (``[O/w, I, kh, kw, w]``, value ``w``; see :mod:`.prepack`).
     """
     prepacked = prepacked or {}
+    plan = plan_folds(gm) if plan is None else plan
     size_vars: dict[str, te.Var] = {}
     env: dict[torch.fx.Node, Any] = {}
     inputs: list[Any] = []
     outputs: list[Any] = []
+    derived: dict[str, te.Tensor] = {}
+    for dname, (_, dshape) in plan.derived.items():
+        if dname in prepacked:
+            width = prepacked[dname]
+            dshape = [dshape[0] // width, dshape[1], dshape[2], dshape[3], width]
+        derived[dname] = te.placeholder(list(dshape), "float32", name=dname)
+
+    def value(arg: Any) -> Any:
+        return _convert_arg(arg, env, size_vars)
+
     for node in gm.graph.nodes:
         val = node.meta.get("val")
         if node.op == "placeholder":
@@ -183,6 +205,8 @@ def import_graph(
             else:
                 raise UnsupportedGraphError(f"input {node.name} has no tensor metadata")
             inputs.append(env[node])
+        elif node.op == "call_function" and node in plan.rewrites:
+            env[node] = plan.rewrites[node](value, derived)
         elif node.op == "call_function":
             if node.target not in CONVERTERS:
                 raise UnsupportedGraphError(f"operator {node.target} is not supported")
@@ -190,28 +214,17 @@ def import_graph(
             kwargs = {k: _convert_arg(v, env, size_vars) for k, v in node.kwargs.items()}
             if node.target is not operator.getitem:
                 kwargs.pop("memory_format", None)
-            weight = node.args[1] if len(node.args) > 1 else None
-            if node.target is _CONVOLUTION and getattr(weight, "name", None) in prepacked:
-                env[node] = _prepacked_convolution(*args)
-            else:
-                env[node] = CONVERTERS[node.target](*args, **kwargs)
+            env[node] = CONVERTERS[node.target](*args, **kwargs)
         elif node.op == "output":
             result = node.args[0]
             nodes = list(result) if isinstance(result, (list, tuple)) else [result]
             outputs = [env[n] for n in nodes]
         else:
             raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
-    return inputs, outputs, size_vars
+    return inputs + list(derived.values()), outputs, size_vars
 
 
 _CONVOLUTION = torch.ops.aten.convolution.default
-
-
-def _prepacked_convolution(x: Any, w: Any, bias: Any, stride: Any, padding: Any, dilation: Any,
-                           *_: Any) -> Any:  # fmt: skip
-    pair = lambda v: (v[0], v[0]) if len(v) == 1 else (v[0], v[1])  # noqa: E731
-    out = conv2d_prepacked(x, w, pair(stride), pair(padding), pair(dilation))
-    return out if bias is None else topi.nn.bias_add(out, bias, axis=1)
 
 
 def _packable_weights(gm: torch.fx.GraphModule) -> set[str]:
@@ -295,22 +308,13 @@ def compile_graph(
                 n.meta["val"] = torch.empty(tm.shape, dtype=tm.dtype, device="meta")
             elif "val" not in n.meta and n.op == "placeholder":
                 n.meta["val"] = example_inputs[placeholders.index(n)]
-    inputs, outputs, size_vars = import_graph(gm)
-    prepacked: dict[str, int] = {}
-    packable = _packable_weights(gm) if options.get("prepack_weights", True) else set()
-    if packable and all(isinstance(o, te.Tensor) for o in outputs):
-        trial = _schedule(_unique_outputs(outputs)[0], target)
-        for stage in trial.stages:
-            weight = stage.op.name.removesuffix(".packed")
-            if stage.op.name.endswith(".packed") and weight in packable:
-                shape = stage.op.output(0).shape
-                width = const_int(shape[-1]) if len(shape) == 5 else None
-                if width is not None:
-                    prepacked[weight] = width
-        weights = {n.name: n.meta["val"] for n in placeholders}
-        prepacked = {k: w for k, w in prepacked.items() if weights[k].shape[0] % w == 0}
-        if prepacked:
-            inputs, outputs, size_vars = import_graph(gm, prepacked)
+    plan = plan_folds(gm) if options.get("fold_weights", True) else FoldPlan()
+    inputs, outputs, size_vars = import_graph(gm, plan=plan)
+    prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
+    if prepacked:
+        inputs, outputs, size_vars = import_graph(gm, prepacked, plan)
+    derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
+    inputs = inputs[: len(placeholders)]
     for node, out in zip(out_nodes, outputs, strict=True):
         if not isinstance(out, te.Tensor):
             raise UnsupportedGraphError(f"output {node} is not a computed tensor")
@@ -321,7 +325,25 @@ def compile_graph(
         node = out_nodes[output_of.index(k)]
         out_meta.append(node.meta["val"])
 
-    tensor_inputs = [i for i, v in enumerate(inputs) if isinstance(v, te.Tensor)]
+    # Kernel arguments: the graph inputs and derived tensors the outputs read (a weight whose
+    # every use was folded into a derived tensor is not passed).
+    used = {hash(op) for op in _operations(unique)}
+    sources: list[Source] = []
+    kernel_args: list[te.Tensor] = []
+    for i, v in enumerate(inputs):
+        if isinstance(v, te.Tensor) and hash(v.op) in used:
+            sources.append(i)
+            kernel_args.append(v)
+    for dname, tensor in derived.items():
+        if hash(tensor.op) in used:
+            spec = plan.derived[dname][0]
+            if dname in prepacked:
+                spec = Derived("conv_pack", (spec,), (prepacked[dname],))
+            sources.append(spec)
+            kernel_args.append(tensor)
+    for i, node in enumerate(placeholders):
+        if node.name in prepacked and hash(inputs[i].op) in used:
+            sources[sources.index(i)] = Derived("conv_pack", (i,), (prepacked[node.name],))
     bindings: dict[str, tuple[int, int | None]] = {}
     for i, node in enumerate(placeholders):
         val = node.meta["val"]
@@ -336,22 +358,61 @@ def compile_graph(
         raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")
 
     # Tuning options / apply_history_best: each operator's best record (autotvm.graph_tuning).
+    # A batch-norm-folded weight "W_bn" is packed like the task's convolution weight "W".
     tuning = graph_tuning(gm, target, options)
-    s = _schedule(unique, target, tuning(unique, prepacked) if tuning else None)
-    args = [inputs[i] for i in tensor_inputs] + unique
-    module = build(s, args, target=target, name=name)
+    aliases = {k.removesuffix("_bn"): w for k, w in prepacked.items() if k in plan.derived}
+    config = tuning(unique, {**aliases, **prepacked}) if tuning else None
+    s = _schedule(unique, target, config)
+    module = build(s, kernel_args + unique, target=target, name=name)
     return CompiledGraph(
         module=module,
         num_inputs=len(placeholders),
-        tensor_inputs=tensor_inputs,
+        kernel_sources=sources,
         size_bindings=bindings,
         output_shapes=[_shape_spec(m.shape) for m in out_meta],
         output_dtypes=[m.dtype for m in out_meta],
         output_of=output_of,
         output_tuple=is_tuple,
-        prepacked={placeholders.index(n): prepacked[n.name] for n in placeholders
-                   if n.name in prepacked},
-    )  # fmt: skip
+    )
+
+
+def _operations(outputs: list[te.Tensor]) -> list[Any]:
+    """Every operation the outputs depend on."""
+    seen: dict[int, Any] = {}
+    stack = [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if hash(op) not in seen:
+            seen[hash(op)] = op
+            stack.extend(t.op for t in op.input_tensors)
+    return list(seen.values())
+
+
+def _conv_panel_widths(
+    gm: torch.fx.GraphModule, plan: FoldPlan, outputs: list[Any], target: str, options: dict
+) -> dict[str, int]:
+    """Convolution weights (graph inputs or derived) to pass packed: name -> panel width.
+
+    The width is the one ``auto_schedule`` picks when it packs the weight inside the kernel
+    (a trial schedule of the whole graph tells); the weight is then declared packed instead.
+    """
+    if not options.get("prepack_weights", True):
+        return {}
+    packable = _packable_weights(gm) | plan.conv_weights
+    if not packable or not all(isinstance(o, te.Tensor) for o in outputs):
+        return {}
+    channels = {n.name: n.meta["val"].shape[0] for n in gm.graph.nodes if n.op == "placeholder"}
+    channels.update({name: shape[0] for name, (_, shape) in plan.derived.items()})
+    widths: dict[str, int] = {}
+    trial = _schedule(_unique_outputs(outputs)[0], target)
+    for stage in trial.stages:
+        weight = stage.op.name.removesuffix(".packed")
+        if stage.op.name.endswith(".packed") and weight in packable:
+            shape = stage.op.output(0).shape
+            width = const_int(shape[-1]) if len(shape) == 5 else None
+            if width is not None and channels[weight] % width == 0:
+                widths[weight] = width
+    return widths
 
 
 __all__ = ["CompiledGraph", "UnsupportedGraphError", "compile_graph", "import_graph"]

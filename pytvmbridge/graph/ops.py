@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from .. import te, topi
+from .prepack import conv2d_prepacked
 
 aten = torch.ops.aten
 Converter = Callable[..., Any]
@@ -152,7 +153,7 @@ def _pow(x: te.Tensor, exponent: Any) -> te.Tensor:
 
 
 @_register(aten.convolution.default)
-def _convolution(
+def convolution(
     x: te.Tensor,
     w: te.Tensor,
     bias: te.Tensor | None,
@@ -163,7 +164,12 @@ def _convolution(
     output_padding: Any,
     groups: int,
 ) -> te.Tensor:
-    out = topi.nn.conv2d(x, w, _pair(stride), _pair(padding), _pair(dilation), groups=groups)
+    """``aten.convolution`` (2-d, not transposed); a 5-d ``w`` is a weight passed packed as
+    ``[O/w, I, kh, kw, w]`` panels (see :mod:`.prepack`, groups = 1)."""
+    if len(w.shape) == 5:
+        out = conv2d_prepacked(x, w, _pair(stride), _pair(padding), _pair(dilation))
+    else:
+        out = topi.nn.conv2d(x, w, _pair(stride), _pair(padding), _pair(dilation), groups=groups)
     return out if bias is None else topi.nn.bias_add(out, bias, axis=1)
 
 

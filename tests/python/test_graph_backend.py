@@ -190,6 +190,7 @@ def test_backend_found_by_name_in_fresh_interpreter():
         "pytvmbridge.graph.partition",
         "pytvmbridge.graph.backend",
         "pytvmbridge.graph.prepack",
+        "pytvmbridge.graph.fold",
         "pytvmbridge.torch",
         "pytvmbridge.torch.switch",
         "pytvmbridge.torch.graph",
@@ -208,9 +209,77 @@ def test_prepacked_conv_weights_follow_changes():
 
     x, w, b = torch.randn(1, 8, 6, 6), torch.randn(64, 8, 3, 3), torch.randn(64)
     cg = compile_graph(make_fx(f)(x, w, b), [x, w, b])
-    assert cg.prepacked, "the weight should be passed packed"
+    kinds = [d.kind for d in cg.derived_inputs]
+    assert kinds == ["conv_pack"], "the weight should be passed packed"
     torch.testing.assert_close(cg(x, w, b), f(x, w, b), rtol=1e-4, atol=1e-4)
     w.mul_(-0.5)  # in place: same object, new version
     torch.testing.assert_close(cg(x, w, b), f(x, w, b), rtol=1e-4, atol=1e-4)
     w2 = torch.randn(64, 8, 3, 3)  # another tensor
     torch.testing.assert_close(cg(x, w2, b), f(x, w2, b), rtol=1e-4, atol=1e-4)
+
+
+def _derived_kinds(cg):
+    def kinds(d):
+        return [d.kind] + [k for s in d.sources if hasattr(s, "kind") for k in kinds(s)]
+
+    return sorted(k for d in cg.derived_inputs for k in kinds(d))
+
+
+def test_linear_weights_are_packed_once_and_follow_changes():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w1, b1, w2):
+        h = torch.relu(torch.nn.functional.linear(x, w1, b1))
+        return torch.nn.functional.linear(h, w2)  # no bias: aten.mm
+
+    x, w1, b1, w2 = torch.randn(5, 24), torch.randn(64, 24), torch.randn(64), torch.randn(32, 64)
+    cg = compile_graph(make_fx(f)(x, w1, b1, w2), [x, w1, b1, w2])
+    assert _derived_kinds(cg) == ["dense_pack", "dense_pack"]
+    # The raw weights are not kernel arguments any more: only x and the bias are.
+    assert cg.tensor_inputs == [0, 2]
+    torch.testing.assert_close(cg(x, w1, b1, w2), f(x, w1, b1, w2), rtol=1e-4, atol=1e-4)
+    w1.mul_(-0.5)  # in place: same object, new version
+    torch.testing.assert_close(cg(x, w1, b1, w2), f(x, w1, b1, w2), rtol=1e-4, atol=1e-4)
+    w2b = torch.randn(32, 64)  # another tensor
+    torch.testing.assert_close(cg(x, w1, b1, w2b), f(x, w1, b1, w2b), rtol=1e-4, atol=1e-4)
+
+
+def test_linear_with_odd_width_is_not_packed():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w):
+        return torch.nn.functional.linear(x, w)
+
+    x, w = torch.randn(3, 8), torch.randn(10, 8)
+    cg = compile_graph(make_fx(f)(x, w), [x, w])
+    assert cg.derived_inputs == []
+    torch.testing.assert_close(cg(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("groups", [1, 4])
+def test_batch_norm_is_folded_into_the_convolution(groups):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w, b, gamma, beta, mean, var):
+        y = torch.nn.functional.conv2d(x, w, b, padding=1, groups=groups)
+        # What inference batch norm becomes under AOT autograd's core ATen decompositions.
+        y = torch.ops.aten._native_batch_norm_legit_no_training(
+            y, gamma, beta, mean, var, 0.1, 1e-5
+        )
+        return torch.relu(y[0])
+
+    c = 32
+    x = torch.randn(2, 8, 6, 6)
+    w, b = torch.randn(c, 8 // groups, 3, 3), torch.randn(c)
+    gamma, beta = torch.rand(c) + 0.5, torch.randn(c)
+    mean, var = torch.randn(c) * 0.2, torch.rand(c) + 0.5
+    args = [x, w, b, gamma, beta, mean, var]
+    cg = compile_graph(make_fx(f)(*args), args)
+    kinds = _derived_kinds(cg)
+    assert "bn_weight" in kinds and "bn_bias" in kinds
+    assert ("conv_pack" in kinds) == (groups == 1)
+    assert cg.tensor_inputs == [0]  # every parameter reaches the kernel folded
+    torch.testing.assert_close(cg(*args), f(*args), rtol=1e-4, atol=1e-4)
+    var.mul_(2.0)  # a running statistic changed in place
+    beta.add_(1.0)
+    torch.testing.assert_close(cg(*args), f(*args), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,300 @@
+"""Weight transforms folded out of the kernel: computed once in PyTorch, again only on change.
+
+A model's parameters reach the graph compiler as graph inputs (PyTorch >= 2.5 lifts them), so
+left alone every call would redo what only depends on them: the transpose and panel packing of
+a linear layer's weight, the batch-norm scale folded into the convolution before it, the
+panels of a convolution weight. Inductor's freezing treats parameters as constants for this; a
+``torch.compile`` backend cannot assume they stay constant, so this module does the next best
+thing: the kernel takes the *transformed* tensor as an argument (a :class:`Derived` input, a
+plain description of how to compute it from graph inputs), and :class:`DerivedCache` computes
+it in PyTorch on the first call and again only when one of its source tensors changes (another
+object or storage, or an in-place update, which bumps the version counter). Training, where the
+parameters change every step, stays correct: each step recomputes the folded tensors once.
+
+:func:`plan_folds` finds the patterns in an ATen-level FX graph:
+
+- a linear layer, ``addmm(bias, x, permute(W, [1, 0]))`` / ``mm(x, t(W))`` with ``W`` a graph
+  input: the kernel reads ``W`` packed as ``[N / 32, K, 32]`` panels (``topi.nn.dense_pack``);
+- a convolution followed by inference batch norm (``_native_batch_norm_legit_no_training``),
+  with every parameter a graph input: the kernel runs one convolution with weight
+  ``W * gamma / sqrt(var + eps)`` (per output channel) and bias ``(b - mean) * scale + beta``.
+
+Example:
+    >>> import torch
+    >>> d = Derived("dense_pack", (0,), (2,))
+    >>> materialize(d, [torch.arange(8.0).reshape(4, 2)]).shape
+    torch.Size([2, 2, 2])
+    >>> cache = DerivedCache()
+    >>> w = torch.ones(4, 2)
+    >>> cache.get(0, d, [w]) is cache.get(0, d, [w])
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import torch
+
+aten = torch.ops.aten
+
+Source = Union[int, "Derived", None]
+"""A kernel argument's origin: a graph-input index, a derived tensor, or None (absent)."""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A tensor computed from graph inputs by a weight transform (see :func:`materialize`).
+
+    ``kind`` names the transform, ``sources`` are graph-input indices or other ``Derived``
+    values (``None`` for an absent optional tensor), ``params`` its constant arguments.
+    """
+
+    kind: str
+    sources: tuple[Source, ...]
+    params: tuple[Any, ...] = ()
+
+    def leaves(self) -> list[int]:
+        """The graph inputs this tensor depends on, in order."""
+        out: list[int] = []
+        for s in self.sources:
+            if isinstance(s, Derived):
+                out.extend(s.leaves())
+            elif s is not None:
+                out.append(s)
+        return out
+
+
+def _dense_pack(w: torch.Tensor, block: int) -> torch.Tensor:
+    n, k = w.shape
+    return w.reshape(n // block, block, k).permute(0, 2, 1).contiguous()
+
+
+def _conv_pack(w: torch.Tensor, width: int) -> torch.Tensor:
+    o, i, kh, kw = w.shape
+    return w.reshape(o // width, width, i, kh, kw).permute(0, 2, 3, 4, 1).contiguous()
+
+
+def _bn_scale(gamma: torch.Tensor | None, var: torch.Tensor, eps: float) -> torch.Tensor:
+    scale = torch.rsqrt(var + eps)
+    return scale if gamma is None else scale * gamma
+
+
+def _bn_weight(w: torch.Tensor, gamma: Any, var: torch.Tensor, eps: float) -> torch.Tensor:
+    return (w * _bn_scale(gamma, var, eps).reshape(-1, *([1] * (w.dim() - 1)))).contiguous()
+
+
+def _bn_bias(bias: Any, gamma: Any, beta: Any, mean: torch.Tensor, var: torch.Tensor,
+             eps: float) -> torch.Tensor:  # fmt: skip
+    shifted = -mean if bias is None else bias - mean
+    out = shifted * _bn_scale(gamma, var, eps)
+    return (out if beta is None else out + beta).contiguous()
+
+
+_TRANSFORMS: dict[str, Callable[..., torch.Tensor]] = {
+    "dense_pack": _dense_pack,  # (W,), (block,)
+    "conv_pack": _conv_pack,  # (W,), (width,)
+    "bn_weight": _bn_weight,  # (W, gamma, var), (eps,)
+    "bn_bias": _bn_bias,  # (bias, gamma, beta, mean, var), (eps,)
+}
+
+
+def materialize(derived: Derived, inputs: Sequence[Any] | Mapping[int, Any]) -> torch.Tensor:
+    """Compute ``derived`` from the graph inputs ``inputs`` (a sequence, or a mapping from
+    input index to value), with no gradient recorded.
+
+    Example:
+        >>> import torch
+        >>> w = torch.ones(2, 1, 1, 1); var = torch.full((2,), 3.0)
+        >>> materialize(Derived("bn_weight", (0, None, 1), (1.0,)), [w, var]).flatten().tolist()
+        [0.5, 0.5]
+    """
+    args = [
+        materialize(s, inputs) if isinstance(s, Derived) else (None if s is None else inputs[s])
+        for s in derived.sources
+    ]
+    with torch.no_grad():
+        args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+        return _TRANSFORMS[derived.kind](*args, *derived.params)
+
+
+class DerivedCache:
+    """Derived tensors by kernel-argument position; recomputed when a source tensor changes."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[list[tuple[Any, int, int]], torch.Tensor]] = {}
+
+    def get(self, position: int, derived: Derived, inputs: Sequence[Any]) -> torch.Tensor:
+        entry = self._entries.get(position)
+        leaves = derived.leaves()
+        if entry is not None:
+            stamps = entry[0]
+            for (tensor, version, ptr), index in zip(stamps, leaves, strict=True):
+                current = inputs[index]
+                if current is not tensor or current._version != version:
+                    break
+                if current.data_ptr() != ptr:
+                    break
+            else:
+                return entry[1]
+        value = materialize(derived, inputs)
+        stamps = [(inputs[i], inputs[i]._version, inputs[i].data_ptr()) for i in leaves]
+        self._entries[position] = (stamps, value)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+# --- finding the patterns in an FX graph --------------------------------------------------------
+
+DENSE_BLOCK = 32
+"""Panel width of packed linear weights: ``topi.nn.dense_pack``'s register-tile width."""
+
+_TRANSPOSES = (aten.permute.default, aten.t.default)
+
+
+@dataclass
+class FoldPlan:
+    """What :func:`plan_folds` found: derived kernel inputs and the nodes that read them.
+
+    ``derived`` maps a derived input's name to ``(Derived, static shape)``; ``rewrites`` maps an
+    FX node to a converter ``fn(value, derived_tensors)`` replacing its usual one (``value``
+    converts an FX argument, ``derived_tensors`` maps names to the TE placeholders).
+    ``conv_weights`` names the derived inputs used as ungrouped convolution weights (they can be
+    packed further, see the compiler).
+    """
+
+    derived: dict[str, tuple[Derived, list[int]]] = field(default_factory=dict)
+    rewrites: dict[torch.fx.Node, Callable[..., Any]] = field(default_factory=dict)
+    conv_weights: set[str] = field(default_factory=set)
+
+
+def _static_shape(node: Any) -> list[int] | None:
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.dtype != torch.float32:
+        return None
+    if not all(isinstance(d, int) for d in val.shape):
+        return None
+    return list(val.shape)
+
+
+def _is_weight_transpose(node: Any, inputs: dict[torch.fx.Node, int]) -> bool:
+    if not isinstance(node, torch.fx.Node) or node.target not in _TRANSPOSES:
+        return False
+    source = node.args[0]
+    if source not in inputs or len(_static_shape(source) or []) != 2:
+        return False
+    return node.target is aten.t.default or list(node.args[1]) == [1, 0]
+
+
+def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan: FoldPlan) -> None:
+    from .. import topi
+
+    for node in gm.graph.nodes:
+        if node.target is aten.addmm.default:
+            bias, x, wt = node.args[:3]
+            if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+                continue
+            if len(node.args) > 3:
+                continue
+        elif node.target is aten.mm.default:
+            bias, (x, wt) = None, node.args
+        else:
+            continue
+        if not _is_weight_transpose(wt, inputs):
+            continue
+        weight = wt.args[0]
+        n, _ = _static_shape(weight)
+        if n % DENSE_BLOCK:
+            continue
+        name = f"{weight.name}_dense"
+        plan.derived[name] = (
+            Derived("dense_pack", (inputs[weight],), (DENSE_BLOCK,)),
+            [n // DENSE_BLOCK, _static_shape(weight)[1], DENSE_BLOCK],
+        )
+        one_d_bias = bias is not None and len(bias.meta["val"].shape) == 1
+
+        def convert(value: Callable, derived: dict, x=x, bias=bias, name=name, one_d=one_d_bias):
+            out = topi.nn.dense_pack(value(x), derived[name], value(bias) if one_d else None)
+            return out if bias is None or one_d else topi.add(out, value(bias))
+
+        plan.rewrites[node] = convert
+
+
+def _plan_conv_bn(
+    gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan: FoldPlan
+) -> None:
+    from .ops import convolution
+
+    for node in gm.graph.nodes:
+        if node.target is not aten._native_batch_norm_legit_no_training.default:
+            continue
+        conv, gamma, beta, mean, var, _momentum, eps = node.args
+        if not isinstance(conv, torch.fx.Node) or conv.target is not aten.convolution.default:
+            continue
+        if len(conv.users) != 1 or conv.args[6]:  # other readers of the conv, or transposed
+            continue
+        weight, bias = conv.args[1], conv.args[2]
+        params = (weight, bias, gamma, beta, mean, var)
+        if weight not in inputs or any(p is not None and p not in inputs for p in params):
+            continue
+        if mean is None or var is None or _static_shape(weight) is None:
+            continue
+
+        def src(p: Any) -> int | None:
+            return None if p is None else inputs[p]
+
+        w_name, b_name = f"{weight.name}_bn", f"{weight.name}_bn_bias"
+        plan.derived[w_name] = (
+            Derived("bn_weight", (src(weight), src(gamma), src(var)), (float(eps),)),
+            _static_shape(weight),
+        )
+        plan.derived[b_name] = (
+            Derived("bn_bias", (src(bias), src(gamma), src(beta), src(mean), src(var)),
+                    (float(eps),)),
+            [_static_shape(weight)[0]],
+        )  # fmt: skip
+        x_shape = conv.args[0].meta["val"].shape
+        if conv.args[8] == 1 and all(isinstance(d, int) for d in x_shape[1:]):
+            plan.conv_weights.add(w_name)
+
+        def convert_conv(value: Callable, derived: dict, conv=conv, w=w_name, b=b_name) -> Any:
+            x, _, _, stride, padding, dilation, transposed, out_pad, groups = conv.args
+            return convolution(value(x), derived[w], derived[b], stride, padding, dilation,
+                               transposed, out_pad, groups)  # fmt: skip
+
+        plan.rewrites[conv] = convert_conv
+        plan.rewrites[node] = lambda value, derived, conv=conv: (value(conv), None, None)
+
+
+def plan_folds(gm: torch.fx.GraphModule) -> FoldPlan:
+    """The weight transforms of ``gm`` to fold out of the kernel (see the module docstring).
+
+    Example:
+        >>> import torch
+        >>> from torch.fx.experimental.proxy_tensor import make_fx
+        >>> f = lambda x, w, b: torch.nn.functional.linear(x, w, b)
+        >>> gm = make_fx(f)(torch.ones(2, 8), torch.ones(64, 8), torch.ones(64))
+        >>> [d.kind for d, _ in plan_folds(gm).derived.values()]
+        ['dense_pack']
+    """
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    inputs = {n: i for i, n in enumerate(placeholders) if _static_shape(n) is not None}
+    plan = FoldPlan()
+    _plan_dense(gm, inputs, plan)
+    _plan_conv_bn(gm, inputs, plan)
+    return plan
+
+
+__all__ = [
+    "DENSE_BLOCK",
+    "Derived",
+    "DerivedCache",
+    "FoldPlan",
+    "Source",
+    "materialize",
+    "plan_folds",
+]

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import _core
 from .. import te as _te
+from ..error import TVMTypeError, TVMValueError
 from .derivative import NotDifferentiable, derivative, mul, site_key
 from .gather import gather_adjoint
 
@@ -73,7 +74,7 @@ def _post_order(output: Tensor) -> list[Tensor]:
 
 def _check_tensor(obj: Any, what: str) -> Tensor:
     if not isinstance(obj, _core.Tensor):
-        raise TypeError(f"te.gradient(): {what} must be a Tensor, got {type(obj).__name__}")
+        raise TVMTypeError(f"te.gradient(): {what} must be a Tensor, got {type(obj).__name__}")
     return obj
 
 
@@ -116,7 +117,7 @@ def gradient(output: Tensor, inputs: Tensor | list[Tensor], head: Tensor | None 
     else:
         _check_tensor(head, "head")
         if not _same_shape(head, output) or head.dtype != output.dtype:
-            raise ValueError(
+            raise TVMValueError(
                 f"te.gradient(): head must have the output's shape {tuple(output.shape)} and "
                 f"dtype {output.dtype}, got {tuple(head.shape)} {head.dtype}"
             )

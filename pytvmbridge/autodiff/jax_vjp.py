@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..error import TVMValueError
 from .torch_autograd import _backward_module, _output_specs, run
 
 
@@ -76,5 +77,5 @@ def _function(kernel: Any) -> Any:
 def call(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Runs ``kernel`` inside a JAX trace (inputs-only calls)."""
     if kwargs:
-        raise ValueError(f"kernel '{kernel.name}': out= cannot be used with traced JAX arrays")
+        raise TVMValueError(f"kernel '{kernel.name}': out= cannot be used with traced JAX arrays")
     return _function(kernel)(*args)

@@ -17,6 +17,7 @@ import sys
 import threading
 from typing import Any
 
+from ..error import TVMError, TVMValueError
 from .derivative import NotDifferentiable
 
 _lock = threading.Lock()
@@ -98,9 +99,7 @@ def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]
         heads = [te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_head") for o in outputs]
         per_output = [gradient(o, phs, h) for o, h in zip(outputs, heads, strict=True)]
     except NotDifferentiable as e:
-        raise RuntimeError(
-            f"pytvmbridge kernel '{kernel.name}' has no derived gradient: {e}"
-        ) from e
+        raise TVMError(f"pytvmbridge kernel '{kernel.name}' has no derived gradient: {e}") from e
     if len(per_output) == 1:
         grads = per_output[0]
     else:
@@ -261,7 +260,7 @@ def _as_list(out: Any) -> list[Any]:
 def call(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Runs ``kernel`` as its custom op (inputs-only calls; ``out=`` is not differentiable)."""
     if kwargs:
-        raise ValueError(
+        raise TVMValueError(
             f"kernel '{kernel.name}': out= cannot be used with inputs that require grad "
             "(autograd would not see the write); call it with the inputs only"
         )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..error import TVMTypeError
 from . import record, space, task
 from .measure import ERROR_NAMES, LocalRunner, MeasureOption, MeasureResult
 from .plot import plot
@@ -94,7 +95,7 @@ def extract_tasks(obj: Any, *example_inputs: Any, target: str = "llvm") -> list[
         return extract_from_kernel(obj, *example_inputs)
     if type(obj).__name__ == "TcFunction":
         return extract_from_tc(obj, *example_inputs)
-    raise TypeError(
+    raise TVMTypeError(
         "autotvm.tune takes a @kernel or a TC def (with example inputs), a Task or a list of "
         f"Tasks, got {type(obj).__name__}"
     )

@@ -33,6 +33,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..error import TVMValueError
+
 __all__ = [
     "AutoSpace",
     "ConfigEntity",
@@ -119,7 +121,7 @@ def _extent(axis_or_int: Any) -> int:
     extent = getattr(dom, "extent", None)
     value = getattr(extent, "value", None)
     if not isinstance(value, int):
-        raise ValueError(
+        raise TVMValueError(
             "define_split: the axis must have a constant extent (or pass an int), "
             f"got {axis_or_int!r}"
         )
@@ -168,16 +170,18 @@ class ConfigSpace:
         """Candidate splits of ``axis`` (an IterVar or an extent) into ``num_outputs`` loops:
         ``policy="factors"`` (exact divisors) or ``"power2"`` (powers of two, guarded)."""
         if policy not in ("factors", "power2"):
-            raise ValueError(f"define_split policy must be 'factors' or 'power2', got {policy!r}")
+            raise TVMValueError(
+                f"define_split policy must be 'factors' or 'power2', got {policy!r}"
+            )
         if num_outputs < 1:
-            raise ValueError(f"define_split num_outputs must be >= 1, got {num_outputs}")
+            raise TVMValueError(f"define_split num_outputs must be >= 1, got {num_outputs}")
         sizes = _factorizations(_extent(axis), num_outputs, max_factor, policy == "power2")
         self._define(name, "split", sizes)
 
     def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
         """A knob taking one of ``candidates`` (JSON-able values)."""
         if not candidates:
-            raise ValueError(f"define_knob '{name}': candidates must not be empty")
+            raise TVMValueError(f"define_knob '{name}': candidates must not be empty")
         self._define(name, "knob", list(candidates))
 
     def define_reorder(
@@ -194,7 +198,7 @@ class ConfigSpace:
         elif policy == "candidate" and candidate:
             perms = [list(p) for p in candidate]
         else:
-            raise ValueError(
+            raise TVMValueError(
                 f"define_reorder '{name}': policy must be 'all' or 'candidate' with a "
                 f"non-empty candidate list, got {policy!r}"
             )
@@ -202,7 +206,7 @@ class ConfigSpace:
 
     def _define(self, name: str, kind: str, candidates: list[Any]) -> None:
         if name in self.knobs and self.knobs[name] != candidates:
-            raise ValueError(f"knob '{name}' is defined twice with different candidates")
+            raise TVMValueError(f"knob '{name}' is defined twice with different candidates")
         self.knobs[name] = candidates
         self.kinds[name] = kind
 
@@ -238,7 +242,9 @@ class ConfigSpace:
         for name, cands in self.knobs.items():
             value = config.get(name, cands[0])
             if value not in cands:
-                raise ValueError(f"config: knob '{name}' is {value!r}, not one of {cands[:8]}...")
+                raise TVMValueError(
+                    f"config: knob '{name}' is {value!r}, not one of {cands[:8]}..."
+                )
             out[name] = value
         return out
 
@@ -271,7 +277,7 @@ class ConfigEntity(ConfigSpace):
 
     def _define(self, name: str, kind: str, candidates: list[Any]) -> None:
         if name not in self.knobs:
-            raise ValueError(f"template defines knob '{name}', which its space does not have")
+            raise TVMValueError(f"template defines knob '{name}', which its space does not have")
 
     def __getitem__(self, name: str) -> Any:
         return _entity(self.kinds[name], self.config[name])
@@ -398,4 +404,4 @@ def repair(query: Any, config: dict[str, dict[str, int]]) -> dict[str, Any]:
                 flat = {k: v for k, v in flat.items() if not k.startswith(m.group(1) + "/")}
                 continue
             raise
-    raise ValueError(f"auto_schedule config could not be repaired: {config}")
+    raise TVMValueError(f"auto_schedule config could not be repaired: {config}")

@@ -32,6 +32,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..error import TVMError, TVMTypeError, TVMValueError
 from .space import AutoSpace, ConfigEntity, ConfigSpace
 
 __all__ = [
@@ -53,7 +54,7 @@ def get_config() -> Any:
     (``ConfigEntity``)."""
     stack = getattr(_config_stack, "items", None)
     if not stack:
-        raise RuntimeError("autotvm.get_config() is only valid inside a template being run")
+        raise TVMError("autotvm.get_config() is only valid inside a template being run")
     return stack[-1]
 
 
@@ -139,9 +140,9 @@ class Task:
         flop: float | None = None,
     ) -> None:
         if kind not in ("auto", "template"):
-            raise ValueError(f"Task kind must be 'auto' or 'template', got {kind!r}")
+            raise TVMValueError(f"Task kind must be 'auto' or 'template', got {kind!r}")
         if not callable(func):
-            raise TypeError(f"Task func must be callable, got {type(func).__name__}")
+            raise TVMTypeError(f"Task func must be callable, got {type(func).__name__}")
         self.name = name
         self.func = func
         self.args = tuple(args)
@@ -154,14 +155,14 @@ class Task:
             for t in tensors:
                 dims = [getattr(d, "value", d) for d in t.shape]
                 if not all(isinstance(d, int) for d in dims):
-                    raise ValueError(
+                    raise TVMValueError(
                         f"task '{name}': argument '{t.name}' has symbolic shape {t.shape}; "
                         "pass arg_shapes=[(shape, dtype), ...] to say what to measure at"
                     )
                 arg_shapes.append((tuple(dims), str(t.dtype)))
         self.arg_shapes = [(tuple(int(d) for d in s), str(dt)) for s, dt in arg_shapes]
         if len(self.arg_shapes) != len(tensors):
-            raise ValueError(
+            raise TVMValueError(
                 f"task '{name}': arg_shapes has {len(self.arg_shapes)} entries, the computation "
                 f"has {len(tensors)} build arguments"
             )
@@ -300,14 +301,14 @@ def create(
     name or the decorated function)."""
     if isinstance(func_or_name, str):
         if func_or_name not in _TEMPLATES:
-            raise ValueError(
+            raise TVMValueError(
                 f"no template named {func_or_name!r}; known: {sorted(_TEMPLATES)} "
                 "(decorate it with @autotvm.template)"
             )
         func_or_name = _TEMPLATES[func_or_name]
     fn = getattr(func_or_name, "template_fn", None)
     if fn is None:
-        raise TypeError(
+        raise TVMTypeError(
             "autotvm.task.create takes a template (a function decorated with "
             f"@autotvm.template, or its name), got {func_or_name!r}"
         )
@@ -383,7 +384,7 @@ def extract_from_tc(tc_fn: Any, *example_inputs: Any, source: str | None = None)
 
     source = source or getattr(tc_fn, "_source", None)
     if source is None:
-        raise ValueError(
+        raise TVMValueError(
             f"TC def '{tc_fn.name}': its source is not known; pass source= (the TC text)"
         )
     arrays = [np.asarray(x) if not hasattr(x, "numpy") else x for x in example_inputs]

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..error import TVMValueError
 from . import record
 from .features import loop_features
 from .measure import LocalRunner, MeasureOption, MeasureResult
@@ -133,7 +134,7 @@ class Tuner:
         ``run(configs, best)``.
         """
         if n_trial < 0:
-            raise ValueError(f"n_trial must be >= 0, got {n_trial}")
+            raise TVMValueError(f"n_trial must be >= 0, got {n_trial}")
         log_file = os.fspath(log_file) if log_file is not None else None
         if log_file and resume:
             self.resume(log_file)
@@ -149,7 +150,7 @@ class Tuner:
                 self.task, n_parallel=n_parallel, option=measure_option, seed=self.seed or 0
             )
         elif isinstance(runner, str):
-            raise ValueError(f"runner must be 'local', 'ray' or a runner object, got {runner!r}")
+            raise TVMValueError(f"runner must be 'local', 'ray' or a runner object, got {runner!r}")
         bar = _bar(self.task, n_trial, progress)
         batch = getattr(runner, "n_parallel", 1)
         last_improvement = 0
@@ -402,7 +403,7 @@ _TUNERS = {
 def make_tuner(name_or_cls: Any, task: Any, seed: int | None = 0) -> Tuner:
     if isinstance(name_or_cls, str):
         if name_or_cls not in _TUNERS:
-            raise ValueError(f"tuner must be one of {sorted(_TUNERS)}, got {name_or_cls!r}")
+            raise TVMValueError(f"tuner must be one of {sorted(_TUNERS)}, got {name_or_cls!r}")
         return _TUNERS[name_or_cls](task, seed=seed)
     return name_or_cls(task, seed=seed)
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from ..error import TVMValueError
 from .partition import partition_and_compile
 
 KNOWN_OPTIONS = (
@@ -57,7 +58,7 @@ class BackendOptions:
         options = dict(options or {})
         unknown = sorted(set(options) - set(KNOWN_OPTIONS))
         if unknown:
-            raise ValueError(
+            raise TVMValueError(
                 f"options: unknown key(s) {unknown} for backend 'pytvmbridge'; "
                 f"expected some of {list(KNOWN_OPTIONS)}"
             )
@@ -65,7 +66,7 @@ class BackendOptions:
         if parsed.num_threads is not None and (
             not isinstance(parsed.num_threads, int) or parsed.num_threads < 1
         ):
-            raise ValueError(
+            raise TVMValueError(
                 f"options['num_threads'] must be an int >= 1, found {parsed.num_threads!r}"
             )
         n = parsed.tuning_n_trials

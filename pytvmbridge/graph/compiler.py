@@ -35,6 +35,7 @@ from .. import te
 from ..autoschedule import auto_schedule
 from ..autotvm.graph_tuning import graph_tuning
 from ..build import Module, build
+from ..error import TVMNotImplementedError, TVMTypeError
 from ..schedule import create_schedule
 from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
@@ -43,7 +44,7 @@ from .ops import CONVERTERS
 _DTYPES = {torch.float32: "float32"}
 
 
-class UnsupportedGraphError(NotImplementedError):
+class UnsupportedGraphError(TVMNotImplementedError):
     """A graph holds an operator or value the graph compiler cannot convert."""
 
 
@@ -130,7 +131,7 @@ class CompiledGraph:
 
     def __call__(self, *args: Any) -> Any:
         if len(args) != self.num_inputs:
-            raise TypeError(f"compiled graph takes {self.num_inputs} inputs, found {len(args)}")
+            raise TVMTypeError(f"compiled graph takes {self.num_inputs} inputs, found {len(args)}")
         env = self._sizes(args) if self.size_bindings else {}
         outs = []
         for shape, dtype in zip(self.output_shapes, self.output_dtypes, strict=True):

@@ -25,13 +25,14 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
+from ..error import TVMNotImplementedError
 from .compiler import CompiledGraph, compile_graph
 from .ops import ACCEPTS, CONVERTERS, PRODUCED_RESULTS
 
 SUPPORTED_DTYPES = (torch.float32,)
 
 
-class UnsupportedOperatorError(NotImplementedError):
+class UnsupportedOperatorError(TVMNotImplementedError):
     """Raised under ``strict=True`` when an operator would fall back to PyTorch."""
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import te
+from ..error import TVMTypeError, TVMValueError
 from . import tag
 from .utils import Tensor, const_int, is_float, same_dim
 
@@ -56,7 +57,7 @@ def broadcast_shape(shape1: Sequence[Any], shape2: Sequence[Any], what: str = "b
         elif const_int(a) == 1:
             out.append(b)
         else:
-            raise ValueError(
+            raise TVMValueError(
                 f"{what}: shapes {tuple(shape1)} and {tuple(shape2)} do not broadcast "
                 f"(dimension {a} against {b}; symbolic dimensions must be the same var)"
             )
@@ -89,7 +90,9 @@ def _operand(x: Operand, what: str) -> Tensor | te.Expr:
         return x
     if isinstance(x, (bool, int, float)):
         return te.convert(x)
-    raise TypeError(f"{what} must be a Tensor, an expression or a number, found {type(x).__name__}")
+    raise TVMTypeError(
+        f"{what} must be a Tensor, an expression or a number, found {type(x).__name__}"
+    )
 
 
 def _binary(name: str, fn: BinaryFn, lhs: Operand, rhs: Operand) -> Tensor | te.Expr:
@@ -99,7 +102,7 @@ def _binary(name: str, fn: BinaryFn, lhs: Operand, rhs: Operand) -> Tensor | te.
         return fn(a, b)
     if a_tensor and b_tensor:
         if a.dtype != b.dtype:
-            raise TypeError(
+            raise TVMTypeError(
                 f"{name}: lhs {a.name!r} is {a.dtype} and rhs {b.name!r} is {b.dtype}; "
                 "cast one of them with topi.cast"
             )
@@ -186,12 +189,12 @@ def broadcast_to(data: Tensor, shape: Sequence[Any]) -> Tensor:
         (2, 3, 4)
     """
     if not isinstance(data, te.Tensor):
-        raise TypeError(f"data of broadcast_to must be a Tensor, found {type(data).__name__}")
+        raise TVMTypeError(f"data of broadcast_to must be a Tensor, found {type(data).__name__}")
     shape = list(shape)
     if len(shape) < data.ndim or broadcast_shape(data.shape, shape, "broadcast_to") != [
         const_int(d) if const_int(d) is not None else d for d in shape
     ]:
-        raise ValueError(f"broadcast_to: shape {tuple(data.shape)} cannot broadcast to {shape}")
+        raise TVMValueError(f"broadcast_to: shape {tuple(data.shape)} cannot broadcast to {shape}")
     return te.compute(
         shape,
         lambda *i: data[broadcast_index(data, shape, i)],
@@ -214,7 +217,7 @@ def where(condition: Tensor, x: Operand, y: Operand) -> Tensor:
         (2, 3)
     """
     if not isinstance(condition, te.Tensor):
-        raise TypeError(f"condition of where must be a Tensor, found {type(condition).__name__}")
+        raise TVMTypeError(f"condition of where must be a Tensor, found {type(condition).__name__}")
     xs = _operand(x, "x of where")
     ys = _operand(y, "y of where")
     shape = list(condition.shape)
@@ -222,7 +225,7 @@ def where(condition: Tensor, x: Operand, y: Operand) -> Tensor:
     for t in tensors:
         shape = broadcast_shape(shape, t.shape, "where")
     if len(tensors) == 2 and tensors[0].dtype != tensors[1].dtype:
-        raise TypeError(
+        raise TVMTypeError(
             f"where: x is {tensors[0].dtype} and y is {tensors[1].dtype}; cast one with topi.cast"
         )
     dtype = tensors[0].dtype if tensors else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import te
+from ..error import TVMTypeError, TVMValueError
 from . import tag
 from .utils import Tensor, check_tensor, is_float
 
@@ -36,7 +37,7 @@ def _float_unary(name: str, fn: ExprFn, numpy_name: str) -> Callable[[Tensor], T
     def op(x: Tensor) -> Tensor:
         check_tensor(x, f"the input of {name}")
         if not is_float(x.dtype):
-            raise TypeError(
+            raise TVMTypeError(
                 f"{name} needs a float tensor, found {x.dtype} tensor {x.name!r}; "
                 "cast it first with topi.cast"
             )
@@ -175,7 +176,7 @@ def logical_not(x: Tensor) -> Tensor:
     """
     check_tensor(x, "the input of logical_not")
     if x.dtype != "bool":
-        raise TypeError(f"logical_not needs a bool tensor, found {x.dtype} tensor {x.name!r}")
+        raise TVMTypeError(f"logical_not needs a bool tensor, found {x.dtype} tensor {x.name!r}")
     return _elemwise(x, lambda v: ~v, "logical_not")
 
 
@@ -203,7 +204,7 @@ def clip(x: Tensor, a_min: float | int, a_max: float | int) -> Tensor:
     """
     check_tensor(x, "the input of clip")
     if a_min > a_max:
-        raise ValueError(f"clip needs a_min <= a_max, found a_min={a_min}, a_max={a_max}")
+        raise TVMValueError(f"clip needs a_min <= a_max, found a_min={a_min}, a_max={a_max}")
     lo, hi = te.const(a_min, x.dtype), te.const(a_max, x.dtype)
     return _elemwise(x, lambda v: te.min(te.max(v, lo), hi), "clip")
 
@@ -281,11 +282,11 @@ def elemwise_sum(xs: list[Tensor]) -> Tensor:
     """
     xs = list(xs)
     if not xs:
-        raise ValueError("elemwise_sum needs at least one tensor")
+        raise TVMValueError("elemwise_sum needs at least one tensor")
     for k, t in enumerate(xs):
         check_tensor(t, f"tensor {k} of elemwise_sum")
         if t.dtype != xs[0].dtype or t.ndim != xs[0].ndim:
-            raise TypeError(
+            raise TVMTypeError(
                 f"elemwise_sum: tensor {k} is {t.dtype}{tuple(t.shape)}, tensor 0 "
                 f"{xs[0].dtype}{tuple(xs[0].shape)}"
             )

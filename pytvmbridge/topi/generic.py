@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..autoschedule import auto_schedule
+from ..error import TVMTypeError
 from ..schedule import Schedule, create_schedule
 from .utils import Tensor
 
@@ -31,7 +32,7 @@ from .utils import Tensor
 def _auto(outs: Tensor | Sequence[Tensor]) -> Schedule:
     items = [outs] if isinstance(outs, Tensor) else list(outs)
     if not items or not all(isinstance(t, Tensor) for t in items):
-        raise TypeError(
+        raise TVMTypeError(
             f"a schedule function takes an output Tensor or a list of them, got {outs!r}"
         )
     return auto_schedule(create_schedule([t.op for t in items]))

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import te
+from ..error import TVMTypeError
 from . import tag
 from .utils import Tensor, check_tensor, normalize_axes, require_float
 from .utils import prod as _product
@@ -155,10 +156,10 @@ def _arg_reduce(
 ) -> Tensor:
     name = "argmax" if is_max else "argmin"
     if axis is not None and not isinstance(axis, int):
-        raise TypeError(f"axis of {name} must be an int or None, found {axis!r}")
+        raise TVMTypeError(f"axis of {name} must be an int or None, found {axis!r}")
     axes, shape = _plan(data, axis, keepdims, name)
     if data.dtype == "bool":
-        raise TypeError(f"{name} needs a numeric tensor, found bool tensor {data.name!r}")
+        raise TVMTypeError(f"{name} needs a numeric tensor, found bool tensor {data.name!r}")
     # First the extreme value, then the smallest (or largest) flat index where it occurs: two
     # plain reductions, so no tuple reducer is needed.
     extreme = _reduce(data, axis, True, te.max if is_max else te.min, f"{name}_value")

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import te
+from ..error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from . import tag
 from .utils import (
     Tensor,
@@ -89,21 +90,23 @@ def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
     total = prod(a.shape)
     unknown = [d for d, s in enumerate(shape) if const_int(s) == -1]
     if len(unknown) > 1:
-        raise ValueError(f"reshape: only one dimension of newshape may be -1, found {newshape}")
+        raise TVMValueError(f"reshape: only one dimension of newshape may be -1, found {newshape}")
     for s in shape:
         if const_int(s) is not None and const_int(s) < -1:
-            raise ValueError(f"reshape: newshape entries must be >= -1, found {newshape}")
+            raise TVMValueError(f"reshape: newshape entries must be >= -1, found {newshape}")
     if unknown:
         known = prod([s for d, s in enumerate(shape) if d != unknown[0]])
         if isinstance(known, int) and isinstance(total, int):
             if known == 0 or total % known:
-                raise ValueError(f"reshape: cannot reshape {tuple(a.shape)} into {tuple(newshape)}")
+                raise TVMValueError(
+                    f"reshape: cannot reshape {tuple(a.shape)} into {tuple(newshape)}"
+                )
             shape[unknown[0]] = total // known
         else:
             shape[unknown[0]] = te.floordiv(total, known)
     new_total = prod(shape)
     if isinstance(total, int) and isinstance(new_total, int) and total != new_total:
-        raise ValueError(
+        raise TVMValueError(
             f"reshape: cannot reshape {tuple(a.shape)} ({total} elements) into {tuple(newshape)} "
             f"({new_total} elements)"
         )
@@ -133,7 +136,7 @@ def transpose(a: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     else:
         perm = [normalize_axis(x, a.ndim, "transpose") for x in axes]
         if sorted(perm) != list(range(a.ndim)):
-            raise ValueError(
+            raise TVMValueError(
                 f"transpose: axes {tuple(axes)} is not a permutation of {a.ndim} dimensions"
             )
     shape = [a.shape[p] for p in perm]
@@ -171,7 +174,7 @@ def expand_dims(a: Tensor, axis: int, num_newaxis: int = 1) -> Tensor:
     """
     check_tensor(a, "a of expand_dims")
     if not -a.ndim - 1 <= axis <= a.ndim:
-        raise ValueError(f"expand_dims: axis {axis} is out of range for {a.ndim} dimension(s)")
+        raise TVMValueError(f"expand_dims: axis {axis} is out of range for {a.ndim} dimension(s)")
     axis = axis % (a.ndim + 1)
     shape = [*a.shape[:axis], *([1] * num_newaxis), *a.shape[axis:]]
     return te.compute(
@@ -198,7 +201,7 @@ def squeeze(a: Tensor, axis: int | Sequence[int] | None = None) -> Tensor:
         axes = normalize_axes(axis, a.ndim, "squeeze")
         for d in axes:
             if const_int(a.shape[d]) != 1:
-                raise ValueError(f"squeeze: dimension {d} of {tuple(a.shape)} is not 1")
+                raise TVMValueError(f"squeeze: dimension {d} of {tuple(a.shape)} is not 1")
     shape = [a.shape[d] for d in range(a.ndim) if d not in axes]
 
     def fcompute(*i: Any) -> te.Expr:
@@ -220,18 +223,18 @@ def concatenate(a_tuple: Sequence[Tensor], axis: int = 0) -> Tensor:
     """
     tensors = list(a_tuple)
     if not tensors:
-        raise ValueError("concatenate needs at least one tensor")
+        raise TVMValueError("concatenate needs at least one tensor")
     for k, t in enumerate(tensors):
         check_tensor(t, f"tensor {k} of concatenate")
     first = tensors[0]
     axis = normalize_axis(axis, first.ndim, "concatenate")
     for k, t in enumerate(tensors[1:], 1):
         if t.dtype != first.dtype:
-            raise TypeError(f"concatenate: tensor {k} is {t.dtype}, tensor 0 is {first.dtype}")
+            raise TVMTypeError(f"concatenate: tensor {k} is {t.dtype}, tensor 0 is {first.dtype}")
         if t.ndim != first.ndim or not all(
             same_dim(t.shape[d], first.shape[d]) for d in range(t.ndim) if d != axis
         ):
-            raise ValueError(
+            raise TVMValueError(
                 f"concatenate: tensor {k} has shape {tuple(t.shape)}, which does not match "
                 f"{tuple(first.shape)} outside axis {axis}"
             )
@@ -275,10 +278,10 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("stack needs at least one tensor")
+        raise TVMValueError("stack needs at least one tensor")
     ndim = tensors[0].ndim
     if not -ndim - 1 <= axis <= ndim:
-        raise ValueError(f"stack: axis {axis} is out of range for {ndim + 1} dimension(s)")
+        raise TVMValueError(f"stack: axis {axis} is out of range for {ndim + 1} dimension(s)")
     axis = axis % (ndim + 1)
     return concatenate([expand_dims(t, axis) for t in tensors], axis)
 
@@ -299,11 +302,11 @@ def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) 
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
         if sections < 1:
-            raise ValueError(f"split: sections must be >= 1, found {sections}")
+            raise TVMValueError(f"split: sections must be >= 1, found {sections}")
         c = const_int(size)
         if c is not None:
             if c % sections:
-                raise ValueError(
+                raise TVMValueError(
                     f"split: {c} elements on axis {axis} do not divide into {sections}"
                 )
             part: Any = c // sections
@@ -315,7 +318,7 @@ def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) 
         idx = list(indices_or_sections)
         c = const_int(size)
         if c is None:
-            raise ValueError("split at indices needs a constant size along the axis")
+            raise TVMValueError("split at indices needs a constant size along the axis")
         bounds = [min(max(x if x >= 0 else x + c, 0), c) for x in idx]
         edges = [0, *bounds, c]
         starts = edges[:-1]
@@ -358,11 +361,11 @@ def strided_slice(
     begin, end = list(begin), list(end)
     if slice_mode == "size":
         if len(end) != len(begin):
-            raise ValueError("strided_slice: begin and end must have the same length")
+            raise TVMValueError("strided_slice: begin and end must have the same length")
         end = [None if z is None or z < 0 else b + z for b, z in zip(begin, end, strict=True)]
         strides = None
     elif slice_mode != "end":
-        raise ValueError(
+        raise TVMValueError(
             f"slice_mode of strided_slice must be 'end' or 'size', found {slice_mode!r}"
         )
     strides = [1] * len(begin) if strides is None else list(strides)
@@ -372,7 +375,7 @@ def strided_slice(
         else [normalize_axis(x, a.ndim, "strided_slice") for x in axes]
     )
     if not len(begin) == len(end) == len(strides) == len(axes):
-        raise ValueError(
+        raise TVMValueError(
             "strided_slice: begin, end, strides (and axes) must have the same length, found "
             f"{len(begin)}, {len(end)}, {len(strides)}, {len(axes)}"
         )
@@ -381,7 +384,7 @@ def strided_slice(
     shape = list(a.shape)
     for b, e, st, ax in zip(begin, end, strides, axes, strict=True):
         if st == 0:
-            raise ValueError("strided_slice: strides must be nonzero")
+            raise TVMValueError("strided_slice: strides must be nonzero")
         n = const_int(a.shape[ax])
         if n is not None:
             start, stop, step = slice(b, e, st).indices(n)
@@ -392,7 +395,9 @@ def strided_slice(
             )
             continue
         if st < 0:
-            raise ValueError(f"strided_slice: axis {ax} is symbolic; its stride must be positive")
+            raise TVMValueError(
+                f"strided_slice: axis {ax} is symbolic; its stride must be positive"
+            )
         dim = a.shape[ax]
 
         def bound(x: int | None, default: Any, dim: Any = dim) -> Any:
@@ -424,7 +429,7 @@ def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
     elif mode == "wrap":
         idx = te.floormod(idx, n)
     elif mode != "fast":
-        raise ValueError(f"mode must be 'clip', 'wrap' or 'fast', found {mode!r}")
+        raise TVMValueError(f"mode must be 'clip', 'wrap' or 'fast', found {mode!r}")
     return idx if idx.dtype == "int32" else idx.astype("int32")
 
 
@@ -450,7 +455,7 @@ def take(
     """
     check_tensor(a, "a of take")
     if batch_dims != 0:
-        raise NotImplementedError(f"take supports batch_dims=0 only, found {batch_dims}")
+        raise TVMNotImplementedError(f"take supports batch_dims=0 only, found {batch_dims}")
     if isinstance(indices, int):
         indices_shape: list[Any] = []
 
@@ -459,7 +464,7 @@ def take(
     else:
         check_tensor(indices, "indices of take")
         if not indices.dtype.startswith(("int", "uint")):
-            raise TypeError(f"indices of take must be integers, found {indices.dtype}")
+            raise TVMTypeError(f"indices of take must be integers, found {indices.dtype}")
         indices_shape = list(indices.shape)
 
         def get_index(i: Sequence[Any]) -> te.Expr:
@@ -499,12 +504,12 @@ def gather(data: Tensor, axis: int, indices: Tensor) -> Tensor:
     check_tensor(data, "data of gather")
     check_tensor(indices, "indices of gather")
     if indices.ndim != data.ndim:
-        raise ValueError(
+        raise TVMValueError(
             f"gather: indices must have as many dimensions as data ({data.ndim}), found "
             f"{indices.ndim}"
         )
     if not indices.dtype.startswith(("int", "uint")):
-        raise TypeError(f"indices of gather must be integers, found {indices.dtype}")
+        raise TVMTypeError(f"indices of gather must be integers, found {indices.dtype}")
     axis = normalize_axis(axis, data.ndim, "gather")
 
     def fcompute(*i: Any) -> te.Expr:
@@ -526,7 +531,7 @@ def flatten(data: Tensor) -> Tensor:
     """
     check_tensor(data, "data of flatten")
     if data.ndim < 1:
-        raise ValueError("flatten needs at least one dimension")
+        raise TVMValueError("flatten needs at least one dimension")
     return reshape(data, [data.shape[0], prod(data.shape[1:])])
 
 
@@ -537,23 +542,25 @@ def _parse_layout(layout: str) -> list[tuple[str, int]]:
     """``"NCHW8c"`` -> ``[("N", 0), ("C", 0), ("H", 0), ("W", 0), ("c", 8)]``."""
     parts = _LAYOUT_PART.findall(layout)
     if "".join(n + c for n, c in parts) != layout or not parts:
-        raise ValueError(f"cannot parse layout {layout!r}")
+        raise TVMValueError(f"cannot parse layout {layout!r}")
     out = []
     for number, letter in parts:
         if letter.isupper():
             if number:
-                raise ValueError(f"layout {layout!r}: a primal axis {letter} cannot have a factor")
+                raise TVMValueError(
+                    f"layout {layout!r}: a primal axis {letter} cannot have a factor"
+                )
             out.append((letter, 0))
         else:
             if not number or int(number) < 1:
-                raise ValueError(f"layout {layout!r}: sub-axis {letter} needs a factor, e.g. 8c")
+                raise TVMValueError(f"layout {layout!r}: sub-axis {letter} needs a factor, e.g. 8c")
             out.append((letter, int(number)))
     letters = [c for c, _ in out]
     if len(set(letters)) != len(letters):
-        raise ValueError(f"layout {layout!r} repeats an axis")
+        raise TVMValueError(f"layout {layout!r} repeats an axis")
     for c, f in out:
         if f and c.upper() not in letters:
-            raise ValueError(f"layout {layout!r} has sub-axis {c} without its axis {c.upper()}")
+            raise TVMValueError(f"layout {layout!r} has sub-axis {c} without its axis {c.upper()}")
     return out
 
 
@@ -575,13 +582,13 @@ def layout_transform(array: Tensor, src_layout: str, dst_layout: str) -> Tensor:
     check_tensor(array, "array of layout_transform")
     src, dst = _parse_layout(src_layout), _parse_layout(dst_layout)
     if array.ndim != len(src):
-        raise ValueError(
+        raise TVMValueError(
             f"layout_transform: {src_layout!r} has {len(src)} axes, the array {array.ndim}"
         )
     src_primal = sorted(c for c, f in src if not f)
     dst_primal = sorted(c for c, f in dst if not f)
     if src_primal != dst_primal:
-        raise ValueError(f"layout_transform: {src_layout!r} and {dst_layout!r} differ in axes")
+        raise TVMValueError(f"layout_transform: {src_layout!r} and {dst_layout!r} differ in axes")
     if src_layout == dst_layout:
         return te.compute(
             array.shape, lambda *i: array[i], name="T_layout_trans", tag=tag.INJECTIVE
@@ -596,7 +603,7 @@ def layout_transform(array: Tensor, src_layout: str, dst_layout: str) -> Tensor:
     for c, f in dst_factor.items():
         n = const_int(full[c])
         if n is not None and n % f:
-            raise ValueError(
+            raise TVMValueError(
                 f"layout_transform: axis {c} of size {n} does not divide into blocks of {f}"
             )
     shape = []
@@ -672,7 +679,7 @@ def tile(a: Tensor, reps: Sequence[int]) -> Tensor:
     check_tensor(a, "a of tile")
     reps = list(reps)
     if any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in reps):
-        raise ValueError(f"reps of tile must be ints >= 1, found {reps}")
+        raise TVMValueError(f"reps of tile must be ints >= 1, found {reps}")
     ndim = max(len(reps), a.ndim)
     reps = [1] * (ndim - len(reps)) + reps
     in_shape = [1] * (ndim - a.ndim) + list(a.shape)
@@ -699,7 +706,7 @@ def repeat(a: Tensor, repeats: int, axis: int) -> Tensor:
     """
     check_tensor(a, "a of repeat")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats of repeat must be an int >= 1, found {repeats!r}")
+        raise TVMValueError(f"repeats of repeat must be an int >= 1, found {repeats!r}")
     axis = normalize_axis(axis, a.ndim, "repeat")
     shape = list(a.shape)
     shape[axis] = shape[axis] * repeats

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import te
+from ..error import TVMTypeError, TVMValueError
 
 Tensor = te.Tensor
 Expr = te.Expr
@@ -50,7 +51,7 @@ def get_const_int(value: Any, what: str = "value") -> int:
     """
     c = const_int(value)
     if c is None:
-        raise ValueError(f"{what} must be a constant integer, found {value!r}")
+        raise TVMValueError(f"{what} must be a constant integer, found {value!r}")
     return c
 
 
@@ -93,7 +94,7 @@ def check_tensor(x: Any, what: str) -> Tensor:
         'A'
     """
     if not isinstance(x, te.Tensor):
-        raise TypeError(f"{what} must be a Tensor, found {type(x).__name__}")
+        raise TVMTypeError(f"{what} must be a Tensor, found {type(x).__name__}")
     return x
 
 
@@ -107,7 +108,7 @@ def check_ndim(x: Tensor, ndim: int, what: str, layout: str = "") -> None:
     """
     if x.ndim != ndim:
         extra = f" ({layout})" if layout else ""
-        raise ValueError(f"{what} must have {ndim} dimensions{extra}, found shape {x.shape}")
+        raise TVMValueError(f"{what} must have {ndim} dimensions{extra}, found shape {x.shape}")
 
 
 def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> list[int]:
@@ -124,12 +125,12 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> li
     out = []
     for a in items:
         if isinstance(a, bool) or not isinstance(a, int):
-            raise TypeError(f"axis of {what} must be an int or a sequence of ints, found {a!r}")
+            raise TVMTypeError(f"axis of {what} must be an int or a sequence of ints, found {a!r}")
         if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} of {what} is out of range for {ndim} dimension(s)")
+            raise TVMValueError(f"axis {a} of {what} is out of range for {ndim} dimension(s)")
         a = a % ndim if ndim else a
         if a in out:
-            raise ValueError(f"axis {a} of {what} is repeated")
+            raise TVMValueError(f"axis {a} of {what} is repeated")
         out.append(a)
     return sorted(out)
 
@@ -155,7 +156,7 @@ def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     """
     items = (value, value) if isinstance(value, int) else tuple(value)
     if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in items):
-        raise ValueError(f"{what} must be an int or a pair of ints, found {value!r}")
+        raise TVMValueError(f"{what} must be an int or a pair of ints, found {value!r}")
     return items  # type: ignore[return-value]
 
 
@@ -169,7 +170,7 @@ def positive_pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     """
     p = pair(value, what)
     if p[0] < 1 or p[1] < 1:
-        raise ValueError(f"{what} must be >= 1, found {value!r}")
+        raise TVMValueError(f"{what} must be >= 1, found {value!r}")
     return p
 
 
@@ -206,7 +207,7 @@ def require_float(x: Tensor, what: str) -> None:
         >>> require_float(te.placeholder((2,)), "softmax")
     """
     if not is_float(x.dtype):
-        raise TypeError(
+        raise TVMTypeError(
             f"{what} needs a float tensor, found {x.dtype} tensor {x.name!r}; "
             "cast it first with topi.cast"
         )

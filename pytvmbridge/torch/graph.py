@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from ..error import TVMTypeError
+
 
 @dataclass
 class ImportedGraph:
@@ -71,7 +73,7 @@ def to_graph(fn: Callable | torch.nn.Module, example_inputs: Sequence[Any]) -> I
 
     if not isinstance(example_inputs, (list, tuple)):
         found = type(example_inputs).__name__
-        raise TypeError(f"example_inputs must be a list or tuple of tensors, found {found}")
+        raise TVMTypeError(f"example_inputs must be a list or tuple of tensors, found {found}")
     module = fn if isinstance(fn, torch.nn.Module) else _Wrap(fn)
     exported = torch.export.export(module, tuple(example_inputs))
     gm = exported.run_decompositions(core_aten_decompositions()).graph_module

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from ..error import TVMValueError
+
 _original_compile: Any = None
 
 
@@ -37,7 +39,7 @@ def enable(opt_level: int = 3, strict: bool = False, **options: Any) -> None:
     """
     global _original_compile
     if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
-        raise ValueError(f"opt_level must be an int in 0..3, found {opt_level!r}")
+        raise TVMValueError(f"opt_level must be an int in 0..3, found {opt_level!r}")
     from ..graph.backend import BackendOptions
 
     defaults = {"strict": bool(strict), "opt_level": opt_level, **options}

@@ -13,6 +13,9 @@ import pytest
 import torch
 
 import pytvmbridge as tvm
+import pytvmbridge.autotvm
+import pytvmbridge.topi
+import pytvmbridge.torch
 from pytvmbridge import te
 from pytvmbridge.error import (
     TVMError,
@@ -61,6 +64,24 @@ def _numpy_read_only_output():
     out = np.zeros(8, "float32")
     out.flags.writeable = False
     f(np.zeros(8, "float32"), out)
+
+
+def _graph_backend_options(options):
+    from pytvmbridge.graph.backend import BackendOptions
+
+    return BackendOptions.parse(options)
+
+
+def _torch_switch():
+    from pytvmbridge.torch import switch
+
+    return switch
+
+
+def _autotvm_space():
+    from pytvmbridge.autotvm.space import ConfigSpace
+
+    return ConfigSpace()
 
 
 # (description, call, standard class, words the message must contain)
@@ -129,6 +150,45 @@ CASES = [
     ),
     ("load_module foreign file", lambda: _load_foreign_file(), ValueError, "not a pytvmbridge"),
     ("compute tag not str", lambda: te.compute((2,), lambda i: i, tag=3), TypeError, "tag"),
+    # the subpackages: topi, graph, torch, autotvm, autodiff
+    (
+        "topi reshape two -1",
+        lambda: tvm.topi.reshape(te.placeholder((4, 4)), (-1, -1)),
+        ValueError,
+        "only one dimension",
+    ),
+    (
+        "topi take float indices",
+        lambda: tvm.topi.take(te.placeholder((4,)), te.placeholder((2,), "float32")),
+        TypeError,
+        "integers",
+    ),
+    (
+        "graph unknown option",
+        lambda: _graph_backend_options({"speed": 1}),
+        ValueError,
+        "unknown key",
+    ),
+    (
+        "torch.enable opt_level",
+        lambda: _torch_switch().enable(opt_level=9),
+        ValueError,
+        "opt_level",
+    ),
+    ("torch.to_graph inputs", lambda: tvm.torch.to_graph(abs, 3), TypeError, "example_inputs"),
+    (
+        "autotvm get_config outside",
+        lambda: tvm.autotvm.get_config(),
+        RuntimeError,
+        "only valid inside a template",
+    ),
+    (
+        "autotvm empty knob",
+        lambda: _autotvm_space().define_knob("k", []),
+        ValueError,
+        "must not be empty",
+    ),
+    ("te.gradient of a non-tensor", lambda: te.gradient(3, []), TypeError, "must be a Tensor"),
 ]
 
 
@@ -163,13 +223,21 @@ def test_the_kind_classes_derive_from_tvm_error_and_the_standard_class():
 def test_no_python_module_raises_a_plain_standard_error():
     """Every ``raise TypeError(...)``-style statement in the package uses the TVM classes.
 
-    The package's top-level modules, the framework adapters and ``contrib``; subpackages with
-    their own owners (``topi``, ``graph``, ``torch``, ``autotvm``) are listed in the docs.
+    All modules: the top level, the framework adapters, ``contrib`` and the subpackages
+    (``topi``, ``graph``, ``torch``, ``autotvm``, ``autodiff``).
     """
     root = pathlib.Path(tvm.__file__).parent
-    plain = {"TypeError", "ValueError", "NotImplementedError", "BufferError", "IndexError"}
+    plain = {
+        "TypeError",
+        "ValueError",
+        "NotImplementedError",
+        "BufferError",
+        "IndexError",
+        "RuntimeError",
+    }
     found = []
-    paths = [*root.glob("*.py"), *root.glob("frameworks/*.py"), *root.glob("contrib/*.py")]
+    paths = list(root.rglob("*.py"))
+    assert any(p.parent.name == "topi" for p in paths)
     for path in sorted(paths):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 
 from ... import te
+from ...error import TVMValueError
 from .. import tag
 from ..utils import Tensor, check_ndim, check_tensor, require_float, same_dim
 
@@ -77,7 +78,7 @@ def prelu(x: Tensor, slope: Tensor, axis: int = 1) -> Tensor:
     require_float(x, "prelu")
     check_ndim(slope, 1, "slope of prelu")
     if not same_dim(slope.shape[0], x.shape[axis]):
-        raise ValueError(
+        raise TVMValueError(
             f"prelu: slope has {slope.shape[0]} entries, x has {x.shape[axis]} channels on axis "
             f"{axis}"
         )
@@ -152,7 +153,7 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
             ),
             "gelu",
         )
-    raise ValueError(f"approximate of gelu must be 'none' or 'tanh', found {approximate!r}")
+    raise TVMValueError(f"approximate of gelu must be 'none' or 'tanh', found {approximate!r}")
 
 
 def hardsigmoid(x: Tensor) -> Tensor:

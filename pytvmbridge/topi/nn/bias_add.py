@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import Tensor, check_ndim, check_tensor, normalize_axis, same_dim
 
@@ -33,12 +34,12 @@ def bias_add(data: Tensor, bias: Tensor, axis: int = 1) -> Tensor:
     check_ndim(bias, 1, "bias of bias_add")
     axis = normalize_axis(axis, data.ndim, "bias_add")
     if not same_dim(bias.shape[0], data.shape[axis]):
-        raise ValueError(
+        raise TVMValueError(
             f"bias_add: bias has {bias.shape[0]} entries, data has {data.shape[axis]} on axis "
             f"{axis}"
         )
     if bias.dtype != data.dtype:
-        raise TypeError(f"bias_add: data is {data.dtype} and bias is {bias.dtype}; cast one")
+        raise TVMTypeError(f"bias_add: data is {data.dtype} and bias is {bias.dtype}; cast one")
 
     def fcompute(*i: Any) -> te.Expr:
         return data[i] + bias[i[axis]]

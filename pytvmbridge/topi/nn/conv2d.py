@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import (
     Tensor,
@@ -58,7 +59,7 @@ def conv_output_size(
     if c is not None:
         out = (c + before + after - span) // stride + 1
         if out < 1:
-            raise ValueError(
+            raise TVMValueError(
                 f"the window ({span} with dilation) does not fit the padded input "
                 f"({c} + {before} + {after})"
             )
@@ -88,11 +89,11 @@ def _conv2d_nchw(
     check_ndim(data, 4, f"data of {what}", "NCHW")
     check_ndim(kernel, 4, f"kernel of {what}", "OIHW")
     if data.dtype != kernel.dtype:
-        raise TypeError(f"{what}: data is {data.dtype} and kernel is {kernel.dtype}; cast one")
+        raise TVMTypeError(f"{what}: data is {data.dtype} and kernel is {kernel.dtype}; cast one")
     sh, sw = positive_pair(strides, f"strides of {what}")
     dh, dw = positive_pair(dilation, f"dilation of {what}")
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"groups of {what} must be an int >= 1, found {groups!r}")
+        raise TVMValueError(f"groups of {what} must be an int >= 1, found {groups!r}")
     batch, in_c, in_h, in_w = data.shape
     out_c = kernel.shape[0]
     kh = get_const_int(kernel.shape[2], f"the kernel height of {what}")
@@ -101,16 +102,16 @@ def _conv2d_nchw(
     group_in = kernel.shape[1]  # input channels per group
     if groups == 1:
         if not same_dim(in_c, group_in):
-            raise ValueError(
+            raise TVMValueError(
                 f"{what}: data has {in_c} channels but the kernel expects {group_in} "
                 f"(kernel shape {tuple(kernel.shape)}, OIHW)"
             )
     else:
         oc, ic, gi = const_int(out_c), const_int(in_c), const_int(group_in)
         if oc is not None and oc % groups:
-            raise ValueError(f"{what}: {oc} output channels do not divide into {groups} groups")
+            raise TVMValueError(f"{what}: {oc} output channels do not divide into {groups} groups")
         if ic is not None and gi is not None and ic != gi * groups:
-            raise ValueError(
+            raise TVMValueError(
                 f"{what}: data has {ic} channels but the kernel expects {gi} per group x "
                 f"{groups} groups = {gi * groups}"
             )
@@ -192,7 +193,7 @@ def conv2d(
     if layout is not None:
         data_layout = layout
     if data_layout != "NCHW" or kernel_layout not in ("", "OIHW"):
-        raise ValueError(
+        raise TVMValueError(
             f"conv2d supports data_layout 'NCHW' with kernel_layout 'OIHW', found "
             f"{data_layout!r}/{kernel_layout!r}; use conv2d_NCHWc for the blocked layout"
         )
@@ -266,7 +267,7 @@ def depthwise_conv2d_nchw(
     check_ndim(Input, 4, "Input of depthwise_conv2d_nchw", "NCHW")
     channels, multiplier = Filter.shape[0], Filter.shape[1]
     if not same_dim(channels, Input.shape[1]):
-        raise ValueError(
+        raise TVMValueError(
             f"depthwise_conv2d_nchw: Input has {Input.shape[1]} channels, Filter {channels}"
         )
     groups = get_const_int(channels, "the channel count of depthwise_conv2d_nchw")

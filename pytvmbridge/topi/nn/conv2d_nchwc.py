@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..transform import layout_transform
 from ..utils import (
@@ -87,7 +88,7 @@ def pack_oihwio(kernel: Tensor, ic_bn: int, oc_bn: int) -> Tensor:
 def _block(layout: str, what: str) -> int:
     m = re.fullmatch(r"NCHW(\d+)c", layout)
     if not m:
-        raise ValueError(f"{what} must look like 'NCHW8c', found {layout!r}")
+        raise TVMValueError(f"{what} must look like 'NCHW8c', found {layout!r}")
     return int(m.group(1))
 
 
@@ -118,7 +119,7 @@ def conv2d_NCHWc(
     check_ndim(data, 5, "data of conv2d_NCHWc", "NCHW[x]c")
     check_ndim(kernel, 6, "kernel of conv2d_NCHWc", "OIHW[x]i[y]o")
     if data.dtype != kernel.dtype:
-        raise TypeError(
+        raise TVMTypeError(
             f"conv2d_NCHWc: data is {data.dtype} and kernel is {kernel.dtype}; cast one"
         )
     ic_bn = _block(layout, "layout of conv2d_NCHWc")
@@ -126,16 +127,16 @@ def conv2d_NCHWc(
     n, ic_chunk, in_h, in_w, data_bn = data.shape
     oc_chunk, k_ic_chunk, kh, kw, k_ic_bn, k_oc_bn = kernel.shape
     if get_const_int(data_bn, "the data's channel block") != ic_bn:
-        raise ValueError(f"conv2d_NCHWc: layout {layout!r} but the data's block is {data_bn}")
+        raise TVMValueError(f"conv2d_NCHWc: layout {layout!r} but the data's block is {data_bn}")
     if get_const_int(k_ic_bn, "the kernel's input block") != ic_bn or not same_dim(
         k_ic_chunk, ic_chunk
     ):
-        raise ValueError(
+        raise TVMValueError(
             f"conv2d_NCHWc: the kernel {tuple(kernel.shape)} does not match data "
             f"{tuple(data.shape)} (expected {ic_chunk} input blocks of {ic_bn})"
         )
     if get_const_int(k_oc_bn, "the kernel's output block") != oc_bn:
-        raise ValueError(
+        raise TVMValueError(
             f"conv2d_NCHWc: out_layout {out_layout!r} but the kernel's output block is {k_oc_bn}"
         )
     sh, sw = positive_pair(stride, "stride of conv2d_NCHWc")

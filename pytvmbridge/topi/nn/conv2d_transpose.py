@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import (
     Tensor,
@@ -65,26 +66,26 @@ def conv2d_transpose_nchw(
     check_ndim(Input, 4, f"Input of {what}", "NCHW")
     check_ndim(Filter, 4, f"Filter of {what}", "IOHW")
     if Input.dtype != Filter.dtype:
-        raise TypeError(f"{what}: Input is {Input.dtype} and Filter is {Filter.dtype}; cast one")
+        raise TVMTypeError(f"{what}: Input is {Input.dtype} and Filter is {Filter.dtype}; cast one")
     sh, sw = positive_pair(strides, f"strides of {what}")
     dh, dw = positive_pair(dilation, f"dilation of {what}")
     oph, opw = pair(output_padding, f"output_padding of {what}")
     if not (0 <= oph < max(sh, dh) and 0 <= opw < max(sw, dw)):
-        raise ValueError(
+        raise TVMValueError(
             f"output_padding of {what} must be smaller than the stride or the dilation, found "
             f"{output_padding!r}"
         )
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
-        raise ValueError(f"groups of {what} must be an int >= 1, found {groups!r}")
+        raise TVMValueError(f"groups of {what} must be an int >= 1, found {groups!r}")
     n, in_c, in_h, in_w = Input.shape
     if not same_dim(Filter.shape[0], in_c):
-        raise ValueError(
+        raise TVMValueError(
             f"{what}: Input has {in_c} channels but Filter {tuple(Filter.shape)} expects "
             f"{Filter.shape[0]} (layout IOHW)"
         )
     ic = const_int(in_c)
     if groups > 1 and (ic is None or ic % groups):
-        raise ValueError(f"{what}: {in_c} input channels do not divide into {groups} groups")
+        raise TVMValueError(f"{what}: {in_c} input channels do not divide into {groups} groups")
     kh = get_const_int(Filter.shape[2], f"the kernel height of {what}")
     kw = get_const_int(Filter.shape[3], f"the kernel width of {what}")
     top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
@@ -101,9 +102,9 @@ def conv2d_transpose_nchw(
     pad_h = span(in_h, sh) + bt + bb
     pad_w = span(in_w, sw) + bl + br
     if isinstance(pad_h, int) and pad_h < dh * (kh - 1) + 1:
-        raise ValueError(f"{what}: the padding leaves no output rows")
+        raise TVMValueError(f"{what}: the padding leaves no output rows")
     if isinstance(pad_w, int) and pad_w < dw * (kw - 1) + 1:
-        raise ValueError(f"{what}: the padding leaves no output columns")
+        raise TVMValueError(f"{what}: the padding leaves no output columns")
     zero = te.const(0, Input.dtype)
 
     def dilated(b: Any, c: Any, y: Any, x: Any) -> te.Expr:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..broadcast import broadcast_shape
 from ..utils import Tensor, cast_to, check_ndim, check_tensor, const_int, same_dim
@@ -31,7 +32,7 @@ from ..utils import Tensor, cast_to, check_ndim, check_tensor, const_int, same_d
 
 def _check_k(ka: Any, kb: Any, what: str, a: Tensor, b: Tensor) -> None:
     if not same_dim(ka, kb):
-        raise ValueError(
+        raise TVMValueError(
             f"{what}: the reduced dimensions differ: {ka} of {a.name!r} {tuple(a.shape)} "
             f"against {kb} of {b.name!r} {tuple(b.shape)}"
         )
@@ -39,7 +40,7 @@ def _check_k(ka: Any, kb: Any, what: str, a: Tensor, b: Tensor) -> None:
 
 def _check_dtypes(a: Tensor, b: Tensor, what: str) -> None:
     if a.dtype != b.dtype:
-        raise TypeError(
+        raise TVMTypeError(
             f"{what}: {a.name!r} is {a.dtype} and {b.name!r} is {b.dtype}; cast one of them"
         )
 
@@ -50,7 +51,7 @@ def _add_bias(out: Tensor, bias: Tensor | None, what: str) -> Tensor:
     check_tensor(bias, f"bias of {what}")
     check_ndim(bias, 1, f"bias of {what}")
     if not same_dim(bias.shape[0], out.shape[-1]):
-        raise ValueError(
+        raise TVMValueError(
             f"bias of {what} must have {out.shape[-1]} elements (the output's last dimension), "
             f"found shape {tuple(bias.shape)}"
         )
@@ -114,10 +115,10 @@ def pack_dense_weight(weight: Tensor, block: int = DENSE_PACK_BLOCK) -> Tensor:
     check_tensor(weight, "weight of pack_dense_weight")
     check_ndim(weight, 2, "weight of pack_dense_weight", "out_dim, in_dim")
     if not isinstance(block, int) or isinstance(block, bool) or block < 1:
-        raise ValueError(f"pack_dense_weight: block must be a positive int, got {block!r}")
+        raise TVMValueError(f"pack_dense_weight: block must be a positive int, got {block!r}")
     out_dim = const_int(weight.shape[0])
     if out_dim is None or out_dim % block:
-        raise ValueError(
+        raise TVMValueError(
             f"pack_dense_weight: out_dim {weight.shape[0]} of weight {weight.name!r} must be a "
             f"constant multiple of block {block}"
         )
@@ -162,7 +163,7 @@ def dense_pack(
     block = const_int(packed_weight.shape[2])
     panels = const_int(packed_weight.shape[0])
     if block is None or panels is None:
-        raise ValueError(
+        raise TVMValueError(
             f"dense_pack: the panels of packed_weight {packed_weight.name!r} must have constant "
             f"sizes, found shape {tuple(packed_weight.shape)}"
         )
@@ -258,7 +259,7 @@ def batch_matmul(
     batch = broadcast_shape([a.shape[0]], [b.shape[0]], "batch_matmul")[0]
     shape = [batch, m, n]
     if oshape is not None and [const_int(d) for d in oshape] != [const_int(d) for d in shape]:
-        raise ValueError(f"batch_matmul: oshape {tuple(oshape)} differs from {tuple(shape)}")
+        raise TVMValueError(f"batch_matmul: oshape {tuple(oshape)} differs from {tuple(shape)}")
     out_dtype = out_dtype or a.dtype
     k = te.reduce_axis((0, ka), name="k")
 

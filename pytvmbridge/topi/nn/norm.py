@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import (
     Tensor,
@@ -44,9 +45,9 @@ def _check_param(p: Tensor | None, size: Any, what: str, dtype: str) -> None:
     check_tensor(p, what)
     check_ndim(p, 1, what)
     if not same_dim(p.shape[0], size):
-        raise ValueError(f"{what} must have {size} elements, found shape {tuple(p.shape)}")
+        raise TVMValueError(f"{what} must have {size} elements, found shape {tuple(p.shape)}")
     if p.dtype != dtype:
-        raise TypeError(f"{what} is {p.dtype}, the data {dtype}; cast one of them")
+        raise TVMTypeError(f"{what} is {p.dtype}, the data {dtype}; cast one of them")
 
 
 def batch_norm(
@@ -79,7 +80,7 @@ def batch_norm(
     check_tensor(data, "data of batch_norm")
     require_float(data, "batch_norm")
     if training:
-        raise NotImplementedError(
+        raise TVMNotImplementedError(
             "batch_norm computes inference mode only (training=False): use topi.mean and "
             "topi.sum for batch statistics"
         )
@@ -92,7 +93,7 @@ def batch_norm(
         (moving_var, "moving_var", True),
     ):
         if used and p is None:
-            raise TypeError(f"{what} of batch_norm is None but is needed")
+            raise TVMTypeError(f"{what} of batch_norm is None but is needed")
         if used:
             _check_param(p, channels, f"{what} of batch_norm", data.dtype)
     eps = te.const(epsilon, data.dtype)
@@ -197,7 +198,7 @@ def layer_norm(
     require_float(data, "layer_norm")
     axes = normalize_axes(axis, data.ndim, "layer_norm")
     if not axes:
-        raise ValueError("layer_norm needs at least one axis")
+        raise TVMValueError("layer_norm needs at least one axis")
     norm_shape = [data.shape[d] for d in axes]
     for p, what in ((gamma, "gamma"), (beta, "beta")):
         if p is None:
@@ -206,12 +207,12 @@ def layer_norm(
         if p.ndim != len(axes) or not all(
             same_dim(x, y) for x, y in zip(p.shape, norm_shape, strict=True)
         ):
-            raise ValueError(
+            raise TVMValueError(
                 f"{what} of layer_norm must have shape {tuple(norm_shape)} (the normalised "
                 f"axes), found {tuple(p.shape)}"
             )
         if p.dtype != data.dtype:
-            raise TypeError(f"{what} of layer_norm is {p.dtype}, the data {data.dtype}")
+            raise TVMTypeError(f"{what} of layer_norm is {p.dtype}, the data {data.dtype}")
     count = prod(norm_shape)
     mean, sq, _ = _moments(data, axes, count, "T_layer_norm", None)
     count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
@@ -263,15 +264,15 @@ def group_norm(
         axes = list(range(channel_axis + 1, data.ndim))
     red = normalize_axes(axes, data.ndim, "group_norm")
     if channel_axis in red:
-        raise ValueError("group_norm: axes must not include the channel axis")
+        raise TVMValueError("group_norm: axes must not include the channel axis")
     channels = data.shape[channel_axis]
     c = const_int(channels)
     if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
-        raise ValueError(f"num_groups of group_norm must be an int >= 1, found {num_groups!r}")
+        raise TVMValueError(f"num_groups of group_norm must be an int >= 1, found {num_groups!r}")
     if c is None:
-        raise ValueError("group_norm needs a constant number of channels")
+        raise TVMValueError("group_norm needs a constant number of channels")
     if c % num_groups:
-        raise ValueError(f"group_norm: {c} channels do not divide into {num_groups} groups")
+        raise TVMValueError(f"group_norm: {c} channels do not divide into {num_groups} groups")
     group_size = c // num_groups
     for p, what in ((gamma, "gamma"), (beta, "beta")):
         _check_param(p, channels, f"{what} of group_norm", data.dtype)

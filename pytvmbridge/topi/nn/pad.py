@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import Tensor, check_tensor, const_int
 
@@ -41,18 +42,20 @@ def get_pad_tuple(padding: PaddingArg, kernel: Sequence[int]) -> tuple[int, int,
             pad_h, pad_w = kernel[0] - 1, kernel[1] - 1
             top, left = (pad_h + 1) // 2, (pad_w + 1) // 2
             return (top, left, pad_h - top, pad_w - left)
-        raise ValueError(f"padding must be 'SAME', 'VALID' or ints, found {padding!r}")
+        raise TVMValueError(f"padding must be 'SAME', 'VALID' or ints, found {padding!r}")
     items = [padding] if isinstance(padding, int) else list(padding)
     if any(isinstance(p, bool) or not isinstance(p, int) for p in items):
-        raise TypeError(f"padding must be an int, a pair or a 4-tuple of ints, found {padding!r}")
+        raise TVMTypeError(
+            f"padding must be an int, a pair or a 4-tuple of ints, found {padding!r}"
+        )
     if len(items) == 1:
         items = items * 4
     elif len(items) == 2:
         items = items * 2
     elif len(items) != 4:
-        raise ValueError(f"padding must have 1, 2 or 4 entries, found {padding!r}")
+        raise TVMValueError(f"padding must have 1, 2 or 4 entries, found {padding!r}")
     if any(p < 0 for p in items):
-        raise ValueError(f"padding must be >= 0, found {padding!r}")
+        raise TVMValueError(f"padding must be >= 0, found {padding!r}")
     return tuple(items)  # type: ignore[return-value]
 
 
@@ -77,13 +80,13 @@ def pad(
     pad_after = list(pad_before) if pad_after is None else list(pad_after)
     pad_before = list(pad_before)
     if len(pad_before) != data.ndim or len(pad_after) != data.ndim:
-        raise ValueError(
+        raise TVMValueError(
             f"pad needs one pad_before and one pad_after per dimension of {data.name!r} "
             f"({data.ndim}), found {len(pad_before)} and {len(pad_after)}"
         )
     for p in (*pad_before, *pad_after):
         if const_int(p) is not None and const_int(p) < 0:
-            raise ValueError(f"pad amounts must be >= 0, found {pad_before} / {pad_after}")
+            raise TVMValueError(f"pad amounts must be >= 0, found {pad_before} / {pad_after}")
     shape = [
         data.shape[d] + pad_before[d] + pad_after[d]
         if const_int(pad_before[d]) != 0 or const_int(pad_after[d]) != 0

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import Tensor, cast_to, check_ndim, check_tensor, const_int, is_float, positive_pair
 from .pad import PaddingArg, get_pad_tuple, pad
@@ -37,7 +38,7 @@ def _pooled_size(size: Any, k: int, s: int, d: int, before: int, after: int, cei
     c = const_int(size)
     if c is not None:
         if c + before + after < span:
-            raise ValueError(
+            raise TVMValueError(
                 f"the pooling window ({span}) is larger than the padded input "
                 f"({c} + {before} + {after})"
             )
@@ -74,16 +75,16 @@ def pool2d(
     """
     check_tensor(data, "data of pool2d")
     if layout != "NCHW":
-        raise ValueError(f"pool2d supports layout 'NCHW', found {layout!r}")
+        raise TVMValueError(f"pool2d supports layout 'NCHW', found {layout!r}")
     check_ndim(data, 4, "data of pool2d", "NCHW")
     if pool_type not in ("max", "avg"):
-        raise ValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
+        raise TVMValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
     kh, kw = positive_pair(kernel, "the pool kernel")
     sh, sw = positive_pair(stride, "the pool stride")
     dh, dw = positive_pair(dilation, "the pool dilation")
     top, left, bottom, right = get_pad_tuple(padding, (kh, kw))
     if pool_type == "avg" and not is_float(data.dtype):
-        raise TypeError(f"avg pooling needs a float tensor, found {data.dtype}; cast it first")
+        raise TVMTypeError(f"avg pooling needs a float tensor, found {data.dtype}; cast it first")
     n, c, h, w = data.shape
     out_h = _pooled_size(h, kh, sh, dh, top, bottom, ceil_mode)
     out_w = _pooled_size(w, kw, sw, dw, left, right, ceil_mode)
@@ -227,7 +228,7 @@ def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tens
     check_tensor(data, f"data of {what}")
     check_ndim(data, 4, f"data of {what}", "NCHW")
     if pool_type == "avg" and not is_float(data.dtype):
-        raise TypeError(f"{what} needs a float tensor, found {data.dtype}; cast it first")
+        raise TVMTypeError(f"{what} needs a float tensor, found {data.dtype}; cast it first")
     oh, ow = positive_pair(output_size, f"output_size of {what}")
     n, c, h, w = data.shape
 
@@ -312,9 +313,9 @@ def adaptive_pool(
         'adaptive_pool_max'
     """
     if layout != "NCHW":
-        raise ValueError(f"adaptive_pool supports layout 'NCHW', found {layout!r}")
+        raise TVMValueError(f"adaptive_pool supports layout 'NCHW', found {layout!r}")
     if pool_type not in ("max", "avg"):
-        raise ValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
+        raise TVMValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
     return _adaptive_pool2d(data, output_size, pool_type)
 
 
@@ -328,7 +329,7 @@ def global_pool(data: Tensor, pool_type: str, layout: str = "NCHW") -> Tensor:
         (2, 4, 1, 1)
     """
     if layout != "NCHW":
-        raise ValueError(f"global_pool supports layout 'NCHW', found {layout!r}")
+        raise TVMValueError(f"global_pool supports layout 'NCHW', found {layout!r}")
     if pool_type not in ("max", "avg"):
-        raise ValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
+        raise TVMValueError(f"pool_type must be 'max' or 'avg', found {pool_type!r}")
     return _adaptive_pool2d(data, 1, pool_type)

@@ -245,6 +245,8 @@ def _relation_text(rel: tuple[Any, ...]) -> str:
         _, parent, outer, inner, factor, nparts = rel
         by = f"factor {factor}" if factor is not None else f"nparts {nparts}"
         return f"split {parent.name} -> {outer.name}, {inner.name} ({by})"
+    if rel[0] == "singleton":
+        return f"singleton -> {rel[1].name} (a loop of extent 1)"
     _, outer, inner, fused = rel
     return f"fuse {outer.name}, {inner.name} -> {fused.name}"
 

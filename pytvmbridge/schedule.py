@@ -84,7 +84,8 @@ def _stage_split(
 
 def _stage_fuse(self: Stage, *args: Any) -> Any:
     """Fuse adjacent axes into one loop. With no axis, TVM's meaning: a new outermost loop of
-    extent 1 (a singleton), returned.
+    extent 1 (a ``Singleton`` relation), returned; also on a 0-d stage, which has no loop
+    otherwise, so that another stage can be computed at it.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -94,16 +95,81 @@ def _stage_fuse(self: Stage, *args: Any) -> Any:
         >>> single = s[B].fuse()
         >>> single.dom.extent, len(s[B].leaf_iter_vars)
         (1, 3)
+        >>> isinstance(s[B].relations[0], tvm.te.schedule.Singleton)
+        True
     """
-    if args:
-        return _fuse(self, *args)
-    leaves = self.leaf_iter_vars
-    if not leaves:
-        raise TVMValueError(
-            f"fuse() on stage '{self.op.name}': it has no loops to nest a loop around"
-        )
-    outer, _ = _split(self, leaves[0], None, 1)
-    return outer
+    return _fuse(self, *args)
+
+
+class Split(tuple):  # type: ignore[type-arg]
+    """TVM's split relation: ``parent`` -> (``outer``, ``inner``) by ``factor`` or ``nparts``.
+
+    Also the tuple ``("split", parent, outer, inner, factor, nparts)``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((8,), name="A")
+        >>> B = tvm.compute((8,), lambda i: A[i], name="B")
+        >>> s = tvm.create_schedule(B.op)
+        >>> _ = s[B].split(B.op.axis[0], factor=4)
+        >>> rel = s[B].relations[0]
+        >>> rel.parent.name, rel.inner.name, int(rel.factor)
+        ('i', 'i.inner', 4)
+    """
+
+    __slots__ = ()
+    parent = property(lambda self: self[1])
+    outer = property(lambda self: self[2])
+    inner = property(lambda self: self[3])
+    factor = property(lambda self: self[4])
+    nparts = property(lambda self: self[5])
+
+
+class Fuse(tuple):  # type: ignore[type-arg]
+    """TVM's fuse relation: (``outer``, ``inner``) -> ``fused``; also the tuple
+    ``("fuse", outer, inner, fused)``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((2, 3), name="A")
+        >>> B = tvm.compute((2, 3), lambda i, j: A[i, j], name="B")
+        >>> s = tvm.create_schedule(B.op)
+        >>> f = s[B].fuse(*B.op.axis)
+        >>> s[B].relations[0].fused.name == f.name, f.dom.extent
+        (True, 6)
+    """
+
+    __slots__ = ()
+    outer = property(lambda self: self[1])
+    inner = property(lambda self: self[2])
+    fused = property(lambda self: self[3])
+
+
+class Singleton(tuple):  # type: ignore[type-arg]
+    """TVM's singleton relation made by ``fuse()`` with no axis: a new loop ``iter`` of extent 1;
+    also the tuple ``("singleton", iter)``.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((), name="A")
+        >>> B = tvm.compute((), lambda: A() + 1.0, name="B")
+        >>> s = tvm.create_schedule(B.op)
+        >>> single = s[B].fuse()
+        >>> rel = s[B].relations[0]
+        >>> isinstance(rel, tvm.te.schedule.Singleton), rel.iter.name, single.dom.extent
+        (True, 'singleton', 1)
+    """
+
+    __slots__ = ()
+    iter = property(lambda self: self[1])
+
+
+_RELATION_CLASSES = {"split": Split, "fuse": Fuse, "singleton": Singleton}
+_relations = Stage.relations
+
+
+def _stage_relations(self: Stage) -> list[Any]:
+    return [_RELATION_CLASSES[rel[0]](rel) for rel in _relations.__get__(self)]
 
 
 def _stage_pragma(self: Stage, var: Any, pragma_type: str, pragma_value: Any = None) -> None:
@@ -135,8 +201,9 @@ def _stage_set_scope(self: Stage, scope: str) -> None:
 
 Stage.split = _stage_split
 Stage.fuse = _stage_fuse
+Stage.relations = property(_stage_relations, doc="The stage's Split/Fuse/Singleton relations.")
 Stage.pragma = _stage_pragma
 Stage.set_scope = _stage_set_scope
 Schedule.normalize = lambda self: self
 
-__all__ = ["Schedule", "Stage", "create_schedule"]
+__all__ = ["Fuse", "Schedule", "Singleton", "Split", "Stage", "create_schedule"]

@@ -64,8 +64,11 @@ const char* attach_name(AttachType t) {
 }
 
 // ("split", parent, outer, inner, factor, nparts) with one of factor/nparts None, or
-// ("fuse", outer, inner, fused).
+// ("fuse", outer, inner, fused), or ("singleton", iv).
 py::tuple relation(const IterVarRelation& r) {
+  if (r.kind == IterVarRelation::Kind::kSingleton) {
+    return py::make_tuple("singleton", wrap_iter_var(r.fused));
+  }
   if (r.kind == IterVarRelation::Kind::kSplit) {
     return py::make_tuple("split", wrap_iter_var(r.parent), wrap_iter_var(r.outer),
                           wrap_iter_var(r.inner), wrap_expr(r.factor), wrap_expr(r.nparts));

@@ -110,6 +110,8 @@ LoopIndex index_loops(const StageNode& stage, const std::vector<Range>& root_ran
       auto [outer, inner] = split_extents(parent, rel.factor, rel.nparts);
       ix.extent[rel.outer.get()] = outer;
       ix.extent[rel.inner.get()] = inner;
+    } else if (rel.kind == IterVarRelation::Kind::kSingleton) {
+      ix.extent[rel.fused.get()] = rel.fused->dom.extent;
     } else {
       DataType t = rel.fused->var.dtype();
       ix.extent[rel.fused.get()] =
@@ -141,7 +143,7 @@ LoopIndex index_loops(const StageNode& stage, const std::vector<Range>& root_ran
         ix.guard_full_tiles.push_back(cp && ci ? make_const(t, *cp / *ci)
                                                : index_floordiv(parent_extent, inner_extent));
       }
-    } else {
+    } else if (rel.kind == IterVarRelation::Kind::kFuse) {
       DataType t = rel.fused->var.dtype();
       Expr fused = ix.value.at(rel.fused.get());
       Expr inner_extent = cast(t, ix.extent.at(rel.inner.get()));

@@ -98,7 +98,17 @@ std::array<IterVar, 4> tile(const Stage& stage, const IterVar& x, const IterVar&
 
 IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes) {
   check_has_loops(stage, "fuse");
-  if (axes.empty()) value_error("fuse on ", stage->describe(), ": give at least one axis");
+  if (axes.empty()) {
+    IterVarRelation rel;
+    rel.kind = IterVarRelation::Kind::kSingleton;
+    rel.fused = make_iter_var(Range::from_min_extent(make_zero(DataType::Int(32)), make_const(
+                                                         DataType::Int(32), int64_t{1})),
+                              "singleton", IterKind::kDataPar);
+    stage->relations.push_back(rel);
+    stage->all_iter_vars.push_back(rel.fused);
+    stage->leaf_iter_vars.insert(stage->leaf_iter_vars.begin(), rel.fused);
+    return rel.fused;
+  }
   std::vector<size_t> pos;
   for (const IterVar& iv : axes) pos.push_back(stage->leaf_position(iv, "fuse"));
   for (size_t i = 1; i < axes.size(); ++i) {

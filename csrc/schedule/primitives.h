@@ -22,7 +22,8 @@ std::pair<IterVar, IterVar> split(const Stage& stage, const IterVar& axis, const
 // split(x) and split(y), then reorder(xo, yo, xi, yi).
 std::array<IterVar, 4> tile(const Stage& stage, const IterVar& x, const IterVar& y,
                             const Expr& x_factor, const Expr& y_factor);
-// Fuses adjacent leaves, outermost first, into one loop; data and reduce axes do not mix.
+// Fuses adjacent leaves, outermost first, into one loop; data and reduce axes do not mix. No
+// axis: TVM's singleton, a new outermost loop of extent 1 (also on a stage without loops).
 IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes);
 // Puts `axes` (distinct leaves) in this order in the positions they occupy.
 void reorder(const Stage& stage, const std::vector<IterVar>& axes);

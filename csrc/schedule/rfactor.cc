@@ -54,6 +54,7 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
   for (bool changed = true; changed;) {  // up to the roots
     changed = false;
     for (const IterVarRelation& rel : st->relations) {
+      if (rel.kind == IterVarRelation::Kind::kSingleton) continue;
       bool up = rel.kind == IterVarRelation::Kind::kSplit ? has(rel.outer) || has(rel.inner)
                                                           : has(rel.fused);
       if (!up) continue;
@@ -67,6 +68,7 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
   for (bool changed = true; changed;) {  // down to the leaves
     changed = false;
     for (const IterVarRelation& rel : st->relations) {
+      if (rel.kind == IterVarRelation::Kind::kSingleton) continue;
       bool down = rel.kind == IterVarRelation::Kind::kSplit ? has(rel.parent)
                                                             : has(rel.outer) || has(rel.inner);
       if (!down) continue;

@@ -18,10 +18,11 @@
 namespace ptb {
 
 struct IterVarRelation {
-  enum class Kind { kSplit, kFuse };
+  enum class Kind { kSplit, kFuse, kSingleton };
   Kind kind;
   // split: parent -> (outer, inner), with factor (inner extent) or nparts (outer extent).
   // fuse: (outer, inner) -> fused.
+  // singleton (TVM's fuse() of no axis): a new loop of extent 1, `fused`, from no variable.
   IterVar parent, outer, inner, fused;
   Expr factor, nparts;
 };

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _core
-from .error import TVMTypeError, TVMValueError
+from .error import TVMTypeError
 
 Schedule = _core.Schedule
 Stage = _core.Stage

@@ -101,8 +101,8 @@ IterVar fuse(const Stage& stage, const std::vector<IterVar>& axes) {
   if (axes.empty()) {
     IterVarRelation rel;
     rel.kind = IterVarRelation::Kind::kSingleton;
-    rel.fused = make_iter_var(Range::from_min_extent(make_zero(DataType::Int(32)), make_const(
-                                                         DataType::Int(32), int64_t{1})),
+    rel.fused = make_iter_var(Range::from_min_extent(make_zero(DataType::Int(32)),
+                                                     make_const(DataType::Int(32), int64_t{1})),
                               "singleton", IterKind::kDataPar);
     stage->relations.push_back(rel);
     stage->all_iter_vars.push_back(rel.fused);

@@ -9,6 +9,7 @@
 #include "ir/visitor.h"
 #include "lower/balance_sums.h"
 #include "lower/schedule_ops.h"
+#include "lower/serialize_packed_calls.h"
 #include "lower/storage_flatten.h"
 #include "lower/unroll_loops.h"
 #include "lower/vectorize_loops.h"
@@ -107,6 +108,7 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   }
 
   Stmt s = schedule_ops(sch, arg_ops);
+  s = serialize_packed_calls(s);
   s = storage_flatten(s, buffers);
   s = simplify(s);
   s = unroll_loops(s);

@@ -24,7 +24,7 @@ class NestBuilder {
   NestBuilder(const Schedule& sch, const std::vector<Operation>& args)
       : args_(args), bodies_(inline_bodies(sch)), bounds_(infer_bounds(sch, bodies_)) {
     for (const Stage& st : sch->stages) {
-      if (st->attach_type == AttachType::kScope && bodies_.count(st.get())) {
+      if (st->attach_type == AttachType::kScope && bounds_.count(st.get())) {
         attached_[st->attach_ivar.get()].push_back(st);
       }
     }

@@ -25,18 +25,20 @@ void check_compute(const Stage& stage, const char* primitive) {
   }
 }
 
-// Scans and extern calls are computed whole, at root.
-void check_movable(const Stage& stage, const char* primitive) {
+// Scans and extern calls have no per-element body to substitute into their readers.
+void check_inlinable(const Stage& stage) {
   if (stage->op->kind == OpKind::kExtern || as_scan(stage->op)) {
-    not_implemented(primitive, " on ", stage->describe(),
-                    ": scans and extern stages are computed at root");
+    value_error("compute_inline on ", stage->describe(),
+                ": scans and extern stages have no expression to inline; compute them at root ",
+                "or at a loop of their consumer (compute_at)");
   }
 }
 
 }  // namespace
 
+// A scan or extern stage computed at a loop runs whole in each iteration of it (as in TVM: its
+// bounds are not narrowed to what the consumer reads, see bound.cc).
 void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
-  check_movable(stage, "compute_at");
   check_compute(stage, "compute_at");
   if (!target) value_error("compute_at on ", stage->describe(), ": the target stage is None");
   if (!axis) value_error("compute_at on ", stage->describe(), ": the axis is None");
@@ -109,7 +111,7 @@ void move_attachments_to_leaves(const Stage& target) {
 
 void compute_inline(const Stage& stage) {
   check_compute(stage, "compute_inline");
-  check_movable(stage, "compute_inline");
+  check_inlinable(stage);
   if (stage->is_output) {
     value_error("compute_inline on ", stage->describe(),
                 ": it is an output, so it must be stored; only intermediate stages can be inlined");

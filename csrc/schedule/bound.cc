@@ -8,6 +8,7 @@
 #include "schedule/interval.h"
 #include "schedule/loop_index.h"
 #include "support/error.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -56,7 +57,7 @@ void validate_attachment(const Schedule& sch, const StageBodies& bodies, const S
     value_error(where(), ", which does not read it; compute_at needs a consumer");
   }
   for (const Stage& c : consumers) {
-    if (c != target) {
+    if (c != target && c != st) {  // a scan reads its own earlier steps
       value_error(where(), " but ", c->describe(), " also reads it; compute_at needs a single ",
                   "consumer (compute the stage at root, or inline it)");
     }
@@ -155,12 +156,14 @@ BoundMap infer_bounds(const Schedule& sch, const StageBodies& bodies) {
   // has its bounds when the stage is reached.
   for (auto it = sch->stages.rbegin(); it != sch->stages.rend(); ++it) {
     const Stage& st = *it;
-    if (!bodies.count(st.get())) continue;  // placeholders and inlined stages
+    const bool is_extern = st->op->kind == OpKind::kExtern;
+    // placeholders and inlined stages (an extern call has no body but is computed)
+    if (!bodies.count(st.get()) && !is_extern) continue;
+    std::vector<Range> storage;
+    for (const Expr& e : st->origin_op->output_shape(0)) {
+      storage.push_back(Range::from_min_extent(make_zero(e.dtype()), e));
+    }
     if (st->attach_type != AttachType::kScope) {
-      std::vector<Range> storage;
-      for (const Expr& e : st->origin_op->output_shape(0)) {
-        storage.push_back(Range::from_min_extent(make_zero(e.dtype()), e));
-      }
       out[st.get()] = StageBound{root_domains(*st), storage, {}};
       context[st.get()] = {};
       continue;
@@ -169,6 +172,13 @@ BoundMap infer_bounds(const Schedule& sch, const StageBodies& bodies) {
     const Stage& target = st->attach_stage;
     PTB_ICHECK(out.count(target.get()), "consumer ", target->op->name, " not bounded before ",
                st->op->name);
+    // An extern call computes its whole outputs (it takes whole buffers), and a scan's time
+    // steps need every earlier one: both run over their whole domain at the loop.
+    if (is_extern || as_scan(st->origin_op)) {
+      out[st.get()] = StageBound{root_domains(*st), storage, {}};
+      context[st.get()] = context[target.get()];
+      continue;
+    }
     VarIntervals ctx = context[target.get()];
     out[st.get()] = infer_region(st, target, out[target.get()], bodies.at(target.get()), &ctx);
     context[st.get()] = std::move(ctx);

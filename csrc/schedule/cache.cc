@@ -117,9 +117,9 @@ Tensor cache_read(const Schedule& sch, const Tensor& tensor, const std::string& 
       value_error("cache_read of ", st->describe(), ": ", rs->describe(), " does not read tensor '",
                   tensor.name(), "'");
     }
-    if (rs->op->kind != OpKind::kCompute || as_scan(rs->op)) {
+    if (rs->op->kind != OpKind::kCompute) {
       not_implemented("cache_read of ", st->describe(), " for ", rs->describe(),
-                      ": only computes can read a cache");
+                      ": only computes and scans can read a cache");
     }
     if (std::find(reader_stages.begin(), reader_stages.end(), rs) == reader_stages.end()) {
       reader_stages.push_back(rs);
@@ -143,7 +143,11 @@ Tensor cache_read(const Schedule& sch, const Tensor& tensor, const std::string& 
     std::vector<Expr> bodies;
     for (const Expr& b : c->body) bodies.push_back(replace.mutate(b));
     // Same axes and reduce axes: the reader's loops and relations stay valid.
-    sch->replace_op(rs, make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs));
+    if (const ScanOpNode* scan = as_scan(old_op)) {
+      sch->replace_op(rs, scan_with_body(*scan, std::move(bodies)));
+    } else {
+      sch->replace_op(rs, make_compute(c->name, c->shape, c->axis, bodies, c->tag, c->attrs));
+    }
   }
   Stage cache_stage = make_stage(cache);
   cache_stage->scope = scope;

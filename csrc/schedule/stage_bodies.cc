@@ -84,7 +84,16 @@ std::vector<Stage> effective_consumers(const Schedule& sch, const StageBodies& b
   std::vector<Stage> out;
   for (const Stage& st : sch->stages) {
     auto it = bodies.find(st.get());
-    if (it == bodies.end()) continue;
+    if (it == bodies.end()) {
+      // An extern call reads its input tensors whole.
+      if (st->op->kind != OpKind::kExtern || st->attach_type == AttachType::kInline) continue;
+      const auto inputs = st->op->input_tensors();
+      if (std::any_of(inputs.begin(), inputs.end(),
+                      [&](const Tensor& t) { return t.op() == producer->origin_op; })) {
+        out.push_back(st);
+      }
+      continue;
+    }
     bool reads = false;
     for (const Expr& b : it->second) {
       for_each_expr(b, [&](const Expr& e) {

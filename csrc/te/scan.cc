@@ -139,4 +139,10 @@ Operation make_scan(const std::string& name, const std::vector<Tensor>& init,
                                       init_extent, state, std::move(ops));
 }
 
+Operation scan_with_body(const ScanOpNode& scan, std::vector<Expr> body) {
+  PTB_ICHECK(body.size() == scan.body.size(), "one body per scan output");
+  return std::make_shared<ScanOpNode>(scan.name, scan.axis, std::move(body), scan.shape,
+                                      scan.init_extent, scan.state_placeholder, scan.update_ops);
+}
+
 }  // namespace ptb

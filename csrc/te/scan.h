@@ -42,6 +42,10 @@ const ScanOpNode* as_scan(const Operation& op);
 Operation make_scan(const std::string& name, const std::vector<Tensor>& init,
                     const std::vector<Tensor>& update, const std::vector<Tensor>& state);
 
+// A copy of `scan` computing `body` instead (same axes, init, states and updates): cache_read
+// redirects a scan's reads through it, and the stage's loops stay valid.
+Operation scan_with_body(const ScanOpNode& scan, std::vector<Expr> body);
+
 // `body` with the reads of `scan`'s state placeholders turned into reads of `self` (the scan).
 Expr resolve_scan_state(const ScanOpNode& scan, const Operation& self, const Expr& body);
 

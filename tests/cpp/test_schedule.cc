@@ -201,7 +201,18 @@ TEST(ScheduleFuse, RejectsNonAdjacentAndMixedAxes) {
   expect_value_error([&] { fuse(st, {axis(mm.C, 1), axis(mm.C, 0)}); }, {"'j'", "'i'"});
   expect_value_error([&] { fuse(st, {axis(mm.C, 1), raxis(mm.C, 0)}); },
                      {"stage 'C'", "'j'", "'k'", "reduce"});
-  expect_value_error([&] { fuse(st, {}); }, {"at least one"});
+}
+
+TEST(ScheduleFuse, NoAxisIsASingletonOuterLoop) {
+  MatMul mm(4, 4, 4);
+  Schedule s = mm.schedule();
+  Stage st = stage_of(s, mm.C);
+  IterVar single = fuse(st, {});
+  ASSERT_EQ(st->leaf_iter_vars.size(), 4u);
+  EXPECT_EQ(st->leaf_iter_vars[0], single);
+  EXPECT_TRUE(is_const_int(single->dom.extent, 1));
+  ASSERT_EQ(st->relations.size(), 1u);
+  EXPECT_EQ(st->relations[0].kind, IterVarRelation::Kind::kSingleton);
 }
 
 TEST(ScheduleReorder, PermutesLoops) {

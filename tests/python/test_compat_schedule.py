@@ -5,6 +5,8 @@ and scan stages, stable rfactor axes, buffer attributes of extern inputs. Values
 """
 
 import numpy as np
+import pytest
+from isolated import run_isolated
 
 import pytvmbridge as tvm
 from pytvmbridge import te
@@ -73,3 +75,139 @@ def test_relations_are_tvm_typed_and_still_tuples():
     assert (split.outer.name, split.inner.name) == (xo.name, xi.name)
     assert isinstance(fuse, tvm.te.schedule.Fuse) and fuse.fused.name == fused.name
     assert int(fuse.fused.dom.extent) == 12
+
+
+# ---- extern and scan stages attached with compute_at (item 2) ----
+
+
+@tvm.register_func("test_compat_schedule.plus_one", override=True)
+def _plus_one(src, dst):
+    dst.copyfrom(src.asnumpy() + 1)
+
+
+def _extern_plus_one(A, name="E"):
+    return te.extern(
+        A.shape,
+        [A],
+        lambda ins, outs: tvm.tir.call_packed("test_compat_schedule.plus_one", ins[0], outs[0]),
+        name=name,
+    )
+
+
+def test_an_extern_stage_computed_at_a_loop_of_its_consumer():
+    A = te.placeholder((12, 5), name="A")
+    E = _extern_plus_one(A)
+    C = te.compute((12, 5), lambda i, j: E[i, j] * 2.0, name="C")
+    s = te.create_schedule(C.op)
+    xo, _ = s[C].split(C.op.axis[0], factor=4)
+    s[E].compute_at(s[C], xo)
+    text = str(tvm.lower(s, [A, C]))
+    # the call sits inside the consumer's loop, with E's storage allocated there
+    assert text.index("for (i.outer") < text.index("allocate E") < text.index("call_packed")
+    a = np.random.default_rng(1).standard_normal((12, 5)).astype("float32")
+    _, c = _run(s, [A, C], [a, np.zeros((12, 5), "float32")])
+    np.testing.assert_allclose(c, (a + 1) * 2, rtol=1e-6)
+
+
+def test_a_parallel_loop_around_a_python_packed_call_runs_serially_without_hanging():
+    """A pool worker calling back into Python while the caller holds the GIL (small kernels keep
+    it) would wait forever: such a loop is made serial (lower/serialize_packed_calls.h)."""
+    run_isolated(
+        """
+        import numpy as np
+        import pytvmbridge as tvm
+        from pytvmbridge import te
+
+        @tvm.register_func("plus_one")
+        def plus_one(src, dst):
+            dst.copyfrom(src.asnumpy() + 1)
+
+        A = te.placeholder((12, 5), name="A")
+        E = te.extern(A.shape, [A], lambda ins, outs: tvm.tir.call_packed("plus_one", ins[0],
+                      outs[0]), name="E")
+        C = te.compute((12, 5), lambda i, j: E[i, j] * 2.0, name="C")
+        s = te.create_schedule(C.op)
+        xo, _ = s[C].split(C.op.axis[0], factor=4)
+        s[E].compute_at(s[C], xo)
+        s[C].parallel(xo)
+        assert "parallel" not in str(tvm.lower(s, [A, C]))
+        f = tvm.build(s, [A, C])
+        a = np.arange(60, dtype="float32").reshape(12, 5)
+        c = np.zeros((12, 5), "float32")
+        f(a, c)
+        np.testing.assert_array_equal(c, (a + 1) * 2)
+        print("OK")
+        """,
+        timeout=120,
+    )
+
+
+def test_an_extern_stage_with_two_consumers_cannot_be_computed_at_one():
+    A = te.placeholder((8,), name="A")
+    E = _extern_plus_one(A)
+    C = te.compute((8,), lambda i: E[i] * 2.0, name="C")
+    D = te.compute((8,), lambda i: E[i] + C[i], name="D")
+    s = te.create_schedule(D.op)
+    s[E].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(tvm.error.TVMError, match="stage 'D' also reads it") as info:
+        tvm.lower(s, [A, D])
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(ValueError, match="no expression to inline"):
+        s[E].compute_inline()
+
+
+def test_a_scan_computed_at_a_loop_of_its_consumer():
+    m, n = 6, 9
+    A = te.placeholder((m, n), name="A")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: A[0, i], name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] * 0.5 + A[t, i], name="update")
+    scan = te.scan(init, update, state, inputs=[A], name="scan")
+    C = te.compute((n,), lambda i: scan[m - 1, i] + scan[0, i], name="C")
+    s = te.create_schedule(C.op)
+    io, _ = s[C].split(C.op.axis[0], factor=4)
+    s[scan].compute_at(s[C], io)
+    text = str(tvm.lower(s, [A, C]))
+    assert text.index("for (i.outer") < text.index("allocate scan") < text.index("for (t")
+    a = np.random.default_rng(2).standard_normal((m, n)).astype("float32")
+    ref = np.zeros((m, n), "float64")
+    ref[0] = a[0]
+    for t in range(1, m):
+        ref[t] = ref[t - 1] * 0.5 + a[t]
+    _, c = _run(s, [A, C], [a, np.zeros(n, "float32")])
+    np.testing.assert_allclose(c, ref[m - 1] + ref[0], rtol=1e-5)
+
+
+def test_a_producer_computed_at_the_time_loop_of_a_scan():
+    m, n = 5, 8
+    A = te.placeholder((m, n), name="A")
+    X = te.compute((m, n), lambda t, i: A[t, i] * 2.0, name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: A[0, i] * 2.0, name="init")
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+    scan = te.scan(init, update, state, inputs=[X], name="scan")
+    s = te.create_schedule(scan.op)
+    s[X].compute_at(s[scan], scan.op.scan_axis)
+    text = str(tvm.lower(s, [A, scan]))
+    assert text.index("for (t") < text.index("allocate X")
+    a = np.random.default_rng(3).standard_normal((m, n)).astype("float32")
+    _, out = _run(s, [A, scan], [a, np.zeros((m, n), "float32")])
+    np.testing.assert_allclose(out, np.cumsum(a.astype("float64") * 2, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_cache_read_for_a_scan_update_as_tvm_test_bound_scan():
+    m, n = 7, 10
+    X = te.compute((m, n), lambda i, j: (i * 3 + j).astype("float32"), name="x")
+    state = te.placeholder((m, n))
+    init = te.compute((1, n), lambda _, i: X[0, i])
+    update = te.compute((m, n), lambda t, i: state[t - 1, i] + X[t, i])
+    scan = te.scan(init, update, state)
+    s = te.create_schedule(scan.op)
+    XX = s.cache_read(X, "local", update)
+    xo, _ = s[update].split(update.op.axis[1], factor=4)
+    s[XX].compute_at(s[update], xo)
+    text = str(tvm.lower(s, [scan]))
+    assert "allocate x.local[float32 * 1 * 4]" in text  # the 4 elements of one inner tile
+    xs = np.add.outer(np.arange(m) * 3, np.arange(n)).astype("float64")
+    (out,) = _run(s, [scan], [np.zeros((m, n), "float32")])
+    np.testing.assert_allclose(out, np.cumsum(xs, 0), rtol=1e-6)

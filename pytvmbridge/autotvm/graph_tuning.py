@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from ..error import TVMTypeError, TVMValueError
 from . import record
 
 __all__ = ["anchor_signature", "extract_graph_tasks", "graph_config", "graph_tuning"]
@@ -296,9 +297,9 @@ def graph_tuning(
     log = options.get("tuning_log_file")
     n = options.get("tuning_n_trials") or 0
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
+        raise TVMValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
     if log is not None and not isinstance(log, (str, os.PathLike)):
-        raise TypeError(f"options['tuning_log_file'] must be a path, found {type(log).__name__}")
+        raise TVMTypeError(f"options['tuning_log_file'] must be a path, found {type(log).__name__}")
     if not n and not log and record.current() is None:
         return None
 

@@ -71,7 +71,7 @@ class BackendOptions:
             )
         n = parsed.tuning_n_trials
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
+            raise TVMValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
         return parsed
 
 

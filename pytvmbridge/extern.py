@@ -3,6 +3,7 @@ of a loop nest, with ``call_packed`` naming the function and its arguments."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,8 +25,43 @@ class ExternBuffer:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def data(self) -> BufferData:
+        """TVM's data pointer of the buffer: passed to :func:`call_packed`, the function receives
+        the address of the first element as a ``ctypes.c_void_p`` (as TVM passes a handle)."""
+        return BufferData(self)
+
+    #: TVM's buffer layout fields: compact (no explicit strides), no element offset.
+    strides: tuple[Any, ...] = ()
+    elem_offset = 0
+    offset_factor = 0
+
+    def scope(self) -> str:
+        """The memory scope: always ``"global"`` on a CPU."""
+        return "global"
+
+    def vload(self, *args: Any, **kwargs: Any) -> Any:
+        raise TVMNotImplementedError(
+            f"buffer {self.name!r}: vload/vstore build TVM ir_builder bodies, which extern "
+            "stages do not support; return call_packed(name, ...) from fcompute instead"
+        )
+
+    vstore = vload
+
     def __repr__(self) -> str:
         return f"ExternBuffer({self.name!r}, shape={self.shape}, dtype={self.dtype!r})"
+
+
+class BufferData:
+    """``buffer.data``: the buffer's data pointer as an argument of :func:`call_packed`."""
+
+    def __init__(self, buffer: ExternBuffer):
+        self.buffer = buffer
+        self.dtype = "handle"
+        self.name = f"{buffer.name}.data"
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 class PackedCall:
@@ -53,6 +89,31 @@ def call_packed(*args: Any) -> PackedCall:
     if not args or not isinstance(args[0], str):
         raise TVMTypeError("call_packed() takes the function's name (a str) first")
     return PackedCall(args[0], args[1:])
+
+
+_trampolines: dict[tuple[str, tuple[int, ...]], str] = {}
+
+
+def _pointer_trampoline(target: str, positions: Sequence[int]) -> str:
+    """The name of a packed function that calls ``target`` (looked up when called, so it may be
+    registered after the extern is made) with the arguments at ``positions`` given as their data
+    pointers (``ctypes.c_void_p``), as TVM passes ``buffer.data``."""
+    key = (target, tuple(positions))
+    if key in _trampolines:
+        return _trampolines[key]
+    from .packed_func import get_global_func, register_func
+
+    name = f"__pytvmbridge.data_pointers.{len(_trampolines)}.{target}"
+
+    def call_with_pointers(*arrays: Any) -> Any:
+        args = list(arrays)
+        for pos in positions:
+            args[pos] = ctypes.c_void_p(args[pos].data_ptr)
+        return get_global_func(target)(*args)
+
+    register_func(name, call_with_pointers, override=True)
+    _trampolines[key] = name
+    return name
 
 
 def _is_shape(obj: Any) -> bool:
@@ -119,7 +180,11 @@ def extern(
             "call_packed(name, ...) is supported as an extern stage's body"
         )
     args: list[tuple[str, Any]] = []
-    for a in call.args:
+    pointer_args = []
+    for pos, a in enumerate(call.args):
+        if isinstance(a, BufferData):
+            pointer_args.append(pos)
+            a = a.buffer
         if isinstance(a, ExternBuffer):
             args.append(a._ref)
         elif isinstance(a, _core.Tensor):
@@ -131,8 +196,11 @@ def extern(
             args.append(("in", matches[0]))
         else:
             args.append(("scalar", a))
-    tensors = _core.extern_op(name, inputs, shapes, dtypes, call.name, args)
+    func_name = call.name
+    if pointer_args:
+        func_name = _pointer_trampoline(call.name, pointer_args)
+    tensors = _core.extern_op(name, inputs, shapes, dtypes, func_name, args)
     return tensors[0] if len(tensors) == 1 else tensors
 
 
-__all__ = ["ExternBuffer", "PackedCall", "call_packed", "extern"]
+__all__ = ["BufferData", "ExternBuffer", "PackedCall", "call_packed", "extern"]

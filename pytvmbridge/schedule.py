@@ -16,6 +16,7 @@ from typing import Any
 
 from . import _core
 from .error import TVMTypeError
+from .extern import ExternBuffer as Buffer  # TVM's te.schedule.Buffer (te.extern's buffers)
 
 Schedule = _core.Schedule
 Stage = _core.Stage
@@ -199,6 +200,62 @@ def _stage_set_scope(self: Stage, scope: str) -> None:
         raise TVMTypeError(f"scope must be a string, got {type(scope).__name__}")
 
 
+# TVM's IterVar types (IterVar.iter_type, IterVarAttr.iter_type), as te.schedule.IterVar.X.
+IterVar = _core.IterVar
+for _name, _value in [
+    ("DataPar", 0),
+    ("ThreadIndex", 1),
+    ("CommReduce", 2),
+    ("Ordered", 3),
+    ("Opaque", 4),
+    ("Unrolled", 5),
+    ("Vectorized", 6),
+    ("Parallelized", 7),
+    ("Tensorized", 8),
+]:
+    setattr(IterVar, _name, _value)
+_ITER_TYPE_OF_KIND = {
+    "unrolled": IterVar.Unrolled,
+    "vectorized": IterVar.Vectorized,
+    "parallel": IterVar.Parallelized,
+}
+
+
+class IterVarAttr:
+    """TVM's annotation of one loop of a stage, as ``s[T].iter_var_attrs[axis]`` gives it:
+    ``iter_type`` is ``IterVar.Unrolled``, ``Vectorized`` or ``Parallelized``."""
+
+    def __init__(self, iter_type: int):
+        self.iter_type = iter_type
+        self.pragma_keys: list[Any] = []
+        self.pragma_values: list[Any] = []
+
+    def __repr__(self) -> str:
+        return f"IterVarAttr(iter_type={self.iter_type})"
+
+
+def _stage_iter_var_attrs(self: Stage) -> dict[Any, IterVarAttr]:
+    """The annotated loops of the stage (TVM's ``iter_var_attrs``): axis -> :class:`IterVarAttr`.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((8,), name="A")
+        >>> B = tvm.compute((8,), lambda i: A[i], name="B")
+        >>> s = tvm.create_schedule(B.op)
+        >>> xo, xi = s[B].split(B.op.axis[0], factor=4)
+        >>> s[B].vectorize(xi)
+        >>> s[B].iter_var_attrs[xi].iter_type == tvm.te.schedule.IterVar.Vectorized
+        True
+    """
+    out = {}
+    for iv in self.leaf_iter_vars:
+        kind = _ITER_TYPE_OF_KIND.get(self.iter_var_kind(iv))
+        if kind is not None:
+            out[iv] = IterVarAttr(kind)
+    return out
+
+
+Stage.iter_var_attrs = property(_stage_iter_var_attrs)
 Stage.split = _stage_split
 Stage.fuse = _stage_fuse
 Stage.relations = property(_stage_relations, doc="The stage's Split/Fuse/Singleton relations.")
@@ -206,4 +263,14 @@ Stage.pragma = _stage_pragma
 Stage.set_scope = _stage_set_scope
 Schedule.normalize = lambda self: self
 
-__all__ = ["Fuse", "Schedule", "Singleton", "Split", "Stage", "create_schedule"]
+__all__ = [
+    "Buffer",
+    "Fuse",
+    "IterVar",
+    "IterVarAttr",
+    "Schedule",
+    "Singleton",
+    "Split",
+    "Stage",
+    "create_schedule",
+]

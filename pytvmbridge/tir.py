@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 from . import _core, te
+from .extern import ExternBuffer as Buffer  # what te.extern's fcompute receives
 from .te import *  # noqa: F403  (every scalar function of te is also a tir function)
 from .te import DType, ExprLike
 
@@ -83,6 +84,7 @@ def likely(cond: ExprLike) -> _core.Expr:
 
 __all__ = [
     *te.__all__,
+    "Buffer",
     "Cast",
     "Max",
     "Min",

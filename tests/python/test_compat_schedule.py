@@ -4,6 +4,8 @@ fuse() with no axis (a Singleton relation, also on a 0-d stage), attaching to an
 and scan stages, stable rfactor axes, buffer attributes of extern inputs. Values against NumPy.
 """
 
+import ctypes
+
 import numpy as np
 import pytest
 from isolated import run_isolated
@@ -211,3 +213,146 @@ def test_cache_read_for_a_scan_update_as_tvm_test_bound_scan():
     xs = np.add.outer(np.arange(m) * 3, np.arange(n)).astype("float64")
     (out,) = _run(s, [scan], [np.zeros((m, n), "float32")])
     np.testing.assert_allclose(out, np.cumsum(xs, 0), rtol=1e-6)
+
+
+# ---- buffer attributes in extern bodies (item 4) ----
+
+
+def _floats_at(pointer, n):
+    return np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(n,))
+
+
+@tvm.register_func("test_compat_schedule.add_by_pointer", override=True)
+def _add_by_pointer(src, dst, n):
+    assert isinstance(src, ctypes.c_void_p) and isinstance(dst, ctypes.c_void_p)
+    _floats_at(dst, n)[:] = _floats_at(src, n) + 10.0
+
+
+def test_extern_body_passes_buffer_data_pointers_as_tvm_test_extern():
+    m = te.var("m")
+    A = te.placeholder((m,), name="A")
+    seen = []
+
+    def extern_func(ins, outs):
+        assert isinstance(ins[0], tvm.te.schedule.Buffer) and isinstance(outs[0], tvm.tir.Buffer)
+        seen.append((ins[0].strides, ins[0].elem_offset, ins[0].scope(), outs[0].dtype))
+        return tvm.tir.call_packed(
+            "test_compat_schedule.add_by_pointer", ins[0].data, outs[0].data, m
+        )
+
+    B = te.extern((m,), [A], extern_func, name="B")
+    assert tuple(B.shape) == (m,)
+    assert seen == [((), 0, "global", "float32")]
+    C = te.compute((m,), lambda i: B[i] * 2.0, name="C")
+    f = tvm.build(te.create_schedule(C.op), [A, C])
+    a = np.random.default_rng(4).standard_normal(23).astype("float32")
+    c = np.zeros(23, "float32")
+    f(a, c)
+    np.testing.assert_allclose(c, (a + 10) * 2, rtol=1e-6)
+
+
+def test_extern_multi_out_with_data_pointers():
+    n = 9
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n,), lambda i: A[i] * 10.0, name="B")
+
+    @tvm.register_func("test_compat_schedule.two_outputs", override=True)
+    def two_outputs(a, b, out0, out1, count):
+        _floats_at(out0, count)[:] = _floats_at(a, count) + _floats_at(b, count)
+        _floats_at(out1, count)[:] = _floats_at(a, count) - 1.0
+
+    res = te.extern(
+        [A.shape, A.shape],
+        [A, B],
+        lambda ins, outs: tvm.tir.call_packed(
+            "test_compat_schedule.two_outputs",
+            ins[0].data,
+            ins[1].data,
+            outs[0].data,
+            outs[1].data,
+            n,
+        ),
+        name="E",
+    )
+    assert len(res) == 2 and res[1].value_index == 1
+    D = te.compute((n,), lambda i: res[0][i] * res[1][i], name="D")
+    f = tvm.build(te.create_schedule(D.op), [A, D])
+    a = np.linspace(-2, 2, n).astype("float32")
+    d = np.zeros(n, "float32")
+    f(a, d)
+    np.testing.assert_allclose(d, (a + a * 10) * (a - 1), rtol=1e-5)
+
+
+def test_ir_builder_bodies_are_refused_naming_the_alternative():
+    A = te.placeholder((4,), name="A")
+    with pytest.raises(NotImplementedError, match="ir_builder"):
+        te.extern((4,), [A], lambda ins, outs: outs[0].vstore(0, ins[0].vload(0)), name="B")
+
+
+# ---- TVM's test_te_schedule.py checks, as a TVM user writes them ----
+
+
+def test_tvm_schedule_inspection_iter_var_attrs_and_relations():
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m, n), name="A")
+    T = te.compute((m, n), lambda i, j: A[i, j] + 1.0, name="T")
+    s = te.create_schedule(T.op)
+    xo, yo, xi, yi = s[T].tile(T.op.axis[0], T.op.axis[1], x_factor=10, y_factor=5)
+    s[T].vectorize(yi)
+    s[T].unroll(xi)
+    attrs = s[T].iter_var_attrs
+    assert attrs[xi].iter_type == tvm.te.schedule.IterVar.Unrolled
+    assert attrs[yi].iter_type == tvm.te.schedule.IterVar.Vectorized
+    assert xo not in attrs
+    fused = s[T].fuse(xo, yo)
+    assert any(isinstance(r, tvm.te.schedule.Fuse) for r in s[T].relations)
+    assert tuple(s[T].leaf_iter_vars) == (fused, xi, yi)
+    with pytest.raises(RuntimeError):
+        s[T].fuse(xi, fused)  # out of order
+    with pytest.raises(tvm.error.TVMError):
+        s[T].reorder(xi, yi, xi)  # duplicate
+    a = np.random.default_rng(5).standard_normal((23, 12)).astype("float32")
+    _, t = _run(s, [A, T], [a, np.zeros((23, 12), "float32")])
+    np.testing.assert_array_equal(t, a + 1)
+
+
+def test_tvm_rfactor_axes_are_stable_and_reusable():
+    n = 16
+    k1 = te.reduce_axis((0, n), name="k1")
+    k2 = te.reduce_axis((0, n), name="k2")
+    A = te.placeholder((n, n, n), name="A")
+    B = te.compute((n,), lambda i: te.sum(A[i, k1, k2], axis=[k1, k2]), name="B")
+    s = te.create_schedule(B.op)
+    ko, ki = s[B].split(k1, factor=4)
+    BF = s.rfactor(B, ki)
+    assert int(BF.shape[0]) == 4 and int(BF.shape[1]) == n
+    assert BF.op.body[0].axis[0] == k2
+    assert BF.op.body[0].axis[1].var == ko.var
+    # the same axes on every access: held, put in sets and used to schedule BF
+    held = BF.op.axis
+    assert list(BF.op.axis) == list(held) and set(BF.op.axis) == set(held)
+    assert [hash(a) for a in BF.op.axis] == [hash(a) for a in held]
+    assert all(a in s[BF].leaf_iter_vars for a in held)
+    s[BF].reorder(held[1], BF.op.reduce_axis[0], held[0])
+    s[BF].parallel(held[1])
+    s[BF].vectorize(held[0])
+    s[BF].compute_at(s[B], s[B].op.reduce_axis[0])
+    a = np.random.default_rng(6).standard_normal((n, n, n)).astype("float32")
+    _, b = _run(s, [A, B], [a, np.zeros(n, "float32")])
+    np.testing.assert_allclose(b, a.astype("float64").sum(axis=(1, 2)), rtol=1e-4, atol=1e-4)
+
+
+def test_tvm_invalid_schedules_raise_runtime_errors():
+    shape = (16, 16)
+    A = te.compute(shape, lambda *i: 1.0, name="A")
+    B = te.compute(shape, lambda *i: 2.0, name="B")
+    C = te.compute(shape, lambda *i: A(*i) + B(*i), name="C")
+    s = te.create_schedule(C.op)
+    with pytest.raises(RuntimeError):
+        s[C].compute_at(s[C], C.op.axis[0])
+        tvm.lower(s, [A, B], simple_mode=True)
+    s = te.create_schedule(C.op)
+    s[A].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(RuntimeError):
+        s[C].compute_at(s[A], A.op.axis[0])
+        tvm.lower(s, [C], simple_mode=True)

@@ -56,8 +56,17 @@ void validate_attachment(const Schedule& sch, const StageBodies& bodies, const S
   if (std::find(consumers.begin(), consumers.end(), target) == consumers.end()) {
     value_error(where(), ", which does not read it; compute_at needs a consumer");
   }
+  // A scan reads its own earlier steps, and so do the stages of its group computed inside it.
+  auto inside_st = [&](Stage c) {
+    // at most one step per stage: a compute_at cycle elsewhere is reported on its own
+    for (size_t steps = 0; c && steps <= sch->stages.size(); ++steps) {
+      if (c == st) return true;
+      c = c->attach_type == AttachType::kScope ? c->attach_stage : nullptr;
+    }
+    return false;
+  };
   for (const Stage& c : consumers) {
-    if (c != target && c != st) {  // a scan reads its own earlier steps
+    if (c != target && !inside_st(c)) {
       value_error(where(), " but ", c->describe(), " also reads it; compute_at needs a single ",
                   "consumer (compute the stage at root, or inline it)");
     }

@@ -356,3 +356,23 @@ def test_tvm_invalid_schedules_raise_runtime_errors():
     with pytest.raises(RuntimeError):
         s[C].compute_at(s[A], A.op.axis[0])
         tvm.lower(s, [C], simple_mode=True)
+
+
+def test_a_multi_stage_scan_cell_computed_at_a_loop_of_its_consumer():
+    m, n = 5, 8
+    X = te.placeholder((m, n), name="X")
+    state = te.placeholder((m, n), name="state")
+    init = te.compute((1, n), lambda _, i: X[0, i], name="init")
+    s1 = te.compute((m, n), lambda t, i: state[t - 1, i] * 2.0, name="s1")
+    s2 = te.compute((m, n), lambda t, i: s1[t, i] + X[t, i], name="s2")
+    scan = te.scan(init, s2, state, inputs=[X], name="scan")
+    C = te.compute((n,), lambda i: scan[m - 1, i] + 1.0, name="C")
+    s = te.create_schedule(C.op)
+    io, _ = s[C].split(C.op.axis[0], factor=4)
+    s[scan].compute_at(s[C], io)  # s1 stays inside the scan's time loop
+    x = np.random.default_rng(7).standard_normal((m, n)).astype("float32")
+    ref = x[0].astype("float64")
+    for t in range(1, m):
+        ref = ref * 2 + x[t]
+    _, c = _run(s, [X, C], [x, np.zeros(n, "float32")])
+    np.testing.assert_allclose(c, ref + 1, rtol=1e-5, atol=1e-5)

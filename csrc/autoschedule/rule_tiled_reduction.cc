@@ -180,9 +180,13 @@ std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
     if (deps.size() != 1) continue;
     auto extent = extent_of(c->axis[a]);
     if (extent && *extent < lanes) continue;
+    // A constant extent that whole vectors divide is the best vector axis. A symbolic one is
+    // usually a batch: vectorizing it would stream (and pack, on every call) the activations
+    // instead of the weights, so it only beats a constant extent that vectors do not divide.
     int score = 0;
-    if (!extent || *extent % (2 * lanes) == 0) score += 4;
-    if (!extent || *extent % lanes == 0) score += 2;
+    if (extent && *extent % (2 * lanes) == 0) score += 4;
+    if (extent && *extent % lanes == 0) score += 2;
+    if (!extent) score += 1;
     if (a == n - 1) score += 1;
     if (score > best_score) {
       best_score = score;

@@ -283,3 +283,30 @@ def test_batch_norm_is_folded_into_the_convolution(groups):
     var.mul_(2.0)  # a running statistic changed in place
     beta.add_(1.0)
     torch.testing.assert_close(cg(*args), f(*args), rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_batch_convolution_packs_the_weight_not_the_data():
+    """With a symbolic batch, the weight (constant size) is the operand streamed in panels and
+    passed packed; vectorizing the batch would repack the activations on every call."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.ReLU()).eval()
+    graphs = []
+    original = backend.partition_and_compile
+
+    def spy(gm, **options):
+        fused = original(gm, **options)
+        graphs.extend(m.compiled for m in fused.modules() if hasattr(m, "compiled"))
+        return fused
+
+    backend.partition_and_compile = spy
+    try:
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="pytvmbridge")
+        with torch.no_grad():
+            for batch in (2, 3):
+                x = torch.randn(batch, 8, 6, 6)
+                torch._dynamo.mark_dynamic(x, 0)
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    finally:
+        backend.partition_and_compile = original
+    assert len(graphs) == 1 and graphs[0].size_bindings, "one compilation, symbolic batch"
+    assert [d.kind for d in graphs[0].derived_inputs] == ["conv_pack"]

@@ -114,6 +114,7 @@ def tune(
     seed: int | None = 0,
     progress: bool = True,
     resume: bool = True,
+    verify: bool = True,
 ) -> Any:
     """Tune ``obj`` (see ``extract_tasks``) for ``n_trial`` trials in total; returns the best
     record (one task) or the list of them. See ``Tuner.tune`` and ``tune_tasks`` for the
@@ -131,5 +132,6 @@ def tune(
         seed,
         progress,
         resume,
+        verify,
     )
     return bests[0] if len(bests) == 1 else bests

@@ -42,7 +42,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ERROR_NAMES", "LocalRunner", "MeasureResult", "make_inputs", "reference_outputs"]
+__all__ = [
+    "ERROR_NAMES",
+    "LocalRunner",
+    "MeasureResult",
+    "make_inputs",
+    "measure_in_process",
+    "reference_outputs",
+]
 
 OK, INSTANTIATE_ERROR, BUILD_ERROR, RUNTIME_ERROR, WRONG_ANSWER, TIMEOUT, CRASH = range(7)
 ERROR_NAMES = [
@@ -67,6 +74,7 @@ class MeasureResult:
     error_msg: str = ""
     features: list[float] = field(default_factory=list)
     build_s: float = 0.0
+    measure_s: float = 0.0
     cut_short: bool = False
     timestamp: float = field(default_factory=time.time)
 
@@ -346,7 +354,9 @@ class LocalRunner:
             if code == OK:
                 built.append(k)
         for k in built:  # phase 2: one at a time
+            start = time.perf_counter()
             answer = self._ask(k, ("measure", best), self.option.timeout)
+            results[k].measure_s = time.perf_counter() - start
             if answer[0] == "failed":
                 results[k].error, results[k].error_msg = answer[1], answer[2]
                 continue
@@ -356,3 +366,59 @@ class LocalRunner:
             if code == OK and not cut and (best is None or min(costs) < best):
                 best = float(np.median(costs))
         return results
+
+
+def measure_in_process(
+    task: Any,
+    configs: list[Any],
+    rounds: int = 5,
+    min_repeat_ms: float = 20.0,
+    seed: int = 0,
+    settle_s: float = 0.05,
+) -> list[list[float]]:
+    """Seconds per call of each configuration, one time per round, measured in this process
+    with the configurations interleaved (each round times every configuration once, starting
+    from a different one), so that a change of load or clock hits every configuration alike.
+
+    This is how a tuner's final choice is confirmed: its best candidates and the analytical
+    schedule, built and run the way the user's process will run them (this process's thread
+    pool, fresh arrays), rather than trusting the minimum of many noisy in-worker timings
+    (the winner's curse). Only configurations already measured valid should be passed: they
+    run here, not in a worker.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import autotvm
+        >>> def add(n):
+        ...     A = tvm.placeholder((n,), name="A")
+        ...     return [A, tvm.compute((n,), lambda i: A[i] + 1.0, name="B")]
+        >>> task = autotvm.auto_task(add, (4096,))
+        >>> times = measure_in_process(task, [task.space.default()], rounds=2, min_repeat_ms=1)
+        >>> len(times), len(times[0]), times[0][0] > 0
+        (1, 2, True)
+    """
+    from ..build import build
+
+    inputs = make_inputs(task, seed)
+    runs = []
+    for config in configs:
+        s, args = task.instantiate(config)
+        module = build(s, args, target=task.target)
+        outs = _outputs(task)
+        _run(module, task, inputs, outs)  # warm: page faults, first-call setup
+        t0 = time.perf_counter()
+        _run(module, task, inputs, outs)
+        one = max(time.perf_counter() - t0, 1e-9)
+        runs.append((module, outs, max(1, math.ceil(min_repeat_ms / 1000.0 / one))))
+    times: list[list[float]] = [[] for _ in configs]
+    for r in range(rounds):
+        for j in range(len(runs)):
+            k = (j + r) % len(runs)
+            module, outs, number = runs[k]
+            time.sleep(settle_s)  # the previous configuration's threads go idle
+            _run(module, task, inputs, outs)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                _run(module, task, inputs, outs)
+            times[k].append((time.perf_counter() - t0) / number)
+    return times

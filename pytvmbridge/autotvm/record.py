@@ -81,12 +81,17 @@ def make_record(
     flop: float = 0.0,
     cut_short: bool = False,
     timestamp: float | None = None,
+    measure_s: float = 0.0,
+    verified: float | None = None,
+    chosen: bool = False,
 ) -> dict[str, Any]:
-    """One log record (a JSON-able dict)."""
+    """One log record (a JSON-able dict). ``verified``: the id (a timestamp) of the final,
+    interleaved in-process re-measurement the record belongs to (see ``Tuner.verify``);
+    ``chosen``: the configuration that re-measurement selected."""
     from .. import get_num_threads
     from .measure import ERROR_NAMES
 
-    return {
+    rec = {
         "format": _FORMAT,
         "workload": workload,
         "description": description,
@@ -101,9 +106,14 @@ def make_record(
         "error_msg": error_msg,
         "cut_short": bool(cut_short),
         "build_s": build_s,
+        "measure_s": measure_s,
         "timestamp": time.time() if timestamp is None else timestamp,
         "versions": _versions(),
     }
+    if verified is not None:
+        rec["verified"] = float(verified)
+        rec["chosen"] = bool(chosen)
+    return rec
 
 
 def append(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
@@ -114,9 +124,10 @@ def append(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> N
         f.flush()
 
 
-def load(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def load(path: str | os.PathLike[str], verified: bool = True) -> Iterator[dict[str, Any]]:
     """The records of a log, in order (lines that are not records are skipped with a warning:
-    a log cut by a crash keeps its complete lines)."""
+    a log cut by a crash keeps its complete lines). ``verified=False``: only the search's
+    trials, without the final re-measurements (``Tuner.verify``)."""
     if not os.path.exists(path):
         return
     with open(path) as f:
@@ -129,7 +140,8 @@ def load(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 warnings.warn(f"{path}:{n}: not a JSON record, skipped", stacklevel=2)
                 continue
             if isinstance(r, dict) and "workload" in r and "config" in r:
-                yield r
+                if verified or "verified" not in r:
+                    yield r
 
 
 def record_cost(r: dict[str, Any]) -> float:
@@ -150,16 +162,29 @@ def _matches_target(r: dict[str, Any], target: str, other_cpus: bool) -> bool:
 def best_records(
     records: Iterable[dict[str, Any]], target: str = "llvm", other_cpus: bool = False
 ) -> dict[str, dict[str, Any]]:
-    """Workload key -> its best valid record for ``target`` (error records never count)."""
+    """Workload key -> its best valid record for ``target`` (error records never count).
+
+    A workload whose tuning ended with a verification (the best candidates and the analytical
+    schedule re-measured together, records marked ``verified``) takes the record its latest
+    verification chose: those times were measured under the same conditions, unlike the
+    minimum over the whole search, which favours a lucky measurement.
+    """
+    records = [r for r in records if _matches_target(r, target, other_cpus)]
+    latest: dict[str, float] = {}
+    for r in records:
+        if r.get("verified") is not None and not math.isinf(record_cost(r)):
+            latest[r["workload"]] = max(latest.get(r["workload"], -math.inf), r["verified"])
     best: dict[str, dict[str, Any]] = {}
     for r in records:
-        if not _matches_target(r, target, other_cpus):
-            continue
         cost = record_cost(r)
         if math.isinf(cost):
             continue
         key = r["workload"]
-        if key not in best or cost < record_cost(best[key]):
+        if key in latest and r.get("verified") != latest[key]:
+            continue
+        if key in best and best[key].get("chosen"):
+            continue
+        if key not in best or r.get("chosen") or cost < record_cost(best[key]):
             best[key] = r
     return best
 

@@ -26,6 +26,8 @@ import json
 import math
 import os
 import random
+import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +36,7 @@ import numpy as np
 from ..error import TVMValueError
 from . import record
 from .features import loop_features
-from .measure import LocalRunner, MeasureOption, MeasureResult
+from .measure import LocalRunner, MeasureOption, MeasureResult, measure_in_process
 
 __all__ = [
     "EvolutionaryTuner",
@@ -63,6 +65,7 @@ class Tuner:
         self.best_config: Any = None
         self.best_record: dict[str, Any] | None = None
         self.trials = 0
+        self.verified: dict[str, Any] | None = None  # the last verify(): configs, medians, chosen
 
     # --- to override ---
     def next_batch(self, n: int) -> list[Any]:
@@ -124,6 +127,7 @@ class Tuner:
         runner: Any = "local",
         progress: bool = True,
         resume: bool = True,
+        verify: bool = True,
     ) -> dict[str, Any] | None:
         """Measure up to ``n_trial`` new candidates; returns the best valid record (or ``None``).
 
@@ -131,7 +135,8 @@ class Tuner:
         for this workload are not measured again). ``early_stopping``: stop after that many
         trials without improvement. ``runner``: ``"local"`` (worker processes on this machine),
         ``"ray"`` (a Ray cluster, see ``ray_runner``), or a runner object with
-        ``run(configs, best)``.
+        ``run(configs, best)``. ``verify``: end with :meth:`verify` (the best candidates and the
+        analytical schedule re-measured together in this process).
         """
         if n_trial < 0:
             raise TVMValueError(f"n_trial must be >= 0, got {n_trial}")
@@ -183,6 +188,57 @@ class Tuner:
                 bar.close()
             if own_runner:
                 runner.close()
+        if verify:
+            return self.verify(log_file)
+        return self.best_record
+
+    def verify(
+        self,
+        log_file: str | os.PathLike[str] | None = None,
+        top_k: int = 3,
+        rounds: int = 5,
+        min_repeat_ms: float = 20.0,
+        margin: float = 0.02,
+    ) -> dict[str, Any] | None:
+        """Confirm the choice: re-measure the analytical point and the ``top_k`` best candidates
+        together in this process (:func:`~.measure.measure_in_process`: interleaved rounds,
+        medians), and choose the fastest, the analytical point unless another beats it by more
+        than ``margin``. The search's own minimum is biased (of many noisy timings, the luckiest
+        wins), so without this a "tuned" schedule can be slower than the analytical one when
+        timed again. The re-measurements are logged as records marked ``verified`` (the chosen
+        one ``chosen``), which ``apply_history_best`` prefers. Returns the chosen record."""
+        default = self.task.canonical(self.task.space.default())
+        ranked: list[Any] = []
+        seen = {_key(default)}
+        for config, cost in sorted(self.history, key=lambda h: h[1]):
+            if math.isfinite(cost) and _key(config) not in seen and len(ranked) < top_k:
+                seen.add(_key(config))
+                ranked.append(config)
+        if not ranked:
+            return self.best_record
+        configs = [default, *ranked]
+        try:
+            times = measure_in_process(self.task, configs, rounds, min_repeat_ms, self.seed or 0)
+        except Exception as err:  # a candidate that cannot be rebuilt here: keep the search's
+            warnings.warn(f"verify: re-measuring {self.task.name} failed ({err})", stacklevel=2)
+            return self.best_record
+        medians = [float(np.median(t)) for t in times]
+        pick = int(np.argmin(medians))
+        if medians[pick] > medians[0] * (1.0 - margin):
+            pick = 0
+        batch = time.time()
+        recs = []
+        for k, (config, costs) in enumerate(zip(configs, times, strict=True)):
+            result = MeasureResult(config=config, costs=costs)
+            recs.append(self._record(result, verified=batch, chosen=k == pick))
+        if log_file:
+            record.append(os.fspath(log_file), recs)
+        self.best_cost, self.best_config, self.best_record = (
+            medians[pick],
+            configs[pick],
+            recs[pick],
+        )
+        self.verified = {"configs": configs, "medians": medians, "chosen": pick}
         return self.best_record
 
     @property
@@ -191,7 +247,9 @@ class Tuner:
             return 0.0
         return self.task.flop / self.best_cost / 1e9
 
-    def _record(self, r: MeasureResult) -> dict[str, Any]:
+    def _record(
+        self, r: MeasureResult, verified: float | None = None, chosen: bool = False
+    ) -> dict[str, Any]:
         t = self.task
         return record.make_record(
             t.workload_key,
@@ -207,6 +265,9 @@ class Tuner:
             t.flop,
             r.cut_short,
             r.timestamp,
+            r.measure_s,
+            verified,
+            chosen,
         )
 
 
@@ -420,11 +481,13 @@ def tune_tasks(
     seed: int | None = 0,
     progress: bool = True,
     resume: bool = True,
+    verify: bool = True,
 ) -> list[dict[str, Any] | None]:
     """Tune several tasks with ``n_trial`` trials in total, split by expected gain (Ansor's
     task scheduler, simplified): each task gets one round first; then each round goes to the
     task whose time (its share of the total) times its recent relative improvement is largest.
-    Returns each task's best record.
+    With ``verify``, each task measured here ends with ``Tuner.verify`` (its best candidates
+    and its analytical point re-measured together). Returns each task's best record.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -469,7 +532,15 @@ def tune_tasks(
         step = min(n_parallel, n_trial - spent)
         before = tuners[k].trials
         tuners[k].tune(
-            step, measure_option, None, log_file, n_parallel, runner, progress, resume=False
+            step,
+            measure_option,
+            None,
+            log_file,
+            n_parallel,
+            runner,
+            progress,
+            resume=False,
+            verify=False,
         )
         spent += max(1, tuners[k].trials - before)
         progress_of[k].append(tuners[k].best_cost)
@@ -479,4 +550,6 @@ def tune_tasks(
             for h in progress_of
         ):
             break
+    if verify:
+        return [tu.verify(log_file) if tu.trials else tu.best_record for tu in tuners]
     return [tu.best_record for tu in tuners]

@@ -106,7 +106,7 @@ def test_backend_tunes_then_replays_without_measuring_again(tmp_path):
     with torch.no_grad():
         f = torch.compile(model, backend="pytvmbridge", options=opts)
         torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
-    recs = list(record.load(log))
+    recs = list(record.load(log, verified=False))
     assert len(recs) == 6
     workloads = {t.workload_key for t, _ in extract_graph_tasks(_aten_graph(model, x))}
     # the compiled graph's weights are pre-packed: its tasks' keys differ from the plain graph's,
@@ -117,7 +117,7 @@ def test_backend_tunes_then_replays_without_measuring_again(tmp_path):
     with torch.no_grad():
         g = torch.compile(model, backend="pytvmbridge", options=opts)
         torch.testing.assert_close(g(x), model(x), rtol=1e-4, atol=1e-4)
-    assert len(list(record.load(log))) == 6  # the budget is spent: nothing measured again
+    assert len(list(record.load(log, verified=False))) == 6  # the budget is spent: nothing measured again
 
 
 def test_torch_compile_option_tunes(tmp_path):
@@ -128,7 +128,7 @@ def test_torch_compile_option_tunes(tmp_path):
     compiled = ptt.compile(model.eval(), option)
     x = torch.randn(8, 32)
     torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-    recs = list(record.load(log))
+    recs = list(record.load(log, verified=False))
     assert len(recs) == 4
     assert {r["description"].split("(")[0] for r in recs} == {"addmm"}
 

@@ -117,7 +117,8 @@ def test_backend_tunes_then_replays_without_measuring_again(tmp_path):
     with torch.no_grad():
         g = torch.compile(model, backend="pytvmbridge", options=opts)
         torch.testing.assert_close(g(x), model(x), rtol=1e-4, atol=1e-4)
-    assert len(list(record.load(log, verified=False))) == 6  # the budget is spent: nothing measured again
+    # the budget is spent: nothing measured again
+    assert len(list(record.load(log, verified=False))) == 6
 
 
 def test_torch_compile_option_tunes(tmp_path):

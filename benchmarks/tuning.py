@@ -9,14 +9,25 @@ search over ``auto_schedule_space``'s knobs; candidates are measured in worker p
 
     .venv/bin/python benchmarks/tuning.py [--quick] [--threads N] [--trials 64,256,1000]
                                           [--budget-s 400] [--only conv,bert,sgemm]
+    .venv/bin/python benchmarks/tuning.py --resnet [--quick] [--resnet-trials 300]
 
 The whole run must fit in about 8 minutes, so tuning has a time budget (``--budget-s``,
 shared by the workloads in proportion to their FLOPs, at least 10 s each): a workload whose
 budget runs out stops before its last checkpoint, and the table says how many trials it got
 (a checkpoint beyond that shows the best at the end). A search space smaller than the trial
 count is exhausted early (the row says so). ``--quick``: two small workloads, 8 trials.
-The final timings re-measure the analytical and the best tuned schedule in this process,
-interleaved with PyTorch (medians). JSON goes to benchmarks/results/tuning.json.
+Each tuning run ends with the tuner's verification (``Tuner.verify``: the analytical point
+and the best candidates re-measured together in this process); its choice is the "final"
+column. The final timings then re-measure the analytical, the checkpoints' and the final
+schedule in this process, interleaved with PyTorch (medians). Tuning throughput: trials per
+second of wall time, and the time spent building (summed over the parallel workers) and
+measuring (one candidate at a time). JSON goes to benchmarks/results/tuning.json.
+
+``--resnet``: ResNet-18 (batch 1) end to end through ``torch.compile``: eager, Inductor with
+freezing, pytvmbridge untuned, then pytvmbridge with ``options={"tuning_n_trials": N,
+"tuning_log_file": log}`` (the graph's distinct convolution and matmul workloads tuned with the
+budget split by the task scheduler, then compiled with the log), timed in the same run (target:
+tuned at least 10% below Inductor). JSON: benchmarks/results/tuning_resnet18.json.
 """
 
 from __future__ import annotations
@@ -166,8 +177,10 @@ def tune_one(w: dict[str, Any], checkpoints: list[int], budget_s: float, log: st
                 break
     finally:
         runner.close()
+    search_wall = time.perf_counter() - start
+    final = tuner.verify(log)
     wall = time.perf_counter() - start
-    recs = [r for r in record.load(log) if r["workload"] == task.workload_key]
+    recs = [r for r in record.load(log, verified=False) if r["workload"] == task.workload_key]
     best_at: dict[int, Any] = {}
     best, best_cfg = math.inf, None
     for n, r in enumerate(recs, 1):
@@ -183,19 +196,123 @@ def tune_one(w: dict[str, Any], checkpoints: list[int], budget_s: float, log: st
         "space": len(task.space),
         "exhausted": not tuner.has_next(),
         "wall_s": wall,
+        "search_wall_s": search_wall,
+        "verify_s": wall - search_wall,
+        "build_s": sum(r.get("build_s", 0.0) for r in recs),
+        "measure_s": sum(r.get("measure_s", 0.0) for r in recs),
+        "n_parallel": n_parallel,
+        "final": final["config"] if final else None,
         "best_at": best_at,
         "errors": sum(r["error"] != 0 for r in recs),
     }
 
 
+def _latency_ms(fn: Any, x: Any, min_s: float, min_runs: int = 5) -> float:
+    start = time.perf_counter()
+    while time.perf_counter() - start < min_s / 4:  # warm up (Inductor settles after a while)
+        fn(x)
+    samples: list[float] = []
+    start = time.perf_counter()
+    while len(samples) < min_runs or time.perf_counter() - start < min_s:
+        t0 = time.perf_counter()
+        fn(x)
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(samples)
+
+
+def resnet_main(args: argparse.Namespace) -> None:
+    """ResNet-18 end to end: eager, Inductor with freezing, ours untuned and tuned."""
+    import sys
+
+    import torch
+    import torch._inductor.config as inductor_config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import pytvmbridge as tvm
+    from benchmarks.models import build
+    from pytvmbridge.autotvm import record
+
+    threads = args.threads or tvm.get_num_threads()
+    tvm.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    inductor_config.freezing = True
+    trials = 16 if args.quick else args.resnet_trials
+    min_s = 0.3 if args.quick else 2.0
+    log = args.resnet_log or os.path.join(tempfile.mkdtemp(), "resnet18.json")
+    model, x = build("resnet18", batch=1, small=args.quick)
+    model.eval()
+    ms: dict[str, float] = {}
+    first_call_s: dict[str, float] = {}
+    variants: list[tuple[str, str | None, dict | None]] = [
+        ("eager", None, None),
+        ("inductor_freezing", "inductor", None),
+        ("ours_untuned", "pytvmbridge", None),
+        ("ours_tuned", "pytvmbridge", {"tuning_log_file": log, "tuning_n_trials": trials}),
+    ]
+    with torch.no_grad():
+        ref = model(x)
+        for name, backend, options in variants:
+            if backend is None:
+                fn = model
+            else:
+                torch._dynamo.reset()
+                fn = torch.compile(model, backend=backend, options=options)
+            t0 = time.perf_counter()
+            out = fn(x)
+            first_call_s[name] = time.perf_counter() - t0
+            torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
+            ms[name] = _latency_ms(fn, x, min_s)
+            print(f"{name:18s} {ms[name]:8.2f} ms  (first call {first_call_s[name]:.1f} s)",
+                  flush=True)  # fmt: skip
+    recs = list(record.load(log, verified=False))
+    tasks = {r["workload"] for r in recs}
+    ratio = ms["ours_tuned"] / ms["inductor_freezing"]
+    print()
+    print("| model | eager ms | Inductor+freezing ms | ours untuned ms | ours tuned ms "
+          "| tuned / Inductor | trials (tasks) | tuning+compile s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    print(
+        f"| ResNet-18{' (small)' if args.quick else ''}, batch 1 | {ms['eager']:.2f} | "
+        f"{ms['inductor_freezing']:.2f} | {ms['ours_untuned']:.2f} | {ms['ours_tuned']:.2f} | "
+        f"{ratio:.2f} | {len(recs)} ({len(tasks)}) | {first_call_s['ours_tuned']:.0f} |"
+    )
+    print(f"target: tuned <= 0.90 x Inductor with freezing: {'met' if ratio <= 0.9 else 'missed'}")
+    print(f"{threads} threads; CPU {record.cpu_name()}; log {log}")
+    out = Path(__file__).parent / "results" / "tuning_resnet18.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "quick": args.quick,
+                "threads": threads,
+                "cpu": record.cpu_name(),
+                "trials": len(recs),
+                "tasks": len(tasks),
+                "ms": ms,
+                "first_call_s": first_call_s,
+                "tuned_over_inductor_freezing": ratio,
+                "torch": torch.__version__,
+            },
+            indent=1,
+        )
+    )
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--resnet", action="store_true", help="ResNet-18 end to end (see above)")
+    ap.add_argument("--resnet-trials", type=int, default=300)
+    ap.add_argument("--resnet-log", default=None, help="tuning log (default: a fresh one)")
     ap.add_argument("--threads", type=int, default=0, help="0: all cores")
     ap.add_argument("--trials", default="64,256,1000")
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--only", default="conv,bert,sgemm")
     args = ap.parse_args()
+    if args.resnet:
+        resnet_main(args)
+        return
     import torch
 
     import pytvmbridge as tvm
@@ -219,6 +336,7 @@ def main() -> None:
         configs = {"analytical": None}
         for cp in checkpoints:
             configs[f"tuned@{cp}"] = res["best_at"].get(cp)
+        configs["final"] = res["final"]
         times = final_timings(res["task"], configs, w["torch"])
         row = {
             "workload": w["name"],
@@ -229,30 +347,64 @@ def main() -> None:
             "exhausted": res["exhausted"],
             "errors": res["errors"],
             "tuning_wall_s": res["wall_s"],
+            "search_wall_s": res["search_wall_s"],
+            "verify_s": res["verify_s"],
+            "build_s": res["build_s"],
+            "measure_s": res["measure_s"],
+            "trials_per_s": res["trials"] / res["search_wall_s"],
             "ms": {k: v * 1e3 for k, v in times.items()},
         }
         rows.append(row)
-        last = f"tuned@{checkpoints[-1]}"
         print(
             f"{w['name']:34s} trials {res['trials']:5d}/{res['space']:<6d} "
-            f"analytical {row['ms']['analytical']:8.3f} ms  tuned {row['ms'][last]:8.3f} ms  "
-            f"torch {row['ms']['torch']:8.3f} ms  tuning {res['wall_s']:6.1f} s",
+            f"analytical {row['ms']['analytical']:8.3f} ms  final {row['ms']['final']:8.3f} ms  "
+            f"torch {row['ms']['torch']:8.3f} ms  tuning {res['wall_s']:6.1f} s "
+            f"({row['trials_per_s']:.2f} trials/s; build {res['build_s']:.1f} s over "
+            f"{res['n_parallel']} workers, measure {res['measure_s']:.1f} s)",
             flush=True,
         )
     print()
     head = ["workload", "trials", "analytical ms"] + [f"tuned@{c} ms" for c in checkpoints]
-    head += ["torch ms", "tuned vs torch", "tuning s"]
+    head += ["final ms", "torch ms", "final vs torch", "tuning s"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    last = f"tuned@{checkpoints[-1]}"
+    last = "final"
     for r in rows:
         ms = r["ms"]
         trials = f"{r['trials']}" + (" (all)" if r["exhausted"] else "")
         cells = [r["workload"], trials, f"{ms['analytical']:.3f}"]
         cells += [f"{ms[f'tuned@{c}']:.3f}" for c in checkpoints]
         speedup = ms["torch"] / ms[last]
-        cells += [f"{ms['torch']:.3f}", f"{speedup:.2f}x", f"{r['tuning_wall_s']:.0f}"]
+        cells += [f"{ms['final']:.3f}", f"{ms['torch']:.3f}", f"{speedup:.2f}x"]
+        cells += [f"{r['tuning_wall_s']:.0f}"]
         print("| " + " | ".join(cells) + " |")
+    print()
+    print("| workload | trials | search wall s | trials/s | build s (sum) | measure s (sum) "
+          "| measure share of wall | verify s | final vs analytical |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ms = r["ms"]
+        print(
+            f"| {r['workload']} | {r['trials']} | {r['search_wall_s']:.1f} | "
+            f"{r['trials_per_s']:.2f} | {r['build_s']:.1f} | {r['measure_s']:.1f} | "
+            f"{r['measure_s'] / r['search_wall_s']:.0%} | {r['verify_s']:.1f} | "
+            f"{ms['analytical'] / ms['final']:.2f}x |"
+        )
+    throughput = {
+        "trials": sum(r["trials"] for r in rows),
+        "search_wall_s": sum(r["search_wall_s"] for r in rows),
+        "build_s": sum(r["build_s"] for r in rows),
+        "measure_s": sum(r["measure_s"] for r in rows),
+    }
+    throughput["trials_per_s"] = throughput["trials"] / throughput["search_wall_s"]
+    print(
+        f"throughput: {throughput['trials']} trials in {throughput['search_wall_s']:.0f} s "
+        f"({throughput['trials_per_s']:.2f} trials/s); building {throughput['build_s']:.0f} s "
+        f"(summed over workers), measuring {throughput['measure_s']:.0f} s "
+        f"({throughput['measure_s'] / throughput['search_wall_s']:.0%} of the wall time)"
+    )
+    worse = [r["workload"] for r in rows if r["ms"]["final"] > r["ms"]["analytical"] * 1.05]
+    print(f"final slower than analytical by > 5% when re-measured: {worse or 'none'}")
 
     def geomean(xs: list[float]) -> float:
         return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -285,6 +437,7 @@ def main() -> None:
                 "checkpoints": checkpoints,
                 "rows": rows,
                 "summary": summary,
+                "throughput": throughput,
                 "wall_s": wall,
             },
             indent=1,

@@ -179,7 +179,7 @@ def extract_graph_tasks(
             if sig is None or sig in seen:
                 continue
             task = Task(ANCHORS[node.target], recipe, (), target, "auto")
-        except ValueError:  # symbolic sizes, or a node the importer refuses alone
+        except Exception:  # symbolic sizes, or a node the importer refuses alone: not tuned
             continue
         seen.add(sig)
         tasks.append((task, sig))

@@ -1,10 +1,22 @@
 """The on-disk compile cache: a build that some process already made is loaded, not compiled.
 
-``@kernel`` and ``tc.define`` build through :func:`build`. An entry is the saved module file of
+``@kernel``, ``tc.define`` and the graph compiler (``torch.compile`` partitions,
+``pytvmbridge.torch.compile``) build through :func:`build`. An entry is the saved module file of
 ``runtime.module_to_bytes`` (object code + manifest), named by the SHA-256 of everything that
-decides the generated code: the lowered IR with the identity of its variables, the argument
-signature, the canonical target string (CPU and features), the kernel's name, and the versions of
-pytvmbridge, LLVM and the file format. File timestamps never enter the key.
+decides the generated code, and of the versions of pytvmbridge, LLVM, the file format and the
+compiler's own sources (``_core.source_hash``, so that a rebuilt compiler never reads another
+build's entries). File timestamps never enter the key. What is hashed depends on how the
+schedule was made:
+
+- automatic schedules (:func:`build_auto`, or ``build(..., recipe=auto_recipe(config))``: what
+  ``@kernel``, ``tc.define`` and the graph compiler use by default): the computation *before*
+  scheduling (every operation, its axes and
+  body, with the identity of its variables: ``_core.dag_fingerprint``), the argument signature,
+  the canonical target string (CPU and features), the name, and the scheduler's configuration.
+  Nothing is scheduled or lowered to find and load an entry (:func:`build_auto`), so a hit costs
+  a hash and a load: about a millisecond and a half for a matmul.
+- any other schedule: the lowered IR (``_core.build_fingerprint``), which describes whatever the
+  schedule did.
 
 - ``PYTVMBRIDGE_CACHE_DIR`` chooses the directory (default ``$XDG_CACHE_HOME/pytvmbridge`` or
   ``~/.cache/pytvmbridge``); :func:`set_dir` does the same from Python.
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 import threading
@@ -44,7 +57,9 @@ from . import _core
 
 __all__ = [
     "CacheWarning",
+    "auto_recipe",
     "build",
+    "build_auto",
     "cache_dir",
     "clear",
     "disable",
@@ -58,7 +73,7 @@ __all__ = [
 ]
 
 #: Bumped when the key's recipe changes, so that old entries are never misread.
-KEY_VERSION = 1
+KEY_VERSION = 2
 DEFAULT_MAX_BYTES = 1 << 30
 SUFFIX = ".ptb"
 
@@ -152,7 +167,7 @@ def key_of(text: str | bytes) -> str:
 
     h = hashlib.sha256()
     versions = f"pytvmbridge-cache {KEY_VERSION} {__version__} llvm {_core.llvm_version()} "
-    h.update(f"{versions} file {_core.module_file_version}\n".encode())
+    h.update(f"{versions} file {_core.module_file_version} sources {_core.source_hash}\n".encode())
     h.update(text.encode() if isinstance(text, str) else bytes(text))
     return h.hexdigest()
 
@@ -178,7 +193,8 @@ def _warn_once(what: str, err: BaseException) -> None:
 def load(key: str, build_args: tuple[Any, list[Any], str, str] | None = None) -> Any:
     """The cached Module for ``key``, or ``None`` (also when the cache is off, or the entry is
     damaged: it is then removed). ``build_args`` (schedule, args, target, name) let the module
-    compile its variant for strided arrays on demand when the entry lacks it."""
+    compile its variant for strided arrays on demand when the entry lacks it; a schedule of
+    ``None`` means the automatic one, made then."""
     from .runtime import module_from_bytes
 
     if not enabled():
@@ -193,6 +209,8 @@ def load(key: str, build_args: tuple[Any, list[Any], str, str] | None = None) ->
     try:
         if build_args is None:
             module = module_from_bytes(data, path)
+        elif build_args[0] is None:
+            module = _core.load_cached_auto_module_bytes(data, path, *build_args[1:])
         else:
             module = _core.load_cached_module_bytes(data, path, *build_args)
     except ValueError:
@@ -269,9 +287,40 @@ def clear() -> None:
     _prune(-1)
 
 
-def build(s: Any, args: Sequence[Any], target: Any = "llvm", name: str = "default_function") -> Any:
+def auto_recipe(config: Any = None) -> str:
+    """The ``recipe`` of :func:`build` for a schedule made by ``auto_schedule(create_schedule(
+    outputs), target, config)``: the scheduler is deterministic in the computation, the target
+    and ``config``, so these (with the compiler's version) identify the code it leads to.
+
+    Example:
+        >>> from pytvmbridge import cache
+        >>> cache.auto_recipe(), cache.auto_recipe({"C": {"tile_x": 8}})
+        ('auto_schedule null', 'auto_schedule {"C": {"tile_x": 8}}')
+    """
+    return "auto_schedule " + json.dumps(config, sort_keys=True)
+
+
+def _fingerprint(s: Any, args: list[Any], target: str, name: str, recipe: str | None) -> str:
+    if recipe is not None:
+        dag = _core.dag_fingerprint(args, target, name)
+        if dag:  # empty: a computation the text cannot describe (extern, scan): lower it
+            return f"{dag}\nschedule {recipe}\n"
+    return _core.build_fingerprint(s, args, target, name)
+
+
+def build(
+    s: Any,
+    args: Sequence[Any],
+    target: Any = "llvm",
+    name: str = "default_function",
+    recipe: str | None = None,
+) -> Any:
     """``pytvmbridge.build`` through the cache: the Module is loaded when an identical build was
     stored (by any process), else built and stored.
+
+    ``recipe`` says how ``s`` was made from ``create_schedule`` of the outputs, when that is all
+    that decides it (:func:`auto_recipe`): the key is then the computation and the recipe, found
+    without lowering. Without it the key is the lowered IR, whatever the schedule did.
 
     Example:
         >>> import numpy as np, tempfile, pytvmbridge as tvm
@@ -282,6 +331,10 @@ def build(s: Any, args: Sequence[Any], target: Any = "llvm", name: str = "defaul
         >>> f = cache.build(tvm.create_schedule(B.op), [A, B], name="double")
         >>> b = np.empty(3, "float32"); f(np.arange(3, dtype="float32"), b); b.tolist()
         [0.0, 2.0, 4.0]
+        >>> s = tvm.auto_schedule(B)  # the same computation, scheduled automatically
+        >>> g = cache.build(s, [A, B], name="double", recipe=cache.auto_recipe())
+        >>> g(np.arange(3, dtype="float32"), b); b.tolist()
+        [0.0, 2.0, 4.0]
         >>> cache.set_dir(None)
     """
     from .build import build as build_uncached
@@ -291,7 +344,7 @@ def build(s: Any, args: Sequence[Any], target: Any = "llvm", name: str = "defaul
         return build_uncached(s, args, target=target, name=name)
     target_text = str(target) if isinstance(target, Target) else target
     try:
-        fingerprint = _core.build_fingerprint(s, list(args), target_text, name)
+        fingerprint = _fingerprint(s, list(args), target_text, name, recipe)
     except Exception:
         # Whatever is wrong with the build, build() reports it in its own words.
         return build_uncached(s, args, target=target, name=name)
@@ -300,5 +353,57 @@ def build(s: Any, args: Sequence[Any], target: Any = "llvm", name: str = "defaul
     if module is not None:
         return module
     module = build_uncached(s, args, target=target, name=name)
+    store(key, module)
+    return module
+
+
+def build_auto(
+    args: Sequence[Any], target: Any = "llvm", name: str = "default_function", config: Any = None
+) -> Any:
+    """``build(auto_schedule(create_schedule(outputs), target, config), args, target, name)``
+    through the cache, where ``outputs`` are the computed tensors among ``args``: a hit is found
+    from the computation alone and loaded without scheduling or lowering anything.
+
+    Example:
+        >>> import numpy as np, tempfile, pytvmbridge as tvm
+        >>> from pytvmbridge import cache
+        >>> cache.set_dir(tempfile.mkdtemp())
+        >>> A = tvm.placeholder((4,), name="A")
+        >>> B = tvm.compute((4,), lambda i: A[i] - 1.0, name="B")
+        >>> f = cache.build_auto([A, B], name="dec")  # scheduled, compiled and stored
+        >>> g = cache.build_auto([A, B], name="dec")  # loaded: nothing scheduled
+        >>> b = np.empty(4, "float32"); g(np.ones(4, "float32"), b); b.tolist()
+        [0.0, 0.0, 0.0, 0.0]
+        >>> cache.set_dir(None)
+    """
+    from .autoschedule import auto_schedule
+    from .build import build as build_uncached
+    from .schedule import create_schedule
+    from .target import Target
+    from .te import PlaceholderOp
+
+    args = list(args)
+
+    def schedule() -> Any:
+        outputs = [t for t in args if not isinstance(t.op, PlaceholderOp)]
+        return auto_schedule(create_schedule([t.op for t in outputs]), target=target_text,
+                             config=config)  # fmt: skip
+
+    target_text = str(target) if isinstance(target, Target) else target
+    if not enabled():
+        return build_uncached(schedule(), args, target=target, name=name)
+    if config is not None:  # the C++ loader remakes only default schedules: schedule now
+        return build(schedule(), args, target=target, name=name, recipe=auto_recipe(config))
+    try:
+        dag = _core.dag_fingerprint(args, target_text, name)
+    except Exception:
+        dag = ""
+    if not dag:  # a computation the text cannot describe (extern, scan...): key on lowering
+        return build(schedule(), args, target=target, name=name)
+    key = key_of(f"{dag}\nschedule {auto_recipe(None)}\n")
+    module = load(key, (None, args, target_text, name))
+    if module is not None:
+        return module
+    module = build_uncached(schedule(), args, target=target, name=name)
     store(key, module)
     return module

@@ -151,9 +151,7 @@ class Kernel(_core.Caller):
         )
         # Inputs of 2**31 elements or more get int64 sizes (see _compile): a variant of its own.
         wide = any(math.prod(shape) > _INT32_MAX for _, shape in specs)
-        from .autotvm.dispatch import kernel_config
-
-        token, config = kernel_config(self, specs)  # a tuned schedule, if any
+        token, config = _tuned_config(self, specs)  # a tuned schedule, if any
         entry = self._variants.get((variant, wide, token))
         if entry is None:
             with self._lock:
@@ -200,19 +198,22 @@ class Kernel(_core.Caller):
                     f"kernel '{self.name}' returns its input '{t.name}' as output {k}; "
                     "outputs must be computed tensors"
                 )
-        s = create_schedule([t.op for t in outputs])
+        reads = _read_ranges(recorded, outputs, size_vars, variant)
+        # Through the on-disk cache: a build another process made is loaded, not compiled (an
+        # automatic schedule is keyed before scheduling, so a hit schedules nothing).
+        args = placeholders + outputs
         if isinstance(self.schedule, str):
-            from .autoschedule import auto_schedule
-            from .autotvm.dispatch import apply_config
+            if config is not None:
+                from .autotvm.dispatch import apply_config
 
-            auto_schedule(s, target=self.target, config=apply_config(outputs, self.target, config))
-        elif self.schedule is not None:
+                config = apply_config(outputs, self.target, config)
+            return cache.build_auto(args, self.target, self.name, config), reads
+        s = create_schedule([t.op for t in outputs])
+        if self.schedule is not None:
             scheduled = self.schedule(s, *outputs)
             if scheduled is not None:
                 s = scheduled
-        # Through the on-disk cache: a build another process made is loaded, not compiled.
-        module = cache.build(s, placeholders + outputs, target=self.target, name=self.name)
-        return module, _read_ranges(recorded, outputs, size_vars, variant)
+        return cache.build(s, args, target=self.target, name=self.name), reads
 
     # Calls stay in C++ (no Python __call__: that would cost microseconds per call). When an
     # argument may need autograd or a JAX trace (a torch tensor that requires grad, a traced
@@ -226,6 +227,19 @@ class Kernel(_core.Caller):
 
     def __repr__(self) -> str:
         return f"<pytvmbridge kernel {self.name!r}: {self._compilations} compiled variant(s)>"
+
+
+def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any]:
+    """``autotvm.dispatch.kernel_config``, without importing the tuner when nothing can be tuned
+    (no ``tune=``, no log, and no ``apply_history_best`` context, which needs autotvm imported):
+    a kernel's first call stays cheap."""
+    import sys
+
+    if not (kernel.tune or kernel.tuning_log_file or "pytvmbridge.autotvm.record" in sys.modules):
+        return None, None
+    from .autotvm.dispatch import kernel_config
+
+    return kernel_config(kernel, specs)
 
 
 # --- read ranges -----------------------------------------------------------------------------

@@ -203,8 +203,11 @@ class TcFunction:
     def _compile(self, schedule: Any = None) -> Any:
         from . import cache  # the on-disk compile cache: another process's build is loaded
 
+        args = self.inputs + self.outputs
+        if schedule is None and isinstance(self.schedule, str):  # keyed before scheduling
+            return cache.build_auto(args, target=self.target, name=self.name)
         s = schedule if schedule is not None else self._default_schedule()
-        return cache.build(s, self.inputs + self.outputs, target=self.target, name=self.name)
+        return cache.build(s, args, target=self.target, name=self.name)
 
     def _default_schedule(self) -> Any:
         """The schedule ``define(schedule=...)`` asked for: automatic, naive (None), or a

@@ -1,12 +1,15 @@
 #include "driver/fingerprint.h"
 
+#include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/target.h"
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "lower/lower.h"
 #include "support/stack.h"
+#include "te/scan.h"
 
 namespace ptb {
 
@@ -69,7 +72,107 @@ std::string fingerprint_here(const Schedule& sch, const std::vector<Tensor>& arg
   return text + "\nbody\n" + to_string(f.body) + "\nvars " + vars.sequence();
 }
 
+std::string attr_text(const AttrValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::string>) {
+          return "\"" + v + "\"";
+        } else if constexpr (std::is_same_v<V, std::vector<int64_t>>) {
+          std::string text = "[";
+          for (int64_t x : v) text += std::to_string(x) + ",";
+          return text + "]";
+        } else if constexpr (std::is_same_v<V, double>) {
+          return to_string(Expr(FloatImm::make(DataType::Float(64), v)));
+        } else {
+          return std::to_string(v);
+        }
+      },
+      value);
+}
+
+// A reduce axis or data-parallel axis: its variable and domain.
+std::string iter_var_text(const IterVar& iv, VarNumbering& vars) {
+  vars.add(iv->var);
+  vars.add(iv->dom.min);
+  vars.add(iv->dom.extent);
+  return str_cat(to_string(iv->var), ":", iv->var.dtype().str(), " in [", to_string(iv->dom.min),
+                 ", +", to_string(iv->dom.extent), ") ");
+}
+
+// The printer names a custom reducer only: its combiner and identity are spelled out here.
+std::string reducers_text(const Expr& body, VarNumbering& vars) {
+  std::string text;
+  for_each_expr(body, [&](const Expr& x) {
+    const Reduce* r = x.as<Reduce>();
+    if (r == nullptr || !r->reducer) return;
+    text += str_cat("  reducer ", r->reducer->name, " v", r->value_index, " (");
+    for (const auto* part : {&r->reducer->lhs, &r->reducer->rhs, &r->reducer->result,
+                             &r->reducer->identity}) {
+      for (const Expr& e : *part) {
+        vars.add(e);
+        text += to_string(e) + ":" + e.dtype().str() + ",";
+      }
+      text += ";";
+    }
+    text += ")\n";
+  });
+  return text;
+}
+
+std::string dag_here(const std::vector<Tensor>& args, const std::string& target,
+                     const std::string& name) {
+  std::vector<Operation> outputs;
+  for (const Tensor& t : args) outputs.push_back(t.op());
+  std::vector<Operation> ops = topological_order(outputs);
+  std::unordered_set<std::string> names;
+  VarNumbering vars;
+  std::string text = str_cat("dag\ntarget ", Target::parse(target).str(), "\nname ", name, "\n");
+  for (const Operation& op : ops) {
+    // Tensor reads print the operation's name: names must identify operations.
+    if (!names.insert(op->name).second) return "";
+    if (op->kind == OpKind::kPlaceholder) {
+      const auto* p = static_cast<const PlaceholderOpNode*>(op.get());
+      text += str_cat("placeholder ", p->name, " ", p->dtype.str(), " [");
+      for (const Expr& d : p->shape) {
+        vars.add(d);
+        text += to_string(d) + ",";
+      }
+      text += "]\n";
+      continue;
+    }
+    if (op->kind != OpKind::kCompute || as_scan(op) != nullptr) return "";
+    const auto* c = static_cast<const ComputeOpNode*>(op.get());
+    text += str_cat("compute ", c->name, " tag \"", c->tag, "\" shape [");
+    for (const Expr& d : c->shape) {
+      vars.add(d);
+      text += to_string(d) + ",";
+    }
+    text += "]\n  attrs";
+    for (const auto& [key, value] : c->attrs) text += str_cat(" ", key, "=", attr_text(value));
+    text += "\n  axis ";
+    for (const IterVar& iv : c->axis) text += iter_var_text(iv, vars);
+    text += "\n  reduce_axis ";
+    for (const IterVar& iv : c->reduce_axis) text += iter_var_text(iv, vars);
+    text += "\n";
+    for (const Expr& b : c->body) {
+      vars.add(b);
+      text += str_cat("  body ", b.dtype().str(), " ", to_string(b), "\n", reducers_text(b, vars));
+    }
+  }
+  for (const Tensor& t : args) {
+    text += str_cat("arg ", t.name(), ".v", t.value_index(),
+                    t.op()->kind == OpKind::kPlaceholder ? " input\n" : " output\n");
+  }
+  return text + "vars " + vars.sequence();
+}
+
 }  // namespace
+
+std::string dag_fingerprint(const std::vector<Tensor>& args, const std::string& target,
+                            const std::string& name) {
+  return on_deep_stack([&] { return dag_here(args, target, name); });
+}
 
 std::string build_fingerprint(const Schedule& sch, const std::vector<Tensor>& args,
                               const std::string& target, const std::string& name) {

@@ -15,4 +15,14 @@ namespace ptb {
 std::string build_fingerprint(const Schedule& sch, const std::vector<Tensor>& args,
                               const std::string& target, const std::string& name);
 
+// The computation before any schedule: every operation reachable from `args` (placeholders and
+// computes: axes, reduce axes, bodies, custom reducers, tags, attributes), the argument
+// signature, the canonical target string and the name, with variable identity as above. With a
+// description of the schedule recipe (auto_schedule and its configuration) it identifies a build
+// without scheduling or lowering, which is what makes a cache hit cheap. Empty when the
+// computation holds an operation this text cannot describe completely (extern ops, scans,
+// distinct operations sharing a name): the caller then keys on build_fingerprint.
+std::string dag_fingerprint(const std::vector<Tensor>& args, const std::string& target,
+                            const std::string& name);
+
 }  // namespace ptb

@@ -2,6 +2,7 @@
 // pytvmbridge/runtime.py turns them into files, pytvmbridge/cache.py into cache entries.
 #include <pybind11/stl.h>
 
+#include "autoschedule/auto_schedule.h"
 #include "codegen/cpu_features.h"
 #include "codegen/jit.h"
 #include "codegen/target.h"
@@ -11,6 +12,7 @@
 #include "python/gil.h"
 #include "python/ir_casters.h"
 #include "runtime/module_file.h"
+#include "source_hash.h"
 #include "support/stack.h"
 
 namespace ptb::python {
@@ -70,6 +72,35 @@ void bind_module_file(py::module_& m) {
       py::arg("name"),
       "load_module_bytes for a compile-cache entry of build(schedule, args, target, name).");
   m.def(
+      "load_cached_auto_module_bytes",
+      [](const py::bytes& data, const std::string& origin, const py::list& args,
+         const std::string& target, const std::string& name) {
+        std::string bytes = data;
+        std::vector<Tensor> tensors = to_tensors(args);
+        Target tgt = Target::parse(target);
+        // An entry of an automatically scheduled build (pytvmbridge/cache.py build_auto): the
+        // schedule is made again, here, only if a strided call needs the variant it lacks, so
+        // that a hit schedules nothing.
+        GenericCompiler compile_generic = [tensors, tgt, name] {
+          return on_deep_stack([&] {
+            std::vector<Operation> outputs;
+            for (const Tensor& t : tensors) {
+              if (t.op()->kind != OpKind::kPlaceholder) outputs.push_back(t.op());
+            }
+            Schedule sch = create_schedule(outputs);
+            autoschedule::auto_schedule(sch, tgt, nullptr);
+            LoweredFunc generic = lower(sch, tensors, name);
+            auto jit = JITModule::compile({generic}, tgt, name);
+            KernelFn fn = jit->lookup(generic.name);
+            return std::make_pair(std::move(jit), fn);
+          });
+        };
+        return without_gil([&] { return load_module_bytes(bytes, origin, compile_generic); });
+      },
+      py::arg("data"), py::arg("origin"), py::arg("args"), py::arg("target"), py::arg("name"),
+      "load_module_bytes for a compile-cache entry of build(auto_schedule(create_schedule("
+      "outputs), target), args, target, name).");
+  m.def(
       "read_module_manifest",
       [](const py::bytes& data, const std::string& origin) {
         std::string bytes = data;
@@ -87,6 +118,16 @@ void bind_module_file(py::module_& m) {
       },
       py::arg("schedule"), py::arg("args"), py::arg("target"), py::arg("name"),
       "The canonical text of a build, which the compile cache hashes (driver/fingerprint.h).");
+  m.def(
+      "dag_fingerprint",
+      [](const py::list& args, const std::string& target, const std::string& name) {
+        std::vector<Tensor> tensors = to_tensors(args);
+        return without_gil([&] { return dag_fingerprint(tensors, target, name); });
+      },
+      py::arg("args"), py::arg("target"), py::arg("name"),
+      "The canonical text of a computation before scheduling, or '' when it cannot be described "
+      "completely (driver/fingerprint.h).");
+  m.attr("source_hash") = PTB_SOURCE_HASH;
   m.def("llvm_version", &llvm_version, "The version of LLVM that generates the code.");
   m.attr("module_file_version") = kModuleFileVersion;
   m.def("host_cpu_name", &host_cpu_name, "This host's CPU as LLVM names it.");

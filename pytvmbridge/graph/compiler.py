@@ -31,10 +31,10 @@ from typing import Any
 import sympy
 import torch
 
-from .. import te
+from .. import cache, te
 from ..autoschedule import auto_schedule
 from ..autotvm.graph_tuning import graph_tuning
-from ..build import Module, build
+from ..build import Module
 from ..error import TVMNotImplementedError, TVMTypeError
 from ..schedule import create_schedule
 from ..topi.utils import const_int
@@ -363,8 +363,9 @@ def compile_graph(
     tuning = graph_tuning(gm, target, options)
     aliases = {k.removesuffix("_bn"): w for k, w in prepacked.items() if k in plan.derived}
     config = tuning(unique, {**aliases, **prepacked}) if tuning else None
-    s = _schedule(unique, target, config)
-    module = build(s, kernel_args + unique, target=target, name=name)
+    # _schedule(unique, target, config) through the on-disk cache, keyed before scheduling: a
+    # partition another process compiled is loaded.
+    module = cache.build_auto(kernel_args + unique, target=target, name=name, config=config)
     return CompiledGraph(
         module=module,
         num_inputs=len(placeholders),

@@ -107,8 +107,8 @@ std::string reducers_text(const Expr& body, VarNumbering& vars) {
     const Reduce* r = x.as<Reduce>();
     if (r == nullptr || !r->reducer) return;
     text += str_cat("  reducer ", r->reducer->name, " v", r->value_index, " (");
-    for (const auto* part : {&r->reducer->lhs, &r->reducer->rhs, &r->reducer->result,
-                             &r->reducer->identity}) {
+    for (const auto* part :
+         {&r->reducer->lhs, &r->reducer->rhs, &r->reducer->result, &r->reducer->identity}) {
       for (const Expr& e : *part) {
         vars.add(e);
         text += to_string(e) + ":" + e.dtype().str() + ",";

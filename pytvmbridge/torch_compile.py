@@ -92,6 +92,66 @@ class CompiledModel(torch.nn.Module):
         results = tuple(outs[i] for i in self.plan["outputs"])
         return results[0] if len(results) == 1 else results
 
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        """What ``torch.jit.script(compiled)`` compiles (TorchScript cannot take ``*inputs``):
+        ``forward(x) -> Tensor`` for a model of one input and one output, else
+        ``forward(inputs: List[Tensor]) -> List[Tensor]``. Both call the same custom op, so the
+        scripted module runs the same code, and ``torch.jit.save``/``load`` carry its bytes
+        (a process that loads it must ``import pytvmbridge`` first, which registers the op).
+        ``torch.jit.trace(compiled, example)`` works too, keeping the original signature.
+        """
+        single = self.plan["num_inputs"] == 1 and len(self.plan["outputs"]) == 1
+        return (_ScriptedSingle if single else _ScriptedList)(self)
+
+
+class _Scripted(torch.nn.Module):
+    """A CompiledModel in TorchScript's terms: the plan as lists of ints, constants as a list."""
+
+    # Evaluated types (this module's annotations are strings, which TorchScript cannot read for
+    # attributes); an empty list's element type could not be inferred otherwise.
+    __annotations__ = {
+        "key": str,
+        "spec": str,
+        "constants": list[torch.Tensor],
+        "arg_is_input": list[bool],
+        "arg_index": list[int],
+        "outputs": list[int],
+        "num_inputs": int,
+    }
+
+    def __init__(self, compiled: CompiledModel) -> None:
+        super().__init__()
+        self.register_buffer("code", compiled.kernel.code)
+        self.key, self.spec = compiled.kernel.key, compiled.kernel.spec
+        self.constants = [getattr(compiled, f"const{k}") for k in range(compiled.num_constants)]
+        self.arg_is_input = [kind == "input" for kind, _ in compiled.plan["args"]]
+        self.arg_index = [int(k) for _, k in compiled.plan["args"]]
+        self.outputs = [int(k) for k in compiled.plan["outputs"]]
+        self.num_inputs = int(compiled.plan["num_inputs"])
+
+    def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        if len(inputs) != self.num_inputs:
+            raise TVMTypeError(
+                "compiled model takes " + str(self.num_inputs) + " input(s), got "
+                + str(len(inputs))
+            )  # fmt: skip
+        args: list[torch.Tensor] = []
+        for i in range(len(self.arg_index)):  # (TorchScript has no zip(..., strict=))
+            k = self.arg_index[i]
+            args.append(inputs[k] if self.arg_is_input[i] else self.constants[k])
+        outs = torch.ops.pytvmbridge.run_module(self.code, self.key, self.spec, args)
+        return [outs[k] for k in self.outputs]
+
+
+class _ScriptedSingle(_Scripted):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.run([x])[0]
+
+
+class _ScriptedList(_Scripted):
+    def forward(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        return self.run(inputs)
+
 
 def _parse_options(option: dict[str, Any] | None) -> dict[str, Any]:
     option = dict(option or {})

@@ -42,7 +42,7 @@ import torch
 from . import te
 from .build import Module
 from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
-from .runtime import load_module
+from .runtime import module_from_bytes
 from .torch_library import TorchModule
 
 __all__ = ["CompiledModel", "UnsupportedOperatorError", "compile", "load"]
@@ -71,11 +71,22 @@ class CompiledModel(torch.nn.Module):
     outputs the model returns, in order.
     """
 
-    def __init__(self, module: Module, constants: Sequence[torch.Tensor], plan: dict[str, Any]):
+    def __init__(
+        self,
+        module: Module,
+        constants: Sequence[torch.Tensor],
+        plan: dict[str, Any],
+        *,
+        code: bytes | None = None,
+        own_constants: bool = False,
+    ):
+        # `code`: the module's saved bytes if at hand; `own_constants`: the constants are fresh
+        # tensors of nobody else (just loaded), so they are kept rather than copied.
         super().__init__()
-        self.kernel = TorchModule(module)
+        self.kernel = TorchModule(module, code)
         for k, c in enumerate(constants):
-            self.register_buffer(f"const{k}", c.detach().contiguous().clone())
+            c = c.detach().contiguous()
+            self.register_buffer(f"const{k}", c if own_constants else c.clone())
         self.num_constants = len(constants)
         self.plan = plan
 
@@ -481,7 +492,12 @@ def load(export_dir: str | os.PathLike[str]) -> CompiledModel:
     export_dir = os.fspath(export_dir)
     with open(os.path.join(export_dir, "plan.json")) as f:
         record = json.load(f)
-    module = load_module(os.path.join(export_dir, "module.ptb"))
-    constants = torch.load(os.path.join(export_dir, "constants.pt"), weights_only=True)
+    with open(os.path.join(export_dir, "module.ptb"), "rb") as f:
+        code = f.read()
+    module = module_from_bytes(code, os.path.join(export_dir, "module.ptb"))
+    # Memory-mapped: the weights are read as the kernel first touches them, not copied now.
+    constants = torch.load(
+        os.path.join(export_dir, "constants.pt"), weights_only=True, mmap=True
+    )  # fmt: skip
     values = [constants[f"const{k}"] for k in range(len(constants))]
-    return CompiledModel(module, values, record["plan"])
+    return CompiledModel(module, values, record["plan"], code=code, own_constants=True)

@@ -61,7 +61,7 @@ def _module_for(key: str, code: torch.Tensor) -> Module:
         return _modules.setdefault(key, module)
 
 
-def output_spec(module: Module) -> str:
+def output_spec(module: Module, data: bytes | None = None) -> str:
     """The output shapes and dtypes of ``module`` as functions of its inputs' sizes (JSON):
     each dimension is an int, ``["dim", input, axis]``, or ``["op", name, a, b]``. The fake
     implementation evaluates it on symbolic sizes.
@@ -75,7 +75,7 @@ def output_spec(module: Module) -> str:
         >>> json.loads(output_spec(tvm.build(tvm.create_schedule(B.op), [A, B])))["outputs"]
         [{'dtype': 'float32', 'shape': [['op', 'sub', ['dim', 0, 0], 1], 3]}]
     """
-    manifest = json.loads(_manifest_text(module))
+    manifest = json.loads(_manifest_text(module, data))
     inputs = [a for a in manifest["args"] if not a["output"]]
     where: dict[int, list[int]] = {}
     for i, arg in enumerate(inputs):
@@ -109,10 +109,13 @@ def output_spec(module: Module) -> str:
     return json.dumps({"inputs": len(inputs), "outputs": outputs})
 
 
-def _manifest_text(module: Module) -> str:
+def _manifest_text(module: Module, data: bytes | None = None) -> str:
+    """The manifest of ``module``, read from its saved bytes ``data`` when given."""
     from . import _core
 
-    return _core.read_module_manifest(module_to_bytes(module, include_ir=False), "<module>")
+    if data is None:
+        data = module_to_bytes(module, include_ir=False)
+    return _core.read_module_manifest(data, "<module>")
 
 
 _OPS = {
@@ -176,15 +179,18 @@ class TorchModule(torch.nn.Module):
     returns the outputs (one tensor, or a tuple). The code is the buffer ``code``; pickling,
     ``state_dict`` and ``torch.export`` carry it."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module, data: bytes | None = None) -> None:
         super().__init__()
-        data = module_to_bytes(module)
+        # `data`: the module's saved bytes when the caller has them (a loaded file), so that
+        # loading a model does not serialize its code again.
+        if data is None:
+            data = module_to_bytes(module)
         key = hashlib.sha256(data).hexdigest()
         with _modules_lock:
             _modules.setdefault(key, module)
         self.register_buffer("code", torch.frombuffer(bytearray(data), dtype=torch.uint8))
         self.key = key
-        self.spec = output_spec(module)
+        self.spec = output_spec(module, data)
         self.num_outputs = len(json.loads(self.spec)["outputs"])
 
     def forward(self, *inputs: torch.Tensor) -> Any:

@@ -131,9 +131,13 @@ def gather_adjoint(
             padded = _padded_read(split[0], positions, ranges, pads)
         if padded is None:
             conds += bounds
-            val = _core.simplify(_substitute_all(value, solved, keys))
+            ranges = _ranges(tensor, xs, free, free_vars)
+            val = _core.simplify(
+                pad_guarded_reads(_substitute_all(value, solved, keys), ranges, pads)
+            )
         else:
-            val = _core.simplify(padded * _substitute_all(_as_expr(split[1], value), solved, keys))
+            d = _substitute_all(_as_expr(split[1], value), solved, keys)
+            val = _core.simplify(padded * pad_guarded_reads(d, ranges, pads))
         conds = [_substitute_all(cnd, solved, keys) for cnd in conds]
         zero = _core.const(0, val.dtype)
         conds = [cnd for cnd in (_core.simplify(cnd) for cnd in conds) if not _is_true(cnd)]
@@ -280,7 +284,7 @@ def _padded_read(adj: Any, positions: list[Any], ranges: Any, pads: dict[Any, An
         after.append(max(0, span[1] - (n - 1)))
     if not any(before) and not any(after):  # always inside: no copy needed
         return adj[tuple(positions)]
-    key = (tuple(before), tuple(after))
+    key = (adj, tuple(before), tuple(after))
     padded = pads.get(key)
     if padded is None:
         shape = [int(n) + b + a for n, b, a in zip(adj.shape, before, after, strict=True)]
@@ -299,6 +303,94 @@ def _padded_read(adj: Any, positions: list[Any], ranges: Any, pads: dict[Any, An
 
         padded = pads[key] = _te.compute(shape, body, name=f"{adj.name}_pad")
     return padded[tuple(p + b if b else p for p, b in zip(positions, before, strict=True))]
+
+
+def _bound_clauses(cond: Any, out: list[tuple[str, Any, int]]) -> bool:
+    """Flattens a conjunction of ``expr >= c`` / ``expr < c`` (either orientation, constant c)
+    into (kind, expr, c) with kind "lo" (expr >= c) or "hi" (expr < c); False if it is not one."""
+    parts = _core.expr_parts(cond)
+    kind = parts[0]
+    if kind == "And":
+        return _bound_clauses(parts[1], out) and _bound_clauses(parts[2], out)
+    if kind not in ("GE", "GT", "LE", "LT"):
+        return False
+    a, b = parts[1], parts[2]
+    if _core.expr_parts(b)[0] == "IntImm":
+        c = int(b)
+        clause = {"GE": ("lo", c), "GT": ("lo", c + 1), "LT": ("hi", c), "LE": ("hi", c + 1)}
+        side, bound = clause[kind]
+        out.append((side, a, bound))
+        return True
+    if _core.expr_parts(a)[0] == "IntImm":  # c >= expr is expr <= c, etc.
+        c = int(a)
+        clause = {"LE": ("lo", c), "LT": ("lo", c + 1), "GT": ("hi", c), "GE": ("hi", c + 1)}
+        side, bound = clause[kind]
+        out.append((side, b, bound))
+        return True
+    return False
+
+
+def _guarded_read(e: Any) -> tuple[Any, list[Any]] | None:
+    """``if_then_else(inside(T, idx), T[idx], 0)`` -> (T, idx): a read that is zero outside T,
+    written as bound checks of its own indices (a convolution's zero padding)."""
+    parts = _core.expr_parts(e)
+    if parts[0] != "Call" or parts[1] != "if_then_else":
+        return None
+    cond, then, other = parts[2]
+    other_parts = _core.expr_parts(other)
+    if other_parts[0] not in ("FloatImm", "IntImm") or float(other) != 0.0:
+        return None
+    read = _core.expr_parts(then)
+    if read[0] != "TensorRead":
+        return None
+    tensor, idx = read[1], read[2]
+    clauses: list[tuple[str, Any, int]] = []
+    if not _bound_clauses(cond, clauses):
+        return None
+    printed = [repr(_core.simplify(i)) for i in idx]
+    for side, expr, bound in clauses:
+        text = repr(_core.simplify(expr))
+        if text not in printed:
+            return None
+        d = printed.index(text)
+        try:
+            n = int(tensor.shape[d])
+        except (TypeError, ValueError):
+            return None
+        if bound != (0 if side == "lo" else n):
+            return None
+    return tensor, list(idx)
+
+
+_REBUILD = {
+    "Add": lambda a, b: a + b,
+    "Sub": lambda a, b: a - b,
+    "Mul": lambda a, b: a * b,
+    "Div": lambda a, b: a / b,
+}
+
+
+def pad_guarded_reads(e: Any, ranges: dict[int, Any], pads: dict[Any, Any]) -> Any:
+    """``e`` with every zero-guarded read (see :func:`_guarded_read`) replaced by a read of a
+    zero-padded copy of the tensor, without the condition: the reduction's body is then a plain
+    product that vectorizes (what a convolution's weight gradient reads of its input)."""
+    if isinstance(e, float):
+        return e
+    parts = _core.expr_parts(e)
+    kind = parts[0]
+    if kind in _REBUILD:
+        a = pad_guarded_reads(parts[1], ranges, pads)
+        b = pad_guarded_reads(parts[2], ranges, pads)
+        if a is parts[1] and b is parts[2]:
+            return e
+        return _REBUILD[kind](a, b)
+    if kind == "Call" and parts[1] == "if_then_else":
+        found = _guarded_read(e)
+        if found is not None:
+            padded = _padded_read(found[0], found[1], ranges, pads)
+            if padded is not None:
+                return padded
+    return e
 
 
 def _is_zero(e: Any) -> bool:

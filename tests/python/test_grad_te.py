@@ -109,6 +109,65 @@ def test_conv2d_gradient_is_a_gather_over_the_window():
     assert extents == [3, 3, 3], extents
 
 
+def _guarded_conv(x, w, stride):
+    """A convolution padded by guarding its reads (as a kernel with symbolic shapes spells it)."""
+    n, c, h, wd = (int(d) for d in x.shape)
+    f, _, kh, kw = (int(d) for d in w.shape)
+    oh, ow = (h + 2 - kh) // stride + 1, (wd + 2 - kw) // stride + 1
+    rc, ry, rx = (te.reduce_axis((0, e), name=nm) for e, nm in ((c, "rc"), (kh, "ry"), (kw, "rx")))
+
+    def read(b, ch, y, xx):
+        return te.if_then_else(te.all(y >= 0, y < h, xx >= 0, xx < wd), x[b, ch, y, xx], 0.0)
+
+    return te.compute(
+        (n, f, oh, ow),
+        lambda b, o, y, xx: te.sum(
+            read(b, rc, y * stride + ry - 1, xx * stride + rx - 1) * w[o, rc, ry, rx], [rc, ry, rx]
+        ),
+        name="conv",
+    )
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_guarded_conv2d_against_torch(stride):
+    check(
+        lambda x, w: _guarded_conv(x, w, stride),
+        lambda x, w: torch.nn.functional.conv2d(x, w, stride=stride, padding=1),
+        [(2, 3, 7, 7), (4, 3, 3, 3)],
+    )
+
+
+def _guarded_reads(e):
+    """How many reads sit under an if_then_else (a bound test per product) in ``e``."""
+    from pytvmbridge import _core
+
+    parts = _core.expr_parts(e)
+    kids = [q for p in parts[1:] for q in (p if isinstance(p, list) else [p])]
+    kids = [q for q in kids if isinstance(q, _core.Expr) and not isinstance(q, _core.IterVar)]
+    if parts[0] == "Call" and parts[1] == "if_then_else":
+        return int("TensorRead" in repr([_core.expr_parts(k)[0] for k in kids[1:]])) + sum(
+            _guarded_reads(k) for k in kids
+        )
+    return sum(_guarded_reads(k) for k in kids)
+
+
+def test_guarded_conv2d_gradients_read_zero_padded_copies():
+    from pytvmbridge import _core
+
+    x = te.placeholder((2, 3, 8, 8), name="x", dtype=F64)
+    w = te.placeholder((16, 3, 3, 3), name="w", dtype=F64)
+    head = te.placeholder((2, 16, 8, 8), name="head", dtype=F64)
+    dx, dw = te.gradient(_guarded_conv(x, w, 1), [x, w], head)
+    # the data gradient is a convolution of the zero-padded head: no bound test per product
+    source = _core.expr_parts(dx.op.body[0])[2]
+    assert "head_pad" in repr(source) and _guarded_reads(source) == 0, source
+    # the weight gradient reads a zero-padded x, reduced with its short axes outermost
+    (inner,) = [t for t in dw.op.input_tensors if t.op.name.endswith("_t")]
+    assert [int(d) for d in inner.shape] == [3, 3, 3, 16]
+    source = _core.expr_parts(inner.op.body[0])[2]
+    assert "x_pad" in repr(source) and _guarded_reads(source) == 0, source
+
+
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pool2d(kind):
     if kind == "max":

@@ -169,6 +169,7 @@ class CodeGenLLVM {
     }
     emit(f.body);
     b_.CreateRet(b_.getInt32(0));
+    finish_alias_scopes();
   }
 
  private:
@@ -200,6 +201,8 @@ class CodeGenLLVM {
     // unconditionally (see speculatable()).
     std::unordered_map<const BufferNode*, std::vector<Expr>> unconditional_loads;  // indices
     std::unordered_map<const ExprNode*, bool> speculatable;
+    // The annotated loads and stores, with their buffers' alias groups (finish_alias_scopes).
+    std::vector<std::pair<llvm::Instruction*, size_t>> scoped_accesses;
   };
 
   // Entries made while `region` is alive are forgotten when it ends.
@@ -404,45 +407,63 @@ class CodeGenLLVM {
   // intermediate buffer. An access is in its buffer's scope and declared not to alias the
   // others: read-only arguments may alias each other (harmless, nothing writes them), written
   // arguments may alias each other, but the two groups never overlap (the runtime checks it).
-  struct AliasInfo {
-    llvm::MDNode* scope = nullptr;
-    llvm::MDNode* noalias = nullptr;
-  };
-
+  //
+  // The noalias list of an access names only the scopes accessed in the same LLVM function
+  // (queries never cross functions): listing every scope of the kernel would make N chained
+  // stages, each outlined into a function of its own, carry N lists of N scopes, and every
+  // alias query walk one (O(N^2) metadata and compile time). So accesses get their scope as
+  // they are emitted, and their noalias lists when their function is finished.
   void setup_alias_scopes(const LoweredFunc& f) {
-    alias_.clear();
+    alias_group_.clear();
+    alias_scopes_.clear();
     BufferUseCollector uses;
     uses.visit(f.body);
     llvm::MDBuilder md(ctx_);
     llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(f.name);
-    std::vector<std::pair<std::vector<VarKey>, llvm::MDNode*>> groups;
-    std::vector<VarKey> inputs, outputs;
+    std::vector<std::vector<VarKey>> groups(2);
     for (const Buffer& buf : f.args) {
-      (uses.stored.count(buf->data.get()) ? outputs : inputs).push_back(buf->data.get());
+      groups[uses.stored.count(buf->data.get()) ? 1 : 0].push_back(buf->data.get());
     }
-    groups.emplace_back(inputs, md.createAnonymousAliasScope(domain, "inputs"));
-    groups.emplace_back(outputs, md.createAnonymousAliasScope(domain, "outputs"));
+    alias_scopes_.push_back(md.createAnonymousAliasScope(domain, "inputs"));
+    alias_scopes_.push_back(md.createAnonymousAliasScope(domain, "outputs"));
     for (VarKey a : uses.allocated) {
-      groups.emplace_back(std::vector<VarKey>{a}, md.createAnonymousAliasScope(domain));
+      groups.push_back({a});
+      alias_scopes_.push_back(md.createAnonymousAliasScope(domain));
     }
     for (size_t g = 0; g < groups.size(); ++g) {
-      std::vector<llvm::Metadata*> others;
-      for (size_t h = 0; h < groups.size(); ++h) {
-        if (h != g && !groups[h].first.empty()) others.push_back(groups[h].second);
-      }
-      AliasInfo info;
-      info.scope = llvm::MDNode::get(ctx_, {groups[g].second});
-      if (!others.empty()) info.noalias = llvm::MDNode::get(ctx_, others);
-      for (VarKey v : groups[g].first) alias_[v] = info;
+      for (VarKey v : groups[g]) alias_group_[v] = g;
     }
   }
 
   void annotate(llvm::Value* access, const Buffer& buf) {
     auto* inst = llvm::dyn_cast<llvm::Instruction>(access);
-    auto it = alias_.find(buf->data.get());
-    if (inst == nullptr || it == alias_.end()) return;
-    inst->setMetadata(llvm::LLVMContext::MD_alias_scope, it->second.scope);
-    if (it->second.noalias) inst->setMetadata(llvm::LLVMContext::MD_noalias, it->second.noalias);
+    auto it = alias_group_.find(buf->data.get());
+    if (inst == nullptr || it == alias_group_.end()) return;
+    size_t group = it->second;
+    inst->setMetadata(llvm::LLVMContext::MD_alias_scope,
+                      llvm::MDNode::get(ctx_, {alias_scopes_[group]}));
+    fs_.scoped_accesses.emplace_back(inst, group);
+  }
+
+  // The noalias lists of the current function's accesses: every other scope it accesses.
+  void finish_alias_scopes() {
+    std::vector<size_t> present;
+    for (const auto& [inst, group] : fs_.scoped_accesses) present.push_back(group);
+    std::sort(present.begin(), present.end());
+    present.erase(std::unique(present.begin(), present.end()), present.end());
+    std::unordered_map<size_t, llvm::MDNode*> noalias;
+    for (size_t g : present) {
+      std::vector<llvm::Metadata*> others;
+      for (size_t h : present) {
+        if (h != g) others.push_back(alias_scopes_[h]);
+      }
+      if (!others.empty()) noalias[g] = llvm::MDNode::get(ctx_, others);
+    }
+    for (const auto& [inst, group] : fs_.scoped_accesses) {
+      auto it = noalias.find(group);
+      if (it != noalias.end()) inst->setMetadata(llvm::LLVMContext::MD_noalias, it->second);
+    }
+    fs_.scoped_accesses.clear();
   }
 
   // ---------------------------------------------------------------- statements
@@ -676,6 +697,7 @@ class CodeGenLLVM {
         emit_binary(b_, BinaryOp::kAdd, loaded[0], b_.CreateTrunc(body_fn->getArg(1), var_ty), t);
     emit_loop(op->var, begin, end, op->body, /*unroll_full=*/false);
     b_.CreateRet(b_.getInt32(0));
+    finish_alias_scopes();
     fs_ = std::move(outer);
     b_.restoreIP(resume);
   }
@@ -1089,7 +1111,8 @@ class CodeGenLLVM {
   llvm::FunctionCallee parallel_for_, alloc_, free_, call_packed_;
 
   FunctionState fs_;
-  std::unordered_map<VarKey, AliasInfo> alias_;
+  std::unordered_map<VarKey, size_t> alias_group_;  // a buffer's alias scope group
+  std::vector<llvm::MDNode*> alias_scopes_;         // the scope of each group
   std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
   int outlined_count_ = 0;
 };

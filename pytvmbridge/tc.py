@@ -119,6 +119,10 @@ TCError = _core.TCError
 # is emptied: the check is cheap, this only spares repeating it for every call.
 _CHECKED_LIMIT = 4096
 
+# Sizes and loop indices are int32 (TC's convention); an input with a larger dimension is run by
+# a variant of the def translated with int64 sizes and indices (compiled on first need).
+_INT32_MAX = 2**31 - 1
+
 
 class TcFunction:
     """One TC ``def``, callable with arrays of any framework; made by ``define``.
@@ -139,7 +143,10 @@ class TcFunction:
         self.schedule = schedule
         self._sig: Signature | None = None
         self._lock = threading.Lock()
-        self._checked: set[Any] = set()
+        # Input (dtype, shape) keys already checked -> whether they need the int64 variant.
+        self._checked: dict[Any, bool] = {}
+        self._wide: TcFunction | None = None
+        self._is_wide = False  # True for the int64 variant itself
 
     @property
     def name(self) -> str:
@@ -238,14 +245,18 @@ class TcFunction:
                 sig = self._sig
         return sig
 
-    def _check(self, inputs: tuple[Any, ...]) -> None:
-        """The TC-level checks of a call: sizes against the signature, reads in bounds."""
+    def _check(self, inputs: tuple[Any, ...]) -> bool:
+        """The TC-level checks of a call: sizes against the signature, reads in bounds. True
+        when an input has a dimension past int32: the int64 variant (``_wide_variant``) runs
+        the call and makes the checks."""
         try:
             key = tuple([(x.dtype, x.shape) for x in inputs])
         except AttributeError:
             key = None
-        if key is not None and key in self._checked:
-            return
+        if key is not None:
+            wide = self._checked.get(key)
+            if wide is not None:
+                return wide
         if len(inputs) != len(self._fn.input_names):
             names = ", ".join(self._fn.input_names)
             raise TVMTypeError(
@@ -260,11 +271,36 @@ class TcFunction:
                 raise TVMTypeError(f"input {k} ('{self._fn.input_names[k]}'): {err}") from None
             shapes.append(list(fw.shape(x)))
             dtypes.append(fw.dtype(x))
-        self._fn.prepare(shapes, dtypes)
+        wide = not self._is_wide and any(d > _INT32_MAX for shape in shapes for d in shape)
+        if not wide:
+            self._fn.prepare(shapes, dtypes)
         if key is not None:
             if len(self._checked) >= _CHECKED_LIMIT:
                 self._checked.clear()
-            self._checked.add(key)
+            self._checked[key] = wide
+        return wide
+
+    def _wide_variant(self) -> TcFunction:
+        """This def translated with int64 sizes and loop indices, for inputs with a dimension
+        of 2**31 or more (int32 ones would wrap); made on first need, with the same schedule.
+
+        Example:
+            >>> from pytvmbridge import tc
+            >>> f = tc.define("def f(float(N) A) -> (B) { B(i) = A(i) * 2 }")
+            >>> f._wide_variant().inputs[0].shape[0].dtype
+            'int64'
+        """
+        with self._lock:
+            if self._wide is None:
+                (_, fn), *_ = (
+                    e
+                    for e in _core.tc_compile_defs(self._source, index_bits=64)
+                    if e[0] == self.name
+                )
+                self._wide = TcFunction(fn, self.target, self.schedule)
+                self._wide._source = self._source
+                self._wide._is_wide = True
+            return self._wide
 
     def __call__(self, *inputs: Any, out: Any = None, **tc_options: Any) -> Any:
         """Run on ``inputs``; returns the outputs, allocated in the first input's framework
@@ -278,7 +314,8 @@ class TcFunction:
             out = _tc_call_options(self.name, out, tc_options)
         if out is None and (route := _autodiff_route(inputs)) is not None:
             return route.call(self, inputs, {})  # autograd / JAX trace (pytvmbridge/autodiff/)
-        self._check(inputs)
+        if self._check(inputs):
+            return self._wide_variant()(*inputs, out=out)
         sig = self._signature()
         if out is None:
             fw = frameworks.framework_of(inputs[0]) if inputs else frameworks.get("numpy")

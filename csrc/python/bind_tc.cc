@@ -120,15 +120,18 @@ void bind_tc(py::module_& m) {
 
   m.def(
       "tc_compile_defs",
-      [](const std::string& source) {
+      [](const std::string& source, int index_bits) {
+        if (index_bits != 32 && index_bits != 64) {
+          value_error("tc_compile_defs: index_bits must be 32 or 64, got ", index_bits);
+        }
         py::list out;
-        for (tc::TcDef& d : tc::compile_tc_defs(source)) {
+        for (tc::TcDef& d : tc::compile_tc_defs(source, DataType::Int(index_bits))) {
           py::object value = d.fn ? py::cast(d.fn) : tc_error_object(*d.error);
           out.append(py::make_tuple(to_str(d.name), value));
         }
         return out;
       },
-      py::arg("source"),
+      py::arg("source"), py::arg("index_bits") = 32,
       "Like tc_compile, but each def on its own: a list of (name, TcFunction or TCError), so "
       "one def's error leaves the others usable. Raises TCError for errors of no single def.");
 }

@@ -42,13 +42,13 @@ std::vector<std::vector<int64_t>> TcFunction::prepare(
     }
     for (size_t d = 0; d < ids.size(); ++d) {
       int64_t got = shape[d];
-      // TC's size variables and loop indices are int32 (as in TC itself); index arithmetic is
-      // int64, so an input may hold 2**31 elements or more as long as each dimension fits.
-      if (got < 0 || got > std::numeric_limits<int32_t>::max()) {
-        value_error(arg, " has size ", got, " in dimension ", d,
-                    "; a TC def's sizes are int32, so each dimension must be at most ",
-                    std::numeric_limits<int32_t>::max(),
-                    " (reshape the input so that no dimension exceeds it)");
+      // TC's size variables and loop indices are int32 (as in TC itself) and index arithmetic
+      // is int64, so an input may hold 2**31 elements or more as long as each dimension fits;
+      // a dimension past int32 needs the variant translated with int64 sizes (tc.py picks it).
+      if (got < 0 || (index_type.bits() == 32 && got > std::numeric_limits<int32_t>::max())) {
+        value_error(arg, " has size ", got, " in dimension ", d, "; this variant's sizes are ",
+                    index_type.str(), ", so each dimension must be at most ",
+                    std::numeric_limits<int32_t>::max());
       }
       if (ids[d] < 0) {
         int64_t want = as_const_int(inputs[i].shape()[d]).value_or(-1);

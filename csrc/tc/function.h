@@ -37,6 +37,9 @@ struct TcFunction {
   // Per output: the declared dimensions (empty when untyped): size index or -1 and fixed value.
   std::vector<std::vector<std::pair<int, int64_t>>> output_declared;
   std::vector<BoundsCheck> checks;
+  // The dtype of the size variables and loop indices: int32, or int64 for the variant compiled
+  // for inputs with a dimension past int32 (tc/index_type.h).
+  DataType index_type = DataType::Int(32);
 
   // Binds the sizes from the input shapes (and checks dtypes when given), runs every call-time
   // check and returns the output shapes. TypeError for a wrong count or dtype; ValueError naming

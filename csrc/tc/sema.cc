@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "tc/index_type.h"
+
 namespace ptb::tc {
 
 const BuiltinInfo* lookup_builtin(const std::string& name) {
@@ -150,7 +152,7 @@ class DefChecker {
           fail(d.pos, "'" + d.name + "' is a builtin function and cannot name a size");
         }
         info_.size_id[d.name] = static_cast<int>(info_.sizes.size());
-        info_.sizes.push_back({d.name, Var::make(kIndexType, d.name)});
+        info_.sizes.push_back({d.name, Var::make(tc_index_type(), d.name)});
       }
     }
     // An output's declared sizes are checked against the inferred shape when called, so they

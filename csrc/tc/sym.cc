@@ -4,6 +4,7 @@
 
 #include "ir/op.h"
 #include "support/error.h"
+#include "tc/index_type.h"
 
 namespace ptb::tc {
 
@@ -106,7 +107,7 @@ SymInt SymInt::floordiv(int64_t c) const {
     for (const auto& [a, k] : terms_) r.terms_.push_back({a, k / c});
     return r;
   }
-  return atom(FloorDiv::make(to_expr(), IntImm::make(kIndexType, c)));
+  return atom(FloorDiv::make(to_expr(), IntImm::make(tc_index_type(), c)));
 }
 
 SymInt SymInt::ceildiv(int64_t c) const { return -((-*this).floordiv(c)); }
@@ -136,14 +137,15 @@ bool SymInt::provably_equal(const SymInt& o) const {
 namespace {
 
 Expr index_const(int64_t v) {
-  if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+  if (tc_index_type().bits() == 32 &&
+      (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())) {
     value_error("the constant ", v, " does not fit the 32-bit index type");
   }
-  return IntImm::make(kIndexType, v);
+  return IntImm::make(tc_index_type(), v);
 }
 
 Expr scaled(const Expr& atom, int64_t c) {
-  Expr a = cast(kIndexType, atom);
+  Expr a = cast(tc_index_type(), atom);
   return c == 1 ? a : Mul::make(index_const(c), a);
 }
 

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "support/error.h"
+#include "tc/index_type.h"
 #include "tc/parser.h"
 #include "tc/sema.h"
 #include "tc/to_te.h"
@@ -21,7 +23,10 @@ void check_unique_names(const SourceText& text, const AstProgram& program) {
 
 }  // namespace
 
-std::vector<TcDef> compile_tc_defs(const std::string& source) {
+std::vector<TcDef> compile_tc_defs(const std::string& source, DataType index_type) {
+  PTB_ICHECK(index_type == DataType::Int(32) || index_type == DataType::Int(64), "TC index type ",
+             index_type.str());
+  IndexTypeScope scope(index_type);
   SourceText text(source);
   AstProgram program = parse_program(text, /*per_def=*/true);
   check_unique_names(text, program);

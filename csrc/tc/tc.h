@@ -31,7 +31,9 @@ struct TcDef {
 // Every def of `source`, in order, each translated independently, so an error in one def (one
 // using a feature this front end lacks) leaves the others usable. Throws TCError only for errors
 // that belong to no def: a source without defs, a def defined twice, a lexical error, or a
-// parse error before a def's name.
-std::vector<TcDef> compile_tc_defs(const std::string& source);
+// parse error before a def's name. `index_type` is the dtype of the sizes and loop indices:
+// int32, or int64 for inputs with a dimension past int32 (tc/index_type.h).
+std::vector<TcDef> compile_tc_defs(const std::string& source,
+                                   DataType index_type = DataType::Int(32));
 
 }  // namespace ptb::tc

@@ -8,6 +8,7 @@
 
 #include "ir/math.h"
 #include "ir/op.h"
+#include "tc/index_type.h"
 #include "tc/range_inference.h"
 #include "tc/sym.h"
 #include "tc/typing.h"
@@ -169,7 +170,7 @@ class Translator {
     std::vector<int> ids;
     for (const AstDim& d : p.dims) {
       if (d.name.empty()) {
-        shape.push_back(IntImm::make(kIndexType, d.value));
+        shape.push_back(IntImm::make(tc_index_type(), d.value));
         t.shape.push_back(SymInt(d.value));
         ids.push_back(-1);
       } else {
@@ -329,9 +330,9 @@ class Translator {
     }
     // Clamped in 64 bits, so a wide id cannot wrap into range first.
     const DataType wide = DataType::Int(64);
-    Expr v = cast(wide, lower(e, c.is_weak() ? kIndexType : c.dtype));
-    Expr hi = cast(wide, idx_sub(size.to_expr(), IntImm::make(kIndexType, 1)));
-    return cast(kIndexType, Max::make(Min::make(v, hi), make_zero(wide)));
+    Expr v = cast(wide, lower(e, c.is_weak() ? tc_index_type() : c.dtype));
+    Expr hi = cast(wide, idx_sub(size.to_expr(), IntImm::make(tc_index_type(), 1)));
+    return cast(tc_index_type(), Max::make(Min::make(v, hi), make_zero(wide)));
   }
 
   void collect_reads(const AstExpr& e, std::vector<ReadRecord>* out) {
@@ -729,7 +730,7 @@ class Translator {
         for (size_t v = nlhs; v < nvars; ++v) {
           const VarRange& r = *ranges[v];
           raxes.push_back(make_iter_var(
-              Range::from_min_extent(IntImm::make(kIndexType, 0), r.extent().to_expr()),
+              Range::from_min_extent(IntImm::make(tc_index_type(), 0), r.extent().to_expr()),
               si.index_names[v], IterKind::kReduce));
           // Reduce axes run from 0: the variable of the source is the axis plus the range's min.
           var_values_[v] = idx_add(raxes.back()->var, r.lo.to_expr());
@@ -779,8 +780,9 @@ class Translator {
     std::vector<Expr> vars;
     for (size_t d = 0; d < shape.size(); ++d) {
       dims.push_back(shape[d].to_expr());
-      axes.push_back(make_iter_var(Range::from_min_extent(IntImm::make(kIndexType, 0), dims[d]),
-                                   axis_names[d], IterKind::kDataPar));
+      axes.push_back(
+          make_iter_var(Range::from_min_extent(IntImm::make(tc_index_type(), 0), dims[d]),
+                        axis_names[d], IterKind::kDataPar));
       vars.push_back(axes.back()->var);
     }
     Expr b = body(vars);
@@ -812,7 +814,7 @@ class Translator {
           }
           BoundsCheck c;
           c.extents = extents;
-          c.value = IntImm::make(kIndexType, 0);
+          c.value = IntImm::make(tc_index_type(), 0);
           c.size = size.to_expr();
           c.tensor = read.tensor->info->name;
           c.dim = static_cast<int>(d);
@@ -859,7 +861,9 @@ class Translator {
 }  // namespace
 
 TcFunction to_te(const SourceText& source, const DefInfo& def) {
-  return Translator(source, def).run();
+  TcFunction f = Translator(source, def).run();
+  f.index_type = tc_index_type();
+  return f;
 }
 
 }  // namespace ptb::tc

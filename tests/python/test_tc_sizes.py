@@ -2,10 +2,11 @@
 
 A TC def's size variables and loop indices are int32, as in Tensor Comprehensions; its index
 arithmetic is int64. So an input may hold more than 2**31 - 1 elements as long as every
-dimension fits int32 (the values are checked against NumPy), and a dimension that does not fit
-is a ValueError naming the argument, never a truncated size. The huge inputs cost no memory:
-a broadcast view (stride 0) or a sparse memory-mapped file of which only a few pages are read.
-Each case runs in a fresh interpreter with a timeout (a truncated size used to write nothing)."""
+dimension fits int32 (the values are checked against NumPy), and an input with a dimension that
+does not fit runs a variant of the def translated with int64 sizes and loop indices, never a
+truncated size. The huge inputs cost little memory: a broadcast view (stride 0), a sparse
+memory-mapped file or an uninitialised array of which only a few pages are touched. Each big
+case runs in a fresh interpreter with a timeout (a truncated size used to write nothing)."""
 
 import numpy as np
 import pytest
@@ -16,16 +17,76 @@ from pytvmbridge import tc
 INT32_MAX = 2**31 - 1
 
 
-def test_tc_dimension_past_int32_is_a_value_error_naming_the_argument():
+def test_tc_dimension_past_int32_runs_the_int64_variant():
+    # A dimension past int32 used to be refused: the def now runs with int64 sizes and loop
+    # indices (a broadcast view costs no memory; reference: a hand sum).
     f = tc.define("def f(float(N) A) -> (B) { B(i) +=! A(j) where j in 0:3, i in 0:2 }")
     huge = np.broadcast_to(np.float32(1), (INT32_MAX + 6,))
+    np.testing.assert_array_equal(f(huge), [3.0, 3.0])
+    # The same def on a small input still runs the int32 kernel.
+    np.testing.assert_array_equal(f(np.arange(5, dtype="float32")), [3.0, 3.0])
+    assert f.inputs[0].shape[0].dtype == "int32"
+    assert f._wide_variant().inputs[0].shape[0].dtype == "int64"
+
+
+def test_tc_int32_variant_refuses_a_dimension_past_int32_naming_the_argument():
+    # The int32 kernel itself never truncates a size: its check names the argument.
+    f = tc.define("def f(float(N) A) -> (B) { B(i) = A(i) }")
     with pytest.raises(ValueError) as err:
-        f(huge)
+        f._fn.prepare([[INT32_MAX + 6]], None)
     msg = str(err.value)
     assert "'A'" in msg and "dimension 0" in msg and str(INT32_MAX + 6) in msg, msg
     assert "int32" in msg and str(INT32_MAX) in msg, msg
-    # The same def on a small input still works (reference: a hand sum).
-    np.testing.assert_array_equal(f(np.arange(5, dtype="float32")), [3.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "source, shapes, reference",
+    [
+        ("def f(float(N) A) -> (B) { B(i) = A(i) * 2 + 1 }", [(7,)], lambda a: a * 2 + 1),
+        (
+            "def mm(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, k) * B(k, n) }",
+            [(5, 3), (3, 4)],
+            lambda a, b: a @ b,
+        ),
+        (
+            "def shift(float(N) A) -> (B) { B(i) = A(i + 2) where i in 0:N-2 }",
+            [(9,)],
+            lambda a: a[2:],
+        ),
+        ("def iota(float(N) A) -> (B) { B(i) = A(i) + i }", [(6,)], lambda a: a + np.arange(6)),
+    ],
+)
+def test_tc_int64_variant_matches_numpy_on_small_inputs(source, shapes, reference):
+    # The int64 variant is the same def: the same values, with int64 sizes and loop indices.
+    f = tc.define(source)
+    wide = f._wide_variant()
+    assert all(str(d.dtype) == "int64" for t in wide.inputs for d in t.shape)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype("float32") for s in shapes]
+    np.testing.assert_allclose(wide(*args), reference(*args), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(f(*args), reference(*args), rtol=1e-5, atol=1e-6)
+
+
+def test_tc_one_dimension_of_2_31_plus_64_reads_its_tail():
+    # An int8 array of 2**31 + 64 elements (2 GiB, of which only the touched pages are
+    # allocated): N does not fit int32, so the int64 variant runs; an int32 N would wrap and
+    # read the wrong bytes or nothing.
+    run_isolated(
+        """
+        import numpy as np
+        from pytvmbridge import tc
+        n = 2**31 + 64
+        g = tc.define("def g(int8(N) A) -> (B) { B(i) = A(i + N - 4) * 2 where i in 0:4 }")
+        a = np.empty(n, "int8")
+        a[-64:] = np.arange(64, dtype="int8")
+        np.testing.assert_array_equal(g(a), a[-4:] * 2)
+        out = np.zeros(4, "int8")
+        g(a, out=out)
+        np.testing.assert_array_equal(out, a[-4:] * 2)
+        np.testing.assert_array_equal(g(a[:10]), a[6:10] * 2)  # the int32 kernel
+        print("OK")
+        """
+    )
 
 
 def test_tc_dimension_of_exactly_int32_max_is_accepted():

@@ -9,7 +9,8 @@ and CPU time of this process):
 - sum of reads: Python's `sum()` over D reads `A[i + k]`, a D-deep chain of adds;
 - tc.define: parsing and checking one TC def of S statements, each reading the previous one;
 - TC define + build: the same def translated, auto-scheduled and compiled (`.build()`: compile
-  time only, without allocating and filling S outputs).
+  time only, without allocating and filling S outputs; the compile cache is off, so each run
+  compiles).
 
 Prints a table and writes benchmarks/results/compile_scaling.json. There is no competitor: the
 point is how the time grows with the size. The full run takes a few minutes on an idle machine;
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytvmbridge as tvm
-from pytvmbridge import tc
+from pytvmbridge import cache, tc
 
 
 def chained_stages(stages: int, n: int = 1024) -> None:
@@ -103,6 +104,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     repeat = 1 if args.quick else args.repeat
+    # TC's build goes through the on-disk compile cache: every repeat (and every later run)
+    # would time a cache load, not a compile.
+    cache.disable()
     families = FAMILIES
     if args.quick:
         families = {k: (f, sizes[:2]) for k, (f, sizes) in FAMILIES.items()}

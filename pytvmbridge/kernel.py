@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, overload
@@ -215,10 +216,21 @@ class Kernel(_core.Caller):
                 s = scheduled
         return cache.build(s, args, target=self.target, name=self.name), reads
 
-    # Calls stay in C++ (no Python __call__: that would cost microseconds per call). When an
-    # argument may need autograd or a JAX trace (a torch tensor that requires grad, a traced
-    # tensor, a JAX tracer), the C++ call asks this hook first; NotImplemented means "plain
-    # call after all" (e.g. grad mode is off).
+    # Calls stay in C++: the C++ vectorcall runs every call (`k(...)`), never this __call__
+    # (_core.Caller keeps the vectorcall for a type whose __call__ carries
+    # `_same_as_vectorcall`). torch.compile's tracer (Dynamo) reads __call__ to trace a call:
+    # there the call is the kernel's custom op, one node of the graph, so fullgraph=True works.
+    def __call__(self, *args: Any, out: Any = None) -> Any:
+        """Runs the kernel on ``args`` (exactly as the C++ call does; see the class)."""
+        if _torch_compiling():
+            return _traced_call(self, args, out)
+        return _core.Caller.__call__(self, *args, out=out)
+
+    __call__._same_as_vectorcall = True  # type: ignore[attr-defined]
+
+    # When an argument may need autograd or a JAX trace (a torch tensor that requires grad, a
+    # traced tensor, a JAX tracer), the C++ call asks this hook first; NotImplemented means
+    # "plain call after all" (e.g. grad mode is off).
     def _autodiff_call(self, args: tuple[Any, ...], out: Any) -> Any:
         route = _autodiff_route(args)
         if route is None:
@@ -240,6 +252,38 @@ def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any]:
     from .autotvm.dispatch import kernel_config
 
     return kernel_config(kernel, specs)
+
+
+def _torch_compiling() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def _traced_call(kernel: Kernel, args: tuple[Any, ...], out: Any) -> Any:
+    """A call inside torch.compile's trace: the kernel's custom op (forward, fake shapes and
+    backward: pytvmbridge/autodiff/torch_autograd.py)."""
+    if out is not None:
+        raise TVMValueError(
+            f"kernel '{kernel.name}': out= cannot be used inside torch.compile (the graph "
+            "would not see the write); call it with the inputs only"
+        )
+    import torch
+
+    outs = getattr(torch.ops.pytvmbridge, _custom_op_name(kernel))(list(args))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _custom_op_name(kernel: Kernel) -> str:
+    """The name of the kernel's custom op in ``torch.ops.pytvmbridge``, registered on first
+    use. torch.compile runs this function while tracing instead of tracing it: the mark is
+    what ``torch._dynamo.assume_constant_result`` sets (importing torch._dynamo here would cost
+    seconds at import), so registration never happens inside a graph."""
+    from .autodiff.torch_autograd import torch_op
+
+    return str(torch_op(kernel)._qualname).split("::", 1)[1]
+
+
+_custom_op_name._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 # --- read ranges -----------------------------------------------------------------------------

@@ -560,6 +560,24 @@ PyObject* caller_bridge(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
   return nullptr;
 }
 
+// Whether a subclass of Caller may be called through the vectorcall: it keeps Caller's tp_call,
+// or its __call__ is marked `_same_as_vectorcall = True` (a Python method doing the same call).
+bool calls_like_caller(PyTypeObject* type) {
+  if (type->tp_vectorcall_offset != offsetof(Caller, vectorcall)) return false;
+  if (type->tp_call == PyVectorcall_Call) return true;
+  static PyObject* call_name = PyUnicode_InternFromString("__call__");
+  PyObject* call = _PyType_Lookup(type, call_name);  // borrowed
+  if (call == nullptr) return false;
+  PyObject* mark = PyObject_GetAttrString(call, "_same_as_vectorcall");
+  if (mark == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const bool same = mark == Py_True;
+  Py_DECREF(mark);
+  return same;
+}
+
 // Caller._kernel(name, arg_names, n_inputs): a kernel's dispatch (n_inputs -1: any count).
 PyObject* caller_kernel(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
   try {
@@ -573,12 +591,10 @@ PyObject* caller_kernel(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
     self->bridge = false;
     // Python 3.11 does not pass Py_TPFLAGS_HAVE_VECTORCALL on to a Python subclass (Kernel), so
     // its calls would build an argument tuple and go through tp_call. A subclass that keeps the
-    // inherited tp_call (no __call__ of its own) is called exactly like a Caller: say so.
+    // inherited tp_call, or whose __call__ says it does what the vectorcall does (Kernel's, read
+    // only by torch.compile's tracer), is called exactly like a Caller: say so.
     PyTypeObject* type = Py_TYPE(obj);
-    if (type->tp_call == PyVectorcall_Call &&
-        type->tp_vectorcall_offset == offsetof(Caller, vectorcall)) {
-      type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
-    }
+    if (calls_like_caller(type)) type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
     Py_RETURN_NONE;
   } catch (py::error_already_set& e) {
     e.restore();

@@ -269,16 +269,19 @@ def test_module_call_reads_torch_and_refuses_bad_outputs():
 
 
 def test_kernel_calls_stay_in_cpp_and_route_autograd_only_when_needed():
-    # Kernel must not define a Python __call__ (it would cost microseconds on every call); the
-    # C++ call asks Kernel._autodiff_call only for tensors that require grad (or traced ones).
+    # Kernel's Python __call__ is for torch.compile's tracer only: calls take the C++
+    # vectorcall (a Python __call__ would cost microseconds on every call); the C++ call asks
+    # Kernel._autodiff_call only for tensors that require grad (or traced ones).
     import torch
 
     from pytvmbridge.kernel import Kernel
 
-    assert "__call__" not in vars(Kernel)
     k = tvm.kernel(
         lambda a: tvm.compute(a.shape, lambda i: a[i] * a[i], name="sq"), name="sq_route"
     )
+    have_vectorcall = 1 << 11  # Py_TPFLAGS_HAVE_VECTORCALL
+    assert Kernel.__flags__ & have_vectorcall
+    torch.testing.assert_close(Kernel.__call__(k, torch.arange(3.0)), torch.arange(3.0) ** 2)
     x = torch.arange(4.0, requires_grad=True)
     y = k(x)
     assert y.grad_fn is not None
@@ -291,3 +294,27 @@ def test_kernel_calls_stay_in_cpp_and_route_autograd_only_when_needed():
     plain = k(torch.arange(3.0))
     assert plain.grad_fn is None
     torch.testing.assert_close(plain, torch.arange(3.0) ** 2)
+
+
+def test_kernel_inside_torch_compile_fullgraph_forward_and_backward():
+    # No graph break: the traced call is the kernel's custom op (registered while tracing).
+    import torch
+
+    k = tvm.kernel(
+        lambda a, b: tvm.compute(a.shape, lambda i: a[i] * b[i] + a[i], name="fma"),
+        name="fma_compiled",
+    )
+
+    def f(a, b):
+        return (k(a, b) * 2.0).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    a = torch.arange(1.0, 5.0, requires_grad=True)
+    b = torch.tensor([0.5, -1.0, 2.0, 3.0])
+    out = compiled(a, b)
+    torch.testing.assert_close(out, ((a.detach() * b + a.detach()) * 2.0).sum())
+    out.backward()
+    torch.testing.assert_close(a.grad, 2.0 * (b + 1.0))
+    # (torch.compile reports the ValueError raised while tracing under an error type of its own)
+    with pytest.raises(Exception, match=r"out= cannot be used inside torch\.compile"):
+        torch.compile(lambda p, q: k(p, q, out=torch.empty(4)), fullgraph=True)(b, b)

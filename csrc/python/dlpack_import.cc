@@ -1,5 +1,7 @@
 #include "python/dlpack_import.h"
 
+#include <dlfcn.h>
+
 #include <cstring>
 #include <initializer_list>
 #include <vector>
@@ -173,15 +175,35 @@ PyObject* requires_grad_descriptor(PyTypeObject* tp) {
   return descr;
 }
 
+// Whether PyTorch's grad mode is on (its autograd thread-local state; off under torch.no_grad
+// and torch.inference_mode), read through the C function of PyTorch's stable AOTInductor ABI,
+// found once in the loaded libtorch_cpu: a few nanoseconds, where a Python-level getter costs
+// tens. True when the function cannot be found (then requires_grad decides, as it did).
+bool torch_grad_mode() {
+  using GradModeFn = bool (*)();
+  static const GradModeFn grad_mode = []() -> GradModeFn {
+    void* lib = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib == nullptr) return nullptr;
+    auto fn = reinterpret_cast<GradModeFn>(dlsym(lib, "aoti_torch_grad_mode_is_enabled"));
+    dlclose(lib);  // a RTLD_NOLOAD handle: torch keeps the library loaded
+    return fn;
+  }();
+  return grad_mode == nullptr || grad_mode();
+}
+
 }  // namespace
 
 bool may_need_autodiff(PyObject* const* args, Py_ssize_t n) {
+  int grad_mode = -1;  // read at the first plain torch tensor
   for (Py_ssize_t k = 0; k < n; ++k) {
     PyTypeObject* tp = Py_TYPE(args[k]);
     const ProducerInfo& info = producer_info(tp);
     if (info.always_ask_autodiff) return true;
     if (!info.torch) continue;
     if (info.requires_grad == nullptr) return true;
+    // With grad mode off, requires_grad changes nothing (autograd records no node): skip it.
+    if (grad_mode < 0) grad_mode = torch_grad_mode() ? 1 : 0;
+    if (grad_mode == 0) continue;
     PyObject* value =
         Py_TYPE(info.requires_grad)
             ->tp_descr_get(info.requires_grad, args[k], reinterpret_cast<PyObject*>(tp));

@@ -44,6 +44,32 @@ def add(A, B):
     return tvm.compute(A.shape, lambda i: A[i] + B[i], name="C")
 
 
+class NoGrad:
+    """A row timed with PyTorch's grad mode off (``torch.no_grad()`` around the timing loop)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        import torch
+
+        with torch.no_grad():
+            return self.fn(*args)
+
+
+def _time_calls(fn: Callable[..., Any], args: tuple[Any, ...], number: int) -> float:
+    """Mean time of ``number`` calls of ``fn(*args)``, in µs."""
+    if isinstance(fn, NoGrad):
+        import torch
+
+        with torch.no_grad():
+            return _time_calls(fn.fn, args, number)
+    start = time.perf_counter()
+    for _ in range(number):
+        fn(*args)
+    return (time.perf_counter() - start) / number * 1e6
+
+
 def interleaved_samples(
     rows: list[tuple[str, str, Callable[..., Any], tuple[Any, ...]]], number: int, rounds: int
 ) -> list[list[float]]:
@@ -57,10 +83,7 @@ def interleaved_samples(
     samples: list[list[float]] = [[] for _ in rows]
     for _ in range(rounds):
         for k, (_, _, fn, args) in enumerate(rows):
-            start = time.perf_counter()
-            for _ in range(number):
-                fn(*args)
-            samples[k].append((time.perf_counter() - start) / number * 1e6)
+            samples[k].append(_time_calls(fn, args, number))
     return samples
 
 
@@ -89,6 +112,8 @@ def cases() -> list[tuple[str, str, Callable[..., Any], tuple[Any, ...]]]:
             ("torch", "to_pytorch(module)(x, y, z)", f, (x, y, z)),
             ("torch", "to_pytorch(module)(x, y) -> z", f, (x, y)),
             ("torch", "@kernel add(x, y) -> z", add, (x, y)),
+            ("torch", "torch.add(x, y), no_grad", NoGrad(torch.add), (x, y)),
+            ("torch", "@kernel add(x, y) -> z, no_grad", NoGrad(add), (x, y)),
         ]
 
     a, b, c = (np.random.rand(4).astype("float32") for _ in range(3))

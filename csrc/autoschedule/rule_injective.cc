@@ -46,6 +46,12 @@ void schedule_injective(Context& ctx, const Stage& st) {
     }
     if (factor == 0 && *extent > 4 * lanes) factor = 4 * lanes;
   }
+  // A nest too small to run in parallel stays one serial loop nest of constant trip counts,
+  // which LLVM unrolls completely: one vector per iteration keeps that code (and its compile
+  // time: 100 ms for a (8, 768) mean's division at four vectors) small.
+  auto size = output_size(c);
+  bool serial = size && *size < kMinParallelWork;
+  if (serial && factor > lanes && extent && *extent % lanes == 0) factor = lanes;
   factors.push_back(0);
   factor = ctx.knob(st, "vector_factor", factor, factors);
   bool worth = !extent || *extent >= 4;
@@ -56,7 +62,10 @@ void schedule_injective(Context& ctx, const Stage& st) {
     inner = ii;
   }
   if (vector) vectorize(st, inner);
-  parallelize(ctx, st, outer, output_size(c));
+  outer = parallelize(ctx, st, outer, size);
+  // Serial outer loops fused into one: a single loop of many iterations is unrolled by a small
+  // factor instead of completely.
+  if (serial && outer.size() > 1) fuse(st, outer);
 }
 
 }  // namespace ptb::autoschedule

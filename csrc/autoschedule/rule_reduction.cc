@@ -67,6 +67,20 @@ void schedule_reduction(Context& ctx, const Stage& st) {
   Expr last = read != nullptr ? read->indices.back() : Expr();
   bool last_uses_data = false;
   for (const IterVar& iv : data) last_uses_data |= last.defined() && uses_var(last, iv->var);
+  // The reduce axis the contiguous index runs over goes innermost (rfactor leaves the inner
+  // part of its split last, an axis of one iteration for a whole-tensor sum's parts).
+  if (last.defined() && !last_uses_data) {
+    auto it = std::find_if(reds.begin(), reds.end(),
+                           [&](const IterVar& r) { return uses_var(last, r->var); });
+    if (it != reds.end() && it + 1 != reds.end()) {
+      IterVar contiguous = *it;
+      reds.erase(it);
+      reds.push_back(contiguous);
+      std::vector<IterVar> order = data;
+      order.insert(order.end(), reds.begin(), reds.end());
+      reorder(st, order);
+    }
+  }
   bool contiguous_reduce = last.defined() && !last_uses_data && uses_var(last, reds.back()->var);
   bool data_contiguous = last.defined() && !data.empty() && uses_var(last, data.back()->var) &&
                          std::none_of(reds.begin(), reds.end(),
@@ -120,7 +134,18 @@ void schedule_reduction(Context& ctx, const Stage& st) {
   auto inner_extent = const_extent(reds.back());
   bool long_enough = !inner_extent || *inner_extent >= 2 * lanes;
   if (contiguous_reduce && long_enough && ctx.knob(st, "vector_rfactor", 1, {0, 1}) == 1) {
-    auto [ko, ki] = split(st, reds.back(), make_const(reds.back()->var.dtype(), lanes), Expr());
+    // Several accumulator vectors when the axis divides into them: one add every cycle or two
+    // instead of one per add latency.
+    int64_t vectors = 1;
+    for (int64_t v : {4, 2}) {
+      if (inner_extent && *inner_extent % (v * lanes) == 0 && *inner_extent >= 8 * v * lanes) {
+        vectors = v;
+        break;
+      }
+    }
+    vectors = ctx.knob(st, "accumulator_vectors", vectors, {1, 2, 4});
+    auto [ko, ki] =
+        split(st, reds.back(), make_const(reds.back()->var.dtype(), lanes * vectors), Expr());
     (void)ko;
     Tensor rf = rfactor(ctx.sch, Tensor(st->op, 0), ki, static_cast<int>(c->axis.size()));
     Stage rf_stage = ctx.sch->stage(rf.op());

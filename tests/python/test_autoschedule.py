@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytvmbridge as tvm
+from pytvmbridge import topi
 
 # ---- helpers --------------------------------------------------------------------------------
 
@@ -235,6 +236,27 @@ def test_row_sum_uses_vector_accumulators():
     a = rand(64, 1000)
     (out,) = run(s, [A, S], [a])
     np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-4, atol=1e-3)
+
+
+def test_long_contiguous_reductions_use_several_accumulator_vectors():
+    # A max over 1024 contiguous elements: four vectors of partial maxima (not one chain of
+    # dependent vmaxps); a whole-tensor sum's parallel parts get the same, its contiguous axis
+    # innermost although rfactor leaves the parts' inner axis last.
+    A = tvm.placeholder((6, 1024), name="A")
+    M = topi.max(A, axis=1)
+    s = tvm.auto_schedule(M)
+    assert tvm.auto_schedule_space(M)["default"][M.op.name]["accumulator_vectors"] == 4
+    a = rand(6, 1024)
+    (out,) = run(s, [A, M], [a])
+    np.testing.assert_array_equal(out, a.max(axis=1))
+
+    B = tvm.placeholder((8, 64, 768), name="B")
+    S = topi.sum(B)
+    s = tvm.auto_schedule(S)
+    assert tvm.auto_schedule_space(S)["default"][S.op.name + ".rf"]["accumulator_vectors"] == 4
+    b = rng.integers(-8, 8, size=(8, 64, 768)).astype("float32")
+    (out,) = run(s, [B, S], [b])
+    assert out.item() == b.astype(np.int64).sum()
 
 
 def test_symbolic_shapes_are_scheduled_correctly():

@@ -3,9 +3,10 @@ torch.matmul and NumPy's matmul in the same run with the same thread count.
 
 Steps: the default schedule; blocking (32x32 tiles, k split by 4); vectorize; loop permutation;
 array packing of B; a write cache computed at the tile with the k loop unrolled; parallel; and a
-register-blocked micro-kernel (a 4x16 tile of C that lives in vector registers across the k loop,
-B packed in panels of 16 columns). Each step prints its median time and GFLOPS; JSON
-goes to benchmarks/results/gemm.json.
+register-blocked micro-kernel (a tile of C that lives in vector registers across the k loop, B
+packed in panels as wide as the tile: 8 x 32 with AVX-512's 32 registers of 16 floats, 4 x 16 with
+AVX2's 16 of 8, sized from the host's features by ``register_tile``). Each step prints its median
+time and GFLOPS; JSON goes to benchmarks/results/gemm.json.
 
     .venv/bin/python benchmarks/gemm.py [--quick] [--size 1024] [--threads N] [--steps a,b]
 
@@ -25,7 +26,6 @@ from pathlib import Path
 
 BN = 32  # the ladder's tile
 KFACTOR = 4  # its k split
-MR, NR = 4, 16  # the micro-kernel's register tile: MR rows x NR columns of accumulators
 SETTLE_SECONDS = 0.3  # pause before timing each candidate (see interleaved_medians)
 
 
@@ -129,14 +129,44 @@ def step_parallel(M, N, K):
     return _write_cache(M, N, K, parallel=True)
 
 
+def register_tile(features: dict[str, bool] | None = None) -> tuple[int, int]:
+    """The micro-kernel's tile (rows, columns) of float32 accumulators for a host with these
+    CPU features (this host's by default): two vectors wide, with as many rows as leave about
+    half the vector registers to accumulators (16 of AVX-512's 32, 8 of AVX2's 16), the rest
+    for the loads of B, the broadcasts of A and the pipeline's registers in flight.
+
+        >>> register_tile({"avx512f": True, "avx2": True})
+        (8, 32)
+        >>> register_tile({"avx2": True})
+        (4, 16)
+        >>> register_tile({})
+        (4, 8)
+    """
+    if features is None:
+        from pytvmbridge import _core
+
+        features = _core.host_cpu_features()
+    if features.get("avx512f"):
+        lanes, registers = 16, 32
+    elif features.get("avx2") or features.get("avx"):
+        lanes, registers = 8, 16
+    else:
+        lanes, registers = 4, 16  # SSE
+    vectors = 2
+    rows = registers // 2 // vectors
+    return rows, vectors * lanes
+
+
 def step_micro_kernel(M, N, K):
-    """Register blocking: C is tiled by MR x NR and each tile accumulates over the whole k loop
-    in MR * NR / 8 AVX2 registers (the rows unrolled, the columns one vector), fed by one
-    broadcast of A per row and NR / 8 loads of packed B per k. Column panels are the outermost
-    (parallel) loop, so a panel of packed B (K x NR floats) stays in L2 while every row block
-    streams through it. No write cache: with constant tile offsets LLVM keeps C's tile in
-    registers across k and stores it once."""
+    """Register blocking: C is tiled by MR x NR (``register_tile``: from the host's vector width
+    and register count) and each tile accumulates over the whole k loop in MR * NR / lanes
+    vector registers (the rows unrolled, the columns two vectors), fed by one broadcast of A per
+    row and two loads of packed B per k. Column panels are the outermost (parallel) loop, so a
+    panel of packed B (K x NR floats) stays in L2 while every row block streams through it. No
+    write cache: with constant tile offsets LLVM keeps C's tile in registers across k and
+    stores it once."""
     tvm = _tvm()
+    MR, NR = register_tile()
     A, B, C, packedB = matmul(M, N, K, NR)
     s = tvm.create_schedule(C.op)
     xo, yo, xi, yi = s[C].tile(C.op.axis[0], C.op.axis[1], MR, NR)

@@ -57,6 +57,16 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
   }
   inline_injective(ctx, keep);
 
+  // Elementwise outputs of row statistics (softmax, norms) first, consumers before producers:
+  // their reductions then go inside their loops.
+  std::unordered_set<const StageNode*> tiled;
+  for (const auto& entry : plans) tiled.insert(entry.first);
+  for (auto it = snapshot.rbegin(); it != snapshot.rend(); ++it) {
+    if ((*it)->attach_type == AttachType::kRoot && !ctx.settled.count(it->get())) {
+      schedule_row_group(ctx, *it, tiled);
+    }
+  }
+
   for (const Stage& st : snapshot) {
     if (ctx.settled.count(st.get()) || st->attach_type != AttachType::kRoot) continue;
     switch (classify(st)) {

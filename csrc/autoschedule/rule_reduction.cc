@@ -52,7 +52,7 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 
 }  // namespace
 
-void schedule_reduction(Context& ctx, const Stage& st) {
+void schedule_reduction(Context& ctx, const Stage& st, bool attached) {
   const ComputeOpNode* c = as_compute(st->op);
   const auto* red = c->body[0].as<Reduce>();
   std::vector<IterVar> data, reds;
@@ -88,7 +88,7 @@ void schedule_reduction(Context& ctx, const Stage& st) {
 
   // Nothing to run in parallel (the sum of a whole tensor): split the reduction into parts,
   // each reduced in parallel by a new stage (rfactor); this stage adds the parts up.
-  bool whole = data.empty() || out_size == 1;
+  bool whole = !attached && (data.empty() || out_size == 1);
   auto first_extent = const_extent(reds.front());
   bool big = !red_size || *red_size >= kMinParallelWork;
   if (whole && big && (!first_extent || *first_extent >= 2)) {
@@ -125,7 +125,7 @@ void schedule_reduction(Context& ctx, const Stage& st) {
       }
       vectorize(st, inner);
     }
-    parallelize(ctx, st, outer, work);
+    if (!attached) parallelize(ctx, st, outer, work);
     return;
   }
 
@@ -151,12 +151,11 @@ void schedule_reduction(Context& ctx, const Stage& st) {
     Stage rf_stage = ctx.sch->stage(rf.op());
     ctx.name_new(rf_stage, st, ".rf");
     ctx.rule(rf_stage, "reduction_lanes");
-    std::vector<IterVar> outer = parallelize(
-        ctx, st,
+    std::vector<IterVar> outer =
         st->leaf_iter_vars.size() > 1
             ? std::vector<IterVar>(st->leaf_iter_vars.begin(), st->leaf_iter_vars.end() - 1)
-            : std::vector<IterVar>{},
-        work);
+            : std::vector<IterVar>{};
+    if (!attached) outer = parallelize(ctx, st, outer, work);
     if (!outer.empty()) compute_at(rf_stage, st, outer.back());
     // rf's loops: its data axes (one iteration each inside st's loop), the reductions, then the
     // lanes, vectorized.
@@ -180,7 +179,11 @@ void schedule_reduction(Context& ctx, const Stage& st) {
     IterVar inner = data.back();
     auto extent = const_extent(inner);
     if (!extent || *extent > 4 * lanes) {
-      auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), lanes), Expr());
+      // Four vectors of the row when they divide it: each step of the reduce loops then reads
+      // four whole cache lines of a row (hardware prefetch follows them) into four independent
+      // accumulators, instead of one line per row on a stride.
+      int64_t factor = extent && *extent % (4 * lanes) == 0 ? 4 * lanes : lanes;
+      auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), factor), Expr());
       outer.push_back(io);
       inner = ii;
     }
@@ -189,11 +192,11 @@ void schedule_reduction(Context& ctx, const Stage& st) {
     order.push_back(inner);
     reorder(st, order);
     vectorize(st, inner);
-    parallelize(ctx, st, outer, work);
+    if (!attached) parallelize(ctx, st, outer, work);
     return;
   }
 
-  parallelize(ctx, st, data, work);
+  if (!attached) parallelize(ctx, st, data, work);
 }
 
 }  // namespace ptb::autoschedule

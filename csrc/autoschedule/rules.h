@@ -37,7 +37,18 @@ void schedule_injective(Context& ctx, const Stage& st);
 // through rfactor when the reduced axis is contiguous, reduce loops moved outside a contiguous
 // data axis otherwise, small windows unrolled; rfactor for parallelism when nothing else is
 // parallel (the sum of a whole tensor).
-void schedule_reduction(Context& ctx, const Stage& st);
+// An `attached` stage (computed inside its consumer's loop, rule_row_attach.cc) runs nothing in
+// parallel itself.
+void schedule_reduction(Context& ctx, const Stage& st, bool attached = false);
+
+// ---- rule_row_attach.cc ----
+
+// An elementwise stage that reads reductions once per row (softmax, layer_norm, a mean): those
+// reductions (not the `tiled` ones) are computed inside its parallel loop over rows, their
+// loops vectorized as schedule_reduction does. Returns false (nothing changed) when there are
+// none or the knob "attach_rows" is 0.
+bool schedule_row_group(Context& ctx, const Stage& out,
+                        const std::unordered_set<const StageNode*>& tiled);
 
 // ---- rule_tiled_reduction.cc ----
 

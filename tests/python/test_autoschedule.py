@@ -428,3 +428,48 @@ def test_loop_order_moves_the_fewest_bytes():
     tvm.build(tvm.auto_schedule(small), [xp, wp, small])(xs, ws, out)
     ref = np.einsum("nchw,oc->nohw", xs[:, :, ::2, ::2], ws[:, :, 0, 0])
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_row_statistics_are_computed_inside_the_rows_loop():
+    # softmax: the sum of exponentials (read only by the normalisation) goes inside the output's
+    # parallel loop over rows; the max, read by both, stays a stage of its own (compute_at takes
+    # a single consumer). Same values with and without (attach_rows = 0).
+    x = tvm.placeholder((4, 33, 517), name="x")
+    y = topi.nn.softmax(x)
+    space = tvm.auto_schedule_space(y)
+    assert space["rules"][y.op.name] == "row_group"
+    text = str(tvm.lower(tvm.auto_schedule(y), [x, y]))
+    body_of_last_loop = text[text.rindex("parallel (") :]
+    assert "T_softmax_expsum.rf" in body_of_last_loop
+    assert "T_softmax_maxelem[" in text[: text.rindex("parallel (")]
+    a = rand(4, 33, 517)
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    ref = e / e.sum(axis=-1, keepdims=True)
+    for config in (None, {y.op.name: {"attach_rows": 0}}):
+        (out,) = run(tvm.auto_schedule(y, config=config), [x, y], [a])
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+    # layer_norm: its sums (kept as (4, 33, 1)) are computed per row of the normalisation.
+    g, b = tvm.placeholder((517,), name="g"), tvm.placeholder((517,), name="b")
+    z = topi.nn.layer_norm(x, g, b, axis=-1)
+    rules = tvm.auto_schedule_space(z)["rules"]
+    assert rules[z.op.name] == "row_group"
+    gv, bv = rand(517), rand(517)
+    (out,) = run(tvm.auto_schedule(z), [x, g, b, z], [a, gv, bv])
+    mean, var = a.mean(axis=-1, keepdims=True), a.var(axis=-1, keepdims=True)
+    np.testing.assert_allclose(
+        out, (a - mean) / np.sqrt(var + 1e-5) * gv + bv, rtol=1e-4, atol=1e-4
+    )
+
+
+def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
+    # mean over the middle axis of (2, 9, 128): the columns are reduced 64 at a time (four
+    # vectors of one row per step of the reduce loop), 16 at a time when 64 does not divide.
+    for cols in (128, 80):
+        x = tvm.placeholder((2, 9, cols), name="x")
+        m = topi.mean(x, axis=1)
+        text = str(tvm.lower(tvm.auto_schedule(m), [x, m]))
+        assert ("* 64) + 48)" in text) == (cols == 128)
+        a = rand(2, 9, cols)
+        (out,) = run(tvm.auto_schedule(m), [x, m], [a])
+        np.testing.assert_allclose(out, a.mean(axis=1), rtol=1e-5, atol=1e-6)

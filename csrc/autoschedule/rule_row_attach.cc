@@ -1,0 +1,116 @@
+// Row statistics computed where they are used (TVM's softmax and norm schedules): reductions
+// whose results an elementwise output reads once per row (softmax's max and sum of exponentials,
+// layer_norm's mean and variance, a mean divided by its count) are attached inside the output's
+// loop over rows. One parallel loop then does the whole operator, each row's statistics are
+// computed just before the row is written (its data still in L1) and stay in a scalar, instead
+// of one pass, one parallel region and one stored intermediate per reduction.
+#include <algorithm>
+
+#include "autoschedule/analysis.h"
+#include "autoschedule/rules.h"
+#include "ir/op.h"
+#include "schedule/primitives.h"
+#include "schedule/stage_bodies.h"
+
+namespace ptb::autoschedule {
+
+namespace {
+
+// How many leading axes of the consumer index `producer` in every read of it in `bodies`: reads
+// [axes[0], ..., axes[p - 1], 0, ..., 0] (trailing zeros for a statistic kept with keepdims)
+// give p, the same for every read; 0 when the reads differ, index otherwise or there are none.
+size_t rows_read(const std::vector<Expr>& bodies, const Operation& producer,
+                 const std::vector<IterVar>& axes) {
+  size_t rows = 0;
+  bool found = false;
+  for (const Expr& body : bodies) {
+    for (const TensorRead* r : tensor_reads(body)) {
+      if (r->op != producer) continue;
+      size_t p = 0;
+      while (p < r->indices.size() && p < axes.size() &&
+             r->indices[p].get() == axes[p]->var.get()) {
+        ++p;
+      }
+      for (size_t d = p; d < r->indices.size(); ++d) {
+        if (as_const_int(r->indices[d]) != int64_t{0}) return 0;
+      }
+      if (p == 0 || (found && p != rows)) return 0;
+      rows = p;
+      found = true;
+    }
+  }
+  return rows;
+}
+
+}  // namespace
+
+bool schedule_row_group(Context& ctx, const Stage& out,
+                        const std::unordered_set<const StageNode*>& tiled) {
+  if (classify(out) != StageKind::kInjective || out->attach_type != AttachType::kRoot ||
+      !out->relations.empty() || ctx.settled.count(out.get())) {
+    return false;
+  }
+  const ComputeOpNode* oc = as_compute(out->op);
+  StageBodies bodies = inline_bodies(ctx.sch);
+  // The group: reductions read only by the output, all of one rank (the number of row axes),
+  // read at its leading axes. A reduction another one reads too (softmax's max, read by the sum
+  // of exponentials) stays at root: compute_at takes a stage with a single consumer.
+  std::vector<Stage> group;
+  size_t rank = 0;
+  for (const Stage& st : ctx.sch->stages) {
+    if (ctx.settled.count(st.get()) || tiled.count(st.get()) || st->is_output) continue;
+    if (classify(st) != StageKind::kReduction || st->attach_type != AttachType::kRoot ||
+        !st->relations.empty()) {
+      continue;
+    }
+    const ComputeOpNode* rc = as_compute(st->op);
+    std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, st);
+    if (consumers.size() != 1 || consumers[0] != out) continue;
+    std::vector<IterVar> out_axes(oc->axis.begin(), oc->axis.end());
+    size_t rows = rows_read(bodies.at(out.get()), st->origin_op, out_axes);
+    // Some axes of the output left to vectorize, and the same rows for every statistic.
+    if (rows == 0 || rows >= oc->axis.size() || (rank != 0 && rows != rank)) continue;
+    // Same extents as the output's row axes, one element in the others: one statistic per row.
+    bool same = true;
+    for (size_t d = 0; same && d < rc->axis.size(); ++d) {
+      same = d < rows ? same_extent(rc->shape[d], oc->shape[d]) : is_const_int(rc->shape[d], 1);
+    }
+    if (!same) continue;
+    rank = rows;
+    group.push_back(st);
+  }
+  if (group.empty()) return false;
+  if (ctx.knob(out, "attach_rows", 1, {0, 1}) == 0) return false;
+  ctx.rule(out, "row_group");
+
+  // The output: its row axes outermost (parallel), the rest vectorized innermost.
+  std::vector<IterVar> axes = out->leaf_iter_vars;
+  std::vector<IterVar> rows(axes.begin(), axes.begin() + static_cast<int64_t>(rank));
+  IterVar inner = axes.back();
+  int64_t lanes = ctx.lanes(oc->output_dtype(0));
+  auto extent = const_extent(inner);
+  if (!extent || *extent > lanes) {
+    int64_t factor = lanes;
+    if (extent && *extent % (2 * lanes) == 0 && *extent >= 4 * lanes) factor = 2 * lanes;
+    auto [io, ii] = split(out, inner, make_const(inner->var.dtype(), factor), Expr());
+    (void)io;
+    inner = ii;
+  }
+  if (!extent || *extent >= 4) vectorize(out, inner);
+  std::optional<int64_t> work = output_size(oc);
+  std::vector<IterVar> outer = parallelize(ctx, out, rows, work);
+  IterVar at = outer.back();
+
+  // The statistics, producers first (the order of the schedule's stages), inside that loop.
+  std::vector<Stage> ordered;
+  for (const Stage& st : ctx.sch->stages) {
+    if (std::find(group.begin(), group.end(), st) != group.end()) ordered.push_back(st);
+  }
+  for (const Stage& st : ordered) {
+    compute_at(st, out, at);
+    schedule_reduction(ctx, st, /*attached=*/true);
+  }
+  return true;
+}
+
+}  // namespace ptb::autoschedule

@@ -320,6 +320,24 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     bool streamed_axis = depends(plan.streamed, c->axis[a]->var) || a == plan.vector_axis;
     (order == 1 && !streamed_axis ? second : first).push_back(leaf);
   }
+  // Panels outermost sweep the other operands once per panel; the knob "row_block" takes the
+  // row tiles in blocks instead (GotoBLAS's mc blocking: block, panel, row tile), each panel
+  // then read once per block. Off by default: on the 2 MiB-L2 AVX-512 machine it measured 0.87x
+  // (blocks of 128 rows) to 0.98x the unblocked SGEMM 1024^3 on one thread; it is there for the
+  // tuner (candidates: row tiles per block).
+  int64_t block = 0;  // row tiles per block; 0: no blocking
+  std::vector<int64_t> block_candidates = {0};
+  auto rext = plan.row_axis >= 0 ? extent_of(c->axis[plan.row_axis]) : std::nullopt;
+  if (order == 1 && rext && second.size() == 1 && second[0] == ro) {
+    int64_t tiles = (*rext + rows - 1) / rows;
+    for (int64_t t = 2; t < tiles; t *= 2) block_candidates.push_back(t);
+  }
+  block = ctx.knob(st, "row_block", block, block_candidates);
+  if (block > 0) {
+    auto [rbo, rbi] = split(epilogue, ro, make_const(ro->var.dtype(), block), Expr());
+    first.insert(first.begin(), rbo);
+    second = {rbi};
+  }
   std::vector<IterVar> outer = first;
   outer.insert(outer.end(), second.begin(), second.end());
   std::vector<IterVar> inner;

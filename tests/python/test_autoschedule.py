@@ -298,6 +298,7 @@ def test_config_round_trip_through_json():
         {"pack": 0, "fuse_epilogue": 0},
         {"streamed_outer": 0, "parallel_depth": 0},
         {"unroll_reduce": 1, "tile_rows": 12},
+        {"row_block": 2},  # 7 row tiles in blocks of 2: the last block is partial
     ],
 )
 def test_every_point_computes_the_same_values(change):
@@ -305,6 +306,7 @@ def test_every_point_computes_the_same_values(change):
     a, b, bias = rand(50, 30), rand(30, 40), rand(40)
     knobs = tvm.auto_schedule_space(args[-1])["knobs"]["C"]
     change = {k: v for k, v in change.items() if v in knobs[k]}
+    assert change
     (d,) = run(tvm.auto_schedule(args[-1], config={"C": change}), args, [a, b, bias])
     np.testing.assert_allclose(d, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
 

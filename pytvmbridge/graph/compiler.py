@@ -36,6 +36,7 @@ from ..autoschedule import auto_schedule
 from ..autotvm.graph_tuning import graph_tuning
 from ..build import Module
 from ..error import TVMNotImplementedError, TVMTypeError
+from ..kernel import _operations  # one walk over the operation graph
 from ..schedule import create_schedule
 from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
@@ -376,18 +377,6 @@ def compile_graph(
         output_of=output_of,
         output_tuple=is_tuple,
     )
-
-
-def _operations(outputs: list[te.Tensor]) -> list[Any]:
-    """Every operation the outputs depend on."""
-    seen: dict[int, Any] = {}
-    stack = [t.op for t in outputs]
-    while stack:
-        op = stack.pop()
-        if hash(op) not in seen:
-            seen[hash(op)] = op
-            stack.extend(t.op for t in op.input_tensors)
-    return list(seen.values())
 
 
 def _conv_panel_widths(

@@ -118,34 +118,36 @@ class CompiledGraph:
         """The weight transforms computed outside the kernel (see :mod:`.fold`)."""
         return [s for s in self.kernel_sources if isinstance(s, Derived)]
 
-    def _sizes(self, args: Sequence[Any]) -> dict[str, int]:
-        env = {}
-        for name, (index, dim) in self.size_bindings.items():
-            env[name] = int(args[index] if dim is None else args[index].shape[dim])
-        return env
+    def _caller(self) -> Any:
+        """The Module's C++ bridge to PyTorch, made on first use: given the kernel's inputs it
+        binds the sizes, computes the output shapes, allocates the outputs with PyTorch's
+        allocator and runs, all in one call (no per-output work in Python)."""
+        caller = self.__dict__.get("_bridge")
+        if caller is None:
+            from .. import _core, frameworks
 
-    @staticmethod
-    def _eval(dim: Any, env: dict[str, int]) -> int:
-        if isinstance(dim, int):
-            return dim
-        return int(dim.xreplace({s: env[str(s)] for s in dim.free_symbols}))
+            caller = _core.Caller()
+            caller._bridge(self.module, frameworks.get("torch"))
+            self.__dict__["_bridge"] = caller
+        return caller
 
     def __call__(self, *args: Any) -> Any:
         if len(args) != self.num_inputs:
             raise TVMTypeError(f"compiled graph takes {self.num_inputs} inputs, found {len(args)}")
-        env = self._sizes(args) if self.size_bindings else {}
-        outs = []
-        for shape, dtype in zip(self.output_shapes, self.output_dtypes, strict=True):
-            dims = [self._eval(d, env) for d in shape]
-            outs.append(torch.empty(dims, dtype=dtype))
         derived = self._derived
         kernel_args = [
             args[s] if type(s) is int else derived.get(k, s, args)
             for k, s in enumerate(self.kernel_sources)
         ]
-        self.module(*kernel_args, *outs)
-        results = tuple(outs[i] for i in self.output_of)
-        return results if self.output_tuple else results[0]
+        # Symbolic-int inputs (a batch size passed as a number) are not kernel arguments; the
+        # kernel binds its size variables from the arrays' shapes.
+        outs = self._caller()(*kernel_args)
+        n_out = len(self.output_shapes)
+        if n_out == 1:
+            outs = (outs,)
+        if self.output_tuple:
+            return tuple(outs[i] for i in self.output_of)
+        return outs[self.output_of[0]]
 
 
 def _convert_arg(value: Any, env: dict[torch.fx.Node, Any], size_vars: dict) -> Any:

@@ -124,23 +124,27 @@ class DerivedCache:
     """Derived tensors by kernel-argument position; recomputed when a source tensor changes."""
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[list[tuple[Any, int, int]], torch.Tensor]] = {}
+        self._entries: dict[int, tuple[list[tuple[Any, int, int, int]], torch.Tensor]] = {}
 
     def get(self, position: int, derived: Derived, inputs: Sequence[Any]) -> torch.Tensor:
+        # Called for every derived argument on every call of a compiled graph: the check is
+        # one loop over (tensor, version, address, input index) stamps, nothing recomputed.
         entry = self._entries.get(position)
-        leaves = derived.leaves()
         if entry is not None:
-            stamps = entry[0]
-            for (tensor, version, ptr), index in zip(stamps, leaves, strict=True):
+            for tensor, version, ptr, index in entry[0]:
                 current = inputs[index]
-                if current is not tensor or current._version != version:
-                    break
-                if current.data_ptr() != ptr:
+                if (
+                    current is not tensor
+                    or current._version != version
+                    or current.data_ptr() != ptr
+                ):
                     break
             else:
                 return entry[1]
         value = materialize(derived, inputs)
-        stamps = [(inputs[i], inputs[i]._version, inputs[i].data_ptr()) for i in leaves]
+        stamps = [
+            (inputs[i], inputs[i]._version, inputs[i].data_ptr(), i) for i in derived.leaves()
+        ]
         self._entries[position] = (stamps, value)
         return value
 

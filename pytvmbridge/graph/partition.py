@@ -157,8 +157,28 @@ def partition_and_compile(
             )
             continue
         setattr(fused, node.target, CompiledPartition(compiled))
+        # The generated code calls the compiled graph directly, not through the submodule's
+        # nn.Module.__call__ (hooks, tracing-state checks: microseconds per call that a small
+        # graph notices); the submodule stays registered, for inspection.
+        node.op, node.target = "call_function", _direct_call(compiled, node.target)
     fused.recompile()
+    # Generate the code now: a lazily recompiled module's forward would go through
+    # GraphModule.__call__ and nn.Module.__call__ on every call.
+    real_recompile = getattr(fused, "real_recompile", None)
+    if real_recompile is not None:
+        real_recompile()
     return fused
+
+
+def _direct_call(compiled: CompiledGraph, name: str) -> Any:
+    """``compiled`` as a plain function named ``name`` (FX's code generator names the globals
+    it calls after the function's ``__name__``)."""
+
+    def call(*args: Any) -> Any:
+        return compiled(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 _VIEW_ONLY = {

@@ -6,6 +6,7 @@
 
 #include "runtime/special_math.h"
 #include "runtime/thread_pool.h"
+#include "runtime/workspace.h"
 
 namespace {
 
@@ -26,8 +27,6 @@ void run_status_chunk(int64_t begin, int64_t end, void* p) {
   }
 }
 
-constexpr int64_t kAlignment = 64;
-
 }  // namespace
 
 extern "C" {
@@ -38,16 +37,11 @@ int32_t ptb_parallel_for(int64_t n, ptb_parallel_body_t body, void* closure) {
   return c.status.load(std::memory_order_relaxed);
 }
 
-void* ptb_alloc(int64_t bytes) {
-  if (bytes < 0 || bytes > INT64_MAX - kAlignment) return nullptr;
-  // aligned_alloc needs a multiple of the alignment, and a zero size may return nullptr, which
-  // the generated code would take for a failure.
-  int64_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  return std::aligned_alloc(kAlignment, static_cast<size_t>(rounded));
-}
+// Intermediate buffers come from the workspace cache (runtime/workspace.h): reused across
+// calls instead of faulted in again each time.
+void* ptb_alloc(int64_t bytes) { return ptb::workspace_alloc(bytes); }
 
-void ptb_free(void* ptr) { std::free(ptr); }
+void ptb_free(void* ptr) { ptb::workspace_free(ptr); }
 }
 
 namespace ptb {

@@ -11,6 +11,7 @@
 
 #include "runtime/backend_api.h"
 #include "runtime/thread_pool.h"
+#include "runtime/workspace.h"
 #include "support/error.h"
 
 namespace ptb {
@@ -201,6 +202,52 @@ TEST(BackendApi, AllocIsAlignedAndHandlesEdgeSizes) {
   EXPECT_EQ(ptb_alloc(-1), nullptr);
   EXPECT_EQ(ptb_alloc(INT64_MAX), nullptr);
   ptb_free(nullptr);
+}
+
+TEST(BackendApi, LargeBlocksAreReusedAcrossCalls) {
+  workspace_release();
+  // Two "calls" of a kernel with the same intermediate buffers: the second gets the first's
+  // blocks back (no new memory to fault in), written data survives a reuse.
+  const int64_t big = int64_t{1} << 20;
+  auto* a = static_cast<float*>(ptb_alloc(big));
+  void* b = ptb_alloc(3 * big);
+  ASSERT_NE(a, nullptr);
+  a[0] = 1.5f;
+  a[big / 4 - 1] = 2.5f;
+  ptb_free(b);
+  ptb_free(a);
+  EXPECT_EQ(workspace_cached_bytes(), 4 * big);
+  auto* a2 = static_cast<float*>(ptb_alloc(big));
+  void* b2 = ptb_alloc(3 * big);
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(b2, b);
+  EXPECT_EQ(a2[0], 1.5f);
+  EXPECT_EQ(a2[big / 4 - 1], 2.5f);
+  EXPECT_EQ(workspace_cached_bytes(), 0);
+  // A block much larger than asked for is not handed out (it would waste most of itself).
+  ptb_free(b2);
+  void* c = ptb_alloc(big);
+  EXPECT_NE(c, b2);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 64, 0u);
+  ptb_free(c);
+  ptb_free(a2);
+  // Small blocks are not cached.
+  const int64_t before = workspace_cached_bytes();
+  ptb_free(ptb_alloc(100));
+  EXPECT_EQ(workspace_cached_bytes(), before);
+  workspace_release();
+  EXPECT_EQ(workspace_cached_bytes(), 0);
+}
+
+TEST(BackendApi, CacheStaysUnderItsLimit) {
+  workspace_release();
+  const int64_t block = kMaxCachedBytes / 4;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 6; ++i) blocks.push_back(ptb_alloc(block));
+  for (void* p : blocks) ptb_free(p);
+  EXPECT_LE(workspace_cached_bytes(), kMaxCachedBytes);
+  EXPECT_GE(workspace_cached_bytes(), 3 * block);
+  workspace_release();
 }
 
 TEST(BackendApi, ParallelForReturnsTheFirstErrorStatus) {

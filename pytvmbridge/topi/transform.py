@@ -75,6 +75,49 @@ def _ravel(index: Sequence[Any], shape: Sequence[Any]) -> Any:
     return flat
 
 
+def _reshape_groups(in_shape: Sequence[Any], out_shape: Sequence[Any]) -> list | None:
+    """The dimensions of a reshape paired in groups of equal size: ``[(in_dims, out_dims)]``,
+    unit dimensions left out; None when the sizes do not allow it (symbolic sizes other than
+    one dimension kept as it is).
+
+    Each output index then depends only on its own group's input indices: a reshape that adds or
+    drops unit dimensions, or merges two leading dimensions, keeps the other dimensions' indices
+    as they are (``a[i, j]``, not ``a[(i * n + j) // n, (i * n + j) % n]``), so a chain of
+    reshapes around an elementwise operation simplifies back to plain indices (and such a chain
+    after a matrix product can become its epilogue).
+    """
+    ins = [d for d, s in enumerate(in_shape) if const_int(s) != 1]
+    outs = [d for d, s in enumerate(out_shape) if const_int(s) != 1]
+    groups: list = []
+    i = j = 0
+    while i < len(ins) and j < len(outs):
+        a, b = in_shape[ins[i]], out_shape[outs[j]]
+        if same_dim(a, b):
+            groups.append(([ins[i]], [outs[j]]))
+            i, j = i + 1, j + 1
+            continue
+        gi, gj = [ins[i]], [outs[j]]
+        pi, pj = const_int(a), const_int(b)
+        i, j = i + 1, j + 1
+        while pi is not None and pj is not None and pi != pj:
+            if pi < pj and i < len(ins) and const_int(in_shape[ins[i]]) is not None:
+                gi.append(ins[i])
+                pi *= const_int(in_shape[ins[i]])
+                i += 1
+            elif pj < pi and j < len(outs) and const_int(out_shape[outs[j]]) is not None:
+                gj.append(outs[j])
+                pj *= const_int(out_shape[outs[j]])
+                j += 1
+            else:
+                return None
+        if pi is None or pj is None:
+            return None
+        groups.append((gi, gj))
+    if i != len(ins) or j != len(outs):
+        return None
+    return groups
+
+
 def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
     """``a`` with the same elements in row-major order and shape ``newshape``; one entry may be
     -1 (inferred). Entries may be symbolic.
@@ -112,10 +155,22 @@ def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
         )
     in_shape = _shape_list(a)
 
+    groups = _reshape_groups(in_shape, shape)
+
     def fcompute(*i: Any) -> te.Expr:
         if len(in_shape) == len(shape) and all(map(same_dim, in_shape, shape)):
             return a[i]
-        return a[_unravel(_ravel(i, shape), in_shape)]
+        if groups is None:
+            return a[_unravel(_ravel(i, shape), in_shape)]
+        index: list[Any] = [te.const(0, "int32")] * len(in_shape)
+        for gi, gj in groups:
+            if len(gi) == 1 and len(gj) == 1:
+                index[gi[0]] = i[gj[0]]
+                continue
+            flat = _ravel([i[d] for d in gj], [shape[d] for d in gj])
+            for d, v in zip(gi, _unravel(flat, [in_shape[d] for d in gi]), strict=True):
+                index[d] = v
+        return a[tuple(index)]
 
     return te.compute(shape, fcompute, name="T_reshape", tag=tag.INJECTIVE)
 

@@ -46,6 +46,49 @@ def test_reshape_symbolic():
     run([A], outs, [a[:1]], [a[:1].reshape(1, 2, 3), a[:1].reshape(-1, 3), a[:1]])
 
 
+@pytest.mark.parametrize(
+    "shape, newshape",
+    [
+        ((2, 3, 4), (6, 4)),  # merge two leading dimensions, keep the last
+        ((6, 4), (2, 3, 4)),  # split one
+        ((1, 5, 7), (5, 7)),  # drop a unit dimension
+        ((5, 7), (1, 5, 1, 7)),  # add unit dimensions
+        ((2, 3, 4), (4, 6)),  # no common grouping but the whole
+        ((2, 1, 3, 4), (2, 12)),
+        ((3, 4, 1), (1, 12)),
+        ((4, 6), (2, 2, 6)),
+        ((2, 3, 4), (2, -1)),
+    ],
+)
+def test_reshape_by_groups_of_dimensions(shape, newshape):
+    A = tvm.placeholder(shape, name="A")
+    a = random(shape, "float32")
+    run([A], [topi.reshape(A, newshape)], [a], [a.reshape(newshape)])
+
+
+def test_reshape_keeps_the_indices_of_dimensions_it_does_not_change():
+    """A reshape reads its input at plain indices where a dimension is kept (no ravel and unravel
+    of the whole index): the graph compiler's reshape chains around an elementwise operation
+    then read a matrix product at its own indices, the form its epilogue fusion looks for."""
+    A = tvm.placeholder((128, 32), name="A")
+    R = topi.reshape(A, (1, 128, 32))
+    assert str(R.op.body[0]) == "A[i1, i2]"
+    B = topi.reshape(topi.sigmoid(R), (128, 32))
+    assert str(B.op.body[0]) == "T_sigmoid[0, i0, i1]"
+    a = random((128, 32), "float32")
+    run([A], [B], [a], [1 / (1 + np.exp(-a))])
+    # Merged leading dimensions: only they are unravelled, the last one is read as it is.
+    C = tvm.placeholder((8, 128, 32), name="C")
+    M = topi.reshape(C, (1024, 32))
+    assert str(M.op.body[0]).endswith(", i1]") and str(M.op.body[0]).count("i1") == 1
+    # Symbolic sizes kept as they are, merged with constant ones.
+    n = tvm.var("n")
+    S = tvm.placeholder((n, 3, 4), name="S")
+    x = random((5, 3, 4), "float32")
+    run([S], [topi.reshape(S, (n, 12)), topi.reshape(S, (n * 3, 4))], [x],
+        [x.reshape(5, 12), x.reshape(15, 4)])  # fmt: skip
+
+
 def test_transform_errors():
     A = tvm.placeholder((2, 3), name="A")
     with pytest.raises(ValueError, match=r"cannot reshape \(2, 3\) \(6 elements\) into \(4,\)"):

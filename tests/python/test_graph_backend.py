@@ -76,6 +76,27 @@ def test_mark_dynamic_conv_compiles_once():
     assert backend.compile_count - before == 1
 
 
+def test_mark_dynamic_conv_then_flatten_compiles_once_in_strict_mode():
+    # flatten(x, 1) of a symbolic batch reads the batch with sym_size: the partition then has a
+    # symbolic-size input beside its tensors (it used to fail and run in PyTorch).
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(1),
+        torch.nn.Linear(8 * 5 * 5, 4),
+    ).eval()
+    torch._dynamo.reset()
+    before = backend.compile_count
+    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
+    with torch.no_grad():
+        for batch in (2, 3, 7):
+            x = torch.randn(batch, 3, 5, 5)
+            torch._dynamo.mark_dynamic(x, 0)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert backend.compile_count - before == 1
+
+
 def _grads(model, x):
     model.zero_grad()
     x = x.clone().requires_grad_(True)

@@ -135,6 +135,26 @@ for _targets, _fn in (
     _register(*_targets)(_binary(_fn))
 
 
+# Comparisons: a bool result from float32 operands (a data-dependent branch's condition, as
+# ``if h.mean() > 0.2``, is then computed in the kernel that computes h).
+COMPARISONS = {
+    aten.gt.Scalar: topi.greater,
+    aten.gt.Tensor: topi.greater,
+    aten.lt.Scalar: topi.less,
+    aten.lt.Tensor: topi.less,
+    aten.ge.Scalar: topi.greater_equal,
+    aten.ge.Tensor: topi.greater_equal,
+    aten.le.Scalar: topi.less_equal,
+    aten.le.Tensor: topi.less_equal,
+    aten.eq.Scalar: topi.equal,
+    aten.eq.Tensor: topi.equal,
+    aten.ne.Scalar: topi.not_equal,
+    aten.ne.Tensor: topi.not_equal,
+}
+for _target, _fn in COMPARISONS.items():
+    _register(_target)(_binary(_fn))
+
+
 @_register(aten.rsub.Scalar)
 def _rsub(a: te.Tensor, b: Any, alpha: Any = 1) -> te.Tensor:
     return topi.subtract(_scalar(b, a), topi.multiply(a, _scalar(alpha, a)) if alpha != 1 else a)
@@ -402,4 +422,4 @@ def _getitem(values: Any, index: int) -> Any:
 # The training path: backward operators left whole by the decompositions, derived by te.gradient.
 from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
 
-__all__ = ["ACCEPTS", "CONVERTERS", "PRODUCED_RESULTS"]
+__all__ = ["ACCEPTS", "COMPARISONS", "CONVERTERS", "PRODUCED_RESULTS"]

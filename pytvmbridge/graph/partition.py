@@ -27,7 +27,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 
 from ..error import TVMNotImplementedError
 from .compiler import CompiledGraph, compile_graph
-from .ops import ACCEPTS, CONVERTERS, PRODUCED_RESULTS
+from .ops import ACCEPTS, COMPARISONS, CONVERTERS, PRODUCED_RESULTS
 
 SUPPORTED_DTYPES = (torch.float32,)
 
@@ -70,7 +70,9 @@ def is_supported(node: torch.fx.Node) -> bool:
             val[i] is None or _tensor_ok(val[i]) for i in wanted if i < len(val)
         ):  # None: a result masked off (convolution_backward's output_mask)
             return False
-    elif not _tensor_ok(val):
+    elif not _tensor_ok(val) and not (
+        node.target in COMPARISONS and isinstance(val, torch.Tensor) and val.dtype == torch.bool
+    ):
         return False
     if not _inputs_ok(node):
         return False

@@ -331,3 +331,37 @@ def test_symbolic_batch_convolution_packs_the_weight_not_the_data():
         backend.partition_and_compile = original
     assert len(graphs) == 1 and graphs[0].size_bindings, "one compilation, symbolic batch"
     assert [d.kind for d in graphs[0].derived_inputs] == ["conv_pack"]
+
+
+def test_comparisons_run_in_the_kernel_with_eager_semantics():
+    """Comparisons of float32 tensors give bool results from the compiled kernel (strict: none
+    stays in PyTorch), NaN included: every ordered comparison with NaN is False, != is True."""
+
+    def f(x, y):
+        return (x > y, x < 0.5, x >= y, x <= 0.0, x == y, x != y, (torch.relu(x) * 2 > 1.0))
+
+    x = torch.tensor([[0.0, 1.0, float("nan"), -2.0], [0.5, 0.25, 3.0, float("nan")]])
+    y = torch.tensor([0.0, 2.0, 1.0, float("nan")])
+    got = _compile(f, strict=True)(x, y)
+    for g, e in zip(got, f(x, y), strict=True):
+        assert g.dtype == torch.bool
+        torch.testing.assert_close(g, e)
+
+
+def test_graph_break_condition_is_computed_with_its_operand():
+    """The gated model's branch condition (h.mean() > 0.2) comes from the kernel that computes
+    h; the right branch is taken for both outcomes, and again after a weight changes."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from benchmarks.models import build
+
+    model, x = build("gated", batch=3, small=True)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="pytvmbridge", options={"strict": False})
+        for scale in (0.0, 10.0, 10.0):
+            xs = x * scale
+            torch.testing.assert_close(compiled(xs), model(xs), rtol=1e-4, atol=1e-4)
+            model.encode.bias.add_(-0.05)  # in place: the next call sees the new bias

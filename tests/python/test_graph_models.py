@@ -38,9 +38,9 @@ def test_model_matches_eager(name, count_fallbacks):
         # Another input through the same compiled model (no stale state between calls).
         x2 = torch.randn_like(x)
         torch.testing.assert_close(compiled(x2), model(x2), rtol=1e-4, atol=1e-4)
-    # Inference graphs of these models are compiled whole: nothing stays in PyTorch but the
-    # gated model's branch condition (a bool comparison feeding Python's `if`).
-    assert count_fallbacks == (["aten.gt.Scalar"] if name == "gated" else [])
+    # Inference graphs of these models are compiled whole: nothing stays in PyTorch, not even
+    # the gated model's branch condition (a bool comparison feeding Python's `if`).
+    assert count_fallbacks == []
 
 
 def test_graph_break_model_takes_both_branches():

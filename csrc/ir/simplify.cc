@@ -642,6 +642,29 @@ class Simplifier : public IRMutator {
     return best;
   }
 
+  // k*x - k*(x % c1) is k*c1*(x // c1): a multiple of c when c divides c1. Written as one term,
+  // the division below sees it (a tile's start, `fused - fused % 32` after fusing, divided by
+  // the tile width 32, is `fused // 32`; without this a packed operand's index stays a gather).
+  static Linear pair_remainders(Linear l, int64_t c) {
+    for (size_t i = 0; i < l.terms.size(); ++i) {
+      const auto* m = l.terms[i].atom.as<FloorMod>();
+      auto c1 = m ? as_const_int(m->b) : std::nullopt;
+      if (!c1 || *c1 <= 0 || *c1 % c != 0) continue;
+      for (size_t j = 0; j < l.terms.size(); ++j) {
+        if (j == i || l.terms[j].coeff != -l.terms[i].coeff || !equal(l.terms[j].atom, m->a)) {
+          continue;
+        }
+        int64_t coeff;
+        if (__builtin_mul_overflow(l.terms[j].coeff, *c1, &coeff)) continue;
+        Term merged{FloorDiv::make(m->a, m->b), coeff};
+        l.terms[i] = merged;
+        l.terms.erase(l.terms.begin() + static_cast<std::ptrdiff_t>(j));
+        break;
+      }
+    }
+    return l;
+  }
+
   // floordiv / floormod by a positive constant c: (c*q + r) // c is q + r // c and
   // (c*q + r) % c is r % c; when r is known to lie in [k*c, (k+1)*c), r // c is the constant k.
   Expr floor_division(bool div, const Expr& a, const Expr& b) {
@@ -661,7 +684,7 @@ class Simplifier : public IRMutator {
       auto c1 = as_const_int(inner->b);
       if (c1 && *c1 > 0 && *c1 % *c == 0) return mutate(FloorMod::make(inner->a, b));
     }
-    Linear l = linearize(a);
+    Linear l = pair_remainders(linearize(a), *c);
     Linear q{t, {}, floor_div(l.constant, *c)};
     Linear r{t, {}, floor_mod(l.constant, *c)};
     for (const Term& term : l.terms) {
@@ -761,6 +784,22 @@ class Simplifier : public IRMutator {
     if constexpr (k == ExprKind::kMul) {
       if (ra && bb) return ramp(Mul::make(ra->base, bb->value), Mul::make(ra->stride, bb->value));
       if (ba && rb) return ramp(Mul::make(ba->value, rb->base), Mul::make(ba->value, rb->stride));
+    }
+    if constexpr (k == ExprKind::kFloorDiv || k == ExprKind::kFloorMod) {
+      // ramp(b, s, n) // c where b % c == r and r + s*(n-1) < c: every lane has the quotient
+      // b // c, and the remainders are ramp(r, s, n) (a vector of loads, not a gather)
+      auto c = bb ? as_const_int(bb->value) : std::nullopt;
+      auto s = ra ? as_const_int(ra->stride) : std::nullopt;
+      if (c && s && *c > 0 && *s >= 0 && ra->base.dtype().is_int()) {
+        auto r = as_const_int(mutate(FloorMod::make(ra->base, bb->value)));
+        if (r && *r >= 0 && *r + *s * (lanes - 1) < *c) {
+          if constexpr (k == ExprKind::kFloorDiv) {
+            return Broadcast::make(mutate(FloorDiv::make(ra->base, bb->value)), lanes);
+          } else {
+            return Ramp::make(IntImm::make(ra->base.dtype(), *r), ra->stride, lanes);
+          }
+        }
+      }
     }
     return Expr();
   }

@@ -14,7 +14,8 @@ from typing import Any
 
 from .. import _core
 from .. import te as _te
-from .linear import affine, var_key
+from .algebra import factor_out, sums_to_zero
+from .linear import affine, free_vars, var_key
 
 _LARGE = 1 << 30
 
@@ -76,6 +77,10 @@ def gather_adjoint(
                 choice = (*choice, others, form.rest)
         plan.append(choice)
     free = [by_key[k][0] for k in by_key if k in unsolved]
+    # A free variable of extent one (the kept axis of layer_norm's statistics, (n, 1)) takes its
+    # single value: summing over it would make the contribution a reduction, stored on its own.
+    unit = [iv for iv in free if _extent(iv) == 1]
+    free = [iv for iv in free if _extent(iv) != 1]
 
     pads: dict[Any, Any] = {}  # padded copies of the consumer's adjoint, made once
 
@@ -120,6 +125,7 @@ def gather_adjoint(
                     conds.append(sol < lo + ext)
             solved.append((v, sol))
         solved += [(iv.var, fv) for iv, fv in zip(free, free_vars, strict=False)]
+        solved += [(iv.var, iv.dom.min) for iv in unit]
         for d, (f, choice) in enumerate(zip(indices, plan, strict=False)):
             if choice is None:
                 conds.append(f == xs[d])
@@ -141,6 +147,9 @@ def gather_adjoint(
         conds = [_substitute_all(cnd, solved, keys) for cnd in conds]
         zero = _core.const(0, val.dtype)
         conds = [cnd for cnd in (_core.simplify(cnd) for cnd in conds) if not _is_true(cnd)]
+        # bounds the index's own range already keeps (a reduce variable solved as x1 with
+        # 0 <= x1 < its extent): a guard left there would mask every element of the gradient
+        conds = [cnd for cnd in conds if not _holds(cnd, _ranges(tensor, xs, free, free_vars))]
         if conds:
             val = _core.if_then_else(_te.all(*conds) if len(conds) > 1 else conds[0], val, zero)
         return val
@@ -148,11 +157,18 @@ def gather_adjoint(
     if not free:
         return lambda *xs: build(xs, [])
 
-    def body(*xs: Any) -> Any:
-        rvs = [
+    def reduce_axes() -> list[Any]:
+        return [
             _te.reduce_axis((iv.dom.min, iv.dom.min + iv.dom.extent), name=f"{iv.var.name}_r")
             for iv in free
         ]
+
+    factored = _factored(tensor, build, reduce_axes, name)
+    if factored is not None:
+        return factored
+
+    def body(*xs: Any) -> Any:
+        rvs = reduce_axes()
         return _te.sum(build(xs, [r.var for r in rvs]), axis=rvs)
 
     order = small_axes_first(tensor.shape)
@@ -168,6 +184,48 @@ def gather_adjoint(
         name=f"{name}_t",
     )
     return _te.compute(tensor.shape, lambda *xs: inner[tuple(xs[d] for d in order)], name=name)
+
+
+def _factored(tensor: Any, build: Any, reduce_axes: Any, name: str) -> Any:
+    """The contribution as ``outside(x) * R[x]`` when factors of the summand do not depend on
+    the summed variables: ``R`` reduces only the rest (``sum_j g[i, j] * y[i, j] / s[i]`` is
+    ``(sum_j g[i, j] * y[i, j]) / s[i]``: one division per row, and the factors outside can
+    meet others of the same kind where the contribution is read). None when nothing factors."""
+    xs0 = [_te.var(f"x{d}") for d in range(len(tensor.shape))]
+    rvs = reduce_axes()
+    rkeys = {var_key(r.var) for r in rvs}
+    val = build(tuple(xs0), [r.var for r in rvs])
+    cond = None
+    parts = _core.expr_parts(val)
+    if parts[0] == "Call" and parts[1] == "if_then_else":
+        # a guard that does not depend on the summed variables (a size-1 axis of kept
+        # statistics, x1 == 0) guards both factors; any other keeps the reduction as it is
+        cond, val, other = parts[2]
+        if free_vars(cond) & rkeys or not _is_zero_float(other):
+            return None
+    split = factor_out(val, [r.var for r in rvs])
+    if sums_to_zero(val if split is None else split[1], rvs):
+        zero = _core.const(0, val.dtype)
+        return lambda *xs: zero
+    if split is None:
+        return None
+    outside, inside = split
+    if cond is not None:
+        zero = _core.const(0, val.dtype)
+        outside = _core.if_then_else(cond, outside, zero)
+        inside = _core.if_then_else(cond, inside, zero)
+
+    def at(e: Any, xs: Any) -> Any:
+        return _core.substitute(e, list(zip(xs0, xs, strict=True)))
+
+    inner = _te.compute(
+        tensor.shape, lambda *xs: _te.sum(at(inside, xs), axis=rvs), name=f"{name}_sum"
+    )
+    return lambda *xs: at(outside, xs) * inner[tuple(xs)]
+
+
+def _is_zero_float(e: Any) -> bool:
+    return _core.expr_parts(e)[0] in ("FloatImm", "IntImm") and float(e) == 0.0
 
 
 # Axes shorter than this are moved outermost in a reduction's layout (less than half an
@@ -391,6 +449,22 @@ def pad_guarded_reads(e: Any, ranges: dict[int, Any], pads: dict[Any, Any]) -> A
             if padded is not None:
                 return padded
     return e
+
+
+def _holds(cnd: Any, ranges: dict[int, Any]) -> bool:
+    """Whether a bound ``e >= c`` / ``e < c`` (constant c) holds over the variables' ranges."""
+    parts = _core.expr_parts(cnd)
+    if parts[0] == "EQ":  # an index equal to a constant it cannot differ from (a unit axis)
+        span = _interval(parts[1] - parts[2], ranges)
+        return span == (0, 0)
+    clauses: list[tuple[str, Any, int]] = []
+    if not _bound_clauses(cnd, clauses):
+        return False
+    for side, e, bound in clauses:
+        span = _interval(e, ranges)
+        if span is None or (span[0] < bound if side == "lo" else span[1] >= bound):
+            return False
+    return True
 
 
 def _is_zero(e: Any) -> bool:

@@ -15,8 +15,10 @@ from typing import Any
 from .. import _core
 from .. import te as _te
 from ..error import TVMTypeError, TVMValueError
+from .algebra import Saved, flatten, use_saved
 from .derivative import NotDifferentiable, derivative, mul, site_key
 from .gather import gather_adjoint
+from .shift import cancels
 
 Tensor = Any
 
@@ -92,6 +94,11 @@ def gradient(output: Tensor, inputs: Tensor | list[Tensor], head: Tensor | None 
     of ``sum(output)``. Returns one tensor per input (a single tensor if ``inputs`` is one), each
     of the input's shape; schedule them like any computation (``auto_schedule``).
 
+    The gradients are simplified where exact arithmetic allows (``shift.py``, ``algebra.py``):
+    a maximum subtracted for stability and cancelled later (softmax's) passes no gradient,
+    factors constant over a reduction move out of it, and a product equal to the output's body
+    reads the output (softmax's gradient is ``y * g - sum(g * y) * y``).
+
     Example:
         >>> import numpy as np
         >>> import pytvmbridge as tvm
@@ -104,6 +111,19 @@ def gradient(output: Tensor, inputs: Tensor | list[Tensor], head: Tensor | None 
         >>> f(a, out); bool(np.allclose(out, 2 * a))
         True
     """
+    return gradient_saving(output, inputs, head)
+
+
+def gradient_saving(
+    output: Tensor,
+    inputs: Tensor | list[Tensor],
+    head: Tensor | None = None,
+    saved_output: Tensor | None = None,
+) -> Any:
+    """:func:`gradient`, where ``saved_output`` (a placeholder of the output's shape and dtype)
+    holds the output's values, saved by the forward: the gradient reads it wherever it can be
+    written in terms of the output (softmax's is ``y * (g - sum(g * y))``) instead of
+    recomputing the forward."""
     _check_tensor(output, "output")
     single = isinstance(inputs, _core.Tensor)
     input_list = [inputs] if single else list(inputs)
@@ -128,6 +148,19 @@ def gradient(output: Tensor, inputs: Tensor | list[Tensor], head: Tensor | None 
     for t in order:
         if t in wanted or any(p in needs for p in _producers(t)):
             needs.add(t)
+    # A max or min subtracted for stability and cancelled later (softmax's row maximum) has a
+    # zero adjoint: leaving it out drops its reductions and its argmax mask from the gradient.
+    dropped = {t for t in order if t not in wanted and t != output and _cancelled(output, t)}
+    if dropped:
+        needs = set()
+        for t in order:
+            if t in wanted or (t not in dropped and any(p in needs for p in _producers(t))):
+                needs.add(t)
+    saved = []
+    if isinstance(output.op, _te.ComputeOp) and output.op.num_outputs == 1:
+        found = Saved(output, output if saved_output is None else saved_output)
+        if found.ok:
+            saved.append(found)
 
     contributions: dict[Tensor, list[Any]] = {output: [head]}
     adjoints: dict[Tensor, Tensor] = {}
@@ -147,7 +180,7 @@ def gradient(output: Tensor, inputs: Tensor | list[Tensor], head: Tensor | None 
                 f"te.gradient: operation {t.op.name!r} has {t.op.num_outputs} outputs (tuple "
                 "reductions such as argmax have no gradient)"
             )
-        _propagate(t, adj, needs, contributions)
+        _propagate(t, adj, needs, contributions, saved)
     result = [adjoints[t] if t in adjoints else _zeros(t) for t in input_list]
     return result[0] if single else result
 
@@ -173,8 +206,35 @@ def _sum_adjoint(t: Tensor, parts: list[Any]) -> Tensor:
     return _te.compute(t.shape, body, name=f"{t.name}_grad")
 
 
+def _cancelled(output: Tensor, t: Tensor) -> bool:
+    if not isinstance(t.op, _te.ComputeOp) or t.op.num_outputs != 1:
+        return False
+    parts = _core.expr_parts(t.op.body[0])
+    return parts[0] == "Reduce" and parts[1] in ("max", "min") and cancels(output, t)
+
+
+def _inline(adj: Tensor) -> Any:
+    """The adjoint's body when it is a small product of reads (a factored reduction times the
+    factors moved out of it), to be read in place: None otherwise."""
+    op = adj.op
+    if not isinstance(op, _te.ComputeOp) or op.num_outputs != 1:
+        return None
+    body = op.body[0]
+    m = flatten(body)
+    if len(m.num) + len(m.den) < 2:
+        return None
+    for f in m.num + m.den:
+        if _core.expr_parts(f)[0] != "TensorRead":
+            return None
+    return [a.var for a in op.axis], body
+
+
 def _propagate(
-    c: Tensor, adj_c: Tensor, needs: set[Tensor], contributions: dict[Tensor, list[Any]]
+    c: Tensor,
+    adj_c: Tensor,
+    needs: set[Tensor],
+    contributions: dict[Tensor, list[Any]],
+    saved: list[Saved],
 ) -> None:
     """Adds the contributions of consumer ``c`` (adjoint ``adj_c``) to its producers' adjoints."""
     op = c.op
@@ -193,6 +253,13 @@ def _propagate(
     _reads(src, found)
     seen: set[tuple[Any, str]] = set()
     here = c[tuple(a.var for a in axes)]
+    inline = _inline(adj_c)
+    if inline is None:
+        adj_here = adj_c[tuple(a.var for a in axes)]
+    else:
+        adj_here = _core.substitute(
+            inline[1], [(v, a.var) for v, a in zip(inline[0], axes, strict=True)]
+        )
     for tensor, indices in found:
         if tensor not in needs:
             continue
@@ -207,12 +274,14 @@ def _propagate(
             d = _core.select(src == here, _as_expr(d, c.dtype), _core.const(0, c.dtype))
         elif kind == "prod":
             d = mul(d, here / src)
-        value = mul(adj_c[tuple(a.var for a in axes)], d)
+        value = mul(adj_here, d)
         value = _as_expr(value, c.dtype)
+        if saved:
+            value = use_saved(value, saved)
         split = None  # value == adj_c[axes] * d, for reading adj_c through a padded copy
         if value.dtype != tensor.dtype:
             value = value.astype(tensor.dtype)
-        elif rcond is None:
+        elif rcond is None and inline is None:
             split = (adj_c, d)
         if rcond is not None:
             value = _core.if_then_else(rcond, value, _core.const(0, value.dtype))

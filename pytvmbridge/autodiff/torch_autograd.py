@@ -80,24 +80,34 @@ def run(owner: Any, inputs: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]) -> Any:
+def _backward_module(
+    kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...], saved: bool = False
+) -> Any:
     """The compiled gradient of ``kernel`` for inputs of these (dtype, shape): arguments are the
-    inputs, one head per output, then one gradient per input."""
+    inputs, one head per output, with ``saved`` the outputs' values the forward computed, then
+    one gradient per input. The gradient reads a saved output where it can be written in terms
+    of it instead of recomputing the forward (softmax's)."""
     cache = kernel.__dict__.setdefault("_grad_modules", {})
     if not _is_kernel(kernel):
         specs = ()  # a TC def is symbolic in its sizes: one gradient module for all
-    entry = cache.get(specs)
+    entry = cache.get((specs, saved))
     if entry is not None:
         return entry
     from .. import te
     from ..autoschedule import auto_schedule
     from ..build import build
-    from .gradient import gradient
+    from .gradient import gradient_saving
 
     try:
         phs, outputs = _graph(kernel, specs)
         heads = [te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_head") for o in outputs]
-        per_output = [gradient(o, phs, h) for o, h in zip(outputs, heads, strict=True)]
+        values = [
+            te.placeholder(o.shape, dtype=o.dtype, name=f"{o.name}_saved") if saved else None
+            for o in outputs
+        ]
+        per_output = [
+            gradient_saving(o, phs, h, v) for o, h, v in zip(outputs, heads, values, strict=True)
+        ]
     except NotDifferentiable as e:
         raise TVMError(f"pytvmbridge kernel '{kernel.name}' has no derived gradient: {e}") from e
     if len(per_output) == 1:
@@ -108,10 +118,11 @@ def _backward_module(kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...]
             for p, gs in zip(phs, zip(*per_output, strict=True), strict=True)
         ]
     s = auto_schedule(grads)
-    module = build(s, phs + heads + grads, name=f"{kernel.name}_backward")
+    extra = values if saved else []
+    module = build(s, phs + heads + extra + grads, name=f"{kernel.name}_backward")
     with _lock:
-        cache[specs] = (module, len(outputs))
-    return cache[specs]
+        cache[(specs, saved)] = (module, len(outputs))
+    return cache[(specs, saved)]
 
 
 def _sum(items: Any) -> Any:
@@ -232,20 +243,23 @@ def _eager_function(kernel: Any) -> Any:
         @staticmethod
         def forward(ctx: Any, *inputs: Any) -> Any:
             outs = run(kernel, [x.detach() if isinstance(x, torch.Tensor) else x for x in inputs])
-            ctx.save_for_backward(*inputs)
+            # the outputs too: a gradient written in terms of them need not rerun the forward
+            ctx.save_for_backward(*inputs, *outs)
+            ctx.num_inputs = len(inputs)
             ctx.out_meta = [(o.shape, o.dtype) for o in outs]
             return outs[0] if len(outs) == 1 else tuple(outs)
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
-            inputs = [x.detach().contiguous() for x in ctx.saved_tensors]
-            module, _ = _backward_module(kernel, _specs(inputs))
+            tensors = [x.detach().contiguous() for x in ctx.saved_tensors]
+            inputs, values = tensors[: ctx.num_inputs], tensors[ctx.num_inputs :]
+            module, _ = _backward_module(kernel, _specs(inputs), saved=True)
             heads = [
                 torch.zeros(shape, dtype=dt) if g is None else g.contiguous()
                 for g, (shape, dt) in zip(grads, ctx.out_meta, strict=True)
             ]
             out = [torch.empty(x.shape, dtype=x.dtype) for x in inputs]
-            module(*inputs, *heads, *out)
+            module(*inputs, *heads, *values, *out)
             return tuple(out)
 
     KernelFunction.__name__ = f"{kernel.name}_autograd"

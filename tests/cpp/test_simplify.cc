@@ -254,6 +254,26 @@ TEST_F(Simplify, VectorRampsAndBroadcasts) {
   EXPECT_EQ(simple(Add::make(Broadcast::make(i32(2), 8), Broadcast::make(i32(3), 8))), "x8(5)");
 }
 
+TEST_F(Simplify, TileStartsAreMultiplesOfTheTile) {
+  // x - x % 32 is 32 * (x // 32): divided by 32 (or 16, a divisor) it is x // 32 (x // 32 * 2)
+  // with no remainder; by 64 (not a divisor of 32) nothing is known.
+  Expr start = Sub::make(x, FloorMod::make(x, i32(32)));
+  EXPECT_EQ(simple(FloorDiv::make(start, i32(32))), "floordiv(x, 32)");
+  EXPECT_EQ(simple(FloorMod::make(start, i32(32))), "0");
+  EXPECT_EQ(simple(FloorMod::make(Add::make(start, i32(5)), i32(16))), "5");
+  EXPECT_EQ(simple(FloorDiv::make(start, i32(64))), "floordiv((x - floormod(x, 32)), 64)");
+  // The lanes of a ramp from a multiple of 32 stay in one block of 32 when 16 lanes of stride 1
+  // start at 0 or 16 past it: the quotient is a broadcast and the remainder a ramp.
+  Expr c32 = Broadcast::make(i32(32), 16);
+  EXPECT_EQ(simple(FloorDiv::make(Ramp::make(start, i32(1), 16), c32)), "x16(floordiv(x, 32))");
+  EXPECT_EQ(simple(FloorMod::make(Ramp::make(Add::make(start, i32(16)), i32(1), 16), c32)),
+            "ramp(16, 1, 16)");
+  // 17 lanes from 16 would cross into the next block: left alone
+  Expr c32b = Broadcast::make(i32(32), 17);
+  Expr crossing = FloorDiv::make(Ramp::make(Add::make(start, i32(16)), i32(1), 17), c32b);
+  EXPECT_EQ(to_string(simplify(crossing)).rfind("floordiv(ramp(", 0), 0u);
+}
+
 TEST_F(Simplify, LeavesSimpleExpressionsShared) {
   Expr e = Add::make(Mul::make(x, i32(4)), y);
   EXPECT_TRUE(simplify(e).same_as(e));

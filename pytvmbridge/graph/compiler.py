@@ -41,6 +41,7 @@ from ..schedule import create_schedule
 from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
 from .ops import CONVERTERS
+from .views import cancel_view_pairs
 
 _DTYPES = {torch.float32: "float32"}
 
@@ -312,6 +313,8 @@ def compile_graph(
                 n.meta["val"] = torch.empty(tm.shape, dtype=tm.dtype, device="meta")
             elif "val" not in n.meta and n.op == "placeholder":
                 n.meta["val"] = example_inputs[placeholders.index(n)]
+    cancel_view_pairs(gm)  # an activation between two 3-d linear layers: the product's epilogue
+    placeholders, out_nodes, is_tuple = _graph_nodes(gm)
     plan = plan_folds(gm) if options.get("fold_weights", True) else FoldPlan()
     inputs, outputs, size_vars = import_graph(gm, plan=plan)
     prepacked = _conv_panel_widths(gm, plan, outputs, target, options)

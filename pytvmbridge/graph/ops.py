@@ -169,6 +169,31 @@ def _pow(x: te.Tensor, exponent: Any) -> te.Tensor:
     return topi.power(x, _scalar(exponent, x))
 
 
+# Elementwise operators (with one tensor argument and numbers, or with several tensors of
+# broadcast shapes): what a reshape commutes with (see :mod:`.views`).
+ELEMENTWISE = (
+    set(_UNARY)
+    | set(COMPARISONS)
+    | {
+        aten.reciprocal.default,
+        aten.gelu.default,
+        aten.hardtanh.default,
+        aten.clamp.default,
+        aten.leaky_relu.default,
+        aten.rsub.Scalar,
+        aten.pow.Tensor_Scalar,
+        aten.add.Tensor,
+        aten.add.Scalar,
+        aten.sub.Tensor,
+        aten.sub.Scalar,
+        aten.mul.Tensor,
+        aten.mul.Scalar,
+        aten.div.Tensor,
+        aten.div.Scalar,
+    }
+) - {aten.clone.default, aten.alias.default}
+
+
 # --- matrix products and convolution ---------------------------------------------------------
 
 
@@ -422,4 +447,4 @@ def _getitem(values: Any, index: int) -> Any:
 # The training path: backward operators left whole by the decompositions, derived by te.gradient.
 from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
 
-__all__ = ["ACCEPTS", "COMPARISONS", "CONVERTERS", "PRODUCED_RESULTS"]
+__all__ = ["ACCEPTS", "COMPARISONS", "CONVERTERS", "ELEMENTWISE", "PRODUCED_RESULTS"]

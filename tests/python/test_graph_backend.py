@@ -212,6 +212,7 @@ def test_backend_found_by_name_in_fresh_interpreter():
         "pytvmbridge.graph.backend",
         "pytvmbridge.graph.prepack",
         "pytvmbridge.graph.fold",
+        "pytvmbridge.graph.views",
         "pytvmbridge.torch",
         "pytvmbridge.torch.switch",
         "pytvmbridge.torch.graph",
@@ -365,3 +366,40 @@ def test_graph_break_condition_is_computed_with_its_operand():
             xs = x * scale
             torch.testing.assert_close(compiled(xs), model(xs), rtol=1e-4, atol=1e-4)
             model.encode.bias.add_(-0.05)  # in place: the next call sees the new bias
+
+
+def test_activation_between_3d_linear_layers_matches_eager():
+    """view -> GELU -> view around a linear layer's product is rewritten to GELU of the product
+    (pytvmbridge.graph.views); values match eager for a static batch, after the weights change,
+    and for a dynamic batch (one compilation)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from pytvmbridge.graph.views import cancel_view_pairs
+
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 64), torch.nn.GELU(), torch.nn.Linear(64, 16), torch.nn.Tanh()
+    ).eval()
+    x = torch.randn(3, 5, 16)
+
+    def f(x, w1, b1, w2, b2):
+        h = torch.nn.functional.gelu(torch.nn.functional.linear(x, w1, b1))
+        return torch.tanh(torch.nn.functional.linear(h, w2, b2))
+
+    params = [p.detach() for p in model.parameters()]
+    gm = make_fx(f, decomposition_table=torch._decomp.core_aten_decompositions())(x, *params)
+    assert cancel_view_pairs(gm) == 1
+    torch.testing.assert_close(gm(x, *params), f(x, *params))
+
+    torch._dynamo.reset()
+    before = backend.compile_count
+    with torch.no_grad():
+        compiled = torch.compile(model, backend="pytvmbridge")
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        model[0].weight.mul_(0.5)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="pytvmbridge", dynamic=True)
+        for batch in (2, 4, 7):
+            xb = torch.randn(batch, 5, 16)
+            torch.testing.assert_close(compiled(xb), model(xb), rtol=1e-4, atol=1e-4)
+    assert backend.compile_count - before == 2  # one static, one dynamic compilation

@@ -4,8 +4,10 @@
 For each operator and batch size (1 and 8, float32, the same thread count for both) it prints
 the median time of each, the ratio (PyTorch time / pytvmbridge time: above 1 is faster), the
 achieved bandwidth of memory-bound operators as a fraction of a plain copy of the same bytes
-measured in the same run, GFLOPS for matmuls and convolutions, and the time auto_schedule +
-build took. JSON goes to benchmarks/results/ops.json.
+measured in the same run (the bytes the operator must read and write: every input and output
+byte, or only the part it reads for take, split and strided_slice; the copy reads half of
+them and writes the other half), PyTorch's own fraction next to it, GFLOPS for matmuls and
+convolutions, and the time auto_schedule + build took. JSON goes to benchmarks/results/ops.json.
 
     .venv/bin/python benchmarks/ops.py [--quick] [--threads 2] [--only conv,dense] [--batch 1,8]
         [--cpu-time]
@@ -38,6 +40,10 @@ class Case:
     # Turns the inputs made for pytvmbridge's placeholders into torch_fn's, once, untimed (a
     # pre-packed weight back to PyTorch's layout).
     torch_inputs: Callable[..., list[Any]] | None = None
+    # Bytes the operator has to move when it reads only part of an input (take reads the
+    # table's gathered rows, split one third of its input, strided_slice every other row);
+    # takes the inputs and outputs. None: every input and output byte counts.
+    moved: Callable[[list[Any], list[Any]], int] | None = None
 
 
 def cases(batch: int) -> list[Case]:
@@ -53,8 +59,8 @@ def cases(batch: int) -> list[Case]:
     out: list[Case] = []
     b, seq, hid = batch, 128, 768
 
-    def add(name, kind, build, torch_fn, flops=0.0, torch_inputs=None):
-        out.append(Case(f"{name} b{batch}", kind, build, torch_fn, flops, torch_inputs))
+    def add(name, kind, build, torch_fn, flops=0.0, torch_inputs=None, moved=None):
+        out.append(Case(f"{name} b{batch}", kind, build, torch_fn, flops, torch_inputs, moved))
 
     # ---- convolutions (ResNet-18) ----
     for c, h, o, k, s, p in [
@@ -333,6 +339,7 @@ def cases(batch: int) -> list[Case]:
         "memory",
         lambda: _io([ph((b, seq, 3 * hid), name="x")], lambda x: topi.split(x, 3, axis=-1)[1]),
         lambda x: torch.split(x, hid, -1)[1].contiguous(),
+        moved=lambda ins, outs: 2 * _nbytes(outs[0]),  # one third of the input is read
     )
     add(
         f"strided_slice {img}",
@@ -342,6 +349,8 @@ def cases(batch: int) -> list[Case]:
             lambda x: topi.strided_slice(x, [0, 0, 0, 0], [b, 64, 56, 56], [1, 1, 2, 2]),
         ),
         lambda x: x[:, :, ::2, ::2].contiguous(),
+        # every other row is read (each of its cache lines), the others are skipped
+        moved=lambda ins, outs: _nbytes(ins[0]) // 2 + _nbytes(outs[0]),
     )
     add(
         f"pad {img}",
@@ -363,6 +372,8 @@ def cases(batch: int) -> list[Case]:
             lambda t, i: topi.take(t, i, axis=0),
         ),
         lambda t, i: F.embedding(i, t),
+        # the ids and the rows they select (read once each), and the output
+        moved=lambda ins, outs: _nbytes(ins[1]) + 2 * _nbytes(outs[0]),
     )
     return out
 
@@ -371,6 +382,10 @@ def _io(placeholders: list[Any], fn: Callable[..., Any]) -> tuple[list[Any], lis
     result = fn(*placeholders)
     outputs = list(result) if isinstance(result, (list, tuple)) else [result]
     return placeholders, outputs
+
+
+def _nbytes(t: Any) -> int:
+    return t.numel() * t.element_size()
 
 
 def _torch_input(p: Any, torch: Any) -> Any:
@@ -443,7 +458,7 @@ def main() -> None:
         + (", thread CPU time" if args.cpu_time else ", wall time")
     )
     print(
-        f"{'operator':52} {'ptb ms':>9} {'torch ms':>9} {'ratio':>6} {'%copy':>6} "
+        f"{'operator':52} {'ptb ms':>9} {'torch ms':>9} {'ratio':>6} {'%copy':>6} {'torch':>6} "
         f"{'GFLOPS':>7} {'sched+build ms (cpu)':>20}"
     )
     # One small kernel compiled first, untimed: the process's one-time start-up (LLVM's
@@ -455,6 +470,10 @@ def main() -> None:
         for case in cases(batch):
             if only and not any(s in case.name for s in only):
                 continue
+            # The previous operator's timing loop ended a moment ago: let both libraries' idle
+            # threads stop spinning first, so the compile is timed alone (its CPU time had
+            # counted their spinning too: 175 ms of process CPU in 122 ms of wall time).
+            time.sleep(0.25)
             start, cpu_start = time.perf_counter(), time.process_time()
             placeholders, outputs = case.build()
             s = tvm.auto_schedule(outputs)
@@ -477,7 +496,11 @@ def main() -> None:
                 atol=2e-3,
                 err_msg=case.name,
             )
-            moved = sum(x.numel() * x.element_size() for x in inputs + results)
+            moved = (
+                case.moved(inputs, results)
+                if case.moved
+                else sum(_nbytes(x) for x in inputs + results)
+            )
             src = torch.empty(moved // 8, dtype=torch.float32)
             dst = torch.empty_like(src)
             timed = medians(
@@ -503,6 +526,8 @@ def main() -> None:
                 "copy_seconds": timed["copy"],
                 "ratio": ratio,
                 "fraction_of_copy_bandwidth": copy_fraction,
+                # PyTorch's own fraction: how far the copy is a reachable bound for this op
+                "torch_fraction_of_copy_bandwidth": timed["copy"] / timed["torch"],
                 "gflops": None if math.isnan(gflops) else gflops,
                 "schedule_and_build_ms": compile_ms,
                 "schedule_and_build_cpu_ms": compile_cpu_ms,
@@ -511,6 +536,7 @@ def main() -> None:
             print(
                 f"{case.name[:52]:52} {timed['ptb'] * 1e3:9.3f} {timed['torch'] * 1e3:9.3f} "
                 f"{ratio:6.2f} {100 * copy_fraction:5.0f}% "
+                f"{100 * timed['copy'] / timed['torch']:5.0f}% "
                 f"{'' if math.isnan(gflops) else f'{gflops:7.1f}':>7} "
                 f"{compile_ms:12.0f} ({compile_cpu_ms:4.0f})",
                 flush=True,

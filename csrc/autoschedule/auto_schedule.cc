@@ -63,7 +63,7 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
   for (const auto& entry : plans) tiled.insert(entry.first);
   for (auto it = snapshot.rbegin(); it != snapshot.rend(); ++it) {
     if ((*it)->attach_type == AttachType::kRoot && !ctx.settled.count(it->get())) {
-      schedule_row_group(ctx, *it, tiled);
+      if (!schedule_row_group(ctx, *it, tiled)) schedule_reduction_rows(ctx, *it, tiled);
     }
   }
 

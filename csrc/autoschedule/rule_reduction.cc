@@ -52,7 +52,7 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 
 }  // namespace
 
-void schedule_reduction(Context& ctx, const Stage& st, bool attached) {
+std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached) {
   const ComputeOpNode* c = as_compute(st->op);
   const auto* red = c->body[0].as<Reduce>();
   std::vector<IterVar> data, reds;
@@ -101,7 +101,7 @@ void schedule_reduction(Context& ctx, const Stage& st, bool attached) {
       Stage rf_stage = ctx.sch->stage(rf.op());
       ctx.name_new(rf_stage, st, ".rf");
       schedule_reduction(ctx, rf_stage);
-      return;
+      return std::nullopt;
     }
   }
   ctx.rule(st, "reduction");
@@ -126,7 +126,7 @@ void schedule_reduction(Context& ctx, const Stage& st, bool attached) {
       vectorize(st, inner);
     }
     if (!attached) parallelize(ctx, st, outer, work);
-    return;
+    return std::nullopt;
   }
 
   // The reduced axis is the contiguous one (row sums, softmax over the last axis): lanes of it
@@ -169,7 +169,11 @@ void schedule_reduction(Context& ctx, const Stage& st, bool attached) {
     order.push_back(lanes_axis);
     reorder(rf_stage, order);
     vectorize(rf_stage, lanes_axis);
-    return;
+    // One output element per iteration of st's loop: a statistic read per row can be computed
+    // in rf's loop over that element, right before its lanes read it.
+    if (!outer.empty() && rf_data.size() >= 2)
+      return RowSite{rf_stage, rf_data[rf_data.size() - 2]};
+    return std::nullopt;
   }
 
   // A data axis is the contiguous one (sums over an outer axis): reduce loops go outside it and
@@ -193,10 +197,11 @@ void schedule_reduction(Context& ctx, const Stage& st, bool attached) {
     reorder(st, order);
     vectorize(st, inner);
     if (!attached) parallelize(ctx, st, outer, work);
-    return;
+    return std::nullopt;
   }
 
   if (!attached) parallelize(ctx, st, data, work);
+  return std::nullopt;
 }
 
 }  // namespace ptb::autoschedule

@@ -114,3 +114,48 @@ bool schedule_row_group(Context& ctx, const Stage& out,
 }
 
 }  // namespace ptb::autoschedule
+
+namespace ptb::autoschedule {
+
+bool schedule_reduction_rows(Context& ctx, const Stage& st,
+                             const std::unordered_set<const StageNode*>& tiled) {
+  if (classify(st) != StageKind::kReduction || tiled.count(st.get()) ||
+      st->attach_type != AttachType::kRoot || !st->relations.empty() ||
+      ctx.settled.count(st.get())) {
+    return false;
+  }
+  const ComputeOpNode* sc = as_compute(st->op);
+  if (sc->axis.empty()) return false;
+  StageBodies bodies = inline_bodies(ctx.sch);
+  std::vector<IterVar> axes(sc->axis.begin(), sc->axis.end());
+  // The statistics: reductions read by nothing but st, at all of st's axes (one element per
+  // output element, trailing axes of one).
+  std::vector<Stage> group;
+  for (const Stage& p : ctx.sch->stages) {
+    if (p == st || ctx.settled.count(p.get()) || tiled.count(p.get()) || p->is_output) continue;
+    if (classify(p) != StageKind::kReduction || p->attach_type != AttachType::kRoot ||
+        !p->relations.empty()) {
+      continue;
+    }
+    std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, p);
+    if (consumers.size() != 1 || consumers[0] != st) continue;
+    if (rows_read(bodies.at(st.get()), p->origin_op, axes) != axes.size()) continue;
+    const ComputeOpNode* pc = as_compute(p->op);
+    bool same = true;
+    for (size_t d = 0; same && d < pc->axis.size(); ++d) {
+      same =
+          d < axes.size() ? same_extent(pc->shape[d], sc->shape[d]) : is_const_int(pc->shape[d], 1);
+    }
+    if (same) group.push_back(p);
+  }
+  if (group.empty()) return false;
+  std::optional<RowSite> site = schedule_reduction(ctx, st);
+  if (!site || ctx.knob(st, "attach_rows", 1, {0, 1}) == 0) return true;
+  for (const Stage& p : group) {
+    compute_at(p, site->stage, site->at);
+    schedule_reduction(ctx, p, /*attached=*/true);
+  }
+  return true;
+}
+
+}  // namespace ptb::autoschedule

@@ -39,7 +39,13 @@ void schedule_injective(Context& ctx, const Stage& st);
 // parallel (the sum of a whole tensor).
 // An `attached` stage (computed inside its consumer's loop, rule_row_attach.cc) runs nothing in
 // parallel itself.
-void schedule_reduction(Context& ctx, const Stage& st, bool attached = false);
+// Returns where a statistic the reduction reads once per output element can be computed (the
+// rfactor stage's loop over that element), when the contiguous axis was reduced in lanes.
+struct RowSite {
+  Stage stage;
+  IterVar at;
+};
+std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached = false);
 
 // ---- rule_row_attach.cc ----
 
@@ -49,6 +55,14 @@ void schedule_reduction(Context& ctx, const Stage& st, bool attached = false);
 // none or the knob "attach_rows" is 0.
 bool schedule_row_group(Context& ctx, const Stage& out,
                         const std::unordered_set<const StageNode*>& tiled);
+
+// A reduction that reads other reductions once per output element at its own axes (argmax's
+// maximum, read by the search for its first index): scheduled here, with those statistics
+// computed inside its loop over output elements (one pass over each row instead of two).
+// Returns false (nothing changed) when there are none, the knob "attach_rows" is 0 or the
+// reduction's schedule has no loop per output element.
+bool schedule_reduction_rows(Context& ctx, const Stage& st,
+                             const std::unordered_set<const StageNode*>& tiled);
 
 // ---- rule_tiled_reduction.cc ----
 

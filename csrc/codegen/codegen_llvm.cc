@@ -840,12 +840,74 @@ class CodeGenLLVM {
     return vt ? static_cast<int>(vt->getNumElements()) : 1;
   }
 
+  // Loads of a ramp with a small constant stride s (a stride-2 pooling window, a strided slice):
+  // the s contiguous vectors that span its lanes, each masked to the lanes the ramp takes (so
+  // nothing outside them is read), then one shuffle picks every s-th element. A gather issues
+  // one load per lane; this is s loads and a shuffle.
+  static constexpr int64_t kMaxShuffledStride = 4;
+
+  llvm::Value* strided_load(const Load* op, const Ramp* ramp, int64_t stride, llvm::Value* mask) {
+    DataType t = op->dtype;
+    int lanes = t.lanes();
+    llvm::Type* mem_ty = memory_type(ctx_, t);
+    llvm::Type* elem = mem_ty->getScalarType();
+    llvm::Value* base = lookup(op->buffer->data.as<Var>());
+    llvm::Value* start =
+        b_.CreateInBoundsGEP(elem, base, to_offset(emit(ramp->base), ramp->base.dtype()));
+    llvm::Value* zero = llvm::Constant::getNullValue(mem_ty);
+    llvm::Value* no_lane = llvm::ConstantInt::getFalse(mask_type(lanes));
+    std::vector<llvm::Value*> chunks;
+    for (int k = 0; k < static_cast<int>(stride); ++k) {
+      // Element g = k * lanes + p of the span is lane g / s of the ramp when s divides g.
+      std::vector<int> pick(lanes);
+      std::vector<llvm::Constant*> fixed(lanes);
+      for (int p = 0; p < lanes; ++p) {
+        int g = k * lanes + p;
+        bool taken = g % stride == 0;
+        pick[p] = taken ? static_cast<int>(g / stride) : lanes;  // lanes: a lane of no_lane
+        fixed[p] = llvm::ConstantInt::getBool(ctx_, taken);
+      }
+      llvm::Value* chunk_mask =
+          mask ? b_.CreateShuffleVector(mask, no_lane, pick) : llvm::ConstantVector::get(fixed);
+      llvm::Value* ptr = b_.CreateInBoundsGEP(elem, start, b_.getInt64(int64_t{k} * lanes));
+      llvm::Value* chunk =
+          b_.CreateMaskedLoad(mem_ty, ptr, element_align(op->buffer), chunk_mask, zero);
+      annotate(chunk, op->buffer);
+      chunks.push_back(chunk);
+    }
+    // Concatenate the chunks (pairwise; an odd one out is padded with zeros), then pick.
+    while (chunks.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (size_t i = 0; i < chunks.size(); i += 2) {
+        llvm::Value* a = chunks[i];
+        int width =
+            static_cast<int>(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
+        llvm::Value* b =
+            i + 1 < chunks.size() ? chunks[i + 1] : llvm::Constant::getNullValue(a->getType());
+        std::vector<int> both(2 * width);
+        for (int j = 0; j < 2 * width; ++j) both[j] = j;
+        next.push_back(b_.CreateShuffleVector(a, b, both));
+      }
+      chunks = std::move(next);
+    }
+    std::vector<int> every(lanes);
+    for (int i = 0; i < lanes; ++i) every[i] = static_cast<int>(stride) * i;
+    llvm::Value* v = b_.CreateShuffleVector(chunks[0], every);
+    return from_memory(b_, v, t);
+  }
+
   // The load of op's lanes, masked by `mask` (a vector of i1) if given.
   llvm::Value* load_lanes(const Load* op, llvm::Value* mask) {
     DataType t = op->dtype;
     int lanes = t.lanes();
     llvm::Type* mem_ty = memory_type(ctx_, t);
     llvm::Align align = element_align(op->buffer);
+    if (const auto* ramp = op->index.as<Ramp>(); ramp && (t.is_float() || t.bits() >= 8)) {
+      auto stride = as_const_int(ramp->stride);
+      if (stride && *stride >= 2 && *stride <= kMaxShuffledStride && lanes >= 4) {
+        return strided_load(op, ramp, *stride, mask);
+      }
+    }
     Address addr = address_of(op->buffer, op->index);
     llvm::Value* zero = llvm::Constant::getNullValue(mem_ty);
     llvm::Value* v = nullptr;

@@ -475,3 +475,28 @@ def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
         a = rand(2, 9, cols)
         (out,) = run(tvm.auto_schedule(m), [x, m], [a])
         np.testing.assert_allclose(out, a.mean(axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_argmax_computes_the_maximum_inside_its_loop_over_rows():
+    # argmax is two reductions: the maximum, then the first index holding it. The maximum is
+    # computed inside the index search's parallel loop over rows (one pass over each row, the
+    # second read from L1), not in a pass and a parallel region of its own. Same values with
+    # attach_rows = 0 and with the naive schedule, ties included (the first index wins).
+    x = tvm.placeholder((16, 9, 520), name="x")
+    y = topi.argmax(x, axis=-1)
+    text = str(tvm.lower(tvm.auto_schedule(y), [x, y]))
+    assert text.count("parallel (") == 1
+    loop = text[text.index("parallel (") :]
+    assert "allocate x_argmax_value[" in loop
+    assert tvm.auto_schedule_space(y)["default"][y.op.name]["attach_rows"] == 1
+    a = np.random.default_rng(3).integers(-4, 4, size=(16, 9, 520)).astype("float32")
+    for config in (None, {y.op.name: {"attach_rows": 0}}):
+        naive, auto = naive_and_auto([x, y], [a], config=config)
+        np.testing.assert_array_equal(auto[0], np.argmax(a, axis=-1))
+        np.testing.assert_array_equal(naive[0], auto[0])
+    # argmin over a middle axis and keepdims: the same rule, or none, with the same values.
+    for axis, keep in ((1, True), (2, False), (0, False)):
+        z = topi.argmin(x, axis=axis, keepdims=keep)
+        naive, auto = naive_and_auto([x, z], [a])
+        np.testing.assert_array_equal(auto[0], np.argmin(a, axis=axis, keepdims=keep))
+        np.testing.assert_array_equal(naive[0], auto[0])

@@ -134,11 +134,13 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
   auto inner_extent = const_extent(reds.back());
   bool long_enough = !inner_extent || *inner_extent >= 2 * lanes;
   if (contiguous_reduce && long_enough && ctx.knob(st, "vector_rfactor", 1, {0, 1}) == 1) {
-    // Several accumulator vectors when the axis divides into them: one add every cycle or two
-    // instead of one per add latency.
+    // Several accumulator vectors when the axis divides into them, at least two steps each:
+    // one add every cycle or two instead of one per add latency. A short row is latency-bound
+    // (softmax's 128-element rows, each a chain of max, sum of exponentials, output): four
+    // chains of two steps took its time from 1.22 to 1.0 ms, one thread.
     int64_t vectors = 1;
     for (int64_t v : {4, 2}) {
-      if (inner_extent && *inner_extent % (v * lanes) == 0 && *inner_extent >= 8 * v * lanes) {
+      if (inner_extent && *inner_extent % (v * lanes) == 0 && *inner_extent >= 2 * v * lanes) {
         vectors = v;
         break;
       }
@@ -151,28 +153,57 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     Stage rf_stage = ctx.sch->stage(rf.op());
     ctx.name_new(rf_stage, st, ".rf");
     ctx.rule(rf_stage, "reduction_lanes");
-    std::vector<IterVar> outer =
-        st->leaf_iter_vars.size() > 1
-            ? std::vector<IterVar>(st->leaf_iter_vars.begin(), st->leaf_iter_vars.end() - 1)
-            : std::vector<IterVar>{};
-    if (!attached) outer = parallelize(ctx, st, outer, work);
-    if (!outer.empty()) compute_at(rf_stage, st, outer.back());
-    // rf's loops: its data axes (one iteration each inside st's loop), the reductions, then the
-    // lanes, vectorized.
-    std::vector<IterVar> rf_data, rf_reds;
-    for (const IterVar& iv : rf_stage->leaf_iter_vars) {
-      (iv->kind == IterKind::kReduce ? rf_reds : rf_data).push_back(iv);
+    bool per_element = st->leaf_iter_vars.size() > 1;
+    // The lanes are then combined as a tree, halving them at each step (rfactor of the lower
+    // half: one vector operation per level), instead of one chain of lanes * vectors dependent
+    // scalar operations per output element (64 for a float row: a max is 4-6 cycles of latency
+    // each, most of the time of a max over 768-element rows).
+    std::vector<Stage> tree;
+    int64_t width = lanes * vectors;
+    if (per_element && width >= 4 && (width & (width - 1)) == 0 &&
+        ctx.knob(st, "lanes_tree", 1, {0, 1}) == 1) {
+      for (; width >= 4; width /= 2) {
+        IterVar kv = st->leaf_iter_vars.back();
+        auto [to, ti] = split(st, kv, make_const(kv->var.dtype(), width / 2), Expr());
+        (void)to;
+        Tensor half = rfactor(ctx.sch, Tensor(st->op, 0), ti, static_cast<int>(c->axis.size()));
+        Stage half_stage = ctx.sch->stage(half.op());
+        ctx.name_new(half_stage, st, ".lanes" + std::to_string(width / 2));
+        ctx.rule(half_stage, "reduction_tree");
+        tree.push_back(half_stage);
+      }
     }
-    IterVar lanes_axis = rf_data.back();
-    std::vector<IterVar> order(rf_data.begin(), rf_data.end() - 1);
-    order.insert(order.end(), rf_reds.begin(), rf_reds.end());
-    order.push_back(lanes_axis);
-    reorder(rf_stage, order);
-    vectorize(rf_stage, lanes_axis);
+    std::vector<IterVar> outer =
+        per_element ? std::vector<IterVar>(st->leaf_iter_vars.begin(), st->leaf_iter_vars.end() - 1)
+                    : std::vector<IterVar>{};
+    if (!attached) outer = parallelize(ctx, st, outer, work);
+    // Each stage's loops: its data axes (one iteration each inside st's loop), the reductions,
+    // then the lanes, vectorized. Returns the loop over its output element.
+    auto lane_loops = [](const Stage& s) {
+      std::vector<IterVar> data_axes, red_axes;
+      for (const IterVar& iv : s->leaf_iter_vars) {
+        (iv->kind == IterKind::kReduce ? red_axes : data_axes).push_back(iv);
+      }
+      IterVar lanes_axis = data_axes.back();
+      std::vector<IterVar> order(data_axes.begin(), data_axes.end() - 1);
+      order.insert(order.end(), red_axes.begin(), red_axes.end());
+      order.push_back(lanes_axis);
+      reorder(s, order);
+      vectorize(s, lanes_axis);
+      return data_axes.size() >= 2 ? data_axes[data_axes.size() - 2] : IterVar();
+    };
+    // rf, then each level of the tree, each computed in its reader's loop over the element.
+    std::vector<Stage> chain = {rf_stage};
+    chain.insert(chain.end(), tree.begin(), tree.end());
+    std::vector<IterVar> element_loop;
+    for (const Stage& s : chain) element_loop.push_back(lane_loops(s));
+    if (!outer.empty()) compute_at(chain.back(), st, outer.back());
+    for (size_t i = 0; i + 1 < chain.size(); ++i) {
+      compute_at(chain[i], chain[i + 1], element_loop[i + 1]);
+    }
     // One output element per iteration of st's loop: a statistic read per row can be computed
     // in rf's loop over that element, right before its lanes read it.
-    if (!outer.empty() && rf_data.size() >= 2)
-      return RowSite{rf_stage, rf_data[rf_data.size() - 2]};
+    if (!outer.empty() && element_loop[0]) return RowSite{rf_stage, element_loop[0]};
     return std::nullopt;
   }
 

@@ -5,6 +5,7 @@
 // computed just before the row is written (its data still in L1) and stay in a scalar, instead
 // of one pass, one parallel region and one stored intermediate per reduction.
 #include <algorithm>
+#include <unordered_map>
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
@@ -56,6 +57,7 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   // read at its leading axes. A reduction another one reads too (softmax's max, read by the sum
   // of exponentials) stays at root: compute_at takes a stage with a single consumer.
   std::vector<Stage> group;
+  std::unordered_map<const StageNode*, std::vector<Stage>> consumers_of;
   size_t rank = 0;
   for (const Stage& st : ctx.sch->stages) {
     if (ctx.settled.count(st.get()) || tiled.count(st.get()) || st->is_output) continue;
@@ -65,7 +67,7 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     }
     const ComputeOpNode* rc = as_compute(st->op);
     std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, st);
-    if (consumers.size() != 1 || consumers[0] != out) continue;
+    if (std::find(consumers.begin(), consumers.end(), out) == consumers.end()) continue;
     std::vector<IterVar> out_axes(oc->axis.begin(), oc->axis.end());
     size_t rows = rows_read(bodies.at(out.get()), st->origin_op, out_axes);
     // Some axes of the output left to vectorize, and the same rows for every statistic.
@@ -78,6 +80,22 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     if (!same) continue;
     rank = rows;
     group.push_back(st);
+    consumers_of[st.get()] = std::move(consumers);
+  }
+  // Members read by a stage outside the group (or outside the output) leave it, until none is.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = group.begin(); it != group.end(); ++it) {
+      const std::vector<Stage>& readers = consumers_of[it->get()];
+      bool inside = std::all_of(readers.begin(), readers.end(), [&](const Stage& c) {
+        return c == out || std::find(group.begin(), group.end(), c) != group.end();
+      });
+      if (!inside) {
+        group.erase(it);
+        changed = true;
+        break;
+      }
+    }
   }
   if (group.empty()) return false;
   if (ctx.knob(out, "attach_rows", 1, {0, 1}) == 0) return false;

@@ -251,12 +251,17 @@ llvm::Value* emit_binary(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value* x, ll
       case BinaryOp::kMod:
         r = b.CreateFRem(a, c);
         break;
+      // NumPy's minimum/maximum: a NaN in either operand is the result, ties give the first
+      // operand. Written as x86's own min/max (c < a ? c : a, which is a for a NaN in either)
+      // plus one select for a NaN in c: three instructions, where llvm.minimum/maximum's
+      // signed-zero ordering costs six (a stride-2 max pool: 3.1 -> 2.3 ms).
       case BinaryOp::kMin:
-        r = b.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, c);
+      case BinaryOp::kMax: {
+        llvm::Value* c_wins = op == BinaryOp::kMin ? b.CreateFCmpOLT(c, a) : b.CreateFCmpOGT(c, a);
+        llvm::Value* m = b.CreateSelect(c_wins, c, a);
+        r = b.CreateSelect(b.CreateFCmpUNO(c, c), c, m);
         break;
-      case BinaryOp::kMax:
-        r = b.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, c);
-        break;
+      }
       case BinaryOp::kEQ:
         return b.CreateFCmpOEQ(a, c);
       case BinaryOp::kNE:

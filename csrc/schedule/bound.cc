@@ -27,6 +27,22 @@ bool uses_any(const LinearForm& f, const VarIntervals& vars) {
   return found;
 }
 
+// Whether `c` is computed inside the loop of st's target that `st` is computed at (at that loop
+// or one inside it, directly or through stages computed there): such a consumer runs after
+// `st` in each iteration of that loop (stages at one loop are emitted producers first), so st's
+// region there must cover its reads too (softmax's maximum, read by the sum of exponentials and
+// by the output, both computed in the output's loop over rows).
+bool inside_attach_loop(Stage c, const Stage& st) {
+  const Stage& target = st->attach_stage;
+  size_t pos = target->leaf_position(st->attach_ivar, "compute_at");
+  for (; c && c->attach_type == AttachType::kScope; c = c->attach_stage) {
+    if (c->attach_stage == target) {
+      return c != st && target->leaf_position(c->attach_ivar, "compute_at") >= pos;
+    }
+  }
+  return false;
+}
+
 void validate_attachment(const Schedule& sch, const StageBodies& bodies, const Stage& st) {
   const Stage& target = st->attach_stage;
   const IterVar& axis = st->attach_ivar;
@@ -66,16 +82,38 @@ void validate_attachment(const Schedule& sch, const StageBodies& bodies, const S
     return false;
   };
   for (const Stage& c : consumers) {
-    if (c != target && !inside_st(c)) {
-      value_error(where(), " but ", c->describe(), " also reads it; compute_at needs a single ",
-                  "consumer (compute the stage at root, or inline it)");
+    if (c != target && !inside_st(c) && !inside_attach_loop(c, st)) {
+      value_error(where(), " but ", c->describe(), " also reads it, outside that loop; ",
+                  "compute_at needs every consumer inside the loop it is computed at (compute ",
+                  "the stage at root, or inline it)");
     }
   }
 }
 
+// The consumers of `st` other than its target: each computed (through stages computed inside
+// one another) inside the target's loop `st` is computed at, after `st`.
+std::vector<Stage> other_consumers(const Schedule& sch, const StageBodies& bodies,
+                                   const Stage& st) {
+  std::vector<Stage> out;
+  for (const Stage& c : effective_consumers(sch, bodies, st)) {
+    if (c != st->attach_stage && inside_attach_loop(c, st)) out.push_back(c);
+  }
+  return out;
+}
+
 // The region of `st` read by `target` in the loops inside leaf `pos`.
+// Other consumers of a stage computed inside the same loop, each with its bounds and the
+// intervals of the loops around it.
+struct InnerConsumer {
+  const StageNode* stage;
+  const StageBound* bound;
+  const VarIntervals* context;
+  const std::vector<Expr>* bodies;
+};
+
 StageBound infer_region(const Stage& st, const Stage& target, const StageBound& target_bound,
-                        const std::vector<Expr>& target_bodies, VarIntervals* context) {
+                        const std::vector<Expr>& target_bodies, VarIntervals* context,
+                        const std::vector<InnerConsumer>& inner_consumers) {
   LoopIndex ix = index_loops(*target, target_bound.root_ranges);
   size_t pos = target->leaf_position(st->attach_ivar, "compute_at");
   VarIntervals inner;
@@ -106,6 +144,32 @@ StageBound infer_region(const Stage& st, const Stage& target, const StageBound& 
       }
       any_read = true;
     });
+  }
+  // Reads by consumers computed inside the loop: over their own loops and every loop between
+  // them and the attach point (the loops around `st` stay fixed).
+  for (const InnerConsumer& c : inner_consumers) {
+    LoopIndex cix = index_loops(*c.stage, c.bound->root_ranges);
+    VarIntervals varying;
+    for (const auto& entry : *c.context) {
+      if (!context->count(entry.first)) varying.insert(entry);
+    }
+    for (const IterVar& leaf : c.stage->leaf_iter_vars) {
+      LinearForm hi = LinearForm::of(cix.extent.at(leaf.get())) - LinearForm(1);
+      varying[leaf->var.get()] = Interval::of(LinearForm(0), hi);
+    }
+    VarMap cmap;
+    for (const IterVar& iv : c.stage->root_iter_vars) cmap[iv->var.get()] = cix.value.at(iv.get());
+    for (const Expr& body : *c.bodies) {
+      for_each_expr(substitute(body, cmap), [&](const Expr& e) {
+        const auto* r = e.as<TensorRead>();
+        if (!r || r->op != st->origin_op) return;
+        for (size_t d = 0; d < ndim; ++d) {
+          Interval i = eval_interval(r->indices[d], varying);
+          region[d] = any_read ? interval_union(region[d], i, r->indices[d].dtype()) : i;
+        }
+        any_read = true;
+      });
+    }
   }
 
   StageBound bound;
@@ -189,7 +253,14 @@ BoundMap infer_bounds(const Schedule& sch, const StageBodies& bodies) {
       continue;
     }
     VarIntervals ctx = context[target.get()];
-    out[st.get()] = infer_region(st, target, out[target.get()], bodies.at(target.get()), &ctx);
+    std::vector<InnerConsumer> inner;
+    for (const Stage& c : other_consumers(sch, bodies, st)) {
+      PTB_ICHECK(out.count(c.get()), "consumer ", c->op->name, " not bounded before ",
+                 st->op->name);
+      inner.push_back({c.get(), &out[c.get()], &context[c.get()], &bodies.at(c.get())});
+    }
+    out[st.get()] =
+        infer_region(st, target, out[target.get()], bodies.at(target.get()), &ctx, inner);
     context[st.get()] = std::move(ctx);
   }
   return out;

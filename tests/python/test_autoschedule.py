@@ -433,17 +433,20 @@ def test_loop_order_moves_the_fewest_bytes():
 
 
 def test_row_statistics_are_computed_inside_the_rows_loop():
-    # softmax: the sum of exponentials (read only by the normalisation) goes inside the output's
-    # parallel loop over rows; the max, read by both, stays a stage of its own (compute_at takes
-    # a single consumer). Same values with and without (attach_rows = 0).
+    # softmax: the max and the sum of exponentials go inside the output's parallel loop over
+    # rows, the max first (it is read by the sum too: compute_at accepts a second consumer
+    # computed inside the same loop): one parallel loop does it all, each statistic a scalar per
+    # row. Same values with and without (attach_rows = 0).
     x = tvm.placeholder((4, 33, 517), name="x")
     y = topi.nn.softmax(x)
     space = tvm.auto_schedule_space(y)
     assert space["rules"][y.op.name] == "row_group"
     text = str(tvm.lower(tvm.auto_schedule(y), [x, y]))
-    body_of_last_loop = text[text.rindex("parallel (") :]
-    assert "T_softmax_expsum.rf" in body_of_last_loop
-    assert "T_softmax_maxelem[" in text[: text.rindex("parallel (")]
+    assert text.count("parallel (") == 1
+    body = text[text.index("parallel (") :]
+    assert "allocate T_softmax_maxelem[float32 * 1 * 1]" in body  # one scalar per row
+    assert body.index("allocate T_softmax_maxelem[") < body.index("allocate T_softmax_expsum[")
+    assert "T_softmax_expsum.rf" in body
     a = rand(4, 33, 517)
     e = np.exp(a - a.max(axis=-1, keepdims=True))
     ref = e / e.sum(axis=-1, keepdims=True)

@@ -376,3 +376,32 @@ def test_a_multi_stage_scan_cell_computed_at_a_loop_of_its_consumer():
         ref = ref * 2 + x[t]
     _, c = _run(s, [X, C], [x, np.zeros(n, "float32")])
     np.testing.assert_allclose(c, ref + 1, rtol=1e-5, atol=1e-5)
+
+
+def test_compute_at_with_a_second_consumer_inside_the_same_loop():
+    # E is read by D and by C; D is computed inside C's loop over rows, so E computed at that
+    # loop (before D: producers first) covers both readers' rows: one row of E per iteration.
+    m, n = 6, 37
+    A = te.placeholder((m, n), name="A")
+    k1 = te.reduce_axis((0, n), name="k1")
+    E = te.compute((m,), lambda i: te.max(A[i, k1], axis=k1), name="E")
+    k2 = te.reduce_axis((0, n), name="k2")
+    D = te.compute((m,), lambda i: te.sum(A[i, k2] - E[i], axis=k2), name="D")
+    C = te.compute((m, n), lambda i, j: (A[i, j] - E[i]) * D[i], name="C")
+    s = te.create_schedule(C.op)
+    s[E].compute_at(s[C], C.op.axis[0])
+    s[D].compute_at(s[C], C.op.axis[0])
+    text = str(tvm.lower(s, [A, C]))
+    assert "allocate E[float32 * 1]" in text
+    f = tvm.build(s, [A, C])
+    a = np.random.default_rng(5).standard_normal((m, n)).astype("float32")
+    c = np.zeros((m, n), "float32")
+    f(a, c)
+    e = a.max(axis=1, keepdims=True)
+    np.testing.assert_allclose(c, (a - e) * (a - e).sum(axis=1, keepdims=True), rtol=1e-5)
+
+    # A second reader outside that loop is still refused, naming it.
+    s = te.create_schedule(C.op)
+    s[E].compute_at(s[C], C.op.axis[0])
+    with pytest.raises(tvm.error.TVMError, match="stage 'D' also reads it, outside that loop"):
+        tvm.lower(s, [A, C])

@@ -9,6 +9,7 @@ search over ``auto_schedule_space``'s knobs; candidates are measured in worker p
 
     .venv/bin/python benchmarks/tuning.py [--quick] [--threads N] [--trials 64,256,1000]
                                           [--budget-s 400] [--only conv,bert,sgemm]
+                                          [--match 128x28x28->128,SGEMM]
     .venv/bin/python benchmarks/tuning.py --resnet [--quick] [--resnet-trials 300]
 
 The whole run must fit in about 8 minutes, so tuning has a time budget (``--budget-s``,
@@ -22,6 +23,12 @@ column. The final timings then re-measure the analytical, the checkpoints' and t
 schedule in this process, interleaved with PyTorch (medians). Tuning throughput: trials per
 second of wall time, and the time spent building (summed over the parallel workers) and
 measuring (one candidate at a time). JSON goes to benchmarks/results/tuning.json.
+
+``--match``: only the workloads whose name contains one of these comma-separated strings
+(a subset for development; the budget is still shared by FLOPs among those run). The second
+table also gives the verification's own paired ratio (chosen over analytical, median of the
+rounds) next to the final timing's, and how many proposals were skipped because their code
+had been measured already ("dup").
 
 ``--resnet``: ResNet-18 (batch 1) end to end through ``torch.compile``: eager, Inductor with
 freezing, pytvmbridge untuned, then pytvmbridge with ``options={"tuning_n_trials": N,
@@ -182,6 +189,7 @@ def tune_one(w: dict[str, Any], checkpoints: list[int], budget_s: float, log: st
     search_wall = time.perf_counter() - start
     final = tuner.verify(log)
     wall = time.perf_counter() - start
+    verified = tuner.verified or {}
     recs = [r for r in record.load(log, verified=False) if r["workload"] == task.workload_key]
     best_at: dict[int, Any] = {}
     best, best_cfg = math.inf, None
@@ -204,6 +212,8 @@ def tune_one(w: dict[str, Any], checkpoints: list[int], budget_s: float, log: st
         "measure_s": sum(r.get("measure_s", 0.0) for r in recs),
         "n_parallel": n_parallel,
         "final": final["config"] if final else None,
+        "verify_ratio": verified["ratios"][verified["chosen"]] if verified else 1.0,
+        "duplicates": tuner.duplicates,
         "best_at": best_at,
         "errors": sum(r["error"] != 0 for r in recs),
     }
@@ -311,6 +321,7 @@ def main() -> None:
     ap.add_argument("--trials", default="64,256,1000")
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--only", default="conv,bert,sgemm")
+    ap.add_argument("--match", default="", help="comma-separated name substrings (a subset)")
     args = ap.parse_args()
     if args.resnet:
         resnet_main(args)
@@ -328,6 +339,8 @@ def main() -> None:
     checkpoints = [8] if args.quick else [int(x) for x in args.trials.split(",")]
     budget = 30.0 if args.quick else args.budget_s
     ws = workloads(args.quick, set(args.only.split(",")))
+    if args.match:
+        ws = [w for w in ws if any(m and m in w["name"] for m in args.match.split(","))]
     total_flop = sum(w["flop"] for w in ws)
     rows = []
     log = os.path.join(tempfile.mkdtemp(), "tuning.json")
@@ -353,6 +366,8 @@ def main() -> None:
             "verify_s": res["verify_s"],
             "build_s": res["build_s"],
             "measure_s": res["measure_s"],
+            "verify_ratio": res["verify_ratio"],
+            "duplicates": res["duplicates"],
             "trials_per_s": res["trials"] / res["search_wall_s"],
             "ms": {k: v * 1e3 for k, v in times.items()},
         }
@@ -381,16 +396,17 @@ def main() -> None:
         cells += [f"{r['tuning_wall_s']:.0f}"]
         print("| " + " | ".join(cells) + " |")
     print()
-    print("| workload | trials | search wall s | trials/s | build s (sum) | measure s (sum) "
-          "| measure share of wall | verify s | final vs analytical |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| workload | trials (dup) | search wall s | trials/s | build s (sum) | measure s (sum) "
+          "| measure share of wall | verify s | verify: final/analytical "
+          "| final timing: final/analytical |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ms = r["ms"]
         print(
-            f"| {r['workload']} | {r['trials']} | {r['search_wall_s']:.1f} | "
+            f"| {r['workload']} | {r['trials']} ({r['duplicates']}) | {r['search_wall_s']:.1f} | "
             f"{r['trials_per_s']:.2f} | {r['build_s']:.1f} | {r['measure_s']:.1f} | "
             f"{r['measure_s'] / r['search_wall_s']:.0%} | {r['verify_s']:.1f} | "
-            f"{ms['analytical'] / ms['final']:.2f}x |"
+            f"{r['verify_ratio']:.2f} | {ms['final'] / ms['analytical']:.2f} |"
         )
     throughput = {
         "trials": sum(r["trials"] for r in rows),

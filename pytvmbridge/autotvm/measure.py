@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import multiprocessing as mp
 import os
@@ -49,6 +50,7 @@ __all__ = [
     "make_inputs",
     "measure_in_process",
     "reference_outputs",
+    "schedule_hash",
 ]
 
 OK, INSTANTIATE_ERROR, BUILD_ERROR, RUNTIME_ERROR, WRONG_ANSWER, TIMEOUT, CRASH = range(7)
@@ -77,6 +79,8 @@ class MeasureResult:
     measure_s: float = 0.0
     cut_short: bool = False
     timestamp: float = field(default_factory=time.time)
+    schedule: str = ""  # schedule_hash of what was built and timed ("" if it was not built)
+    duplicate: bool = False  # not built: its schedule_hash was in the runner's known_schedules
 
     @property
     def error_name(self) -> str:
@@ -124,6 +128,18 @@ def reference_outputs(task: Any, inputs: list[Any]) -> list[np.ndarray]:
     return outs
 
 
+def schedule_hash(schedule: Any, args: list[Any], target: str = "llvm") -> str:
+    """A short hash of everything that decides the code a build of ``schedule`` generates (the
+    compile cache's ``build_fingerprint``: the lowered function, the argument signature, the
+    target): two configurations with the same hash build the same code. Records carry the hash
+    of the schedule that was measured, so that a replay can check that its configuration still
+    builds it, and a tuner does not build and measure the same code twice."""
+    from .. import _core
+
+    text = _core.build_fingerprint(schedule, list(args), str(target), "default_function")
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _close(got: np.ndarray, want: np.ndarray) -> bool:
     if got.dtype.kind in "fc":
         scale = float(np.max(np.abs(want))) if want.size else 1.0
@@ -158,20 +174,24 @@ def _worker(conn: Any, task: Any, inputs: list[Any], ref: list[Any], opt: Measur
         if msg[0] == "stop":
             return
         if msg[0] == "build":
-            config = msg[1]
+            config, known = msg[1], msg[2]
             start = time.perf_counter()
             try:
                 s, args = task.instantiate(config)
                 feats = loop_features(str(lower(s, args, simple_mode=True)))
+                sched = schedule_hash(s, args, task.target)
             except Exception as err:  # the candidate's failure, reported
-                conn.send(("built", INSTANTIATE_ERROR, _describe(err), [], 0.0))
+                conn.send(("built", INSTANTIATE_ERROR, _describe(err), [], 0.0, "", False))
+                continue
+            if sched in known:  # that code was measured already: no build
+                conn.send(("built", OK, "", feats, time.perf_counter() - start, sched, True))
                 continue
             try:
                 module = build(s, args, target=task.target)
             except Exception as err:
-                conn.send(("built", BUILD_ERROR, _describe(err), feats, 0.0))
+                conn.send(("built", BUILD_ERROR, _describe(err), feats, 0.0, sched, False))
                 continue
-            conn.send(("built", OK, "", feats, time.perf_counter() - start))
+            conn.send(("built", OK, "", feats, time.perf_counter() - start, sched, False))
         elif msg[0] == "measure":
             best = msg[1]
             try:
@@ -240,6 +260,9 @@ class LocalRunner:
             ref = reference_outputs(task, inputs) if self.option.check else []
             cached = task._measure_data = ((seed, self.option.check), inputs, ref)
         self.inputs, self.ref = cached[1], cached[2]
+        # schedule_hash values already measured: a candidate that builds one of them is
+        # answered as a duplicate without compiling (the tuner sets this before each run).
+        self.known_schedules: set[str] = set()
         self._ctx = mp.get_context("fork")
         self._workers: list[tuple[Any, Any] | None] = [None] * self.n_parallel
 
@@ -320,7 +343,7 @@ class LocalRunner:
         for k, c in enumerate(configs):  # phase 1: every worker builds, in parallel
             w = self._workers[k] or self._start(k)
             try:
-                w[1].send(("build", c))
+                w[1].send(("build", c, self.known_schedules))
                 sent.append(k)
             except (OSError, BrokenPipeError):
                 results[k].error, results[k].error_msg = CRASH, "the worker process died"
@@ -348,10 +371,11 @@ class LocalRunner:
                 )
                 self._stop(k)
                 continue
-            _, code, text, feats, build_s = answer
+            _, code, text, feats, build_s, sched, duplicate = answer
             results[k].error, results[k].error_msg = code, text
             results[k].features, results[k].build_s = feats, build_s
-            if code == OK:
+            results[k].schedule, results[k].duplicate = sched, duplicate
+            if code == OK and not duplicate:
                 built.append(k)
         for k in built:  # phase 2: one at a time
             start = time.perf_counter()

@@ -84,10 +84,13 @@ def make_record(
     measure_s: float = 0.0,
     verified: float | None = None,
     chosen: bool = False,
+    schedule: str = "",
 ) -> dict[str, Any]:
     """One log record (a JSON-able dict). ``verified``: the id (a timestamp) of the final,
     interleaved in-process re-measurement the record belongs to (see ``Tuner.verify``);
-    ``chosen``: the configuration that re-measurement selected."""
+    ``chosen``: the configuration that re-measurement selected; ``schedule``: the hash of the
+    lowered schedule that was built and timed (``measure.schedule_hash``), so that a replay can
+    check that the configuration still builds the same code."""
     from .. import get_num_threads
     from .measure import ERROR_NAMES
 
@@ -107,6 +110,7 @@ def make_record(
         "cut_short": bool(cut_short),
         "build_s": build_s,
         "measure_s": measure_s,
+        "schedule": schedule,
         "timestamp": time.time() if timestamp is None else timestamp,
         "versions": _versions(),
     }

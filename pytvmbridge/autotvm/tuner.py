@@ -36,7 +36,13 @@ import numpy as np
 from ..error import TVMValueError
 from . import record
 from .features import loop_features
-from .measure import LocalRunner, MeasureOption, MeasureResult, measure_in_process
+from .measure import (
+    LocalRunner,
+    MeasureOption,
+    MeasureResult,
+    measure_in_process,
+    schedule_hash,
+)
 
 __all__ = [
     "EvolutionaryTuner",
@@ -65,7 +71,12 @@ class Tuner:
         self.best_config: Any = None
         self.best_record: dict[str, Any] | None = None
         self.trials = 0
+        self.duplicates = 0  # proposals skipped: their code was measured already
         self.verified: dict[str, Any] | None = None  # the last verify(): configs, medians, chosen
+        self._schedules: dict[str, str] = {}  # config key -> hash of the schedule measured
+        self._records: dict[str, dict[str, Any]] = {}  # config key -> its (last) record
+        self._hash_of: dict[str, str | None] = {}  # config key -> schedule_hash (None: fails)
+        self._seen_schedules: set[str] = set()  # schedules measured or about to be
 
     # --- to override ---
     def next_batch(self, n: int) -> list[Any]:
@@ -91,9 +102,25 @@ class Tuner:
 
     def _observe(self, config: Any, cost: float, rec: dict[str, Any] | None) -> None:
         self.visited.add(_key(config))
+        if rec is not None:
+            self._records[_key(config)] = rec
+            if rec.get("schedule"):
+                self._schedules[_key(config)] = rec["schedule"]
+                self._seen_schedules.add(rec["schedule"])
         self.history.append((config, cost))
         if cost < self.best_cost:
             self.best_cost, self.best_config, self.best_record = cost, config, rec
+
+    def _schedule_of(self, config: Any) -> str | None:
+        """``schedule_hash`` of the code ``config`` builds (``None`` if it cannot be made)."""
+        key = _key(config)
+        if key not in self._hash_of:
+            try:
+                s, args = self.task.instantiate(config)
+                self._hash_of[key] = schedule_hash(s, args, self.task.target)
+            except Exception:  # the runner reports it as an error record
+                self._hash_of[key] = None
+        return self._hash_of[key]
 
     def resume(self, log_file: str) -> int:
         """Takes the records of this workload (this target and CPU) from ``log_file`` as
@@ -160,13 +187,30 @@ class Tuner:
         batch = getattr(runner, "n_parallel", 1)
         last_improvement = 0
         done = 0
+        idle_batches = 0
         try:
             while done < n_trial and self.has_next():
                 configs = self.next_batch(min(batch, n_trial - done))
                 if not configs:
                     break
                 best = self.best_cost if math.isfinite(self.best_cost) else None
+                if hasattr(runner, "known_schedules"):
+                    # Different configurations often build the same code (a knob that does
+                    # nothing at this shape, a tile size repaired to the same one): the runner
+                    # skips those before compiling, so every trial measures a new schedule.
+                    runner.known_schedules = self._seen_schedules
                 results = runner.run(configs, best)
+                for r in results:
+                    if r.duplicate:
+                        self.visited.add(_key(r.config))
+                        self.duplicates += 1
+                results = [r for r in results if not r.duplicate]
+                if not results:
+                    idle_batches += 1
+                    if idle_batches >= 100:  # a space whose remaining points all repeat
+                        break
+                    continue
+                idle_batches = 0
                 recs = [self._record(r) for r in results]
                 if log_file:
                     record.append(log_file, recs)
@@ -196,40 +240,68 @@ class Tuner:
         self,
         log_file: str | os.PathLike[str] | None = None,
         top_k: int = 3,
-        rounds: int = 5,
+        rounds: int = 7,
         min_repeat_ms: float = 20.0,
         margin: float = 0.02,
+        settle_s: float = 0.1,
     ) -> dict[str, Any] | None:
         """Confirm the choice: re-measure the analytical point and the ``top_k`` best candidates
-        together in this process (:func:`~.measure.measure_in_process`: interleaved rounds,
-        medians), and choose the fastest, the analytical point unless another beats it by more
-        than ``margin``. The search's own minimum is biased (of many noisy timings, the luckiest
-        wins), so without this a "tuned" schedule can be slower than the analytical one when
-        timed again. The re-measurements are logged as records marked ``verified`` (the chosen
-        one ``chosen``), which ``apply_history_best`` prefers. Returns the chosen record."""
+        together in this process (:func:`~.measure.measure_in_process`: interleaved rounds),
+        and keep the analytical point unless a candidate beats it round by round.
+
+        The search's own minimum is biased (of many noisy timings, the luckiest wins), so
+        without this a "tuned" schedule can be slower than the analytical one when timed
+        again. A candidate is compared with the analytical point within each round (the two
+        timed a moment apart, under the same load): it is chosen only if the median of those
+        paired ratios is below ``1 - margin`` *and* it was faster in all but a quarter of the
+        rounds; of several such candidates the lowest median ratio wins. A candidate whose
+        configuration no longer builds the schedule that was measured (its record's
+        ``schedule`` hash) is left out with a warning: its timing says nothing about what its
+        configuration builds now. The re-measurements are logged as records marked
+        ``verified`` (the chosen one ``chosen``), which ``apply_history_best`` prefers. Returns
+        the chosen record."""
         default = self.task.canonical(self.task.space.default())
         ranked: list[Any] = []
         seen = {_key(default)}
+        dropped = False
         for config, cost in sorted(self.history, key=lambda h: h[1]):
-            if math.isfinite(cost) and _key(config) not in seen and len(ranked) < top_k:
-                seen.add(_key(config))
+            if not math.isfinite(cost) or _key(config) in seen or len(ranked) >= top_k:
+                continue
+            seen.add(_key(config))
+            if self._replays(config):
                 ranked.append(config)
+            else:
+                dropped = True
         if not ranked:
+            if dropped:  # the only candidates left do not replay: the analytical point stands
+                rec = self._records.get(_key(default))
+                self.best_cost = record.record_cost(rec) if rec else math.inf
+                self.best_config, self.best_record = default, rec
             return self.best_record
         configs = [default, *ranked]
         try:
-            times = measure_in_process(self.task, configs, rounds, min_repeat_ms, self.seed or 0)
+            hashes = [self._schedule_of(c) or "" for c in configs]
+            times = measure_in_process(
+                self.task, configs, rounds, min_repeat_ms, self.seed or 0, settle_s
+            )
         except Exception as err:  # a candidate that cannot be rebuilt here: keep the search's
             warnings.warn(f"verify: re-measuring {self.task.name} failed ({err})", stacklevel=2)
             return self.best_record
         medians = [float(np.median(t)) for t in times]
-        pick = int(np.argmin(medians))
-        if medians[pick] > medians[0] * (1.0 - margin):
-            pick = 0
+        ratios = [1.0]
+        pick, best_ratio = 0, 1.0 - margin
+        needed = rounds - rounds // 4
+        for k in range(1, len(configs)):
+            paired = [a / b for a, b in zip(times[k], times[0], strict=True)]
+            ratio = float(np.median(paired))
+            ratios.append(ratio)
+            wins = sum(p < 1.0 for p in paired)
+            if ratio < best_ratio and wins >= needed:
+                pick, best_ratio = k, ratio
         batch = time.time()
         recs = []
         for k, (config, costs) in enumerate(zip(configs, times, strict=True)):
-            result = MeasureResult(config=config, costs=costs)
+            result = MeasureResult(config=config, costs=costs, schedule=hashes[k])
             recs.append(self._record(result, verified=batch, chosen=k == pick))
         if log_file:
             record.append(os.fspath(log_file), recs)
@@ -238,8 +310,29 @@ class Tuner:
             configs[pick],
             recs[pick],
         )
-        self.verified = {"configs": configs, "medians": medians, "chosen": pick}
+        self.verified = {
+            "configs": configs,
+            "medians": medians,
+            "ratios": ratios,
+            "chosen": pick,
+            "schedules": hashes,
+        }
         return self.best_record
+
+    def _replays(self, config: Any) -> bool:
+        """Whether ``config`` still builds the schedule its record says was measured."""
+        measured = self._schedules.get(_key(config))
+        if not measured:
+            return True  # an older record without the hash: nothing to compare
+        now = self._schedule_of(config)
+        if now != measured:
+            warnings.warn(
+                f"verify: {self.task.name}: configuration {_key(config)} now builds schedule "
+                f"{now}, not the measured {measured}; left out",
+                stacklevel=3,
+            )
+            return False
+        return True
 
     @property
     def best_gflops(self) -> float:
@@ -268,6 +361,7 @@ class Tuner:
             r.measure_s,
             verified,
             chosen,
+            r.schedule,
         )
 
 
@@ -351,21 +445,29 @@ class CostModel:
             "verbosity": 0,
             "objective": "reg:squarederror",
         }
-        self.model = xgb.train(params, xgb.DMatrix(x, label=y), num_boost_round=60)
+        # nthread=1 for the matrix too: by default it starts a thread per core, whose OpenMP
+        # spin-waits cost the tuning loop tens of milliseconds per fit on a busy machine.
+        data = xgb.DMatrix(x, label=y, nthread=1)
+        self.model = xgb.train(params, data, num_boost_round=60)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         if self.model is None:
             return np.zeros(len(x))
         import xgboost as xgb
 
-        return np.asarray(self.model.predict(xgb.DMatrix(x)))
+        return np.asarray(self.model.predict(xgb.DMatrix(x, nthread=1)))
 
 
 class EvolutionaryTuner(Tuner):
     """Evolutionary search ranked by a cost model retrained as measurements arrive.
 
-    ``population``: candidates bred per batch; ``eps_random``: the share of each batch taken
-    at random (exploration); ``min_train``: measurements before the model is trusted.
+    ``population``: candidates bred per plan (at least three per planned trial); ``eps_random``:
+    the share of each plan taken at random (exploration); ``min_train``: measurements before
+    the model is trusted; ``plan_size``: how many ranked candidates one breeding round plans
+    (AutoTVM's plan size): they are measured over the next batches, and the model is refit
+    with everything measured when the plan runs out. Planning ahead instead of breeding and
+    refitting after every batch of ``n_parallel`` candidates keeps the tuner's own work (the
+    loop features of the bred candidates, the fit) a small part of each trial's time.
     """
 
     def __init__(
@@ -375,14 +477,18 @@ class EvolutionaryTuner(Tuner):
         population: int = 24,
         eps_random: float = 0.2,
         min_train: int = 8,
+        plan_size: int = 8,
     ) -> None:
         super().__init__(task, seed)
         self.population = population
         self.eps_random = eps_random
         self.min_train = min_train
+        self.plan_size = max(1, plan_size)
         self.model = CostModel(seed)
         self._features: dict[str, list[float]] = {}
         self._trained = False
+        self._fitted_at = -1  # len(history) at the last fit
+        self._plan: list[Any] = []
 
     def features(self, config: Any) -> list[float]:
         key = _key(config)
@@ -400,7 +506,11 @@ class EvolutionaryTuner(Tuner):
         return f
 
     def update(self, configs: list[Any], costs: list[float]) -> None:
-        if len(self.history) < self.min_train:
+        """The measurements are in ``history`` already; the model learns from them when the
+        next plan is made (``_refit``)."""
+
+    def _refit(self) -> None:
+        if len(self.history) < self.min_train or len(self.history) == self._fitted_at:
             return
         valid = [c for _, c in self.history if math.isfinite(c)]
         if not valid:
@@ -409,17 +519,36 @@ class EvolutionaryTuner(Tuner):
         x = np.array([self.features(c) for c, _ in self.history], dtype=float)
         y = np.array([best / c if math.isfinite(c) else 0.0 for _, c in self.history])
         self.model.fit(x, y)
+        self._fitted_at = len(self.history)
         self._trained = self.model.model is not None
 
     def next_batch(self, n: int) -> list[Any]:
-        space = self.task.space
+        out: list[Any] = []
+        chosen: set[str] = set()
+        for _ in range(3):  # a plan can be used up by points measured meanwhile (resume)
+            while self._plan and len(out) < n:
+                c = self._fresh(self._plan.pop(0))
+                if c is not None and _key(c) not in chosen:
+                    out.append(c)
+                    chosen.add(_key(c))
+            if len(out) == n:
+                break
+            self._plan = self._make_plan(max(n - len(out), self.plan_size))
+            if not self._plan:
+                break
+        return out
+
+    def _make_plan(self, m: int) -> list[Any]:
+        self._refit()
         if not self._trained:
-            return RandomTuner.next_batch(self, n)  # type: ignore[arg-type]
+            return RandomTuner.next_batch(self, m)  # type: ignore[arg-type]
+        space = self.task.space
         ranked = sorted((h for h in self.history if math.isfinite(h[1])), key=lambda h: h[1])
         parents = [c for c, _ in ranked[:8]] or [space.default()]
+        population = max(self.population, 3 * m)
         pool: dict[str, Any] = {}
-        for _ in range(self.population * 4):
-            if len(pool) >= self.population:
+        for _ in range(population * 4):
+            if len(pool) >= population:
                 break
             r = self.rng.random()
             if r < 0.6:
@@ -435,15 +564,15 @@ class EvolutionaryTuner(Tuner):
             if c is not None:
                 pool.setdefault(_key(c), c)
         cands = list(pool.values())
-        n_random = round(n * self.eps_random)
+        n_random = round(m * self.eps_random)
         out: list[Any] = []
         if cands:
             scores = self.model.predict(np.array([self.features(c) for c in cands], dtype=float))
             order = np.argsort(-scores, kind="stable")
-            out = [cands[i] for i in order[: n - n_random]]
+            out = [cands[i] for i in order[: m - n_random]]
         chosen = {_key(c) for c in out}
-        for c in RandomTuner.next_batch(self, n):  # type: ignore[arg-type]
-            if len(out) >= n:
+        for c in RandomTuner.next_batch(self, m):  # type: ignore[arg-type]
+            if len(out) >= m:
                 break
             if _key(c) not in chosen:
                 out.append(c)

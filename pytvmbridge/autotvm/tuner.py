@@ -243,7 +243,7 @@ class Tuner:
         rounds: int = 7,
         min_repeat_ms: float = 20.0,
         margin: float = 0.02,
-        settle_s: float = 0.1,
+        settle_s: float = 0.05,
     ) -> dict[str, Any] | None:
         """Confirm the choice: re-measure the analytical point and the ``top_k`` best candidates
         together in this process (:func:`~.measure.measure_in_process`: interleaved rounds),

@@ -168,24 +168,29 @@ def test_log_round_trip(tmp_path):
     task = autotvm.task.create("test_matmul", args=(N,))
     log = tmp_path / "log.json"
     opt = MeasureOption(repeat=2, min_repeat_ms=1)
-    autotvm.GridSearchTuner(task).tune(
-        3, measure_option=opt, log_file=log, n_parallel=1, progress=False
-    )
+    tuner = autotvm.GridSearchTuner(task)
+    tuner.tune(3, measure_option=opt, log_file=log, n_parallel=1, progress=False)
     recs = list(record.load(log, verified=False))
     assert len(recs) == 3
     # the grid in order, less the points that build the same code as an earlier one (not
     # built or measured again)
-    grid, seen = [], set()
+    grid, seen, keys, skipped = [], set(), set(), 0
     for c in task.space.grid():
         c = task.canonical(c)
+        if json.dumps(c, sort_keys=True) in keys:
+            continue  # repaired to a point already proposed: never proposed twice
+        keys.add(json.dumps(c, sort_keys=True))
         h = schedule_hash(*task.instantiate(c))
         if h not in seen:
             seen.add(h)
             grid.append(c)
+        else:
+            skipped += 1
         if len(grid) == 3:
             break
     assert [r["config"] for r in recs] == grid
     assert [r["schedule"] for r in recs] == [schedule_hash(*task.instantiate(c)) for c in grid]
+    assert skipped > 0 and tuner.duplicates == skipped  # skipped without a build
     for r in recs:
         assert r["workload"] == task.workload_key and r["description"].startswith("test_matmul(")
         assert r["target"]["name"] == "llvm" and r["target"]["cpu"] == record.cpu_name()

@@ -184,6 +184,12 @@ std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
     // usually a batch: vectorizing it would stream (and pack, on every call) the activations
     // instead of the weights, so it only beats a constant extent that vectors do not divide.
     int score = 0;
+    // The streamed operand's contiguous dimension, whole vectors wide (a blocked convolution's
+    // channels in a block, a matmul's columns): every vector is a plain load, whatever the
+    // extents of the other candidates.
+    int dim = exact_dim(deps[0], var);
+    bool contiguous = dim >= 0 && dim == static_cast<int>(deps[0]->indices.size()) - 1;
+    if (contiguous && extent && *extent % lanes == 0) score += 8;
     if (extent && *extent % (2 * lanes) == 0) score += 4;
     if (extent && *extent % lanes == 0) score += 2;
     if (!extent) score += 1;

@@ -13,7 +13,8 @@ would stay in PyTorch), ``num_threads`` (threads of the compiled kernels), ``tun
 (each operator's best record in that log is its schedule; see
 :mod:`pytvmbridge.autotvm.graph_tuning`), ``tuning_n_trials`` (tune the graph's operators for that
 many trials in total first, logging to ``tuning_log_file``), ``target`` (an ``llvm`` target
-string).
+string), ``layout`` (``"NCHWc"``, the default: convolution chains computed in blocked
+channels, see :mod:`pytvmbridge.graph.layout`; ``"NCHW"``: every tensor in PyTorch's layout).
 
 Example:
     >>> import torch
@@ -39,6 +40,7 @@ KNOWN_OPTIONS = (
     "tuning_n_trials",
     "target",
     "opt_level",
+    "layout",
 )
 
 
@@ -52,6 +54,7 @@ class BackendOptions:
     tuning_n_trials: int = 0
     target: str = "llvm"
     opt_level: int = 3
+    layout: str = "NCHWc"
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> BackendOptions:
@@ -68,6 +71,10 @@ class BackendOptions:
         ):
             raise TVMValueError(
                 f"options['num_threads'] must be an int >= 1, found {parsed.num_threads!r}"
+            )
+        if parsed.layout not in ("NCHWc", "NCHW"):
+            raise TVMValueError(
+                f"options['layout'] must be 'NCHWc' or 'NCHW', found {parsed.layout!r}"
             )
         n = parsed.tuning_n_trials
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -95,6 +102,7 @@ def _graph_compiler(opts: BackendOptions) -> Any:
             target=opts.target,
             tuning_log_file=opts.tuning_log_file,
             tuning_n_trials=opts.tuning_n_trials,
+            layout=opts.layout,
         )
         return make_boxed_func(compiled.forward)
 

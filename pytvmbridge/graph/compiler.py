@@ -35,11 +35,12 @@ from .. import cache, te
 from ..autoschedule import auto_schedule
 from ..autotvm.graph_tuning import graph_tuning
 from ..build import Module
-from ..error import TVMNotImplementedError, TVMTypeError
+from ..error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from ..kernel import _operations  # one walk over the operation graph
 from ..schedule import create_schedule
 from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
+from .layout import blocking, conv_block, host_block
 from .ops import CONVERTERS
 from .views import cancel_view_pairs
 
@@ -316,10 +317,15 @@ def compile_graph(
     cancel_view_pairs(gm)  # an activation between two 3-d linear layers: the product's epilogue
     placeholders, out_nodes, is_tuple = _graph_nodes(gm)
     plan = plan_folds(gm) if options.get("fold_weights", True) else FoldPlan()
-    inputs, outputs, size_vars = import_graph(gm, plan=plan)
-    prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
-    if prepacked:
-        inputs, outputs, size_vars = import_graph(gm, prepacked, plan)
+    # Tuning records are per operator in the NCHW layout: a tuned graph stays in NCHW.
+    tuning = graph_tuning(gm, target, options)
+    lanes = 0 if tuning else _layout_lanes(options, target)
+    with blocking(lanes):
+        inputs, outputs, size_vars = import_graph(gm, plan=plan)
+        prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
+        prepacked.update(_blocked_weights(gm, plan, lanes))
+        if prepacked:
+            inputs, outputs, size_vars = import_graph(gm, prepacked, plan)
     derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
     inputs = inputs[: len(placeholders)]
     for node, out in zip(out_nodes, outputs, strict=True):
@@ -366,7 +372,6 @@ def compile_graph(
 
     # Tuning options / apply_history_best: each operator's best record (autotvm.graph_tuning).
     # A batch-norm-folded weight "W_bn" is packed like the task's convolution weight "W".
-    tuning = graph_tuning(gm, target, options)
     aliases = {k.removesuffix("_bn"): w for k, w in prepacked.items() if k in plan.derived}
     config = tuning(unique, {**aliases, **prepacked}) if tuning else None
     # _schedule(unique, target, config) through the on-disk cache, keyed before scheduling: a
@@ -382,6 +387,40 @@ def compile_graph(
         output_of=output_of,
         output_tuple=is_tuple,
     )
+
+
+def _layout_lanes(options: dict, target: str) -> int:
+    """The vector lanes the NCHWc layout's blocks are made of (0: NCHW throughout); option
+    ``layout``."""
+    layout = options.get("layout", "NCHWc")
+    if layout not in ("NCHWc", "NCHW"):
+        raise TVMValueError(f"option layout must be 'NCHWc' or 'NCHW', found {layout!r}")
+    if layout == "NCHW" or not options.get("prepack_weights", True) or target != "llvm":
+        return 0
+    return host_block()
+
+
+def _blocked_weights(gm: torch.fx.GraphModule, plan: FoldPlan, lanes: int) -> dict[str, int]:
+    """The weights of the convolutions computed blocked (see :mod:`.layout`), to pass packed
+    in panels of their output block: graph inputs read only as such weights, and the
+    batch-norm-folded weights of such convolutions."""
+    if not lanes:
+        return {}
+    convs = [n for n in gm.graph.nodes if n.target is _CONVOLUTION]
+    blocks = {n: conv_block(n, lanes) for n in convs}
+    widths: dict[str, int] = {}
+    for node, block in blocks.items():
+        weight = node.args[1]
+        folded = f"{weight.name}_bn"
+        if not block:
+            continue
+        if node in plan.rewrites and folded in plan.derived:
+            widths[folded] = block
+        elif weight.op == "placeholder" and all(
+            blocks.get(u) and u.args[1] is weight and u.args[0] is not weight for u in weight.users
+        ):
+            widths[weight.name] = block
+    return widths
 
 
 def _conv_panel_widths(

@@ -22,6 +22,15 @@ from typing import Any
 import torch
 
 from .. import te, topi
+from ..topi.utils import const_int
+from .layout import (
+    active_lanes,
+    blocked_source,
+    conv2d_nchwc,
+    max_pool_nchwc,
+    through_blocks,
+    weight_block,
+)
 from .prepack import conv2d_prepacked
 
 aten = torch.ops.aten
@@ -81,7 +90,7 @@ _UNARY = {
     aten.silu.default: topi.nn.silu,
 }
 for _target, _fn in _UNARY.items():
-    _register(_target)(lambda x, *_, _fn=_fn, **__: _fn(x))
+    _register(_target)(through_blocks(lambda x, *_, _fn=_fn, **__: _fn(x)))
 
 
 @_register(aten.reciprocal.default)
@@ -95,11 +104,13 @@ def _gelu(x: te.Tensor, approximate: str = "none") -> te.Tensor:
 
 
 @_register(aten.hardtanh.default)
+@through_blocks
 def _hardtanh(x: te.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> te.Tensor:
     return topi.clip(x, min_val, max_val)
 
 
 @_register(aten.clamp.default)
+@through_blocks
 def _clamp(x: te.Tensor, min: float | None = None, max: float | None = None) -> te.Tensor:
     if min is not None:
         x = topi.maximum(x, _scalar(min, x))
@@ -109,11 +120,13 @@ def _clamp(x: te.Tensor, min: float | None = None, max: float | None = None) -> 
 
 
 @_register(aten.leaky_relu.default)
+@through_blocks
 def _leaky_relu(x: te.Tensor, negative_slope: float = 0.01) -> te.Tensor:
     return topi.nn.leaky_relu(x, negative_slope)
 
 
 def _binary(fn: Callable) -> Converter:
+    @through_blocks
     def convert(a: Any, b: Any, **kwargs: Any) -> Any:
         like = a if isinstance(a, te.Tensor) else b
         alpha = kwargs.get("alpha", 1)
@@ -210,12 +223,31 @@ def convolution(
     groups: int,
 ) -> te.Tensor:
     """``aten.convolution`` (2-d, not transposed); a 5-d ``w`` is a weight passed packed as
-    ``[O/w, I, kh, kw, w]`` panels (see :mod:`.prepack`, groups = 1)."""
+    ``[O/w, I, kh, kw, w]`` panels (see :mod:`.prepack`, groups = 1). Inside
+    :func:`.layout.blocking`, a convolution with a multiple of the block as output channels
+    (ungrouped or depthwise) is computed in the blocked layout (:mod:`.layout`)."""
+    block = _blocked(x, w, groups, active_lanes())
+    if block:
+        return conv2d_nchwc(x, w, bias, _pair(stride), _pair(padding), _pair(dilation), groups,
+                            block)  # fmt: skip
     if len(w.shape) == 5:
         out = conv2d_prepacked(x, w, _pair(stride), _pair(padding), _pair(dilation))
     else:
         out = topi.nn.conv2d(x, w, _pair(stride), _pair(padding), _pair(dilation), groups=groups)
     return out if bias is None else topi.nn.bias_add(out, bias, axis=1)
+
+
+def _blocked(x: te.Tensor, w: te.Tensor, groups: int, lanes: int) -> int:
+    """The output block of a convolution, :func:`.layout.conv_block` on TE shapes (0: NCHW)."""
+    if not lanes:
+        return 0
+    dims = [const_int(d) for d in (*w.shape[:4], x.shape[1])]
+    if None in dims:
+        return 0
+    if len(w.shape) == 5:  # pre-packed: O/width panels
+        dims[0] *= const_int(w.shape[4])
+    block = weight_block(dims[0], dims[1], dims[4], groups, lanes)
+    return block if len(w.shape) == 4 or const_int(w.shape[4]) == block else 0
 
 
 def _conv_accepts(node: torch.fx.Node) -> bool:
@@ -275,6 +307,11 @@ def _max_pool(
 ) -> tuple:
     kernel = _pair(kernel)
     stride = _pair(stride) if stride else kernel
+    source = blocked_source(x)
+    if source is not None:
+        out = max_pool_nchwc(source, kernel, stride, _pair(padding), _pair(dilation), ceil_mode)
+        if out is not None:
+            return (out, None)
     out = topi.nn.pool2d(x, kernel, stride, _pair(dilation), _pair(padding), "max", ceil_mode)
     return (out, None)
 

@@ -1,0 +1,291 @@
+"""Blocked ``NCHW[b]c`` activations between convolutions (what oneDNN and TVM's x86 schedules do).
+
+In NCHW a convolution's output channels, the axis its weight is streamed along, are ``H * W``
+floats apart: the micro-kernel's vector of channels is stored and re-read strided, and a
+depthwise convolution has only the image width to vectorize (7 floats in MobileNetV2's last
+stages). With ``b`` (one vector of float32: 16 with AVX-512, 8 with AVX2) channels innermost,
+``[N, C/b, H, W, b]``, each tile of the micro-kernel is one contiguous vector per output pixel
+and a depthwise convolution is one vector FMA per window point.
+
+While the graph compiler imports a graph (:func:`blocking`), a convolution whose output channels
+are a multiple of ``b`` (ungrouped or depthwise) computes its output blocked, with its bias, and
+returns an *unpack view* (:func:`unpack`: the NCHW tensor as an injective stage reading the
+blocked one). The converters that know the layout look through that view
+(:func:`blocked_source`): the next convolution reads the blocked tensor directly, elementwise
+operators whose tensor operands are all views of one blocked shape (ReLU, ReLU6, residual adds)
+compute blocked and return a view again (:func:`through_blocks`), max pooling pools blocked.
+Any other reader sees the NCHW view, which the scheduler inlines: the layout transform happens
+only where a non-blocked operator reads a blocked value (the mean before a classifier), never
+between two convolutions. The weights are passed pre-packed as ``[O/b, I, kh, kw, b]``
+(``Derived("conv_pack")``, computed once), so nothing is re-laid-out on a call.
+
+Example:
+    >>> import pytvmbridge as tvm
+    >>> x = tvm.placeholder((1, 3, 8, 8), name="x")
+    >>> w = tvm.placeholder((2, 3, 3, 3, 16), name="w")  # 32 channels in panels of 16
+    >>> y = conv2d_nchwc(x, w, None, (1, 1), (1, 1), (1, 1), 1, 16)
+    >>> y.shape, blocked_source(y).shape
+    ((1, 32, 8, 8), (1, 2, 8, 8, 16))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from .. import te, topi
+from ..topi import tag
+from ..topi.nn.conv2d import conv_output_size
+from ..topi.utils import const_int
+
+UNPACK_TAG = "nchwc_unpack"
+DEPTHWISE_NCHWC_TAG = "depthwise_conv2d_NCHWc"
+
+_LANES: contextvars.ContextVar[int] = contextvars.ContextVar("nchwc_lanes", default=0)
+
+
+def host_block() -> int:
+    """float32 lanes of one vector register on this host (the smallest channel block)."""
+    from .. import _core
+
+    features = _core.host_cpu_features()
+    if features.get("avx512f"):
+        return 16
+    if features.get("avx2") or features.get("avx"):
+        return 8
+    return 4
+
+
+@contextlib.contextmanager
+def blocking(lanes: int) -> Iterator[None]:
+    """Converters inside this block compute blocked convolutions for vectors of ``lanes``
+    float32 (0: off)."""
+    token = _LANES.set(lanes)
+    try:
+        yield
+    finally:
+        _LANES.reset(token)
+
+
+def active_lanes() -> int:
+    """The vector lanes of the import in progress (0 when blocking is off)."""
+    return _LANES.get()
+
+
+def channel_block(channels: int | None, lanes: int) -> int:
+    """The block of a tensor of ``channels`` channels: two vectors when they divide it (the
+    micro-kernel's tile is then two vectors wide: 2 loads of the weight per 8 broadcasts, not 1
+    per 14), else one vector, else 0 (the tensor stays NCHW)."""
+    if not lanes or channels is None:
+        return 0
+    for block in (2 * lanes, lanes):
+        if channels % block == 0:
+            return block
+    return 0
+
+
+def unpack(blocked: te.Tensor) -> te.Tensor:
+    """``[N, C/b, H, W, b]`` -> the NCHW view ``[N, C, H, W]`` (an injective stage)."""
+    n, cb, h, w, b = blocked.shape
+    return te.compute(
+        (n, cb * b, h, w),
+        lambda i, c, y, x: blocked[i, te.floordiv(c, b), y, x, te.floormod(c, b)],
+        name="nchwc_unpack",
+        tag=UNPACK_TAG,
+    )
+
+
+def blocked_source(value: Any) -> te.Tensor | None:
+    """The blocked tensor behind an unpack view, else None."""
+    if isinstance(value, te.Tensor) and isinstance(value.op, te.ComputeOp):
+        if value.op.tag == UNPACK_TAG:
+            return value.op.input_tensors[0]
+    return None
+
+
+def conv_block(node: torch.fx.Node, lanes: int) -> int:
+    """The output block of the FX ``aten.convolution`` node (0: it computes NCHW): static
+    channels, 2-d, not transposed, ungrouped or depthwise, see :func:`channel_block`."""
+    if not lanes or node.args[6]:
+        return 0
+    x, w = node.args[0].meta.get("val"), node.args[1].meta.get("val")
+    if x is None or w is None or w.dim() != 4 or x.dim() != 4:
+        return 0
+    if not all(isinstance(d, int) for d in (*w.shape, x.shape[1])):
+        return 0
+    return weight_block(w.shape[0], w.shape[1], x.shape[1], node.args[8], lanes)
+
+
+def weight_block(out_c: int, group_in: int, in_c: int, groups: int, lanes: int) -> int:
+    """:func:`conv_block` from the sizes (the converters' side of the same decision)."""
+    depthwise = groups == in_c == out_c and group_in == 1
+    return channel_block(out_c, lanes) if groups == 1 or depthwise else 0
+
+
+def _weight_reader(w: te.Tensor, block: int) -> Callable[..., Any]:
+    """``read(oc, oi, i, ry, rx)``: the weight of output channel ``oc * block + oi``."""
+    if len(w.shape) == 5:
+        return lambda oc, oi, i, ry, rx: w[oc, i, ry, rx, oi]
+    return lambda oc, oi, i, ry, rx: w[oc * block + oi, i, ry, rx]
+
+
+def conv2d_nchwc(
+    x: te.Tensor,
+    w: te.Tensor,
+    bias: te.Tensor | None,
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    groups: int,
+    block: int,
+) -> te.Tensor:
+    """A convolution computed blocked; returns the NCHW unpack view of its output.
+
+    ``x`` is NCHW (read as it is, or through to its blocked source when it is an unpack view,
+    of any block; a depthwise convolution's of the same block); ``w`` is OIHW or pre-packed
+    ``[O/block, I, kh, kw, block]``; ``groups`` is 1 or the channel count (depthwise).
+    """
+    source = blocked_source(x)
+    in_block = const_int(source.shape[-1]) if source is not None else None
+    if source is not None and groups != 1 and in_block != block:
+        source = None
+    n, in_c, h, wd = x.shape
+    if len(w.shape) == 5:
+        out_c = const_int(w.shape[0]) * const_int(w.shape[4])
+        kh, kw = const_int(w.shape[2]), const_int(w.shape[3])
+    else:
+        out_c, kh, kw = (const_int(d) for d in (w.shape[0], w.shape[2], w.shape[3]))
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    out_h = conv_output_size(h, kh, sh, dh, ph, ph)
+    out_w = conv_output_size(wd, kw, sw, dw, pw, pw)
+    weight = _weight_reader(w, block)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    depthwise = groups != 1
+    if source is not None:
+        data = source
+        if ph or pw:
+            data = topi.nn.pad(source, [0, 0, ph, pw, 0], [0, 0, ph, pw, 0], name="pad_temp")
+
+        def pixel(i: Any, c_block: Any, c_lane: Any, y: Any, xx: Any) -> Any:
+            return data[i, c_block, y, xx, c_lane]
+
+    else:
+        data = topi.nn.pad(x, [0, 0, ph, pw], [0, 0, ph, pw], name="pad_temp") if ph or pw else x
+
+        def pixel(i: Any, c_block: Any, c_lane: Any, y: Any, xx: Any) -> Any:
+            return data[i, c_block * block + c_lane, y, xx]
+
+    shape = (n, out_c // block, out_h, out_w, block)
+    attrs = {"layout": f"NCHW{block}c", "strides": [sh, sw], "padding": [ph, pw, ph, pw],
+             "dilation": [dh, dw], "groups": groups}  # fmt: skip
+    if depthwise:
+
+        def fdepthwise(i: Any, oc: Any, y: Any, xx: Any, oi: Any) -> Any:
+            value = pixel(i, oc, oi, y * sh + ry * dh, xx * sw + rx * dw)
+            return te.sum(value * weight(oc, oi, 0, ry, rx), axis=[ry, rx])
+
+        out = te.compute(shape, fdepthwise, name="T_depthwise_conv2d_NCHWc",
+                         tag=DEPTHWISE_NCHWC_TAG, attrs=attrs)  # fmt: skip
+    elif source is not None:
+        rco = te.reduce_axis((0, const_int(in_c) // in_block), name="rco")
+        rci = te.reduce_axis((0, in_block), name="rci")
+
+        def fblocked(i: Any, oc: Any, y: Any, xx: Any, oi: Any) -> Any:
+            value = pixel(i, rco, rci, y * sh + ry * dh, xx * sw + rx * dw)
+            return te.sum(
+                value * weight(oc, oi, rco * in_block + rci, ry, rx), axis=[rco, ry, rx, rci]
+            )
+
+        out = te.compute(shape, fblocked, name="T_conv2d_NCHWc", tag=tag.CONV2D_NCHWC,
+                         attrs=attrs)  # fmt: skip
+    else:
+        rc = te.reduce_axis((0, in_c), name="rc")
+
+        def fplain(i: Any, oc: Any, y: Any, xx: Any, oi: Any) -> Any:
+            value = data[i, rc, y * sh + ry * dh, xx * sw + rx * dw]
+            return te.sum(value * weight(oc, oi, rc, ry, rx), axis=[rc, ry, rx])
+
+        out = te.compute(shape, fplain, name="T_conv2d_NCHWc", tag=tag.CONV2D_NCHWC,
+                         attrs=attrs)  # fmt: skip
+    if bias is not None:
+        out = te.compute(
+            shape,
+            lambda i, oc, y, xx, oi: out[i, oc, y, xx, oi] + bias[oc * block + oi],
+            name="T_add",
+            tag=tag.BROADCAST,
+        )
+    return unpack(out)
+
+
+def through_blocks(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An elementwise converter computed on the blocked tensors when every tensor operand is
+    an unpack view of one blocked shape (scalars allowed); otherwise on the NCHW values."""
+
+    @functools.wraps(fn)
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        tensors = [a for a in args if isinstance(a, te.Tensor)]
+        sources = [blocked_source(t) for t in tensors]
+        if not tensors or any(s is None for s in sources):
+            return fn(*args, **kwargs)
+        # Sizes compared as text: a symbolic batch is the same size variable in every shape.
+        shape = [str(d) for d in sources[0].shape]
+        if any([str(d) for d in s.shape] != shape for s in sources[1:]):
+            return fn(*args, **kwargs)
+        swap = {id(t): s for t, s in zip(tensors, sources, strict=True)}
+        blocked_args = [swap.get(id(a), a) for a in args]
+        out = fn(*blocked_args, **kwargs)
+        return unpack(out) if isinstance(out, te.Tensor) else out
+
+    return convert
+
+
+def max_pool_nchwc(
+    source: te.Tensor,
+    kernel: tuple[int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    ceil_mode: bool,
+) -> te.Tensor | None:
+    """Max pooling of a blocked tensor (its unpack view), or None where not handled."""
+    if ceil_mode:
+        return None
+    n, cb, h, w, b = source.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    out_h = conv_output_size(h, kh, sh, dh, ph, ph)
+    out_w = conv_output_size(w, kw, sw, dw, pw, pw)
+    data = source
+    if ph or pw:
+        lowest = te.min_value(source.dtype)
+        data = topi.nn.pad(source, [0, 0, ph, pw, 0], [0, 0, ph, pw, 0], lowest, name="pad_temp")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    out = te.compute(
+        (n, cb, out_h, out_w, b),
+        lambda i, c, y, x, ci: te.max(data[i, c, y * sh + ry * dh, x * sw + rx * dw, ci],
+                                      axis=[ry, rx]),
+        name="T_pool_max",
+        tag="pool_max",
+    )  # fmt: skip
+    return unpack(out)
+
+
+__all__ = [
+    "active_lanes",
+    "blocked_source",
+    "blocking",
+    "channel_block",
+    "conv2d_nchwc",
+    "conv_block",
+    "host_block",
+    "max_pool_nchwc",
+    "through_blocks",
+    "unpack",
+    "weight_block",
+]

@@ -1,0 +1,128 @@
+"""The blocked NCHWc layout of the graph compiler (pytvmbridge/graph/layout.py): convolution
+chains (ungrouped, depthwise, stride 2, odd channel counts left in NCHW, residual adds, ReLU6,
+max pooling) against eager PyTorch, batch 1 and more, and a dynamic batch."""
+
+import pytest
+import torch
+from torch import nn
+
+from pytvmbridge.error import TVMValueError
+from pytvmbridge.graph import backend, compile_graph
+from pytvmbridge.graph.layout import channel_block, host_block
+
+LANES = host_block()
+BLOCK = LANES
+
+
+class Chain(nn.Module):
+    """Stem (stride 2) + max pool, a residual 3x3 pair, a depthwise block (stride 1 and 2,
+    ReLU6), a convolution whose output channels are not a multiple of the block (stays NCHW,
+    then read by a blocked one), mean and a linear classifier."""
+
+    def __init__(self, c: int = 2 * BLOCK) -> None:
+        super().__init__()
+        odd = c + 3
+        self.stem = nn.Sequential(nn.Conv2d(3, c, 3, 2, 1, bias=False), nn.BatchNorm2d(c),
+                                  nn.ReLU())  # fmt: skip
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.a = nn.Sequential(nn.Conv2d(c, c, 3, 1, 1), nn.BatchNorm2d(c), nn.ReLU())
+        self.b = nn.Sequential(nn.Conv2d(c, c, 3, 1, 1, bias=False), nn.BatchNorm2d(c))
+        self.dw1 = nn.Sequential(nn.Conv2d(c, c, 3, 1, 1, groups=c, bias=False),
+                                 nn.BatchNorm2d(c), nn.ReLU6())  # fmt: skip
+        self.dw2 = nn.Sequential(nn.Conv2d(c, c, 3, 2, 1, groups=c), nn.ReLU6())
+        self.odd = nn.Conv2d(c, odd, 1)
+        self.back = nn.Sequential(nn.Conv2d(odd, 2 * c, 1, 2), nn.ReLU())
+        self.fc = nn.Linear(2 * c, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.pool(self.stem(x))
+        x = torch.relu(x + self.b(self.a(x)))
+        x = x + self.dw1(x)
+        x = self.back(torch.relu(self.odd(self.dw2(x))))
+        return self.fc(x.mean((2, 3)))
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    model = Chain().eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.2, 0.2)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.data.uniform_(0.5, 1.5)
+            m.bias.data.uniform_(-0.2, 0.2)
+    return model
+
+
+def _compiled_graphs(model, inputs, dynamic=False, **options):
+    graphs = []
+    original = backend.partition_and_compile
+
+    def spy(gm, **opts):
+        fused = original(gm, **opts)
+        graphs.extend(m.compiled for m in fused.modules() if hasattr(m, "compiled"))
+        return fused
+
+    backend.partition_and_compile = spy
+    try:
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="pytvmbridge", options=options or None)
+        with torch.no_grad():
+            for x in inputs:
+                if dynamic:
+                    torch._dynamo.mark_dynamic(x, 0)
+                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    finally:
+        backend.partition_and_compile = original
+    return graphs
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_blocked_chain_matches_eager(batch):
+    graphs = _compiled_graphs(_model(), [torch.randn(batch, 3, 29, 29)])
+    assert len(graphs) == 1
+    widths = [d.params[0] for d in graphs[0].derived_inputs if d.kind == "conv_pack"]
+    # stem, a, b, dw1, dw2 and back run blocked (their weights in panels of their block: two
+    # vectors); the convolution with an odd channel count does not.
+    assert channel_block(2 * BLOCK, LANES) == 2 * LANES
+    assert widths.count(2 * LANES) == 6
+
+
+def test_blocked_chain_dynamic_batch_compiles_once():
+    inputs = [torch.randn(b, 3, 21, 21) for b in (2, 5, 3)]
+    graphs = _compiled_graphs(_model(), inputs, dynamic=True)
+    assert len(graphs) == 1 and graphs[0].size_bindings
+
+
+def test_nchw_layout_option_gives_the_same_values():
+    x = torch.randn(2, 3, 17, 17)
+    graphs = _compiled_graphs(_model(), [x], layout="NCHW")
+    widths = [d.params[0] for d in graphs[0].derived_inputs if d.kind == "conv_pack"]
+    assert len(widths) < 6  # depthwise weights are not packed in NCHW
+
+
+def test_layout_option_is_checked():
+    with pytest.raises(TVMValueError, match="layout"):
+        backend.BackendOptions.parse({"layout": "NHWC"})
+    torch._dynamo.reset()
+    f = torch.compile(nn.Conv2d(3, 16, 1), backend="pytvmbridge", options={"layout": "NHWC"})
+    with pytest.raises(Exception, match="options\\['layout'\\]"):
+        f(torch.randn(1, 3, 4, 4))
+
+
+def test_blocked_weights_follow_in_place_changes():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w, wd):
+        y = torch.relu(torch.nn.functional.conv2d(x, w, stride=2, padding=1))
+        return torch.nn.functional.conv2d(y, wd, padding=1, groups=w.shape[0]) + y
+
+    c = 3 * BLOCK
+    args = [torch.randn(2, 5, 11, 11), torch.randn(c, 5, 3, 3), torch.randn(c, 1, 3, 3)]
+    cg = compile_graph(make_fx(f)(*args), args)
+    assert channel_block(c, LANES) == LANES
+    assert {(d.kind, d.params) for d in cg.derived_inputs} == {("conv_pack", (LANES,))}
+    torch.testing.assert_close(cg(*args), f(*args), rtol=1e-4, atol=1e-4)
+    args[1].mul_(-0.5)
+    args[2].add_(1.0)
+    torch.testing.assert_close(cg(*args), f(*args), rtol=1e-4, atol=1e-4)

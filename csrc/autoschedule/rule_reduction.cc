@@ -114,6 +114,25 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
                       });
   if (small_window && !data.empty() && ctx.knob(st, "unroll_window", 1, {0, 1}) == 1) {
     for (const IterVar& r : reds) unroll(st, r);
+    // A single elementwise consumer (a depthwise convolution's bias and activation) takes the
+    // window's vector of results in its own loop: one pass over the output, not two.
+    auto last_extent = const_extent(data.back());
+    Stage epilogue = attached || !last_extent || *last_extent > 4 * lanes || *last_extent < 4
+                         ? nullptr
+                         : fusable_epilogue(ctx, st);
+    if (epilogue && ctx.knob(st, "fuse_epilogue", 1, {0, 1}) == 1) {
+      ctx.rule(epilogue, "epilogue");
+      ctx.settled.insert(epilogue.get());
+      std::vector<IterVar> axes = epilogue->leaf_iter_vars;
+      std::vector<IterVar> outer(axes.begin(), axes.end() - 1);
+      vectorize(epilogue, axes.back());
+      vectorize(st, data.back());
+      if (!outer.empty()) {
+        outer = parallelize(ctx, epilogue, outer, work, st);
+        compute_at(st, epilogue, outer.back());
+      }
+      return std::nullopt;
+    }
     std::vector<IterVar> outer(data.begin(), data.end() - 1);
     IterVar inner = data.back();
     auto extent = const_extent(inner);

@@ -79,6 +79,9 @@ struct TiledPlan {
   int64_t panel_width = 0;
 };
 std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st);
+// The single consumer that can take a reduction's output as its epilogue: injective, at root,
+// same shape, reading the reduction only at its own axes, in order (nullptr: none).
+Stage fusable_epilogue(Context& ctx, const Stage& st);
 // Register-blocked micro-kernel: packing of the streamed operand, the output (or its single
 // elementwise consumer: bias, batch norm, residual add, activation) tiled by rows x vectors,
 // the reduction computed per tile into a block that stays in registers.

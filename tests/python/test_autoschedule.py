@@ -185,12 +185,15 @@ def test_conv_decisions_in_lower():
     assert rules["conv.local"] == "block"
     assert rules["compute"] == "epilogue"  # bias + relu fused into the tile's write-back
     assert rules["pad"] == "injective"  # stored once rather than tested in the inner loop
-    # Weights packed by output channel; output channels vectorized in the block, 7 columns
-    # of the output row (dividing 14) register-blocked.
+    # Weights packed by output channel; output channels vectorized in the block, the whole
+    # 14-column output row register-blocked with AVX-512 (a short row fills the register
+    # budget: 14 x 2 vectors).
     assert "W.packed" in text
-    assert space["default"]["conv"]["tile_rows"] == 7
+    rows = space["default"]["conv"]["tile_rows"]
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert rows == 14
     block = text[text.index("allocate conv.local") :]
-    assert "allocate conv.local[float32 * 1 * 1 * 7 * " in text
+    assert f"allocate conv.local[float32 * 1 * 1 * {rows} * " in text
     assert "conv.local[ramp(0i64, 1i64, " in block
     assert "max((conv.local[" in block
     assert "parallel (" in text[: text.index("allocate conv.local")]
@@ -503,3 +506,34 @@ def test_argmax_computes_the_maximum_inside_its_loop_over_rows():
         naive, auto = naive_and_auto([x, z], [a])
         np.testing.assert_array_equal(auto[0], np.argmin(a, axis=axis, keepdims=keep))
         np.testing.assert_array_equal(naive[0], auto[0])
+
+
+def test_small_window_reduction_takes_its_elementwise_consumer_in_its_loop():
+    """A depthwise convolution in blocked channels (a 3x3 window per vector of channels)
+    followed by bias and ReLU6: the window is computed inside the activation's loop."""
+    X = tvm.placeholder((2, 3, 9, 9, 16), name="X")
+    W = tvm.placeholder((3, 3, 3, 16), name="W")
+    B = tvm.placeholder((3, 16), name="B")
+    ry, rx = tvm.reduce_axis((0, 3), name="ry"), tvm.reduce_axis((0, 3), name="rx")
+    D = tvm.compute(
+        (2, 3, 7, 7, 16),
+        lambda n, c, y, x, ci: tvm.sum(
+            X[n, c, y + ry, x + rx, ci] * W[c, ry, rx, ci], axis=[ry, rx]
+        ),
+        name="dw",
+    )
+    Y = tvm.compute(
+        D.shape,
+        lambda n, c, y, x, ci: tvm.min(tvm.max(D[n, c, y, x, ci] + B[c, ci], 0.0), 6.0),
+        name="act",
+    )
+    space = tvm.auto_schedule_space(Y)
+    assert space["rules"]["dw"] == "reduction"
+    assert space["rules"]["act"] == "epilogue"
+    assert space["default"]["dw"]["fuse_epilogue"] == 1
+    s = tvm.auto_schedule(Y)
+    x, w, b = rand(2, 3, 9, 9, 16), rand(3, 3, 3, 16), rand(3, 16)
+    (y,) = run(s, [X, W, B, Y], [x, w, b])
+    windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))  # n c y x ci ry rx
+    expected = np.einsum("ncyxiab,cabi->ncyxi", windows, w) + b[None, :, None, None, :]
+    np.testing.assert_allclose(y, np.clip(expected, 0.0, 6.0), rtol=1e-4, atol=1e-4)

@@ -133,6 +133,12 @@ class CompiledGraph:
             self.__dict__["_bridge"] = caller
         return caller
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The bridge is a cache of the call path (made again on first use), not state.
+        state = dict(self.__dict__)
+        state.pop("_bridge", None)
+        return state
+
     def __call__(self, *args: Any) -> Any:
         if len(args) != self.num_inputs:
             raise TVMTypeError(f"compiled graph takes {self.num_inputs} inputs, found {len(args)}")

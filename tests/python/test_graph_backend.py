@@ -403,3 +403,22 @@ def test_activation_between_3d_linear_layers_matches_eager():
             xb = torch.randn(batch, 5, 16)
             torch.testing.assert_close(compiled(xb), model(xb), rtol=1e-4, atol=1e-4)
     assert backend.compile_count - before == 2  # one static, one dynamic compilation
+
+
+def test_compiled_graph_pickles_after_it_ran():
+    """The C++ call path a CompiledGraph makes on its first call is not part of its state: it
+    pickles before and after running, and the copy computes the same values."""
+    import pickle
+
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w):
+        return torch.relu(torch.nn.functional.linear(x, w)) + 1.0
+
+    x, w = torch.randn(3, 8), torch.randn(32, 8)
+    cg = compile_graph(make_fx(f)(x, w), [x, w])
+    torch.testing.assert_close(cg(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+    copy = pickle.loads(pickle.dumps(cg))
+    x2 = torch.randn(3, 8)
+    torch.testing.assert_close(copy(x2, w), f(x2, w), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(cg(x2, w), f(x2, w), rtol=1e-5, atol=1e-5)

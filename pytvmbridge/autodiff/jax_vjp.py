@@ -53,21 +53,31 @@ def _function(kernel: Any) -> Any:
     f = jax.custom_vjp(primal)
 
     def fwd(*xs: Any) -> Any:
-        return primal(*xs), xs
+        outs = primal(*xs)
+        # the outputs are residuals too: the derived gradient reads them (softmax's) instead of
+        # recomputing the forward
+        return outs, (xs, list(outs) if isinstance(outs, tuple) else [outs])
 
-    def bwd(xs: Any, g: Any) -> Any:
+    def bwd(res: Any, g: Any) -> Any:
+        xs, values = res
         heads = list(g) if isinstance(g, (tuple, list)) else [g]
+        n, m = len(xs), len(values)
 
         def run_backward(*arrays: Any) -> Any:
-            inputs, grads = arrays[: len(xs)], arrays[len(xs) :]
+            inputs, saved, grads = arrays[:n], arrays[n : n + m], arrays[n + m :]
             inputs = [np.ascontiguousarray(x) for x in inputs]
-            module, _ = _backward_module(kernel, _specs(inputs))
+            module, _ = _backward_module(kernel, _specs(inputs), saved=True)
             out = [np.empty(x.shape, x.dtype) for x in inputs]
-            module(*inputs, *[np.ascontiguousarray(h) for h in grads], *out)
+            module(
+                *inputs,
+                *[np.ascontiguousarray(h) for h in grads],
+                *[np.ascontiguousarray(v) for v in saved],
+                *out,
+            )
             return out
 
         shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs]
-        return tuple(jax.pure_callback(run_backward, shapes, *xs, *heads))
+        return tuple(jax.pure_callback(run_backward, shapes, *xs, *values, *heads))
 
     f.defvjp(fwd, bwd)
     kernel.__dict__["_jax_vjp"] = f

@@ -191,29 +191,43 @@ def torch_op(kernel: Any) -> Any:
         ]
 
     @torch.library.custom_op(
-        name + "_backward", mutates_args=(), schema="(Tensor[] inputs, Tensor[] grads) -> Tensor[]"
+        name + "_backward",
+        mutates_args=(),
+        schema="(Tensor[] inputs, Tensor[] values, Tensor[] grads) -> Tensor[]",
     )
-    def backward_op(inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
-        module, _ = _backward_module(kernel, _specs(inputs))
+    def backward_op(
+        inputs: list[torch.Tensor], values: list[torch.Tensor], grads: list[torch.Tensor]
+    ) -> list[torch.Tensor]:
+        # values: the forward's outputs, which the derived gradient reads instead of recomputing
+        module, _ = _backward_module(kernel, _specs(inputs), saved=True)
         out = [torch.empty(x.shape, dtype=x.dtype) for x in inputs]
-        module(*[x.detach().contiguous() for x in inputs], *[g.contiguous() for g in grads], *out)
+        module(
+            *[x.detach().contiguous() for x in inputs],
+            *[g.contiguous() for g in grads],
+            *[v.detach().contiguous() for v in values],
+            *out,
+        )
         return out
 
     @backward_op.register_fake
-    def _(inputs: list[torch.Tensor], grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _(
+        inputs: list[torch.Tensor], values: list[torch.Tensor], grads: list[torch.Tensor]
+    ) -> list[torch.Tensor]:
         return [torch.empty_like(x, memory_format=torch.contiguous_format) for x in inputs]
 
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
-        ctx.save_for_backward(*inputs[0])
+        ctx.save_for_backward(*inputs[0], *output)
+        ctx.num_inputs = len(inputs[0])
         ctx.out_meta = [(o.shape, o.dtype) for o in output]
 
     def backward(ctx: Any, grads: Any) -> Any:
-        inputs = list(ctx.saved_tensors)
+        saved = list(ctx.saved_tensors)
+        inputs, values = saved[: ctx.num_inputs], saved[ctx.num_inputs :]
         heads = [
             torch.zeros(shape, dtype=dt) if g is None else g
             for g, (shape, dt) in zip(grads, ctx.out_meta, strict=True)
         ]
-        return (backward_op(inputs, heads),)
+        return (backward_op(inputs, values, heads),)
 
     forward.register_autograd(backward, setup_context=setup_context)
     kernel.__dict__["_torch_op"] = forward

@@ -151,3 +151,28 @@ def test_softmax_kernel_backward_through_torch_uses_saved_output():
     ref = a.detach().clone().requires_grad_()
     torch.softmax(ref, -1).backward(g)
     torch.testing.assert_close(a.grad, ref.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_softmax_custom_op_backward_reads_the_saved_output():
+    # the custom op (torch.compile, torch.export) saves the outputs for its backward op too
+    from pytvmbridge.autodiff.torch_autograd import torch_op
+
+    sm = tvm.kernel(lambda a: topi.nn.softmax(a), name="sm_op_saved")
+    op = torch_op(sm)
+    a = torch.randn(4, 9, dtype=torch.float64, requires_grad=True)
+    torch.library.opcheck(op, ([a],))
+    (y,) = op([a])
+    g = torch.randn(4, 9, dtype=torch.float64)
+    y.backward(g)
+    ref = a.detach().clone().requires_grad_()
+    torch.softmax(ref, -1).backward(g)
+    torch.testing.assert_close(a.grad, ref.grad, rtol=1e-10, atol=1e-12)
+
+    def f(x):
+        return (sm(x) * torch.arange(9.0, dtype=torch.float64)).sum()
+
+    b = a.detach().clone().requires_grad_()
+    torch.compile(f, backend="aot_eager")(b).backward()
+    ref.grad = None
+    (torch.softmax(ref, -1) * torch.arange(9.0, dtype=torch.float64)).sum().backward()
+    torch.testing.assert_close(b.grad, ref.grad, rtol=1e-10, atol=1e-12)

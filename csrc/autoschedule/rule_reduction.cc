@@ -164,11 +164,22 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
         break;
       }
     }
+    // A short contiguous axis under other reduce axes (group_norm's 56-wide image rows, two
+    // channels by 56 rows per group) that whole vectors do not divide: the whole axis becomes
+    // the lanes (56 = three vectors and a half, no mask), so each vector accumulates once per
+    // step of the outer axes instead of one vector taking all 448 steps in a chain.
+    bool whole_axis =
+        inner_extent && reds.size() > 1 && *inner_extent % lanes != 0 && *inner_extent <= 4 * lanes;
+    if (ctx.knob(st, "whole_axis_lanes", whole_axis ? 1 : 0, {0, 1}) == 0) whole_axis = false;
     vectors = ctx.knob(st, "accumulator_vectors", vectors, {1, 2, 4});
-    auto [ko, ki] =
-        split(st, reds.back(), make_const(reds.back()->var.dtype(), lanes * vectors), Expr());
-    (void)ko;
-    Tensor rf = rfactor(ctx.sch, Tensor(st->op, 0), ki, static_cast<int>(c->axis.size()));
+    IterVar lanes_leaf = reds.back();
+    if (!whole_axis) {
+      auto [ko, ki] =
+          split(st, reds.back(), make_const(reds.back()->var.dtype(), lanes * vectors), Expr());
+      (void)ko;
+      lanes_leaf = ki;
+    }
+    Tensor rf = rfactor(ctx.sch, Tensor(st->op, 0), lanes_leaf, static_cast<int>(c->axis.size()));
     Stage rf_stage = ctx.sch->stage(rf.op());
     ctx.name_new(rf_stage, st, ".rf");
     ctx.rule(rf_stage, "reduction_lanes");
@@ -178,10 +189,9 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     // scalar operations per output element (64 for a float row: a max is 4-6 cycles of latency
     // each, most of the time of a max over 768-element rows).
     std::vector<Stage> tree;
-    int64_t width = lanes * vectors;
-    if (per_element && width >= 4 && (width & (width - 1)) == 0 &&
-        ctx.knob(st, "lanes_tree", 1, {0, 1}) == 1) {
-      for (; width >= 4; width /= 2) {
+    int64_t width = whole_axis ? *inner_extent : lanes * vectors;
+    if (per_element && width >= 4 && width % 2 == 0 && ctx.knob(st, "lanes_tree", 1, {0, 1}) == 1) {
+      for (; width >= 4 && width % 2 == 0; width /= 2) {
         IterVar kv = st->leaf_iter_vars.back();
         auto [to, ti] = split(st, kv, make_const(kv->var.dtype(), width / 2), Expr());
         (void)to;

@@ -20,26 +20,42 @@ namespace {
 // How many leading axes of the consumer index `producer` in every read of it in `bodies`: reads
 // [axes[0], ..., axes[p - 1], 0, ..., 0] (trailing zeros for a statistic kept with keepdims)
 // give p, the same for every read; 0 when the reads differ, index otherwise or there are none.
+// The last of those indices may be axes[p - 1] // k (a constant k: group_norm's statistics,
+// one per group of k channels); `divisor` is then k, else 1.
 size_t rows_read(const std::vector<Expr>& bodies, const Operation& producer,
-                 const std::vector<IterVar>& axes) {
+                 const std::vector<IterVar>& axes, int64_t* divisor = nullptr) {
   size_t rows = 0;
+  int64_t k_found = 1;
   bool found = false;
   for (const Expr& body : bodies) {
     for (const TensorRead* r : tensor_reads(body)) {
       if (r->op != producer) continue;
       size_t p = 0;
-      while (p < r->indices.size() && p < axes.size() &&
-             r->indices[p].get() == axes[p]->var.get()) {
-        ++p;
+      int64_t k = 1;
+      while (p < r->indices.size() && p < axes.size()) {
+        const Expr& index = r->indices[p];
+        if (index.get() == axes[p]->var.get()) {
+          ++p;
+          continue;
+        }
+        const auto* div = index.as<FloorDiv>();
+        auto c = div ? as_const_int(div->b) : std::nullopt;
+        if (divisor && div && div->a.get() == axes[p]->var.get() && c && *c >= 1) {
+          k = *c;
+          ++p;
+        }
+        break;
       }
       for (size_t d = p; d < r->indices.size(); ++d) {
         if (as_const_int(r->indices[d]) != int64_t{0}) return 0;
       }
-      if (p == 0 || (found && p != rows)) return 0;
+      if (p == 0 || (found && (p != rows || k != k_found))) return 0;
       rows = p;
+      k_found = k;
       found = true;
     }
   }
+  if (divisor) *divisor = k_found;
   return rows;
 }
 
@@ -59,6 +75,7 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   std::vector<Stage> group;
   std::unordered_map<const StageNode*, std::vector<Stage>> consumers_of;
   size_t rank = 0;
+  int64_t divisor = 1;
   for (const Stage& st : ctx.sch->stages) {
     if (ctx.settled.count(st.get()) || tiled.count(st.get()) || st->is_output) continue;
     if (classify(st) != StageKind::kReduction || st->attach_type != AttachType::kRoot ||
@@ -69,16 +86,26 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, st);
     if (std::find(consumers.begin(), consumers.end(), out) == consumers.end()) continue;
     std::vector<IterVar> out_axes(oc->axis.begin(), oc->axis.end());
-    size_t rows = rows_read(bodies.at(out.get()), st->origin_op, out_axes);
+    int64_t k = 1;
+    size_t rows = rows_read(bodies.at(out.get()), st->origin_op, out_axes, &k);
     // Some axes of the output left to vectorize, and the same rows for every statistic.
-    if (rows == 0 || rows >= oc->axis.size() || (rank != 0 && rows != rank)) continue;
-    // Same extents as the output's row axes, one element in the others: one statistic per row.
+    if (rows == 0 || rows >= oc->axis.size() || (rank != 0 && (rows != rank || k != divisor))) {
+      continue;
+    }
+    // Same extents as the output's row axes (the last one k times fewer: groups of k), one
+    // element in the others: one statistic per row.
     bool same = true;
     for (size_t d = 0; same && d < rc->axis.size(); ++d) {
-      same = d < rows ? same_extent(rc->shape[d], oc->shape[d]) : is_const_int(rc->shape[d], 1);
+      if (d + 1 == rows && k > 1) {
+        auto se = as_const_int(rc->shape[d]), oe = as_const_int(oc->shape[d]);
+        same = se && oe && *se * k == *oe;
+      } else {
+        same = d < rows ? same_extent(rc->shape[d], oc->shape[d]) : is_const_int(rc->shape[d], 1);
+      }
     }
     if (!same) continue;
     rank = rows;
+    divisor = k;
     group.push_back(st);
     consumers_of[st.get()] = std::move(consumers);
   }
@@ -104,10 +131,19 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   // The output: its row axes outermost (parallel), the rest vectorized innermost.
   std::vector<IterVar> axes = out->leaf_iter_vars;
   std::vector<IterVar> rows(axes.begin(), axes.begin() + static_cast<int64_t>(rank));
+  if (divisor > 1) {
+    // Rows are groups of `divisor` along the last row axis: its outer part is the row.
+    auto [go, gi] = split(out, rows.back(), make_const(rows.back()->var.dtype(), divisor), Expr());
+    (void)gi;
+    rows.back() = go;
+  }
   IterVar inner = axes.back();
   int64_t lanes = ctx.lanes(oc->output_dtype(0));
   auto extent = const_extent(inner);
-  if (!extent || *extent > lanes) {
+  // An axis of up to four vectors that whole vectors do not divide (a 56-wide image row) stays
+  // whole: one vector operation of 56 lanes is three vectors and a half, no masked tail.
+  bool whole = extent && *extent % lanes != 0 && *extent <= 4 * lanes;
+  if ((!extent || *extent > lanes) && !whole) {
     int64_t factor = lanes;
     if (extent && *extent % (2 * lanes) == 0 && *extent >= 4 * lanes) factor = 2 * lanes;
     auto [io, ii] = split(out, inner, make_const(inner->var.dtype(), factor), Expr());

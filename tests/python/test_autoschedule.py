@@ -537,3 +537,39 @@ def test_small_window_reduction_takes_its_elementwise_consumer_in_its_loop():
     windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))  # n c y x ci ry rx
     expected = np.einsum("ncyxiab,cabi->ncyxi", windows, w) + b[None, :, None, None, :]
     np.testing.assert_allclose(y, np.clip(expected, 0.0, 6.0), rtol=1e-4, atol=1e-4)
+
+
+def test_group_norm_statistics_are_computed_per_group_inside_the_output_loop():
+    # group_norm reads its statistics at [n, c // group_size, 0, 0]: the output's channel axis
+    # is split by the group size and the sums (and the sum of squares, which reads the mean)
+    # are computed inside the parallel loop over (n, group); a short image row (41 wide here)
+    # is reduced as whole-row lanes. Same values as PyTorch and the naive schedule, and with
+    # attach_rows = 0.
+    torch = pytest.importorskip("torch")
+    shape = (4, 12, 37, 41)
+    x = tvm.placeholder(shape, name="x")
+    g, b = tvm.placeholder((12,), name="g"), tvm.placeholder((12,), name="b")
+    y = topi.nn.group_norm(x, g, b, num_groups=3)
+    rules = tvm.auto_schedule_space(y)["rules"]
+    assert rules[y.op.name] == "row_group"
+    text = str(tvm.lower(tvm.auto_schedule(y), [x, g, b, y]))
+    assert text.count("parallel (") == 1
+    body = text[text.index("parallel (") :]
+    assert "allocate T_group_norm_sum[float32 * 1 * 1 * 1 * 1]" in body
+    assert "allocate T_group_norm_sqsum[float32 * 1 * 1 * 1 * 1]" in body
+    a, gv, bv = rand(*shape), rand(12), rand(12)
+    ref = torch.nn.functional.group_norm(
+        torch.from_numpy(a), 3, torch.from_numpy(gv), torch.from_numpy(bv)
+    ).numpy()
+    for config in (None, {y.op.name: {"attach_rows": 0}}):
+        naive, auto = naive_and_auto([x, g, b, y], [a, gv, bv], config=config)
+        np.testing.assert_allclose(auto[0], ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(naive[0], ref, rtol=1e-4, atol=1e-4)
+    # one channel per group, and one group: the same rule, the same values
+    for groups in (12, 1):
+        y = topi.nn.group_norm(x, g, b, num_groups=groups)
+        (out,) = run(tvm.auto_schedule(y), [x, g, b, y], [a, gv, bv])
+        ref = torch.nn.functional.group_norm(
+            torch.from_numpy(a), groups, torch.from_numpy(gv), torch.from_numpy(bv)
+        ).numpy()
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)

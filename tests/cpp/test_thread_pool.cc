@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -247,6 +249,35 @@ TEST(BackendApi, CacheStaysUnderItsLimit) {
   for (void* p : blocks) ptb_free(p);
   EXPECT_LE(workspace_cached_bytes(), kMaxCachedBytes);
   EXPECT_GE(workspace_cached_bytes(), 3 * block);
+  workspace_release();
+}
+
+TEST(BackendApi, ForkWhileAnotherThreadUsesTheCacheLeavesTheChildAWorkingCache) {
+  // A child forked while another thread holds the cache's lock must not wait on it forever
+  // (autotvm's worker processes are forked from a process that may be running a graph).
+  workspace_release();
+  std::atomic<bool> stop{false};
+  std::thread user([&] {
+    const int64_t big = int64_t{1} << 20;
+    while (!stop.load()) ptb_free(ptb_alloc(big));
+  });
+  int hung_or_failed = 0;
+  for (int i = 0; i < 200; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a deadlocked child dies of SIGALRM instead of hanging the test
+      void* p = ptb_alloc(int64_t{1} << 20);
+      ptb_free(p);
+      _exit(p != nullptr && workspace_cached_bytes() == (int64_t{1} << 20) ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung_or_failed;
+  }
+  stop = true;
+  user.join();
+  EXPECT_EQ(hung_or_failed, 0);
   workspace_release();
 }
 

@@ -223,6 +223,57 @@ def conv2d_nchwc(
     return unpack(out)
 
 
+def conv2d_nchw_from_blocks(
+    source: te.Tensor,
+    w: te.Tensor,
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+) -> te.Tensor:
+    """An ungrouped convolution with an NCHW output (output channels that are no multiple of
+    a block) reading a blocked input directly, rather than a stored NCHW copy of it. ``w`` is
+    OIHW or pre-packed in panels ``[O/p, I, kh, kw, p]`` (``conv2d_prepacked``'s layout)."""
+    n, _, h, wd, block = source.shape
+    if len(w.shape) == 5:
+        panel = const_int(w.shape[4])
+        out_c = const_int(w.shape[0]) * panel
+        in_c, kh, kw = (const_int(d) for d in w.shape[1:4])
+
+        def weight(o: Any, i: Any, ry: Any, rx: Any) -> Any:
+            return w[te.floordiv(o, panel), i, ry, rx, te.floormod(o, panel)]
+
+    else:
+        out_c, in_c, kh, kw = (const_int(d) for d in w.shape)
+
+        def weight(o: Any, i: Any, ry: Any, rx: Any) -> Any:
+            return w[o, i, ry, rx]
+
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    out_h = conv_output_size(h, kh, sh, dh, ph, ph)
+    out_w = conv_output_size(wd, kw, sw, dw, pw, pw)
+    data = source
+    if ph or pw:
+        data = topi.nn.pad(source, [0, 0, ph, pw, 0], [0, 0, ph, pw, 0], name="pad_temp")
+    b = const_int(block)
+    rco = te.reduce_axis((0, in_c // b), name="rco")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    rci = te.reduce_axis((0, b), name="rci")
+
+    def fcompute(i: Any, o: Any, y: Any, xx: Any) -> Any:
+        value = data[i, rco, y * sh + ry * dh, xx * sw + rx * dw, rci]
+        return te.sum(value * weight(o, rco * b + rci, ry, rx), axis=[rco, ry, rx, rci])
+
+    return te.compute(
+        (n, out_c, out_h, out_w),
+        fcompute,
+        name="T_conv2d_nchw",
+        tag=tag.CONV2D_NCHW,
+        attrs={"layout": "NCHW", "strides": [sh, sw], "padding": [ph, pw, ph, pw],
+               "dilation": [dh, dw], "groups": 1},
+    )  # fmt: skip
+
+
 def through_blocks(fn: Callable[..., Any]) -> Callable[..., Any]:
     """An elementwise converter computed on the blocked tensors when every tensor operand is
     an unpack view of one blocked shape (scalars allowed); otherwise on the NCHW values."""
@@ -281,6 +332,7 @@ __all__ = [
     "blocked_source",
     "blocking",
     "channel_block",
+    "conv2d_nchw_from_blocks",
     "conv2d_nchwc",
     "conv_block",
     "host_block",

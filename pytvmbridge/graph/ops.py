@@ -26,6 +26,7 @@ from ..topi.utils import const_int
 from .layout import (
     active_lanes,
     blocked_source,
+    conv2d_nchw_from_blocks,
     conv2d_nchwc,
     max_pool_nchwc,
     through_blocks,
@@ -230,7 +231,10 @@ def convolution(
     if block:
         return conv2d_nchwc(x, w, bias, _pair(stride), _pair(padding), _pair(dilation), groups,
                             block)  # fmt: skip
-    if len(w.shape) == 5:
+    source = blocked_source(x)
+    if source is not None and groups == 1:
+        out = conv2d_nchw_from_blocks(source, w, _pair(stride), _pair(padding), _pair(dilation))
+    elif len(w.shape) == 5:
         out = conv2d_prepacked(x, w, _pair(stride), _pair(padding), _pair(dilation))
     else:
         out = topi.nn.conv2d(x, w, _pair(stride), _pair(padding), _pair(dilation), groups=groups)

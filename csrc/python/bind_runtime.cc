@@ -6,6 +6,7 @@
 
 #include "python/bindings.h"
 #include "python/dlpack_import.h"
+#include "python/torch_bits.h"
 #include "runtime/dlpack.h"
 #include "runtime/ndarray.h"
 #include "support/error.h"
@@ -218,6 +219,10 @@ void bind_runtime(py::module_& m) {
       "A new uninitialised array of 64-byte aligned memory.");
   m.def("_set_exchange_api_enabled", &set_exchange_api_enabled, py::arg("enabled"));
   m.def("_exchange_api_enabled", &exchange_api_enabled);
+  m.def("_set_torch_bits_enabled", &set_torch_bits_enabled, py::arg("enabled"));
+  m.def("_torch_bits_ready", &torch_bits_ready,
+        "Whether a PyTorch tensor's negative bit and requires_grad are read directly (checked "
+        "against PyTorch on first use; needs torch imported).");
 }
 
 }  // namespace ptb::python

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "python/bindings.h"
+#include "python/torch_bits.h"
 #include "runtime/dlpack.h"
 #include "runtime/module.h"
 #include "support/error.h"
@@ -200,10 +201,15 @@ bool may_need_autodiff(PyObject* const* args, Py_ssize_t n) {
     const ProducerInfo& info = producer_info(tp);
     if (info.always_ask_autodiff) return true;
     if (!info.torch) continue;
-    if (info.requires_grad == nullptr) return true;
+    if (info.requires_grad == nullptr && !info.plain_torch) return true;
     // With grad mode off, requires_grad changes nothing (autograd records no node): skip it.
     if (grad_mode < 0) grad_mode = torch_grad_mode() ? 1 : 0;
     if (grad_mode == 0) continue;
+    if (info.plain_torch && torch_bits_ready()) {
+      if (torch_requires_grad(args[k])) return true;
+      continue;
+    }
+    if (info.requires_grad == nullptr) return true;
     PyObject* value =
         Py_TYPE(info.requires_grad)
             ->tp_descr_get(info.requires_grad, args[k], reinterpret_cast<PyObject*>(tp));
@@ -231,6 +237,7 @@ ProducerInfo& producer_info(PyTypeObject* tp) {
     e.is_neg = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), "is_neg");
     if (e.is_neg == nullptr) PyErr_Clear();
     if (plain_torch_tensor(tp)) {
+      e.plain_torch = true;
       e.requires_grad = requires_grad_descriptor(tp);
     } else {
       e.always_ask_autodiff = true;
@@ -352,13 +359,24 @@ void explain_torch_export_failure(PyObject* obj, const std::string& what) {
               ".to_dense() / .cpu() (a meta tensor has no data at all)");
 }
 
+namespace {
+
+// Whether `obj` has the lazy negative bit: read directly for plain tensors (Tensor.is_neg's
+// binding costs more than the rest of a small call), else through the method.
+bool negated(PyObject* obj, const ProducerInfo& entry) {
+  if (entry.plain_torch && torch_bits_ready()) return torch_is_neg(obj);
+  if (entry.is_neg == nullptr) return false;
+  PyObject* answer = PyObject_Vectorcall(entry.is_neg, &obj, 1, nullptr);
+  if (answer == nullptr) throw py::error_already_set();
+  const bool yes = answer == Py_True;
+  Py_DECREF(answer);
+  return yes;
+}
+
+}  // namespace
+
 void check_not_negated(PyObject* obj, const ProducerInfo& entry, const ArgName& what) {
-  if (entry.is_neg == nullptr) return;
-  PyObject* negated = PyObject_Vectorcall(entry.is_neg, &obj, 1, nullptr);
-  if (negated == nullptr) throw py::error_already_set();
-  const bool yes = negated == Py_True;
-  Py_DECREF(negated);
-  if (yes) {
+  if (negated(obj, entry)) {
     value_error(what.str(),
                 ": the tensor has PyTorch's lazy negative bit (a view such as z.conj().imag or "
                 "torch._neg_view(x)): its memory holds the negated values; pass "
@@ -555,10 +573,15 @@ void check_writable_object(py::handle obj, const ArgName& what) {
                "returned");
   }
   if (!entry.torch) return;
-  PyObject* grad = PyObject_GetAttrString(obj.ptr(), "requires_grad");
-  if (grad == nullptr) throw py::error_already_set();
-  const bool requires_grad = grad == Py_True;
-  Py_DECREF(grad);
+  bool requires_grad;
+  if (entry.plain_torch && torch_bits_ready()) {
+    requires_grad = torch_requires_grad(obj.ptr());
+  } else {
+    PyObject* grad = PyObject_GetAttrString(obj.ptr(), "requires_grad");
+    if (grad == nullptr) throw py::error_already_set();
+    requires_grad = grad == Py_True;
+    Py_DECREF(grad);
+  }
   if (requires_grad) {
     value_error(what.str(),
                 " is an output but the tensor requires grad: autograd would not see the "

@@ -82,6 +82,8 @@ struct ProducerInfo {
   // FunctionalTensor: a torch.compile / export trace) or a JAX tracer always asks.
   PyObject* requires_grad = nullptr;
   bool always_ask_autodiff = false;
+  // torch.Tensor / Parameter exactly: both bits may be read directly (python/torch_bits.h).
+  bool plain_torch = false;
 };
 ProducerInfo& producer_info(PyTypeObject* type);
 

@@ -260,8 +260,11 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     }
     // A short row (a convolution's 14 or 28 output columns) in one or two tiles of up to the
     // whole register budget: 14 x 2 AVX-512 vectors measured 10-15% faster than 7 x 2 on
-    // ResNet-50's 14- and 28-wide layers (each weight vector is loaded for more FMAs).
-    if (rext && *rext <= 2 * max_rows && vectors >= 2) {
+    // ResNet-50's 14- and 28-wide layers (each weight vector is loaded for more FMAs). Only
+    // over pre-packed panels (the graph's NCHWc weights): where the schedule packs the operand
+    // itself (an NCHW conv2d, a convolution's data gradient) 14 x 2 measured 1.7-2.1x slower
+    // than 7 x 2 or 8 x 2 (3x3 windows: the broadcast row values shared by the taps spill).
+    if (rext && *rext <= 2 * max_rows && vectors >= 2 && plan.panel_width > 0) {
       for (int64_t r = max_rows; r * vectors >= kTargetAccumulators; --r) {
         if (*rext % r == 0) {
           rows = r;

@@ -9,7 +9,8 @@
 
 namespace ptb::autoschedule {
 
-Stage block_cache(Context& ctx, const Stage& st, const std::vector<int>& perm) {
+Stage block_cache(Context& ctx, const Stage& st, const std::vector<int>& perm,
+                  const std::map<int, Expr>& padded) {
   Operation old = st->op;  // keeps `c` alive after st->op is replaced
   const ComputeOpNode* c = as_compute(old);
   std::vector<IterVar> axes;
@@ -17,8 +18,10 @@ Stage block_cache(Context& ctx, const Stage& st, const std::vector<int>& perm) {
   VarMap vmap;
   for (int p : perm) {
     const IterVar& iv = c->axis[p];
-    axes.push_back(make_iter_var(iv->dom, iv->var.as<Var>()->name, IterKind::kDataPar));
-    shape.push_back(c->shape[p]);
+    auto pad = padded.find(p);
+    Range dom = pad == padded.end() ? iv->dom : Range::from_min_extent(iv->dom.min, pad->second);
+    axes.push_back(make_iter_var(dom, iv->var.as<Var>()->name, IterKind::kDataPar));
+    shape.push_back(pad == padded.end() ? c->shape[p] : pad->second);
     vmap[iv->var.get()] = axes.back()->var;
   }
   std::vector<Expr> bodies;

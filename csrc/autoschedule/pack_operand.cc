@@ -53,7 +53,7 @@ class ReadPanels : public IRMutator {
 }  // namespace
 
 Stage pack_operand(Context& ctx, const Stage& st, const TensorRead* read, int dim,
-                   const IterVar& axis, int64_t width) {
+                   const IterVar& axis, int64_t width, const std::string& suffix) {
   const std::vector<Expr>& shape = read->op->output_shape(read->value_index);
   Expr n = shape[dim];
   Expr w = make_const(n.dtype(), width);
@@ -99,7 +99,7 @@ Stage pack_operand(Context& ctx, const Stage& st, const TensorRead* read, int di
 
   Stage pack = make_stage(panels);
   ctx.sch->insert_stage(ctx.sch->position(st), pack);
-  ctx.name_new(pack, st, ".packed");
+  ctx.name_new(pack, st, suffix);
   return pack;
 }
 

@@ -14,6 +14,7 @@
 // width), with rows * vectors accumulators sized from the target's register count.
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <tuple>
 
 #include "autoschedule/analysis.h"
@@ -293,6 +294,36 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     parallelize(ctx, pack, {outer.front()}, pack_size);
   }
 
+  // Packing the row operand as well (GotoBLAS's A panels: [M, K] -> [M / rows, K, rows]): the
+  // rows one tile broadcasts per reduction step become adjacent, so a tile reads one stream of
+  // contiguous memory instead of `rows` streams a row's length apart.
+  std::map<int, Expr> padded;
+  if (plan.row_axis >= 0 && rows > 1) {
+    const Expr& rvar = c->axis[plan.row_axis]->var;
+    const TensorRead* row_read = nullptr;
+    int row_dim = -1, readers = 0;
+    for (const TensorRead* r : tensor_reads(as_compute(st->op)->body[0].as<Reduce>()->source)) {
+      if (r->indices.empty() || !depends(r, rvar)) continue;
+      ++readers;
+      row_read = r;
+      row_dim = exact_dim(r, rvar);
+    }
+    if (readers == 1 && row_dim >= 0 && ctx.knob(st, "pack_rows", 0, {0, 1}) == 1) {
+      Stage pack =
+          pack_operand(ctx, st, row_read, row_dim, c->axis[plan.row_axis], rows, ".packed_rows");
+      ctx.rule(pack, "pack");
+      const ComputeOpNode* pc = as_compute(pack->op);
+      std::vector<IterVar> outer(pack->leaf_iter_vars.begin(), pack->leaf_iter_vars.end() - 1);
+      parallelize(ctx, pack, {outer.front()}, output_size(pc));
+      // Rows past the end read the panels' zero padding: the block computes the last tile
+      // whole, unguarded (when the other operands do not depend on the rows).
+      auto rext = extent_of(c->axis[plan.row_axis]);
+      if (rext && *rext % rows != 0) {
+        padded[plan.row_axis] = make_const(rvar.dtype(), (*rext + rows - 1) / rows * rows);
+      }
+    }
+  }
+
   // The block: the reduction computed into a tile-sized buffer laid out rows x vectors (so the
   // vectors are contiguous and LLVM keeps it in registers). The tile is written out by the
   // single elementwise consumer when there is one that can take it (the copy is then inlined
@@ -305,7 +336,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   if (plan.row_axis >= 0) perm.push_back(plan.row_axis);
   perm.push_back(plan.vector_axis);
   Stage fused = ctx.knob(st, "fuse_epilogue", 1, {0, 1}) == 1 ? fusable_epilogue(ctx, st) : nullptr;
-  Stage compute = block_cache(ctx, st, perm);
+  Stage compute = block_cache(ctx, st, perm, padded);
   ctx.rule(compute, "block");
   Stage epilogue = st;
   if (fused) {

@@ -3,6 +3,7 @@
 // settled and records its decisions as knobs (config.h).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <unordered_set>
 #include <vector>
@@ -91,14 +92,17 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan);
 
 // Copies tensor `read->op` into panels [ceil(n / width), other dims..., width] where n is its
 // dimension `dim`, and makes `st` read the panels instead (reads indexed by exactly `axis` in
-// that dimension). Returns the packing stage, at root and unscheduled.
+// that dimension). Returns the packing stage, at root and unscheduled, keyed `st`'s key + suffix.
 Stage pack_operand(Context& ctx, const Stage& st, const TensorRead* read, int dim,
-                   const IterVar& axis, int64_t width);
+                   const IterVar& axis, int64_t width, const std::string& suffix = ".packed");
 
 // ---- block_cache.cc ----
 
 // cache_write of `st` into a new stage whose axes are st's in the order `perm`; `st` becomes a
-// copy out of it. Returns the new stage (at root, unscheduled).
-Stage block_cache(Context& ctx, const Stage& st, const std::vector<int>& perm);
+// copy out of it. Returns the new stage (at root, unscheduled). `padded` (axis of st -> extent)
+// widens axes of the block past st's: a last partial tile then computes whole (on operands
+// padded as far) with no guard in its loops, and only the copy out is guarded.
+Stage block_cache(Context& ctx, const Stage& st, const std::vector<int>& perm,
+                  const std::map<int, Expr>& padded = {});
 
 }  // namespace ptb::autoschedule

@@ -336,6 +336,9 @@ def test_config_round_trip_through_json():
         {"streamed_outer": 0, "parallel_depth": 0},
         {"unroll_reduce": 1, "tile_rows": 12},
         {"row_block": 2},  # 7 row tiles in blocks of 2: the last block is partial
+        {"pack_rows": 1, "tile_rows": 6},  # 50 rows: the last tile reads the zero padding
+        {"pack_rows": 1, "tile_rows": 5, "fuse_epilogue": 0, "streamed_outer": 0},
+        {"pack_rows": 1, "tile_rows": 3, "row_block": 2, "pack": 0},
     ],
 )
 def test_every_point_computes_the_same_values(change):
@@ -346,6 +349,23 @@ def test_every_point_computes_the_same_values(change):
     assert change
     (d,) = run(tvm.auto_schedule(args[-1], config={"C": change}), args, [a, b, bias])
     np.testing.assert_allclose(d, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_packed_rows_compute_the_last_partial_tile_unguarded():
+    A = tvm.placeholder((50, 30), name="A")
+    B = tvm.placeholder((30, 64), name="B")
+    k = tvm.reduce_axis((0, 30), name="k")
+    C = tvm.compute((50, 64), lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k), name="C")
+    a, b = rand(50, 30), rand(30, 64)
+    for pack_rows in (0, 1):
+        s = tvm.auto_schedule(C, config={"C": {"pack_rows": pack_rows, "tile_rows": 6}})
+        text = str(tvm.lower(s, [A, B, C]))
+        # The reduction loop and everything in it: guarded per row only without packed rows.
+        block = text[text.index("for (k") :].split("\n  }", 1)[0]
+        assert ("if (" in block) == (pack_rows == 0)
+        assert ("A.packed" in text) == (pack_rows == 1)
+        (c,) = run(s, [A, B, C], [a, b])
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
 def test_bad_configs_are_value_and_type_errors():

@@ -284,7 +284,14 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   bool panels = plan.streamed_dim == static_cast<int>(sshape.size()) - 1 && vext && *vext == width;
   bool can_pack = plan.streamed_dim >= 0 && !panels;
   bool pays = !plan.reuse || *plan.reuse >= kPackReuse;
+  std::map<int, Expr> padded;
   if (can_pack && ctx.knob(st, "pack", pays ? 1 : 0, {0, 1}) == 1) {
+    // The panels' last lanes are zeros past the end, and only the streamed operand depends on
+    // the vector axis: the block computes the last tile whole, unguarded.
+    if (vext && *vext % width != 0) {
+      padded[plan.vector_axis] =
+          make_const(vaxis->var.dtype(), (*vext + width - 1) / width * width);
+    }
     Stage pack = pack_operand(ctx, st, plan.streamed, plan.streamed_dim, vaxis, width);
     ctx.rule(pack, "pack");
     const ComputeOpNode* pc = as_compute(pack->op);
@@ -297,7 +304,6 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // Packing the row operand as well (GotoBLAS's A panels: [M, K] -> [M / rows, K, rows]): the
   // rows one tile broadcasts per reduction step become adjacent, so a tile reads one stream of
   // contiguous memory instead of `rows` streams a row's length apart.
-  std::map<int, Expr> padded;
   if (plan.row_axis >= 0 && rows > 1) {
     const Expr& rvar = c->axis[plan.row_axis]->var;
     const TensorRead* row_read = nullptr;

@@ -55,6 +55,25 @@ int exact_dim(const TensorRead* read, const Expr& var) {
   return found;
 }
 
+// Whether a read other than the streamed operand indexes the row axis together with a reduction
+// axis in one dimension: a convolution's window along its rows (x + rx). The window's taps
+// share the broadcast row values, which then stay live beside the accumulators.
+bool row_window(const ComputeOpNode* c, const TiledPlan& plan) {
+  const auto* red = c->body[0].as<Reduce>();
+  const Expr& row = c->axis[plan.row_axis]->var;
+  for (const TensorRead* r : tensor_reads(red->source)) {
+    if (r == plan.streamed) continue;
+    for (const Expr& index : r->indices) {
+      if (!uses_var(index, row)) continue;
+      for (const IterVar& k : red->axis) {
+        auto extent = extent_of(k);
+        if ((!extent || *extent > 1) && uses_var(index, k->var)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 // w when `read` indexes some dimension by var // w and its last one by var % w (a constant w),
 // and no other dimension uses var: an operand pre-packed in panels of w along var.
 int64_t panel_width(const TensorRead* read, const Expr& var) {
@@ -261,11 +280,13 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     }
     // A short row (a convolution's 14 or 28 output columns) in one or two tiles of up to the
     // whole register budget: 14 x 2 AVX-512 vectors measured 10-15% faster than 7 x 2 on
-    // ResNet-50's 14- and 28-wide layers (each weight vector is loaded for more FMAs). Only
-    // over pre-packed panels (the graph's NCHWc weights): where the schedule packs the operand
-    // itself (an NCHW conv2d, a convolution's data gradient) 14 x 2 measured 1.7-2.1x slower
-    // than 7 x 2 or 8 x 2 (3x3 windows: the broadcast row values shared by the taps spill).
-    if (rext && *rext <= 2 * max_rows && vectors >= 2 && plan.panel_width > 0) {
+    // ResNet-50's 14- and 28-wide layers (each weight vector is loaded for more FMAs). Not for
+    // a window along the row read from an operand the schedule packs itself (an NCHW 3x3
+    // conv2d, a convolution's data gradient): there 14 x 2 measured 1.7-2.1x slower than 7 x 2
+    // or 8 x 2 (the broadcast row values shared by the taps spill); pre-packed panels (the
+    // graph's NCHWc weights) and 1x1 convolutions keep it.
+    bool spills = plan.panel_width == 0 && row_window(c, plan);
+    if (rext && *rext <= 2 * max_rows && vectors >= 2 && !spills) {
       for (int64_t r = max_rows; r * vectors >= kTargetAccumulators; --r) {
         if (*rext % r == 0) {
           rows = r;

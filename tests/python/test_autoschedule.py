@@ -177,8 +177,8 @@ def test_matmul_decisions_in_lower():
 
 def test_short_row_whole_tile_over_prepacked_panels():
     # Weights already in panels of 32 output channels (the graph's NCHWc layout): the whole
-    # 14-column row is one tile of 14 x 2 AVX-512 vectors; the NCHW conv above, whose weights
-    # the schedule packs itself, gets 7 rows instead.
+    # 14-column row is one tile of 14 x 2 AVX-512 vectors; the NCHW 3x3 conv below, whose
+    # weights the schedule packs itself, gets 7 rows instead.
     x = tvm.placeholder((1, 64, 16, 16), name="x")
     w = tvm.placeholder((2, 64, 3, 3, 32), name="w")
     rc = tvm.reduce_axis((0, 64), name="rc")
@@ -205,6 +205,22 @@ def test_short_row_whole_tile_over_prepacked_panels():
             want += np.einsum(
                 "bcij,oc->boij", xv[:, :, dy : dy + 14, dx : dx + 14], w_oihw[:, :, dy, dx]
             )
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_short_row_whole_tile_for_a_1x1_conv():
+    # No window along the row (a 1x1 convolution): each broadcast row value serves one tap, so
+    # the whole 14-column row is one tile (14 x 2 AVX-512 vectors) even over packed weights.
+    x = tvm.placeholder((1, 64, 14, 14), name="x")
+    w = tvm.placeholder((64, 64, 1, 1), name="w")
+    y = topi.nn.conv2d(x, w, strides=1, padding=0)
+    space = tvm.auto_schedule_space(y)
+    stage = next(k for k, v in space["default"].items() if "tile_rows" in v)
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert space["default"][stage]["tile_rows"] == 14
+    xv, wv = rand(1, 64, 14, 14), rand(64, 64, 1, 1)
+    (got,) = run(tvm.auto_schedule(y), [x, w, y], [xv, wv])
+    want = np.einsum("bcij,oc->boij", xv, wv[:, :, 0, 0])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 

@@ -3,8 +3,11 @@
 
 A bar appears only once the work has lasted ``delay`` seconds (one second by default), so the
 usual 20 ms build never prints anything. Bars come from ``tqdm.auto``: a widget in Jupyter
-(when ipywidgets is installed), text on stderr elsewhere. Without tqdm, or with the
-environment variable ``PYTVMBRIDGE_PROGRESS=0``, nothing is shown and the work runs the same.
+(when ipywidgets is installed), text on stderr elsewhere. A bar is drawn where someone watches:
+in a Jupyter/IPython kernel or when stderr is a terminal; output sent to a log file or a pipe
+gets none (a redrawn bar is a run of carriage returns there). ``PYTVMBRIDGE_PROGRESS=1`` shows
+bars everywhere, ``PYTVMBRIDGE_PROGRESS=0`` nowhere; without tqdm nothing is shown. The work
+runs the same either way.
 
 Example:
     >>> from pytvmbridge import progress
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import threading
 import time
 import warnings
@@ -58,6 +62,22 @@ def enabled() -> bool:
     return _tqdm_installed
 
 
+def _watched(file: Any) -> bool:
+    """Whether a bar written to ``file`` (None: stderr) would be seen as a bar: an explicit
+    file, ``PYTVMBRIDGE_PROGRESS=1``, a Jupyter/IPython kernel, or a terminal."""
+    if file is not None:
+        return True
+    if os.environ.get("PYTVMBRIDGE_PROGRESS", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if "ipykernel" in sys.modules:
+        return True
+    stream = sys.stderr
+    try:
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 def _tqdm_class() -> Any:
     """tqdm.auto's class, chosen now (in a notebook, its kernel is known only at run time).
     Without ipywidgets tqdm falls back to text and warns; the text bar is what we want then."""
@@ -85,7 +105,7 @@ def track(
         >>> sum(progress.track([1, 2, 3], desc="adding", unit="number"))
         6
     """
-    if not enabled():
+    if not enabled() or not _watched(file):
         yield from iterable
         return
     if total is None and hasattr(iterable, "__len__"):
@@ -114,7 +134,7 @@ def busy(desc: str, delay: float = DEFAULT_DELAY, file: Any = None) -> Iterator[
         >>> result
         42
     """
-    if not enabled():
+    if not enabled() or not _watched(file):
         yield
         return
     done = threading.Event()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import doctest
 import io
 import re
+import sys
 from html.parser import HTMLParser
 
 import numpy as np
@@ -454,6 +455,37 @@ def test_progress_can_be_switched_off(monkeypatch):
     with progress.busy("x", delay=0, file=out):
         pass
     assert out.getvalue() == ""
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    "tty, env, shown",
+    [(True, None, True), (False, None, False), (False, "1", True), (True, "0", False)],
+)
+def test_bars_on_stderr_only_where_watched(monkeypatch, tty, env, shown):
+    # A log file or a pipe gets no bar (a redrawn bar is a run of carriage returns there); a
+    # terminal does, and PYTVMBRIDGE_PROGRESS forces either way.
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    if env is None:
+        monkeypatch.delenv("PYTVMBRIDGE_PROGRESS", raising=False)
+    else:
+        monkeypatch.setenv("PYTVMBRIDGE_PROGRESS", env)
+    err = _Stream(tty)
+    monkeypatch.setattr(sys, "stderr", err)
+    assert list(progress.track(range(3), desc="steps", delay=0)) == [0, 1, 2]
+    with progress.busy("compiling", delay=0):
+        pass
+    text = err.getvalue()
+    assert ("steps" in text and "3/3" in text and "compiling: 00:0" in text) == shown
+    assert (text == "") == (not shown)
 
 
 def test_a_small_build_prints_no_bar(capfd):

@@ -52,6 +52,32 @@ OPS = {
     "transpose": (lambda x: topi.transpose(x, (1, 0)), [(3, 4)]),
     "reshape": (lambda x: topi.reshape(x, (4, 3)), [(3, 4)]),
     "concatenate": (lambda a, b: topi.concatenate([a, b], axis=0), [(2, 3), (1, 3)]),
+    "batch_matmul": (lambda a, b: topi.nn.batch_matmul(a, b), [(2, 3, 4), (2, 5, 4)]),
+    "min": (lambda x: topi.min(x, axis=1), [(3, 4)]),
+    "prod": (lambda x: topi.prod(x, axis=1), [(3, 4)]),
+    "gelu": (lambda x: topi.nn.gelu(x), [(6,)]),
+    "gelu_tanh": (lambda x: topi.nn.gelu(x, approximate="tanh"), [(6,)]),
+    "silu": (lambda x: topi.nn.silu(x), [(6,)]),
+    "hardswish": (lambda x: topi.nn.hardswish(x), [(6,)]),
+    "leaky_relu": (lambda x: topi.nn.leaky_relu(x, 0.1), [(6,)]),
+    "clip": (lambda x: topi.clip(x, -0.5, 0.5), [(6,)]),
+    "where": (
+        lambda c, a, b: topi.where(topi.greater(c, te.const(0.0, "float64")), a, b),
+        [(5,), (5,), (5,)],
+    ),
+    "subtract": (lambda a, b: topi.subtract(a, b), [(3, 4), (3, 4)]),
+    "divide": (lambda a, b: topi.divide(a, b), [(3, 4), (3, 4)]),
+    "log": (lambda x: topi.log(topi.abs(x)), [(5,)]),
+    "sqrt": (lambda x: topi.sqrt(topi.abs(x)), [(5,)]),
+    "sin": (lambda x: topi.sin(x), [(5,)]),
+    "pad": (lambda x: topi.nn.pad(x, (0, 1), (1, 0)), [(3, 4)]),
+    "strided_slice": (lambda x: topi.strided_slice(x, [0, 1], [3, 4], [2, 1]), [(3, 4)]),
+    "batch_norm": (
+        lambda x, g, b, m, v: topi.nn.batch_norm(x, g, b, m, v)[0],
+        [(2, 3, 2, 2), (3,), (3,), (3,), (3,)],
+    ),
+    "adaptive_avg_pool2d": (lambda x: topi.nn.adaptive_avg_pool2d(x, (1, 1)), [(1, 2, 3, 3)]),
+    "permute": (lambda x: topi.permute(x, (2, 0, 1)), [(2, 3, 4)]),
 }
 
 

@@ -98,6 +98,62 @@ def test_conv2d(stride, padding):
     )
 
 
+F = torch.nn.functional
+
+# More operators of the library, each against torch.autograd: (build, torch function, shapes).
+LIBRARY_OPS = {
+    "group_norm": (
+        lambda x, g, b: topi.nn.group_norm(x, g, b, 2),
+        lambda x, g, b: F.group_norm(x, 2, g, b, eps=1e-5),
+        [(2, 4, 3, 3), (4,), (4,)],
+    ),
+    "depthwise_conv2d": (
+        lambda x, w: topi.nn.depthwise_conv2d_nchw(x, w, 1, 1, 1),
+        lambda x, w: F.conv2d(x, w, stride=1, padding=1, groups=3),
+        [(2, 3, 5, 5), (3, 1, 3, 3)],
+    ),
+    "group_conv2d": (
+        lambda x, w: topi.nn.group_conv2d_nchw(x, w, 2, 1, 1, 2),
+        lambda x, w: F.conv2d(x, w, stride=2, padding=1, groups=2),
+        [(1, 4, 6, 6), (6, 2, 3, 3)],
+    ),
+    "dilated_conv2d": (
+        lambda x, w: topi.nn.conv2d(x, w, 1, 2, 2),
+        lambda x, w: F.conv2d(x, w, stride=1, padding=2, dilation=2),
+        [(1, 2, 7, 7), (3, 2, 3, 3)],
+    ),
+    "conv2d_transpose": (
+        lambda x, w: topi.nn.conv2d_transpose_nchw(x, w, (2, 2), (1, 1), F64, (1, 1)),
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+        [(1, 3, 4, 4), (3, 2, 3, 3)],
+    ),
+    "broadcast_to": (lambda x: topi.broadcast_to(x, (3, 4)), lambda x: x.expand(3, 4), [(1, 4)]),
+    "flip": (lambda x: topi.flip(x, 1), lambda x: torch.flip(x, (1,)), [(3, 4)]),
+    "tile": (lambda x: topi.tile(x, (2, 1)), lambda x: x.repeat(2, 1), [(3, 4)]),
+    "gelu_tanh": (
+        lambda x: topi.nn.gelu(x, approximate="tanh"),
+        lambda x: F.gelu(x, approximate="tanh"),
+        [(7,)],
+    ),
+    "elu": (lambda x: topi.nn.elu(x), F.elu, [(7,)]),
+    "softplus": (lambda x: topi.nn.softplus(x), F.softplus, [(7,)]),
+    "prelu": (lambda x, a: topi.nn.prelu(x, a), F.prelu, [(2, 3, 4), (3,)]),
+    "take": (
+        lambda x: topi.take(
+            x, te.compute((3,), lambda i: (2 - i).astype("int32"), name="idx"), axis=0
+        ),
+        lambda x: x[[2, 1, 0]],
+        [(3, 4)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_OPS))
+def test_library_operator_gradient(name):
+    build, torch_fn, shapes = LIBRARY_OPS[name]
+    check(build, torch_fn, shapes)
+
+
 def test_conv2d_gradient_is_a_gather_over_the_window():
     x = te.placeholder((1, 2, 8, 8), name="x", dtype=F64)
     w = te.placeholder((3, 2, 3, 3), name="w", dtype=F64)

@@ -263,21 +263,15 @@ class Tuner:
         default = self.task.canonical(self.task.space.default())
         ranked: list[Any] = []
         seen = {_key(default)}
-        dropped = False
         for config, cost in sorted(self.history, key=lambda h: h[1]):
             if not math.isfinite(cost) or _key(config) in seen or len(ranked) >= top_k:
                 continue
             seen.add(_key(config))
             if self._replays(config):
                 ranked.append(config)
-            else:
-                dropped = True
-        if not ranked:
-            if dropped:  # the only candidates left do not replay: the analytical point stands
-                rec = self._records.get(_key(default))
-                self.best_cost = record.record_cost(rec) if rec else math.inf
-                self.best_config, self.best_record = default, rec
-            return self.best_record
+        # With no candidate left to compare (every other one failed, was cut short as much
+        # slower, or no longer replays), the analytical point is still re-measured and recorded
+        # as the choice, so that the log always says what this verification decided.
         configs = [default, *ranked]
         try:
             hashes = [self._schedule_of(c) or "" for c in configs]

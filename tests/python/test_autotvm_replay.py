@@ -82,9 +82,12 @@ def test_verify_leaves_out_a_config_that_no_longer_builds_what_was_measured(tmp_
     tuner._observe(other, 1e-9, {"schedule": "0123456789abcdef"})
     with pytest.warns(UserWarning, match="not the measured 0123456789abcdef"):
         best = tuner.verify(tmp_path / "v.json", rounds=2, min_repeat_ms=1)
-    # nothing left to compare with: the analytical point stands, nothing was re-measured
-    assert best is default_rec and tuner.best_config == default and tuner.verified is None
-    assert not list(record.load(tmp_path / "v.json"))
+    # nothing left to compare with: the analytical point stands, re-measured alone and logged
+    # as the verification's choice
+    assert best["config"] == default and best["chosen"] and tuner.best_config == default
+    assert tuner.verified["configs"] == [default] and tuner.verified["chosen"] == 0
+    [rec] = list(record.load(tmp_path / "v.json"))
+    assert rec["config"] == default and rec["chosen"] and rec["schedule"] == default_rec["schedule"]
 
 
 def _fake_times(monkeypatch, times):

@@ -54,6 +54,25 @@ def test_verify_rejects_a_lucky_slow_candidate(tmp_path):
         assert ctx.best(task.workload_key)["config"] == default
 
 
+def test_verify_with_no_candidate_left_still_records_the_analytical_choice(tmp_path):
+    # Every other candidate failed or was cut short (infinite cost), as a loaded machine can
+    # leave a short search: the analytical point is re-measured and logged as the choice, and
+    # apply_history_best follows it (it used to return the search's record, unverified).
+    task = autotvm.auto_task(matmul, (64,))
+    tuner = autotvm.RandomTuner(task, seed=0)
+    default = task.canonical(task.space.default())
+    tuner._observe(default, 1e-3, None)
+    tuner._observe(task.canonical(SLOW), float("inf"), None)
+    log = tmp_path / "verify.json"
+    best = tuner.verify(log, rounds=3, min_repeat_ms=2)
+    assert best["config"] == default and best["chosen"] and best["verified"] is not None
+    assert len(best["costs"]) == 3 and all(c > 0 for c in best["costs"])
+    [rec] = list(record.load(log))
+    assert rec["config"] == default and rec["chosen"]
+    with autotvm.apply_history_best(log) as ctx:
+        assert ctx.best(task.workload_key)["config"] == default
+
+
 def _rec(config, cost, verified=None, chosen=False, error=0):
     return record.make_record(
         "w", "w(...)", "auto", "llvm", config, [cost], error, verified=verified, chosen=chosen

@@ -42,6 +42,7 @@ from .. import te, topi
 from ..topi import tag
 from ..topi.nn.conv2d import conv_output_size
 from ..topi.utils import const_int
+from .prepack import nchw_conv_compute, read_weight
 
 UNPACK_TAG = "nchwc_unpack"
 DEPTHWISE_NCHWC_TAG = "depthwise_conv2d_NCHWc"
@@ -235,18 +236,11 @@ def conv2d_nchw_from_blocks(
     OIHW or pre-packed in panels ``[O/p, I, kh, kw, p]`` (``conv2d_prepacked``'s layout)."""
     n, _, h, wd, block = source.shape
     if len(w.shape) == 5:
-        panel = const_int(w.shape[4])
-        out_c = const_int(w.shape[0]) * panel
+        out_c = const_int(w.shape[0]) * const_int(w.shape[4])
         in_c, kh, kw = (const_int(d) for d in w.shape[1:4])
-
-        def weight(o: Any, i: Any, ry: Any, rx: Any) -> Any:
-            return w[te.floordiv(o, panel), i, ry, rx, te.floormod(o, panel)]
-
     else:
         out_c, in_c, kh, kw = (const_int(d) for d in w.shape)
-
-        def weight(o: Any, i: Any, ry: Any, rx: Any) -> Any:
-            return w[o, i, ry, rx]
+    weight = read_weight(w)
 
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     out_h = conv_output_size(h, kh, sh, dh, ph, ph)
@@ -264,14 +258,7 @@ def conv2d_nchw_from_blocks(
         value = data[i, rco, y * sh + ry * dh, xx * sw + rx * dw, rci]
         return te.sum(value * weight(o, rco * b + rci, ry, rx), axis=[rco, ry, rx, rci])
 
-    return te.compute(
-        (n, out_c, out_h, out_w),
-        fcompute,
-        name="T_conv2d_nchw",
-        tag=tag.CONV2D_NCHW,
-        attrs={"layout": "NCHW", "strides": [sh, sw], "padding": [ph, pw, ph, pw],
-               "dilation": [dh, dw], "groups": 1},
-    )  # fmt: skip
+    return nchw_conv_compute((n, out_c, out_h, out_w), fcompute, stride, padding, dilation)
 
 
 def through_blocks(fn: Callable[..., Any]) -> Callable[..., Any]:

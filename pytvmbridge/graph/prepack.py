@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -63,6 +64,31 @@ class PackCache:
         self._entries.clear()
 
 
+def read_weight(w: te.Tensor) -> Callable[[Any, Any, Any, Any], Any]:
+    """``read(o, i, ry, rx)``: element ``[o, i, ry, rx]`` of a convolution weight held OIHW or
+    packed in panels ``[O/w, I, kh, kw, w]``."""
+    if len(w.shape) == 4:
+        return lambda o, i, ry, rx: w[o, i, ry, rx]
+    width = w.shape[4]
+    return lambda o, i, ry, rx: w[te.floordiv(o, width), i, ry, rx, te.floormod(o, width)]
+
+
+def nchw_conv_compute(
+    shape: Any, fcompute: Callable[..., Any], stride: Any, padding: Any, dilation: Any
+) -> te.Tensor:
+    """The NCHW convolution output ``shape`` computed by ``fcompute``, named and tagged as
+    topi's (the automatic scheduler recognises convolutions by that tag and these attrs)."""
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    return te.compute(
+        shape,
+        fcompute,
+        name="T_conv2d_nchw",
+        tag=tag.CONV2D_NCHW,
+        attrs={"layout": "NCHW", "strides": [sh, sw], "padding": [ph, pw, ph, pw],
+               "dilation": [dh, dw], "groups": 1},
+    )  # fmt: skip
+
+
 def conv2d_prepacked(
     x: te.Tensor, packed: te.Tensor, stride: Any, padding: Any, dilation: Any
 ) -> te.Tensor:
@@ -77,20 +103,13 @@ def conv2d_prepacked(
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     out_c = packed.shape[0] * width
+    weight = read_weight(packed)
 
     def fcompute(b: Any, o: Any, y: Any, xx: Any) -> te.Expr:
         value = data[b, rc, y * sh + ry * dh, xx * sw + rx * dw]
-        weight = packed[te.floordiv(o, width), rc, ry, rx, te.floormod(o, width)]
-        return te.sum(value * weight, axis=[rc, ry, rx])
+        return te.sum(value * weight(o, rc, ry, rx), axis=[rc, ry, rx])
 
-    return te.compute(
-        (n, out_c, out_h, out_w),
-        fcompute,
-        name="T_conv2d_nchw",
-        tag=tag.CONV2D_NCHW,
-        attrs={"layout": "NCHW", "strides": [sh, sw], "padding": [ph, pw, ph, pw],
-               "dilation": [dh, dw], "groups": 1},
-    )  # fmt: skip
+    return nchw_conv_compute((n, out_c, out_h, out_w), fcompute, stride, padding, dilation)
 
 
 __all__ = ["PackCache", "conv2d_prepacked", "pack_weight"]

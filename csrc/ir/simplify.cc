@@ -1,5 +1,6 @@
 #include "ir/simplify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -500,6 +501,21 @@ class Simplifier : public IRMutator {
       }
     } else if (const auto* b = v.as<Broadcast>()) {
       return Broadcast::make(mutate(Cast::make(to.element_of(), b->value)), to.lanes());
+    } else if (const auto* r = v.as<Ramp>();
+               r && to.is_int() && from.is_int() && to.bits() >= from.bits()) {
+      // A widened constant ramp (a vectorised int32 loop index flattened into an int64
+      // offset) stays a ramp: cast(ramp(0, 1, 16)) * stride + base must become ramp(base,
+      // stride, 16) once the strides are constants, a contiguous load instead of a gather.
+      auto base = as_const_int(r->base), stride = as_const_int(r->stride);
+      if (base && stride) {
+        const int64_t last = *base + *stride * (r->lanes - 1);
+        const int64_t lo = std::min(*base, last), hi = std::max(*base, last);
+        const int64_t limit = from.bits() >= 64 ? INT64_MAX : (int64_t{1} << (from.bits() - 1));
+        if (from.bits() >= 64 || (lo >= -limit && hi < limit)) {
+          return Ramp::make(IntImm::make(to.element_of(), *base),
+                            IntImm::make(to.element_of(), *stride), r->lanes);
+        }
+      }
     }
     return v.same_as(op->value) ? self : Cast::make(to, v);
   }

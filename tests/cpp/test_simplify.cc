@@ -254,6 +254,24 @@ TEST_F(Simplify, VectorRampsAndBroadcasts) {
   EXPECT_EQ(simple(Add::make(Broadcast::make(i32(2), 8), Broadcast::make(i32(3), 8))), "x8(5)");
 }
 
+TEST_F(Simplify, WidenedConstantRampStaysARamp) {
+  // A vectorised int32 index widened to an int64 offset, times a stride that became the
+  // constant 1 (the compact version of a kernel), plus a base: one contiguous ramp.
+  const DataType i64 = DataType::Int(64);
+  Expr base = Var::make(i64, "o");
+  Expr wide = Cast::make(i64.with_lanes(16), Ramp::make(i32(16), i32(1), 16));
+  Expr index = Add::make(Broadcast::make(base, 16),
+                         Mul::make(wide, Broadcast::make(IntImm::make(i64, 1), 16)));
+  EXPECT_EQ(simple(index), "ramp((o + 16i64), 1i64, 16)");
+  // Lanes past int32's range wrapped before the cast: not a ramp of the wide type.
+  Expr wraps = Cast::make(i64.with_lanes(4), Ramp::make(i32(2147483646), i32(1), 4));
+  EXPECT_NE(simplify(wraps).as<Cast>(), nullptr);
+  // Narrowing is left alone.
+  Expr narrow =
+      Cast::make(kI32.with_lanes(4), Ramp::make(IntImm::make(i64, 0), IntImm::make(i64, 1), 4));
+  EXPECT_NE(simplify(narrow).as<Cast>(), nullptr);
+}
+
 TEST_F(Simplify, TileStartsAreMultiplesOfTheTile) {
   // x - x % 32 is 32 * (x // 32): divided by 32 (or 16, a divisor) it is x // 32 (x // 32 * 2)
   // with no remainder; by 64 (not a divisor of 32) nothing is known.

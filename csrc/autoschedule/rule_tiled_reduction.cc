@@ -306,6 +306,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   bool can_pack = plan.streamed_dim >= 0 && !panels;
   bool pays = !plan.reuse || *plan.reuse >= kPackReuse;
   std::map<int, Expr> padded;
+  Stage stream_pack;
   if (can_pack && ctx.knob(st, "pack", pays ? 1 : 0, {0, 1}) == 1) {
     // The panels' last lanes are zeros past the end, and only the streamed operand depends on
     // the vector axis: the block computes the last tile whole, unguarded.
@@ -313,13 +314,9 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
       padded[plan.vector_axis] =
           make_const(vaxis->var.dtype(), (*vext + width - 1) / width * width);
     }
-    Stage pack = pack_operand(ctx, st, plan.streamed, plan.streamed_dim, vaxis, width);
-    ctx.rule(pack, "pack");
-    const ComputeOpNode* pc = as_compute(pack->op);
-    auto pack_size = output_size(pc);
-    std::vector<IterVar> outer(pack->leaf_iter_vars.begin(), pack->leaf_iter_vars.end() - 1);
-    vectorize(pack, pack->leaf_iter_vars.back());
-    parallelize(ctx, pack, {outer.front()}, pack_size);
+    stream_pack = pack_operand(ctx, st, plan.streamed, plan.streamed_dim, vaxis, width);
+    ctx.rule(stream_pack, "pack");
+    vectorize(stream_pack, stream_pack->leaf_iter_vars.back());
   }
 
   // Packing the row operand as well (GotoBLAS's A panels: [M, K] -> [M / rows, K, rows]): the
@@ -414,6 +411,38 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     first.insert(first.begin(), rbo);
     second = {rbi};
   }
+  // Panels outermost, with one row axis that the tile divides and one constant reduction: the
+  // tile's accumulators can live in a buffer of a whole panel's rows x the tile's width,
+  // computed at the (parallel) panel loop, which two knobs use.
+  // "k_block" blocks the reduction (GotoBLAS's kc): for each block of it every row tile runs,
+  // so the block's slice of the panel (kc x width) stays in L1 while all the row tiles read it.
+  // "pack_inner" packs the streamed operand inside that loop, one slice of a panel at a time,
+  // just before the row tiles read it, instead of the whole operand in a pass of its own: the
+  // packed copy is then never written to memory and read back.
+  auto kext = c->reduce_axis.size() == 1 ? extent_of(c->reduce_axis[0]) : std::nullopt;
+  bool can_region = order == 1 && block == 0 && second.size() == 1 && second[0] == ro && rext &&
+                    *rext % rows == 0 && kext;
+  std::vector<int64_t> k_candidates = {0};
+  if (can_region) {
+    for (int64_t kc : {64, 128, 256, 512}) {
+      if (kc < *kext && *kext % kc == 0) k_candidates.push_back(kc);
+    }
+  }
+  int64_t k_block = ctx.knob(st, "k_block", 0, k_candidates);
+  bool inner_pack = false;
+  if (stream_pack) {
+    std::vector<int64_t> candidates = {0};
+    if (can_region) candidates.push_back(1);
+    // On by default when the streamed operand does not stay in cache and the reduction is
+    // longer than the rows (a BERT dense layer at batch 1: 128 rows, 768 or 3072 long): then
+    // its round trip through memory costs more than the panel-high buffer's (about the
+    // output's size). One thread, CPU time: 128x768->3072 0.75x -> 0.89x PyTorch, 128x3072->768
+    // 0.67x -> 0.87x; 1024x3072->768 and SGEMM 1024^3 unchanged (0.90x/0.91x, 0.84x/0.83x).
+    auto sbytes = bytes_of(plan.streamed);
+    bool pays_inner = can_region && (!sbytes || *sbytes > kCachedBytes) && *kext > *rext;
+    inner_pack = ctx.knob(st, "pack_inner", pays_inner ? 1 : 0, candidates) == 1;
+  }
+  bool region = inner_pack || k_block > 0;
   std::vector<IterVar> outer = first;
   outer.insert(outer.end(), second.begin(), second.end());
   std::vector<IterVar> inner;
@@ -436,8 +465,21 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     std::vector<IterVar> reds(c->reduce_axis.begin(), c->reduce_axis.end());
     if (auto r = const_product(reds)) work = *out * *r;
   }
-  outer = parallelize(ctx, epilogue, outer, work, st);
-  compute_at(compute, epilogue, outer.back());
+  if (region) {
+    // Only the panel loops run in parallel: each thread computes (and packs) whole panels.
+    std::vector<IterVar> head = parallelize(ctx, epilogue, first, work, st);
+    compute_at(compute, epilogue, head.back());
+    outer = head;
+    outer.insert(outer.end(), second.begin(), second.end());
+  } else {
+    outer = parallelize(ctx, epilogue, outer, work, st);
+    if (stream_pack) {
+      std::vector<IterVar> pack_outer(stream_pack->leaf_iter_vars.begin(),
+                                      stream_pack->leaf_iter_vars.end() - 1);
+      parallelize(ctx, stream_pack, {pack_outer.front()}, output_size(as_compute(stream_pack->op)));
+    }
+  }
+  if (!region) compute_at(compute, epilogue, outer.back());
 
   // The block's loops: the other axes (one iteration each), the reductions, the rows
   // (unrolled), the vectors.
@@ -448,10 +490,23 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   IterVar cv = data.back();
   IterVar cr = plan.row_axis >= 0 ? data[data.size() - 2] : nullptr;
   std::vector<IterVar> block_order(data.begin(), data.end() - (cr ? 2 : 1));
-  block_order.insert(block_order.end(), reds.begin(), reds.end());
+  IterVar ko;
+  if (region) {
+    // The block spans a panel's rows: for each block of the reduction, every row tile.
+    auto [cro, cri] = split(compute, cr, make_const(cr->var.dtype(), rows), Expr());
+    IterVar ki;
+    std::tie(ko, ki) = split(compute, reds[0],
+                             make_const(reds[0]->var.dtype(), k_block ? k_block : *kext), Expr());
+    block_order.insert(block_order.end(), {ko, cro, ki});
+    cr = cri;
+    reds = {ki};
+  } else {
+    block_order.insert(block_order.end(), reds.begin(), reds.end());
+  }
   if (cr) block_order.push_back(cr);
   block_order.push_back(cv);
   reorder(compute, block_order);
+  if (inner_pack) compute_at(stream_pack, compute, ko);
   if (cr && rows > 1) unroll(compute, cr);
   vectorize(compute, cv);
   // A short innermost reduce loop (a convolution's kernel width) is unrolled as well.

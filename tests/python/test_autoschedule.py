@@ -384,6 +384,58 @@ def test_packed_rows_compute_the_last_partial_tile_unguarded():
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"pack_inner": 1},
+        {"pack_inner": 0},
+        {"k_block": 64},
+        {"k_block": 128, "pack_inner": 1},
+        {"k_block": 64, "pack_inner": 1, "pack_rows": 1, "fuse_epilogue": 0},
+        {"k_block": 128, "pack": 0, "tile_vectors": 1},
+    ],
+)
+def test_panel_high_block_points_compute_the_same_values(change):
+    # 64 rows (tiles of 8 by default), a reduction of 256 (blocks of 64 or 128), 48 columns:
+    # the last panel of 32 is partly zero padding.
+    args, _ = matmul_relu(64, 48, 256)
+    a, b, bias = rand(64, 256), rand(256, 48), rand(48)
+    knobs = tvm.auto_schedule_space(args[-1], config={"C": change})["knobs"]["C"]
+    for knob, value in change.items():
+        assert value in knobs[knob], (knob, knobs[knob])
+    s = tvm.auto_schedule(args[-1], config={"C": change})
+    if change.get("k_block") or change.get("pack_inner"):
+        # The block is a panel high, computed in the parallel loop over panels.
+        text = str(tvm.lower(s, args))
+        assert "allocate C.local[float32 * 64 * " in text
+        assert text.index("parallel (") < text.index("allocate C.local")
+    (d,) = run(s, args, [a, b, bias])
+    np.testing.assert_allclose(d, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
+    # A BERT dense layer at batch 1: the 9 MiB weight is packed inside the parallel loop over
+    # its panels (never whole); SGEMM 1024^3, as long as it is high, keeps the separate pass.
+    from pytvmbridge import topi
+
+    X = tvm.placeholder((128, 768), name="X")
+    W = tvm.placeholder((3072, 768), name="W")
+    dense = topi.nn.dense(X, W)
+    assert tvm.auto_schedule_space(dense)["default"]["T_dense"]["pack_inner"] == 1
+    s = tvm.auto_schedule(dense)
+    text = str(tvm.lower(s, [X, W, dense]))
+    assert text.index("parallel (") < text.index("allocate W.packed[float32 * 1 * 768 * ")
+    assert text.count("parallel (") == 1
+    x = rand(128, 768)
+    w = rand(3072, 768)
+    (y,) = run(s, [X, W, dense], [x, w])
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+    A = tvm.placeholder((1024, 1024), name="A")
+    B = tvm.placeholder((1024, 1024), name="B")
+    mm = topi.matmul(A, B)
+    assert tvm.auto_schedule_space(mm)["default"]["T_matmul"]["pack_inner"] == 0
+
+
 def test_bad_configs_are_value_and_type_errors():
     args, _ = matmul_relu(32, 32, 32)
     with pytest.raises(ValueError, match="knob 'tile_rows' is 999, which is not one of"):

@@ -1,17 +1,23 @@
 """The graph backend's training path: backward ATen operators that the core decompositions
-leave whole (``convolution_backward``, ``avg_pool2d_backward``) are converted by differentiating
-the forward operator's computation with ``te.gradient``, so AOT autograd's backward graph is
-compiled by the same machinery as ``@kernel`` gradients instead of running in PyTorch.
+leave whole (``convolution_backward``, ``avg_pool2d_backward``,
+``max_pool2d_with_indices_backward``) are converted by differentiating the forward operator's
+computation with ``te.gradient``, so AOT autograd's backward graph is compiled by the same
+machinery as ``@kernel`` gradients instead of running in PyTorch.
+
+Max pooling routes each output's gradient to the one input element PyTorch's forward recorded
+(the first maximum of its window, in row-major order), where the gradient of a max would give it
+to every tied maximum (after a ReLU, a window of zeros is common). So a training forward computes
+that index too (``max_pool2d_with_indices`` gives int64 indices, the ones PyTorch computes), and
+the backward is ``te.gradient`` of the pooling written as a read through the recorded index: a
+gather over the windows that cover each input element. ReLU's gradient decomposes into
+``where(le(y, 0), scalar_tensor(0), g)``: both are converted here too.
 
 The converters join :data:`pytvmbridge.graph.ops.CONVERTERS` when that table is imported.
-``max_pool2d_with_indices_backward`` stays in PyTorch: it takes int64 indices (the graph compiler
-takes float32 tensors only) and routes each gradient to the one recorded index, where the
-derived gradient would share it between tied maxima.
 
 Example:
     >>> import torch
     >>> from pytvmbridge.graph.ops import CONVERTERS
-    >>> torch.ops.aten.convolution_backward.default in CONVERTERS
+    >>> torch.ops.aten.max_pool2d_with_indices_backward.default in CONVERTERS
     True
 """
 
@@ -92,6 +98,128 @@ def avg_pool2d_backward(
     return gradient(out, x, grad_output)
 
 
+def _pool_window(
+    kernel: Any, stride: Any, padding: Any, dilation: Any
+) -> tuple[tuple[int, int], ...]:
+    pair = ops._pair
+    kernel = pair(kernel)
+    stride = pair(stride) if stride else kernel
+    return kernel, stride, pair(padding), pair(dilation)
+
+
+def _window_reads(
+    x: te.Tensor, window: tuple[tuple[int, int], ...], fn: Any
+) -> tuple[Any, list[Any]]:
+    """``fn(inside, iy, ix, ry, rx)`` for the window of output (y, x): the input row and column
+    read (``inside`` false where they fall in the padding)."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window
+    h, w = x.shape[2], x.shape[3]
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def at(y: Any, xx: Any) -> Any:
+        iy = y * sh + ry * dh - ph
+        ix = xx * sw + rx * dw - pw
+        inside = te.all(iy >= 0, iy < h, ix >= 0, ix < w)
+        return fn(inside, iy, ix)
+
+    return at, [ry, rx]
+
+
+def max_pool_indices(
+    x: te.Tensor, out: te.Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any
+) -> te.Tensor:
+    """PyTorch's indices of ``max_pool2d_with_indices``: for each output, the flat position
+    ``iy * W + ix`` of the first element of its window (row-major) equal to the maximum.
+
+    Example:
+        >>> from pytvmbridge import te, topi
+        >>> x = te.placeholder((1, 1, 4, 4), name="x")
+        >>> max_pool_indices(x, topi.nn.max_pool2d(x, 2, 2), [2, 2], [], [0, 0], [1, 1]).dtype
+        'int64'
+    """
+    w = x.shape[3]
+    none = te.max_value("int64")
+
+    def first(b: Any, ch: Any, y: Any, xx: Any) -> Any:
+        def pick(inside: Any, iy: Any, ix: Any) -> Any:
+            hit = te.if_then_else(inside, x[b, ch, iy, ix] == out[b, ch, y, xx], False)
+            return te.if_then_else(hit, (iy * w + ix).astype("int64"), none)
+
+        at, axes = _window_reads(x, _pool_window(kernel, stride, padding, dilation), pick)
+        return te.min(at(y, xx), axis=axes)
+
+    return te.compute(out.shape, first, name="pool_indices")
+
+
+def max_pool2d_with_indices(
+    x: te.Tensor,
+    kernel: Any,
+    stride: Any = (),
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+) -> tuple[te.Tensor, te.Tensor]:
+    """``aten.max_pool2d_with_indices``: the pooling (the graph compiler's own converter) and,
+    for a training forward that saves them, PyTorch's indices (:func:`max_pool_indices`)."""
+    out, _ = _max_pool_values(x, kernel, stride, padding, dilation, ceil_mode)
+    return out, max_pool_indices(x, out, kernel, stride, padding, dilation)
+
+
+def max_pool2d_with_indices_backward(
+    grad_output: te.Tensor,
+    x: te.Tensor,
+    kernel: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    ceil_mode: bool,
+    indices: te.Tensor,
+) -> te.Tensor:
+    """The input gradient of ``aten.max_pool2d_with_indices``: ``te.gradient`` of the pooling
+    read through ``indices`` (each output is the window element at its recorded position).
+
+    Example:
+        >>> from pytvmbridge import te
+        >>> g = te.placeholder((1, 1, 2, 2), name="g")
+        >>> x = te.placeholder((1, 1, 4, 4), name="x")
+        >>> i = te.placeholder((1, 1, 2, 2), "int64", name="i")
+        >>> max_pool2d_with_indices_backward(g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, i).shape
+        (1, 1, 4, 4)
+    """
+    w = x.shape[3]
+    zero = te.const(0, x.dtype)
+
+    def routed(b: Any, ch: Any, y: Any, xx: Any) -> Any:
+        def read(inside: Any, iy: Any, ix: Any) -> Any:
+            chosen = te.all(inside, indices[b, ch, y, xx] == (iy * w + ix).astype("int64"))
+            return te.if_then_else(chosen, x[b, ch, iy, ix], zero)
+
+        at, axes = _window_reads(x, _pool_window(kernel, stride, padding, dilation), read)
+        return te.sum(at(y, xx), axis=axes)
+
+    return gradient(te.compute(grad_output.shape, routed, name="pool_routed"), x, grad_output)
+
+
+def scalar_tensor(value: Any, dtype: Any = None, **_: Any) -> te.Tensor:
+    """``aten.scalar_tensor``: a 0-d float32 constant (ReLU's gradient selects it)."""
+    return te.compute((), lambda: te.const(float(value), "float32"), name="scalar")
+
+
+def where(condition: te.Tensor, a: Any, b: Any) -> te.Tensor:
+    """``aten.where.self`` with a condition computed in the same graph (a comparison)."""
+    return topi.where(condition, a, b)
+
+
+def _where_accepts(node: torch.fx.Node) -> bool:
+    # a bool condition from a comparison the kernel computes, never a bool graph input
+    cond = node.args[0]
+    return isinstance(cond, torch.fx.Node) and cond.target in ops.COMPARISONS
+
+
+_max_pool_values = ops._max_pool  # the inference converter (values only)
+
+
 def register() -> None:
     """Adds the converters to the graph compiler's table (idempotent)."""
     ops.CONVERTERS[aten.convolution_backward.default] = convolution_backward
@@ -99,6 +227,15 @@ def register() -> None:
     ops.ACCEPTS[aten.convolution_backward.default] = _conv_backward_accepts
     ops.CONVERTERS[aten.avg_pool2d_backward.default] = avg_pool2d_backward
     ops.ACCEPTS[aten.avg_pool2d_backward.default] = lambda node: node.args[7] is None
+    ops.CONVERTERS[aten.max_pool2d_with_indices.default] = max_pool2d_with_indices
+    ops.PRODUCED_RESULTS[aten.max_pool2d_with_indices.default] = (0, 1)
+    ops.OTHER_DTYPES[aten.max_pool2d_with_indices.default] = (torch.int64,)
+    ops.CONVERTERS[aten.max_pool2d_with_indices_backward.default] = max_pool2d_with_indices_backward
+    ops.OTHER_DTYPES[aten.max_pool2d_with_indices_backward.default] = (torch.int64,)
+    ops.CONVERTERS[aten.scalar_tensor.default] = scalar_tensor
+    ops.CONVERTERS[aten.where.self] = where
+    ops.OTHER_DTYPES[aten.where.self] = (torch.bool,)
+    ops.ACCEPTS[aten.where.self] = _where_accepts
 
 
 register()

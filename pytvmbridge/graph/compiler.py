@@ -44,7 +44,8 @@ from .layout import blocking, conv_block, host_block
 from .ops import CONVERTERS
 from .views import cancel_view_pairs
 
-_DTYPES = {torch.float32: "float32"}
+# int64: max pooling's indices, saved by a training forward for its backward (ops.OTHER_DTYPES)
+_DTYPES = {torch.float32: "float32", torch.int64: "int64"}
 
 
 class UnsupportedGraphError(TVMNotImplementedError):

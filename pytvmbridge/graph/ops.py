@@ -42,6 +42,8 @@ CONVERTERS: dict[Any, Converter] = {}
 PRODUCED_RESULTS: dict[Any, tuple[int, ...]] = {}
 # Extra per-node checks (argument values the converter cannot handle).
 ACCEPTS: dict[Any, Callable[[torch.fx.Node], bool]] = {}
+# Tensors other than float32 an operator takes or gives (max pooling's int64 indices).
+OTHER_DTYPES: dict[Any, tuple[torch.dtype, ...]] = {}
 
 
 def _register(*targets: Any, results: tuple[int, ...] | None = None) -> Callable:

@@ -27,7 +27,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 
 from ..error import TVMNotImplementedError
 from .compiler import CompiledGraph, compile_graph
-from .ops import ACCEPTS, COMPARISONS, CONVERTERS, PRODUCED_RESULTS
+from .ops import ACCEPTS, COMPARISONS, CONVERTERS, OTHER_DTYPES, PRODUCED_RESULTS
 
 SUPPORTED_DTYPES = (torch.float32,)
 
@@ -36,14 +36,15 @@ class UnsupportedOperatorError(TVMNotImplementedError):
     """Raised under ``strict=True`` when an operator would fall back to PyTorch."""
 
 
-def _tensor_ok(val: Any) -> bool:
-    return isinstance(val, torch.Tensor) and val.dtype in SUPPORTED_DTYPES
+def _tensor_ok(val: Any, other: tuple[torch.dtype, ...] = ()) -> bool:
+    return isinstance(val, torch.Tensor) and (val.dtype in SUPPORTED_DTYPES or val.dtype in other)
 
 
 def _inputs_ok(node: torch.fx.Node) -> bool:
+    other = OTHER_DTYPES.get(node.target, ())
     for arg in node.all_input_nodes:
         val = arg.meta.get("val")
-        if isinstance(val, torch.Tensor) and val.dtype not in SUPPORTED_DTYPES:
+        if isinstance(val, torch.Tensor) and not _tensor_ok(val, other):
             return False
     return True
 
@@ -67,7 +68,9 @@ def is_supported(node: torch.fx.Node) -> bool:
             if user.target is not operator.getitem or user.args[1] not in wanted:
                 return False
         if not isinstance(val, (tuple, list)) or not all(
-            val[i] is None or _tensor_ok(val[i]) for i in wanted if i < len(val)
+            val[i] is None or _tensor_ok(val[i], OTHER_DTYPES.get(node.target, ()))
+            for i in wanted
+            if i < len(val)
         ):  # None: a result masked off (convolution_backward's output_mask)
             return False
     elif not _tensor_ok(val) and not (

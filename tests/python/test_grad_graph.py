@@ -57,3 +57,66 @@ def test_convolution_backward_converter_against_aten(mask):
     expected = [e for e, m in zip(want, mask, strict=True) if m]
     for a, b in zip(got, expected, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_relu_max_pool_training_step_is_compiled_whole_and_matches_eager():
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 6, 3, padding=1),
+        torch.nn.ReLU(),  # windows of zeros: tied maxima, whose gradient goes to one element
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(6, 4, 3),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, 2, 1),  # overlapping, padded windows
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 3),
+    )
+    x = torch.randn(2, 3, 12, 12)
+    expected_out, expected = _grads(model, x)
+    torch._dynamo.reset()
+    # strict: max_pool2d_with_indices (forward, with its indices), its backward and ReLU's
+    # backward (le, scalar_tensor, where) all compiled, or this raises
+    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
+    out, grads = _grads(compiled, x)
+    torch.testing.assert_close(out, expected_out, rtol=1e-5, atol=1e-5)
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _run(outputs, inputs, args):
+    f = tvm.build(tvm.auto_schedule(outputs), [*inputs, *outputs])
+    got = [
+        torch.empty(tuple(int(d) for d in o.shape), dtype=getattr(torch, o.dtype)) for o in outputs
+    ]
+    f(*args, *got)
+    return got
+
+
+@pytest.mark.parametrize("pool", [([2, 2], [2, 2], [0, 0]), ([3, 3], [2, 2], [1, 1])])
+def test_max_pool_indices_and_backward_against_aten(pool):
+    from pytvmbridge.autodiff.graph_grads import (
+        max_pool2d_with_indices,
+        max_pool2d_with_indices_backward,
+    )
+
+    kernel, stride, padding = pool
+    # rounded values: many ties inside a window, resolved to the first (row-major) as in aten
+    x = torch.randn(2, 3, 7, 7).round().clamp(min=0)
+    want_out, want_idx = torch.ops.aten.max_pool2d_with_indices.default(x, kernel, stride, padding)
+    g = torch.randn(want_out.shape)
+    xp = te.placeholder(tuple(x.shape), name="x")
+    out, idx = max_pool2d_with_indices(xp, kernel, stride, padding)
+    got_out, got_idx = _run([out, idx], [xp], [x])
+    torch.testing.assert_close(got_out, want_out)
+    assert torch.equal(got_idx, want_idx)
+
+    gp = te.placeholder(tuple(g.shape), name="g")
+    ip = te.placeholder(tuple(g.shape), "int64", name="i")
+    dx = max_pool2d_with_indices_backward(gp, xp, kernel, stride, padding, [1, 1], False, ip)
+    # a gather over the window (never a reduction over the whole output image)
+    assert sorted(int(r.dom.extent) for r in dx.op.reduce_axis) == sorted(kernel)
+    (got,) = _run([dx], [gp, xp, ip], [g, x, want_idx])
+    want = torch.ops.aten.max_pool2d_with_indices_backward.default(
+        g, x, kernel, stride, padding, [1, 1], False, want_idx
+    )
+    torch.testing.assert_close(got, want)

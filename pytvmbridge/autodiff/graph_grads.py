@@ -212,12 +212,95 @@ def where(condition: te.Tensor, a: Any, b: Any) -> te.Tensor:
 
 
 def _where_accepts(node: torch.fx.Node) -> bool:
-    # a bool condition from a comparison the kernel computes, never a bool graph input
-    cond = node.args[0]
-    return isinstance(cond, torch.fx.Node) and cond.target in ops.COMPARISONS
+    # a bool condition the kernel computes, never a bool graph input
+    return _bool_condition(node.args[0])
 
 
 _max_pool_values = ops._max_pool  # the inference converter (values only)
+
+
+def _bool_condition(node: Any) -> bool:
+    """A bool the kernel computes from float tensors: a comparison, or an or of such."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return False
+    if node.target in ops.COMPARISONS:
+        return True
+    return node.target is aten.bitwise_or.Tensor and all(_bool_condition(a) for a in node.args)
+
+
+def bitwise_or(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+    """``aten.bitwise_or.Tensor`` of two bool conditions (ReLU6's gradient: ``x <= 0 | x >= 6``)."""
+    return topi.logical_or(a, b)
+
+
+def _statistics(x: te.Tensor, axes: list[int], eps: float) -> tuple[te.Tensor, te.Tensor]:
+    """Mean and 1 / sqrt(biased variance + eps) over ``axes``, kept as size-1 dimensions."""
+    mean = topi.mean(x, axis=axes, keepdims=True)
+    centred = topi.subtract(x, mean)
+    var = topi.mean(topi.multiply(centred, centred), axis=axes, keepdims=True)
+    return mean, topi.rsqrt(topi.add(var, te.const(eps, x.dtype)))
+
+
+def native_layer_norm(
+    x: te.Tensor, shape: Any, weight: Any, bias: Any, eps: float
+) -> tuple[te.Tensor, te.Tensor, te.Tensor]:
+    """``aten.native_layer_norm``: the normalised output (the graph compiler's converter) and,
+    for a training forward that saves them, the mean and reciprocal deviation its backward
+    reads (shape ``(..., 1, ..., 1)``)."""
+    out = ops._layer_norm(x, shape, weight, bias, eps)[0]
+    axes = list(range(len(x.shape) - len(shape), len(x.shape)))
+    mean, rstd = _statistics(x, axes, eps)
+    return out, mean, rstd
+
+
+def batch_norm_training(
+    x: te.Tensor,
+    weight: Any,
+    bias: Any,
+    running_mean: te.Tensor,
+    running_var: te.Tensor,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[te.Tensor, ...]:
+    """``aten._native_batch_norm_legit_functional`` in training: normalised by the batch's
+    statistics over (N, H, W); results (out, mean, 1 / std, new running mean, new running
+    variance (unbiased), as PyTorch updates them)."""
+    axes = [0, *range(2, len(x.shape))]
+    mean, rstd = _statistics(x, axes, eps)
+    out = topi.multiply(topi.subtract(x, mean), rstd)
+    channel = [1, -1] + [1] * (len(x.shape) - 2)
+    if weight is not None:
+        out = topi.multiply(out, topi.reshape(weight, channel))
+    if bias is not None:
+        out = topi.add(out, topi.reshape(bias, channel))
+    count = 1
+    for a in axes:
+        count *= int(x.shape[a])
+    flat_mean = topi.reshape(mean, [x.shape[1]])
+    centred = topi.subtract(x, mean)
+    var_sum = topi.sum(topi.multiply(centred, centred), axis=axes)
+    keep = te.const(1.0 - momentum, x.dtype)
+    new_mean = topi.add(
+        topi.multiply(running_mean, keep), topi.multiply(flat_mean, te.const(momentum, x.dtype))
+    )
+    unbiased = te.const(momentum / max(count - 1, 1), x.dtype)
+    new_var = topi.add(topi.multiply(running_var, keep), topi.multiply(var_sum, unbiased))
+    return out, flat_mean, topi.reshape(rstd, [x.shape[1]]), new_mean, new_var
+
+
+def _int64_add_accepts(node: torch.fx.Node) -> bool:
+    # int64 only when everything is (batch norm's step counter, num_batches_tracked + 1): never a
+    # mixed float/int addition, whose promotion topi.add does not do
+    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+    dtypes = {v.dtype for v in vals if isinstance(v, torch.Tensor)}
+    return torch.int64 not in dtypes or dtypes == {torch.int64}
+
+
+def _batch_norm_accepts(node: torch.fx.Node) -> bool:
+    # training with running statistics and static sizes (the unbiased count is a constant)
+    x = node.args[0].meta["val"]
+    return bool(node.args[5]) and all(isinstance(d, int) for d in x.shape)
 
 
 def register() -> None:
@@ -236,6 +319,22 @@ def register() -> None:
     ops.CONVERTERS[aten.where.self] = where
     ops.OTHER_DTYPES[aten.where.self] = (torch.bool,)
     ops.ACCEPTS[aten.where.self] = _where_accepts
+    ops.CONVERTERS[aten.bitwise_or.Tensor] = bitwise_or
+    ops.OTHER_DTYPES[aten.bitwise_or.Tensor] = (torch.bool,)
+    ops.ACCEPTS[aten.bitwise_or.Tensor] = _bool_condition
+    ops.CONVERTERS[aten.native_layer_norm.default] = native_layer_norm
+    ops.PRODUCED_RESULTS[aten.native_layer_norm.default] = (0, 1, 2)
+    ops.CONVERTERS[aten._native_batch_norm_legit_functional.default] = batch_norm_training
+    ops.PRODUCED_RESULTS[aten._native_batch_norm_legit_functional.default] = (0, 1, 2, 3, 4)
+    ops.ACCEPTS[aten._native_batch_norm_legit_functional.default] = _batch_norm_accepts
+    ops.OTHER_DTYPES[aten.add.Tensor] = (torch.int64,)
+    before = ops.ACCEPTS.get(aten.add.Tensor)
+    if before is not _int64_add_accepts:
+        ops.ACCEPTS[aten.add.Tensor] = (
+            _int64_add_accepts
+            if before is None
+            else lambda node: _int64_add_accepts(node) and before(node)
+        )
 
 
 register()

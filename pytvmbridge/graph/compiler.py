@@ -443,11 +443,14 @@ def _conv_panel_widths(
     packable = _packable_weights(gm) | plan.conv_weights
     if not packable or not all(isinstance(o, te.Tensor) for o in outputs):
         return {}
-    # Placeholders that are symbolic sizes (a dynamic batch read by a view) have no channels.
+    # Placeholders that are symbolic sizes (a dynamic batch read by a view) or 0-d (a training
+    # step counter) have no channels.
     channels = {
         n.name: n.meta["val"].shape[0]
         for n in gm.graph.nodes
-        if n.op == "placeholder" and isinstance(n.meta.get("val"), torch.Tensor)
+        if n.op == "placeholder"
+        and isinstance(n.meta.get("val"), torch.Tensor)
+        and n.meta["val"].dim()
     }
     channels.update({name: shape[0] for name, (_, shape) in plan.derived.items()})
     widths: dict[str, int] = {}

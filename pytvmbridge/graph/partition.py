@@ -73,7 +73,7 @@ def is_supported(node: torch.fx.Node) -> bool:
             if i < len(val)
         ):  # None: a result masked off (convolution_backward's output_mask)
             return False
-    elif not _tensor_ok(val) and not (
+    elif not _tensor_ok(val, OTHER_DTYPES.get(node.target, ())) and not (
         node.target in COMPARISONS and isinstance(val, torch.Tensor) and val.dtype == torch.bool
     ):
         return False

@@ -120,3 +120,39 @@ def test_max_pool_indices_and_backward_against_aten(pool):
         g, x, kernel, stride, padding, [1, 1], False, want_idx
     )
     torch.testing.assert_close(got, want)
+
+
+class _NormNet(torch.nn.Module):
+    """Batch norm in training (batch statistics, running statistics updated), ReLU6 and a
+    layer norm: what the training graphs of MobileNetV2, ResNet and BERT add to a plain CNN."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.norm = torch.nn.LayerNorm(8 * 4 * 4)
+        self.fc = torch.nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        h = self.pool(torch.nn.functional.relu6(self.bn(self.conv(x)) * 4.0))
+        return self.fc(self.norm(h.flatten(1)))
+
+
+def test_norm_training_step_is_compiled_whole_and_matches_eager():
+    torch.manual_seed(2)
+    model = _NormNet().train()
+    twin = _NormNet().train()
+    twin.load_state_dict(model.state_dict())
+    x = torch.randn(4, 3, 8, 8)
+    expected_out, expected = _grads(twin, x)
+    torch._dynamo.reset()
+    # strict: native_layer_norm and batch norm's training form with their saved statistics,
+    # the running-statistics update and step counter, ReLU6's backward (bitwise_or, where)
+    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
+    out, grads = _grads(compiled, x)
+    torch.testing.assert_close(out, expected_out, rtol=1e-4, atol=1e-5)
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-5)
+    for got, want in zip(model.buffers(), twin.buffers(), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

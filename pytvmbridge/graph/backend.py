@@ -3,9 +3,10 @@
 Dynamo hands the backend a Python-level FX graph; AOT autograd lowers it to core ATen operators
 (with the core ATen decompositions) and splits forward from backward when gradients are needed.
 Both graphs go through :func:`~pytvmbridge.graph.partition.partition_and_compile`: supported
-operators run as compiled kernels (backward operators such as ``convolution_backward`` through
-``te.gradient``: :mod:`pytvmbridge.autodiff.graph_grads`), the rest (for instance
-``max_pool2d_with_indices_backward``) stays in PyTorch. The backend is registered under the
+operators run as compiled kernels (backward operators such as ``convolution_backward`` and
+``max_pool2d_with_indices_backward`` through ``te.gradient``:
+:mod:`pytvmbridge.autodiff.graph_grads`), the rest (for instance ``cumsum``) stays in PyTorch.
+The backend is registered under the
 ``torch_dynamo_backends`` entry point, so no import of pytvmbridge is needed.
 
 Options (``torch.compile(..., options={...})``): ``strict`` (raise on the first operator that

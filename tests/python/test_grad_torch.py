@@ -216,3 +216,14 @@ def test_tc_make_autograd_with_hand_written_backward():
     f(x, w).sum().backward()
     torch.testing.assert_close(x.grad, w.detach())
     torch.testing.assert_close(w.grad, x.detach())
+
+
+def test_opcheck_on_a_tc_define_op():
+    from pytvmbridge import tc
+    from pytvmbridge.autodiff.torch_autograd import torch_op
+
+    f = tc.define("def f(double(N, K) X, double(K) Y) -> (Z) { Z(i) +=! tanh(X(i, k)) * Y(k) }")
+    op = torch_op(f)
+    torch.library.opcheck(op, ([rand(3, 4), rand(4)],))
+    (z,) = op([rand(3, 4), rand(4)])
+    torch.testing.assert_close(z, torch.tanh(rand(3, 4)) @ rand(4))

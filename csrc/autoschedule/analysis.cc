@@ -38,6 +38,14 @@ std::vector<const TensorRead*> tensor_reads(const Expr& e) {
   return reads;
 }
 
+bool calls_math(const Expr& e) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& sub) {
+    if (const auto* call = sub.as<Call>()) found |= call->op != Intrinsic::kIfThenElse;
+  });
+  return found;
+}
+
 bool uses_var(const Expr& e, const Expr& var) {
   bool found = false;
   for_each_expr(e, [&](const Expr& sub) {

@@ -27,6 +27,9 @@ const ComputeOpNode* as_compute(const Operation& op);
 // Every tensor read in `e`, in order of appearance (repeats included).
 std::vector<const TensorRead*> tensor_reads(const Expr& e);
 
+// Whether `e` calls a math function (exp, log, erf...; a select does not count).
+bool calls_math(const Expr& e);
+
 // Whether `e` mentions variable `var`.
 bool uses_var(const Expr& e, const Expr& var);
 

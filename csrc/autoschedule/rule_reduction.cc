@@ -53,7 +53,10 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 }  // namespace
 
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached) {
-  const ComputeOpNode* c = as_compute(st->op);
+  // Held: rfactor below replaces st->op, which may be the only owner of this op (one a rule
+  // rewrote, rule_row_attach.cc's share_summand).
+  Operation op = st->op;
+  const ComputeOpNode* c = as_compute(op);
   const auto* red = c->body[0].as<Reduce>();
   std::vector<IterVar> data, reds;
   for (const IterVar& iv : st->leaf_iter_vars) {

@@ -3,13 +3,18 @@
 // layer_norm's mean and variance, a mean divided by its count) are attached inside the output's
 // loop over rows. One parallel loop then does the whole operator, each row's statistics are
 // computed just before the row is written (its data still in L1) and stay in a scalar, instead
-// of one pass, one parallel region and one stored intermediate per reduction.
+// of one pass, one parallel region and one stored intermediate per reduction. An expression
+// both a statistic and the output compute per element (softmax's exp(x - max)) becomes a row
+// buffer computed once, next to the statistics: one exp per element instead of two.
 #include <algorithm>
 #include <unordered_map>
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
+#include "ir/mutator.h"
 #include "ir/op.h"
+#include "ir/substitute.h"
+#include "schedule/interval.h"
 #include "schedule/primitives.h"
 #include "schedule/stage_bodies.h"
 
@@ -59,7 +64,117 @@ size_t rows_read(const std::vector<Expr>& bodies, const Operation& producer,
   return rows;
 }
 
+// Replaces every subexpression structurally equal to `pattern` with `replacement`.
+class ReplaceEqual : public IRMutator {
+ public:
+  ReplaceEqual(Expr pattern, Expr replacement)
+      : pattern_(std::move(pattern)), replacement_(std::move(replacement)) {}
+  using IRMutator::mutate;
+  Expr mutate(const Expr& e) override {
+    if (e.defined() && e->kind == pattern_->kind && structurally_equal(e, pattern_)) {
+      ++count;
+      return replacement_;
+    }
+    return IRMutator::mutate(e);
+  }
+  int count = 0;
+
+ private:
+  Expr pattern_, replacement_;
+};
+
+// A statistic summing (or taking the max of) an expression that the output also computes for
+// each element (softmax: the sum of exp(x - max) and the output exp(x - max) / sum): that
+// expression becomes a stage of the output's shape, read by both, so that it is computed once
+// per element (one exp, not two). Returns the new stage (inserted before the statistic), or
+// nullptr when the output does not compute the summand or it calls no math function (a read
+// or a subtraction costs less than storing and loading it again).
+Stage share_summand(Context& ctx, const Stage& out, const Stage& stat, size_t rank) {
+  const ComputeOpNode* oc = as_compute(out->op);
+  const ComputeOpNode* rc = as_compute(stat->op);
+  const auto* red = rc->body[0].as<Reduce>();
+  if (oc->body.size() != 1 || red == nullptr || red->axis.size() != 1 ||
+      red->combiner == ReduceKind::kCustom || rank + 1 != oc->axis.size() ||
+      rc->axis.size() < rank || !calls_math(red->source)) {
+    return nullptr;
+  }
+  if (red->condition.defined() && !is_const_int(red->condition, 1)) return nullptr;
+  // The summand at the output's element: the statistic's axes are the output's rows, its
+  // reduce axis the output's last axis (trailing statistic axes of one are index 0).
+  auto at_element = [&](const std::vector<Expr>& axes) {
+    VarMap vmap;
+    for (size_t d = 0; d < rc->axis.size(); ++d) {
+      vmap[rc->axis[d]->var.get()] = d < rank ? axes[d] : make_zero(rc->axis[d]->var.dtype());
+    }
+    vmap[red->axis[0]->var.get()] = axes[rank];
+    return substitute(red->source, vmap);
+  };
+  std::vector<Expr> out_vars;
+  for (const IterVar& iv : oc->axis) out_vars.push_back(iv->var);
+  Expr pattern = at_element(out_vars);
+  std::vector<IterVar> axes;
+  std::vector<Expr> vars;
+  for (size_t d = 0; d < oc->axis.size(); ++d) {
+    axes.push_back(
+        make_iter_var(Range::from_min_extent(make_zero(oc->shape[d].dtype()), oc->shape[d]),
+                      "ax" + std::to_string(d), IterKind::kDataPar));
+    vars.push_back(axes.back()->var);
+  }
+  Operation summand = make_compute(rc->name + ".summand", oc->shape, axes, {at_element(vars)});
+  ReplaceEqual rewrite(pattern, TensorRead::make(summand, 0, out_vars));
+  Expr out_body = rewrite.mutate(oc->body[0]);
+  if (rewrite.count == 0) return nullptr;
+  if (ctx.knob(out, "share_summand", 1, {0, 1}) == 0) return nullptr;
+
+  out->op = make_compute(oc->name, oc->shape, oc->axis, {out_body});
+  ctx.sch->stage_of_op[out->op.get()] = out;
+  std::vector<Expr> idx;
+  for (size_t d = 0; d < rank; ++d) idx.push_back(rc->axis[d]->var);
+  idx.push_back(red->axis[0]->var);
+  Expr source = TensorRead::make(summand, 0, idx);
+  stat->op = make_compute(rc->name, rc->shape, rc->axis,
+                          {Reduce::make(red->combiner, source, red->axis, red->condition)});
+  ctx.sch->stage_of_op[stat->op.get()] = stat;
+  Stage st = make_stage(summand);
+  ctx.sch->insert_stage(ctx.sch->position(stat), st);
+  ctx.name_new(st, stat, ".summand");
+  return st;
+}
+
 }  // namespace
+
+bool row_buffer(Context& ctx, const Stage& st, const std::unordered_set<const StageNode*>& keep) {
+  if (classify(st) != StageKind::kInjective || st->is_output ||
+      st->attach_type != AttachType::kRoot || !st->relations.empty()) {
+    return false;
+  }
+  const ComputeOpNode* bc = as_compute(st->op);
+  if (bc->body.size() != 1 || !calls_math(bc->body[0])) return false;
+  Stage out;
+  std::vector<Stage> reductions;
+  for (const Stage& c : ctx.sch->consumers(st)) {
+    StageKind kind = classify(c);
+    if (kind == StageKind::kInjective && !out) {
+      out = c;
+    } else if (kind == StageKind::kReduction) {
+      reductions.push_back(c);
+    } else {
+      return false;
+    }
+  }
+  if (!out || reductions.empty() || !(out->is_output || keep.count(out.get()))) return false;
+  const ComputeOpNode* oc = as_compute(out->op);
+  if (oc->axis.size() != bc->axis.size()) return false;
+  for (size_t d = 0; d < oc->axis.size(); ++d) {
+    if (!same_extent(oc->shape[d], bc->shape[d])) return false;
+  }
+  std::vector<IterVar> axes(oc->axis.begin(), oc->axis.end());
+  for (const Stage& r : reductions) {
+    size_t rows = rows_read(oc->body, r->origin_op, axes);
+    if (rows == 0 || rows >= axes.size()) return false;
+  }
+  return true;
+}
 
 bool schedule_row_group(Context& ctx, const Stage& out,
                         const std::unordered_set<const StageNode*>& tiled) {
@@ -69,9 +184,31 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   }
   const ComputeOpNode* oc = as_compute(out->op);
   StageBodies bodies = inline_bodies(ctx.sch);
-  // The group: reductions read only by the output, all of one rank (the number of row axes),
-  // read at its leading axes. A reduction another one reads too (softmax's max, read by the sum
-  // of exponentials) stays at root: compute_at takes a stage with a single consumer.
+  // Row buffers (row_buffer above, left stored by the inlining rule): elementwise stages of the
+  // output's shape that the output reads; their elements are computed once per row, next to
+  // the statistics that read them.
+  std::vector<Stage> buffers;
+  for (const Stage& st : ctx.sch->stages) {
+    if (st == out || ctx.settled.count(st.get()) || st->is_output) continue;
+    if (classify(st) != StageKind::kInjective || st->attach_type != AttachType::kRoot ||
+        !st->relations.empty()) {
+      continue;
+    }
+    const ComputeOpNode* bc = as_compute(st->op);
+    bool same = bc->axis.size() == oc->axis.size();
+    for (size_t d = 0; same && d < bc->axis.size(); ++d) {
+      same = same_extent(bc->shape[d], oc->shape[d]);
+    }
+    std::vector<Stage> readers = effective_consumers(ctx.sch, bodies, st);
+    if (same && std::find(readers.begin(), readers.end(), out) != readers.end()) {
+      buffers.push_back(st);
+    }
+  }
+  auto in = [](const std::vector<Stage>& v, const Stage& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  // The group: reductions read only by the output and its buffers, all of one rank (the number
+  // of row axes), read at their leading axes.
   std::vector<Stage> group;
   std::unordered_map<const StageNode*, std::vector<Stage>> consumers_of;
   size_t rank = 0;
@@ -84,12 +221,24 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     }
     const ComputeOpNode* rc = as_compute(st->op);
     std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, st);
-    if (std::find(consumers.begin(), consumers.end(), out) == consumers.end()) continue;
-    std::vector<IterVar> out_axes(oc->axis.begin(), oc->axis.end());
+    // Read by the output or a buffer, at the same rows in each of them.
+    size_t rows = 0;
     int64_t k = 1;
-    size_t rows = rows_read(bodies.at(out.get()), st->origin_op, out_axes, &k);
+    bool consistent = true, read = false;
+    for (const Stage& reader : consumers) {
+      if (reader != out && !in(buffers, reader)) continue;
+      const ComputeOpNode* c = as_compute(reader->op);
+      std::vector<IterVar> reader_axes(c->axis.begin(), c->axis.end());
+      int64_t kr = 1;
+      size_t r = rows_read(bodies.at(reader.get()), st->origin_op, reader_axes, &kr);
+      consistent &= !read || (r == rows && kr == k);
+      rows = r;
+      k = kr;
+      read = true;
+    }
     // Some axes of the output left to vectorize, and the same rows for every statistic.
-    if (rows == 0 || rows >= oc->axis.size() || (rank != 0 && (rows != rank || k != divisor))) {
+    if (!read || !consistent || rows == 0 || rows >= oc->axis.size() ||
+        (rank != 0 && (rows != rank || k != divisor))) {
       continue;
     }
     // Same extents as the output's row axes (the last one k times fewer: groups of k), one
@@ -109,13 +258,27 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     group.push_back(st);
     consumers_of[st.get()] = std::move(consumers);
   }
-  // Members read by a stage outside the group (or outside the output) leave it, until none is.
+  // Buffers are read by the output and by members only; members by the output, other members
+  // and buffers only. Those read from outside leave, until none is.
   for (bool changed = true; changed;) {
     changed = false;
-    for (auto it = group.begin(); it != group.end(); ++it) {
+    for (auto it = buffers.begin(); it != buffers.end(); ++it) {
+      std::vector<Stage> readers = effective_consumers(ctx.sch, bodies, *it);
+      bool inside = std::all_of(readers.begin(), readers.end(),
+                                [&](const Stage& c) { return c == out || in(group, c); });
+      bool used =
+          std::any_of(readers.begin(), readers.end(), [&](const Stage& c) { return in(group, c); });
+      // A buffer's rows are whole rows of the output (not groups of channels).
+      if (!inside || !used || divisor != 1) {
+        buffers.erase(it);
+        changed = true;
+        break;
+      }
+    }
+    for (auto it = group.begin(); !changed && it != group.end(); ++it) {
       const std::vector<Stage>& readers = consumers_of[it->get()];
       bool inside = std::all_of(readers.begin(), readers.end(), [&](const Stage& c) {
-        return c == out || std::find(group.begin(), group.end(), c) != group.end();
+        return c == out || in(group, c) || in(buffers, c);
       });
       if (!inside) {
         group.erase(it);
@@ -127,6 +290,31 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   if (group.empty()) return false;
   if (ctx.knob(out, "attach_rows", 1, {0, 1}) == 0) return false;
   ctx.rule(out, "row_group");
+  if (divisor == 1) {
+    for (const Stage& st : std::vector<Stage>(group)) {
+      if (Stage summand = share_summand(ctx, out, st, rank)) buffers.push_back(summand);
+    }
+  }
+
+  int64_t lanes = ctx.lanes(oc->output_dtype(0));
+  // The innermost axis of the output or a buffer: split into vectors (two per step when they
+  // divide it), vectorized.
+  auto vectorize_inner = [&](const Stage& st) {
+    IterVar inner = st->leaf_iter_vars.back();
+    auto extent = const_extent(inner);
+    // An axis of up to four vectors that whole vectors do not divide (a 56-wide image row)
+    // stays whole: one vector operation of 56 lanes is three vectors and a half, no masked
+    // tail.
+    bool whole = extent && *extent % lanes != 0 && *extent <= 4 * lanes;
+    if ((!extent || *extent > lanes) && !whole) {
+      int64_t factor = lanes;
+      if (extent && *extent % (2 * lanes) == 0 && *extent >= 4 * lanes) factor = 2 * lanes;
+      auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), factor), Expr());
+      (void)io;
+      inner = ii;
+    }
+    if (!extent || *extent >= 4) vectorize(st, inner);
+  };
 
   // The output: its row axes outermost (parallel), the rest vectorized innermost.
   std::vector<IterVar> axes = out->leaf_iter_vars;
@@ -137,32 +325,31 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     (void)gi;
     rows.back() = go;
   }
-  IterVar inner = axes.back();
-  int64_t lanes = ctx.lanes(oc->output_dtype(0));
-  auto extent = const_extent(inner);
-  // An axis of up to four vectors that whole vectors do not divide (a 56-wide image row) stays
-  // whole: one vector operation of 56 lanes is three vectors and a half, no masked tail.
-  bool whole = extent && *extent % lanes != 0 && *extent <= 4 * lanes;
-  if ((!extent || *extent > lanes) && !whole) {
-    int64_t factor = lanes;
-    if (extent && *extent % (2 * lanes) == 0 && *extent >= 4 * lanes) factor = 2 * lanes;
-    auto [io, ii] = split(out, inner, make_const(inner->var.dtype(), factor), Expr());
-    (void)io;
-    inner = ii;
-  }
-  if (!extent || *extent >= 4) vectorize(out, inner);
+  vectorize_inner(out);
   std::optional<int64_t> work = output_size(oc);
   std::vector<IterVar> outer = parallelize(ctx, out, rows, work);
   IterVar at = outer.back();
 
-  // The statistics, producers first (the order of the schedule's stages), inside that loop.
-  std::vector<Stage> ordered;
-  for (const Stage& st : ctx.sch->stages) {
-    if (std::find(group.begin(), group.end(), st) != group.end()) ordered.push_back(st);
-  }
-  for (const Stage& st : ordered) {
-    compute_at(st, out, at);
-    schedule_reduction(ctx, st, /*attached=*/true);
+  // The buffers and statistics, producers first (the order of the schedule's stages), inside
+  // that loop; a statistic only a buffer reads (softmax's maximum, read by the exponentials)
+  // inside the buffer's loop over the row. (A copy of the list: rfactor adds stages to it.)
+  std::vector<Stage> stages = ctx.sch->stages;
+  for (const Stage& st : stages) {
+    if (in(buffers, st)) {
+      ctx.rule(st, "row_buffer");
+      compute_at(st, out, at);
+      vectorize_inner(st);
+    } else if (in(group, st)) {
+      if (reads_through_inline(ctx.sch, out, st)) {
+        compute_at(st, out, at);
+      } else {
+        auto reader = std::find_if(buffers.begin(), buffers.end(), [&](const Stage& b) {
+          return reads_through_inline(ctx.sch, b, st);
+        });
+        compute_at(st, *reader, (*reader)->leaf_iter_vars[rank - 1]);
+      }
+      schedule_reduction(ctx, st, /*attached=*/true);
+    }
   }
   return true;
 }

@@ -57,6 +57,13 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
 bool schedule_row_group(Context& ctx, const Stage& out,
                         const std::unordered_set<const StageNode*>& tiled);
 
+// An elementwise intermediate that calls a math function and is read by an elementwise stage
+// that stays stored (an output, or a stage in `keep`) and by reductions that stage reads once
+// per row (softmax's exponentials, read by the sum and by the output): it is kept stored, not
+// inlined, so that schedule_row_group computes it once per row into a row buffer instead of
+// each reader computing the exponential again.
+bool row_buffer(Context& ctx, const Stage& st, const std::unordered_set<const StageNode*>& keep);
+
 // A reduction that reads other reductions once per output element at its own axes (argmax's
 // maximum, read by the search for its first index): scheduled here, with those statistics
 // computed inside its loop over output elements (one pass over each row instead of two).

@@ -592,6 +592,52 @@ def test_row_statistics_are_computed_inside_the_rows_loop():
     )
 
 
+def test_softmax_computes_each_exponential_once():
+    # The sum of exp(x - max) and the output exp(x - max) * (1 / sum) compute the same
+    # exponential: it becomes a row buffer (T_softmax_expsum.summand) computed once per element
+    # inside the loop over rows, read by both; the maximum is computed inside the buffer's loop.
+    # Same values with share_summand = 0 (an exp in each), attach_rows = 0 and the naive
+    # schedule. (192 wide: whole vectors, so each statement is printed once, with no tail.)
+    x = tvm.placeholder((3, 5, 192), name="x")
+    y = topi.nn.softmax(x)
+    rules = tvm.auto_schedule_space(y)["rules"]
+    assert rules[y.op.name] == "row_group"
+    assert rules["T_softmax_expsum.summand"] == "row_buffer"
+    text = str(tvm.lower(tvm.auto_schedule(y), [x, y]))
+    # every exponential is a store into the buffer
+    exps = [line.strip() for line in text.splitlines() if "exp(" in line]
+    assert exps and all(line.startswith("T_softmax_expsum.summand[") for line in exps)
+    assert "allocate T_softmax_expsum.summand[float32 * 1 * 1 * 192]" in text
+    alone = str(tvm.lower(tvm.auto_schedule(y, config={y.op.name: {"share_summand": 0}}), [x, y]))
+    assert "summand" not in alone
+    assert any("T_softmax_norm[" in line and "exp(" in line for line in alone.splitlines())
+    a = rand(3, 5, 192) * 4
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    ref = e / e.sum(axis=-1, keepdims=True)
+    naive = tvm.create_schedule(y.op)
+    for s in (
+        tvm.auto_schedule(y),
+        tvm.auto_schedule(y, config={y.op.name: {"share_summand": 0}}),
+        tvm.auto_schedule(y, config={y.op.name: {"attach_rows": 0}}),
+        naive,
+    ):
+        (out,) = run(s, [x, y], [a])
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-7)
+
+    # Written with the exponentials as a stage of their own (TVM's softmax): the stage is not
+    # inlined into its two readers but computed once per row as well.
+    m = topi.max(x, axis=-1, keepdims=True)
+    ex = tvm.compute(x.shape, lambda i, j, k: tvm.exp(x[i, j, k] - m[i, j, 0]), name="ex")
+    r = tvm.reduce_axis((0, 192), name="r")
+    sm = tvm.compute((3, 5), lambda i, j: tvm.sum(ex[i, j, r], axis=r), name="sm")
+    z = tvm.compute(x.shape, lambda i, j, k: ex[i, j, k] / sm[i, j], name="z")
+    assert tvm.auto_schedule_space(z)["rules"]["ex"] == "row_buffer"
+    text = str(tvm.lower(tvm.auto_schedule(z), [x, z]))
+    assert all(line.strip().startswith("ex[") for line in text.splitlines() if "exp(" in line)
+    (out,) = run(tvm.auto_schedule(z), [x, z], [a])
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-7)
+
+
 def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
     # mean over the middle axis of (2, 9, 128): the columns are reduced 64 at a time (four
     # vectors of one row per step of the reduce loop), 16 at a time when 64 does not divide.

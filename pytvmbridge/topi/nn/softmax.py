@@ -63,9 +63,13 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     """
     axis, max_elem, expsum = _stats(x, axis, "softmax")
 
+    # A product with the reciprocal, computed once per row under the automatic schedule (a
+    # division per element costs several multiplications; PyTorch's CPU softmax scales by
+    # 1 / sum too). The automatic scheduler computes the exponentials once, into a row buffer
+    # both the sum and this stage read (rule_row_attach.cc).
     def fcompute(*i: Any) -> te.Expr:
         rest = (*i[:axis], *i[axis + 1 :])
-        return te.exp(x[i] - max_elem[rest]) / expsum[rest]
+        return te.exp(x[i] - max_elem[rest]) * (te.const(1, x.dtype) / expsum[rest])
 
     return te.compute(
         x.shape, fcompute, name="T_softmax_norm", tag=tag.SOFTMAX, attrs={"axis": axis}

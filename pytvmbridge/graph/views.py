@@ -8,6 +8,11 @@ tiled-reduction rule (which fuses an elementwise consumer reading the product at
 indices) leaves it as a separate pass over the whole product. The pair of views cancels: the
 activation applies to the product directly, and becomes its epilogue.
 
+The same holds for a chain of such operations, no-op ``expand`` s and softmaxes over the last
+dimension when the views keep that dimension (each row of the reshaped tensor is a row of the
+source): attention's ``view(expand(softmax(view(bmm) / c)))`` becomes ``softmax(bmm / c)``, so
+the scaling is the batched product's epilogue and the softmax reads the product in place.
+
 Example:
     >>> import torch
     >>> from torch.fx.experimental.proxy_tensor import make_fx
@@ -60,27 +65,84 @@ def _elementwise_of_one(node: Any) -> bool:
     )
 
 
+_SOFTMAXES = {aten._softmax.default, aten._log_softmax.default}
+
+
+def _row_softmax(node: Any) -> bool:
+    """A softmax over the last dimension, used once."""
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+        return False
+    if node.target not in _SOFTMAXES or len(node.users) != 1:
+        return False
+    shape = _static_shape(node)
+    return shape is not None and node.args[1] in (-1, len(shape) - 1) and not node.args[2]
+
+
+def _noop_expand(node: Any) -> bool:
+    """An ``expand`` to its input's own shape, used once."""
+    return (
+        isinstance(node, torch.fx.Node)
+        and node.op == "call_function"
+        and node.target is aten.expand.default
+        and len(node.users) == 1
+        and isinstance(node.args[0], torch.fx.Node)
+        and _static_shape(node) is not None
+        and _static_shape(node) == _static_shape(node.args[0])
+    )
+
+
+def _chain_between_views(outer: torch.fx.Node) -> tuple[list[torch.fx.Node], Any] | None:
+    """The operations between ``outer`` (a view) and the inner view they read, innermost
+    first, and that inner view; None unless every one is elementwise of one tensor, a no-op
+    expand or a last-dimension softmax, with at least one elementwise or softmax."""
+    chain: list[torch.fx.Node] = []
+    node = outer.args[0]
+    while True:
+        if _elementwise_of_one(node) or _row_softmax(node) or _noop_expand(node):
+            chain.append(node)
+            node = node.args[0]
+        elif _is_view(node) and chain:
+            break
+        else:
+            return None
+    if all(_noop_expand(n) for n in chain):
+        return None
+    return chain[::-1], node
+
+
 def cancel_view_pairs(gm: torch.fx.GraphModule) -> int:
-    """Rewrites ``view(f(view(a, s)), shape(a))`` into ``f(a)`` for elementwise ``f`` (static
-    shapes, each intermediate used once); returns how many were rewritten."""
+    """Rewrites ``view(f(view(a, s)), shape(a))`` into ``f(a)`` for elementwise ``f``, or a
+    chain of them with no-op expands and last-dimension softmaxes when the views keep the last
+    dimension (static shapes, each intermediate used once); returns how many were rewritten."""
     graph = gm.graph
     count = 0
     for outer in list(graph.nodes):
         if outer.op != "call_function" or outer.target not in _VIEWS:
             continue
-        fn = outer.args[0]
-        if not _elementwise_of_one(fn) or not _is_view(fn.args[0]):
+        found = _chain_between_views(outer)
+        if found is None:
             continue
-        inner = fn.args[0]
+        chain, inner = found
         source = inner.args[0]
         shape = _static_shape(source)
         if shape is None or shape != _static_shape(outer):
             continue
+        softmax = any(n.target in _SOFTMAXES for n in chain)
+        if softmax and (not shape or shape[-1] != (_static_shape(inner) or (None,))[-1]):
+            continue  # the views regroup the rows: a softmax would see other rows
+        value = source
         with graph.inserting_before(outer):
-            applied = graph.call_function(fn.target, (source, *fn.args[1:]), dict(fn.kwargs))
-        applied.meta = dict(outer.meta)
-        outer.replace_all_uses_with(applied)
-        for dead in (outer, fn, inner):
+            for n in chain:
+                if _noop_expand(n):
+                    continue
+                args = (value, *n.args[1:])
+                if n.target in _SOFTMAXES:
+                    args = (value, len(shape) - 1, *n.args[2:])
+                applied = graph.call_function(n.target, args, dict(n.kwargs))
+                applied.meta = dict(outer.meta)
+                value = applied
+        outer.replace_all_uses_with(value)
+        for dead in [outer, *chain[::-1], inner]:
             graph.erase_node(dead)
         count += 1
     if count:

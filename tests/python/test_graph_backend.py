@@ -405,6 +405,45 @@ def test_activation_between_3d_linear_layers_matches_eager():
     assert backend.compile_count - before == 2  # one static, one dynamic compilation
 
 
+def test_attention_scores_softmax_run_on_the_batched_product():
+    """view -> scale -> softmax -> expand -> view between attention's two batched products is
+    rewritten to act on the first product directly (pytvmbridge.graph.views); a softmax whose
+    views regroup its rows is left alone. Values match eager, compiled and as rewritten."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from pytvmbridge.graph.views import cancel_view_pairs
+
+    def attention(qkv, log):
+        b, s, _ = qkv.shape
+        q, k, v = (t.reshape(b, s, 2, 4).transpose(1, 2) for t in qkv.split(8, dim=-1))
+        scores = q @ k.transpose(-1, -2) / 2.0
+        probs = torch.log_softmax(scores, -1) if log else torch.softmax(scores, -1)
+        return (probs @ v).transpose(1, 2).reshape(b, s, 8)
+
+    def regrouped(m):  # the softmax's rows are 12 wide, the product's 4
+        return torch.softmax(m.view(2, 12), -1).view(2, 3, 4)
+
+    qkv, m = torch.randn(3, 5, 24), torch.randn(2, 3, 4)
+
+    def bound(log):
+        return lambda t: attention(t, log)
+
+    for log in (False, True):
+        gm = make_fx(bound(log), decomposition_table=torch._decomp.core_aten_decompositions())(qkv)
+        assert cancel_view_pairs(gm) == 1
+        torch.testing.assert_close(gm(qkv), attention(qkv, log))
+        torch._dynamo.reset()
+        with torch.no_grad():
+            compiled = torch.compile(bound(log), backend="pytvmbridge")
+            torch.testing.assert_close(compiled(qkv), attention(qkv, log), rtol=1e-4, atol=1e-4)
+    gm = make_fx(regrouped, decomposition_table=torch._decomp.core_aten_decompositions())(m)
+    assert cancel_view_pairs(gm) == 0
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = torch.compile(regrouped, backend="pytvmbridge")
+        torch.testing.assert_close(compiled(m), regrouped(m), rtol=1e-5, atol=1e-5)
+
+
 def test_compiled_graph_pickles_after_it_ran():
     """The C++ call path a CompiledGraph makes on its first call is not part of its state: it
     pickles before and after running, and the copy computes the same values."""

@@ -436,6 +436,30 @@ def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
     assert tvm.auto_schedule_space(mm)["default"]["T_matmul"]["pack_inner"] == 0
 
 
+def test_wide_matrix_product_packs_its_rows_for_a_tile_of_four_vectors():
+    # 1024 rows read by 16 panels of 4 AVX-512 vectors: the row operand is packed in panels of
+    # 6 rows (4 x 3 with AVX2's 16 registers), the last one partly zero padding (1024 = 6 x 170
+    # + 4); a batch_matmul with two such panels keeps 8 x 2 tiles and unpacked rows.
+    from pytvmbridge import topi
+
+    A = tvm.placeholder((1024, 256), name="A")
+    B = tvm.placeholder((256, 1024), name="B")
+    mm = topi.matmul(A, B)
+    point = tvm.auto_schedule_space(mm)["default"]["T_matmul"]
+    assert point["pack_rows"] == 1
+    assert (point["tile_rows"], point["tile_vectors"]) in {(6, 4), (4, 3)}
+    s = tvm.auto_schedule(mm)
+    assert "A.packed" in str(tvm.lower(s, [A, B, mm]))
+    a, b = rand(1024, 256), rand(256, 1024)
+    (c,) = run(s, [A, B, mm], [a, b])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+    Q = tvm.placeholder((12, 128, 64), name="Q")
+    K = tvm.placeholder((12, 128, 64), name="K")
+    bmm = topi.nn.batch_matmul(Q, K)
+    point = tvm.auto_schedule_space(bmm)["default"]["T_batch_matmul"]
+    assert point["pack_rows"] == 0
+
+
 def test_bad_configs_are_value_and_type_errors():
     args, _ = matmul_relu(32, 32, 32)
     with pytest.raises(ValueError, match="knob 'tile_rows' is 999, which is not one of"):

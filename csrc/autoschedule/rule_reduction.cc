@@ -154,7 +154,11 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
   // The reduced axis is the contiguous one (row sums, softmax over the last axis): lanes of it
   // become a data axis of a new stage accumulated in one vector register per output element.
   auto inner_extent = const_extent(reds.back());
-  bool long_enough = !inner_extent || *inner_extent >= 2 * lanes;
+  // Short rows under other reduce axes (a global pool's 7-wide image rows, 7 of them per
+  // channel) qualify when the whole reduction is long: each row is then one vector added to
+  // the channel's accumulator (below), instead of a chain of 49 scalar adds.
+  bool long_enough = !inner_extent || *inner_extent >= 2 * lanes ||
+                     (reds.size() > 1 && *inner_extent >= 4 && red_size && *red_size >= 2 * lanes);
   if (contiguous_reduce && long_enough && ctx.knob(st, "vector_rfactor", 1, {0, 1}) == 1) {
     // Several accumulator vectors when the axis divides into them, at least two steps each:
     // one add every cycle or two instead of one per add latency. A short row is latency-bound
@@ -208,7 +212,17 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     std::vector<IterVar> outer =
         per_element ? std::vector<IterVar>(st->leaf_iter_vars.begin(), st->leaf_iter_vars.end() - 1)
                     : std::vector<IterVar>{};
-    if (!attached) outer = parallelize(ctx, st, outer, work);
+    // A single elementwise consumer (a global average pool's division by the count) computes
+    // each sum just before it reads it, in its own parallel loop over the elements: no stored
+    // intermediate (malloc'ed per call) and no second, serial pass.
+    Stage epilogue = attached || !per_element ? nullptr : fusable_epilogue(ctx, st);
+    if (epilogue && ctx.knob(st, "fuse_epilogue", 1, {0, 1}) == 1) {
+      ctx.rule(epilogue, "epilogue");
+      std::vector<IterVar> loops = parallelize(ctx, epilogue, epilogue->leaf_iter_vars, work, st);
+      compute_at(st, epilogue, loops.back());
+    } else if (!attached) {
+      outer = parallelize(ctx, st, outer, work);
+    }
     // Each stage's loops: its data axes (one iteration each inside st's loop), the reductions,
     // then the lanes, vectorized. Returns the loop over its output element.
     auto lane_loops = [](const Stage& s) {
@@ -245,11 +259,12 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     std::vector<IterVar> outer(data.begin(), data.end() - 1);
     IterVar inner = data.back();
     auto extent = const_extent(inner);
+    int64_t factor = 0;
     if (!extent || *extent > 4 * lanes) {
       // Four vectors of the row when they divide it: each step of the reduce loops then reads
       // four whole cache lines of a row (hardware prefetch follows them) into four independent
       // accumulators, instead of one line per row on a stride.
-      int64_t factor = extent && *extent % (4 * lanes) == 0 ? 4 * lanes : lanes;
+      factor = extent && *extent % (4 * lanes) == 0 ? 4 * lanes : lanes;
       auto [io, ii] = split(st, inner, make_const(inner->var.dtype(), factor), Expr());
       outer.push_back(io);
       inner = ii;
@@ -259,7 +274,28 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     order.push_back(inner);
     reorder(st, order);
     vectorize(st, inner);
-    if (!attached) parallelize(ctx, st, outer, work);
+    if (attached) return std::nullopt;
+    // A single elementwise consumer (a mean's division by the count) is split the same way and
+    // computes each block of sums in its own parallel loop, just before it reads them: the sums
+    // stay in registers instead of a stored intermediate (malloc'ed per call) and a second
+    // pass (a 24 KB malloc and a serial loop for the (8, 128, 768) mean over axis 1).
+    Stage epilogue = outer.empty() ? nullptr : fusable_epilogue(ctx, st);
+    if (epilogue && ctx.knob(st, "fuse_epilogue", 1, {0, 1}) == 1) {
+      ctx.rule(epilogue, "epilogue");
+      std::vector<IterVar> axes = epilogue->leaf_iter_vars;
+      std::vector<IterVar> e_outer(axes.begin(), axes.end() - 1);
+      IterVar e_inner = axes.back();
+      if (factor > 0) {
+        auto [eo, ei] = split(epilogue, e_inner, make_const(e_inner->var.dtype(), factor), Expr());
+        e_outer.push_back(eo);
+        e_inner = ei;
+      }
+      vectorize(epilogue, e_inner);
+      e_outer = parallelize(ctx, epilogue, e_outer, work, st);
+      compute_at(st, epilogue, e_outer.back());
+      return std::nullopt;
+    }
+    parallelize(ctx, st, outer, work);
     return std::nullopt;
   }
 

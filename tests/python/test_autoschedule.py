@@ -675,6 +675,40 @@ def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
         np.testing.assert_allclose(out, a.mean(axis=1), rtol=1e-5, atol=1e-6)
 
 
+def test_a_sums_elementwise_consumer_computes_it_in_its_own_loop():
+    # mean over an outer axis: the division by the count computes each block of 64 column sums
+    # in its own parallel loop (a 64-element buffer, no stored (4, 256) intermediate, no second
+    # pass); a global average pool: each channel's sum (7-wide image rows added as vectors)
+    # inside the division's loop. Same values with fuse_epilogue = 0 and the naive schedule.
+    x = tvm.placeholder((4, 64, 256), name="x")
+    m = topi.mean(x, axis=1)
+    sum_stage = m.op.input_tensors[0].op.name
+    rules = tvm.auto_schedule_space(m)["rules"]
+    assert rules[m.op.name] == "epilogue" and rules[sum_stage] == "reduction"
+    text = str(tvm.lower(tvm.auto_schedule(m), [x, m]))
+    assert text.count("parallel (") == 1 and text.index("parallel (") < text.index("allocate")
+    assert f"allocate {sum_stage}[float32 * 1 * 64]" in text
+    a = rand(4, 64, 256)
+    cfg = {sum_stage: {"fuse_epilogue": 0}}
+    for s in (tvm.auto_schedule(m), tvm.auto_schedule(m, config=cfg), tvm.create_schedule(m.op)):
+        (out,) = run(s, [x, m], [a])
+        np.testing.assert_allclose(out, a.mean(axis=1), rtol=1e-5, atol=1e-6)
+
+    img = tvm.placeholder((4, 512, 7, 7), name="img")
+    p = topi.nn.adaptive_avg_pool2d(img, 1)
+    # the sum and the division are both named adaptive_pool_avg: keys #1 and #2
+    pool_sum = p.op.input_tensors[0].op.name
+    rules = tvm.auto_schedule_space(p)["rules"]
+    assert rules[pool_sum + "#2"] == "epilogue" and rules[pool_sum + ".rf"] == "reduction_lanes"
+    text = str(tvm.lower(tvm.auto_schedule(p), [img, p]))
+    assert text.count("parallel (") == 1 and "x7(0.0)" in text  # a row of seven is one vector
+    b = rand(4, 512, 7, 7)
+    cfg = {pool_sum: {"fuse_epilogue": 0}}
+    for s in (tvm.auto_schedule(p), tvm.auto_schedule(p, config=cfg), tvm.create_schedule(p.op)):
+        (out,) = run(s, [img, p], [b])
+        np.testing.assert_allclose(out, b.mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+
+
 def test_argmax_computes_the_maximum_inside_its_loop_over_rows():
     # argmax is two reductions: the maximum, then the first index holding it. The maximum is
     # computed inside the index search's parallel loop over rows (one pass over each row, the

@@ -194,7 +194,7 @@ def import_graph(
     for dname, (_, dshape) in plan.derived.items():
         if dname in prepacked:
             width = prepacked[dname]
-            dshape = [dshape[0] // width, dshape[1], dshape[2], dshape[3], width]
+            dshape = [-(-dshape[0] // width), dshape[1], dshape[2], dshape[3], width]
         derived[dname] = te.placeholder(list(dshape), "float32", name=dname)
 
     def value(arg: Any) -> Any:
@@ -209,7 +209,7 @@ def import_graph(
                 shape = [_dim_value(d, size_vars) for d in val.shape]
                 if node.name in prepacked:
                     width = prepacked[node.name]
-                    shape = [shape[0] // width, shape[1], shape[2], shape[3], width]
+                    shape = [-(-shape[0] // width), shape[1], shape[2], shape[3], width]
                 env[node] = te.placeholder(shape, _DTYPES[val.dtype], name=node.name)
             elif isinstance(val, torch.SymInt):
                 env[node] = _dim_value(val, size_vars)
@@ -331,7 +331,12 @@ def compile_graph(
         inputs, outputs, size_vars = import_graph(gm, plan=plan)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
         prepacked.update(_blocked_weights(gm, plan, lanes))
-        if prepacked:
+    if prepacked:
+        # Weights whose output channels the panels pad (see layout.channel_block).
+        out_channels = {n.name: n.meta["val"].shape[0] for n in placeholders if n.name in prepacked}
+        out_channels.update({k: shape[0] for k, (_, shape) in plan.derived.items()})
+        padded = {k: out_channels[k] for k, w in prepacked.items() if out_channels[k] % w}
+        with blocking(lanes, padded):
             inputs, outputs, size_vars = import_graph(gm, prepacked, plan)
     derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
     inputs = inputs[: len(placeholders)]

@@ -38,6 +38,8 @@ from typing import Any, Union
 
 import torch
 
+from .prepack import pack_weight
+
 aten = torch.ops.aten
 
 Source = Union[int, "Derived", None]
@@ -73,8 +75,7 @@ def _dense_pack(w: torch.Tensor, block: int) -> torch.Tensor:
 
 
 def _conv_pack(w: torch.Tensor, width: int) -> torch.Tensor:
-    o, i, kh, kw = w.shape
-    return w.reshape(o // width, width, i, kh, kw).permute(0, 2, 3, 4, 1).contiguous()
+    return pack_weight(w, width)
 
 
 def _bn_scale(gamma: torch.Tensor | None, var: torch.Tensor, eps: float) -> torch.Tensor:

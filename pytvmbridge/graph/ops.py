@@ -29,6 +29,7 @@ from .layout import (
     conv2d_nchw_from_blocks,
     conv2d_nchwc,
     max_pool_nchwc,
+    packed_out_channels,
     through_blocks,
     weight_block,
 )
@@ -251,9 +252,11 @@ def _blocked(x: te.Tensor, w: te.Tensor, groups: int, lanes: int) -> int:
     if None in dims:
         return 0
     if len(w.shape) == 5:  # pre-packed: O/width panels
-        dims[0] *= const_int(w.shape[4])
+        dims[0] = packed_out_channels(w)
     block = weight_block(dims[0], dims[1], dims[4], groups, lanes)
-    return block if len(w.shape) == 4 or const_int(w.shape[4]) == block else 0
+    if len(w.shape) == 4:  # a padded block reads whole panels: only from a packed weight
+        return block if dims[0] % max(block, 1) == 0 else 0
+    return block if const_int(w.shape[4]) == block else 0
 
 
 def _conv_accepts(node: torch.fx.Node) -> bool:
@@ -315,7 +318,8 @@ def _max_pool(
     stride = _pair(stride) if stride else kernel
     source = blocked_source(x)
     if source is not None:
-        out = max_pool_nchwc(source, kernel, stride, _pair(padding), _pair(dilation), ceil_mode)
+        out = max_pool_nchwc(source, kernel, stride, _pair(padding), _pair(dilation), ceil_mode,
+                             x.shape[1])  # fmt: skip
         if out is not None:
             return (out, None)
     out = topi.nn.pool2d(x, kernel, stride, _pair(dilation), _pair(padding), "max", ceil_mode)

@@ -29,15 +29,20 @@ from ..topi import tag
 
 
 def pack_weight(weight: torch.Tensor, width: int) -> torch.Tensor:
-    """OIHW -> [O/width, I, kh, kw, width] (O must be a multiple of ``width``).
+    """OIHW -> [ceil(O/width), I, kh, kw, width], the last panel padded with zeros.
 
     Example:
         >>> import torch
         >>> pack_weight(torch.zeros(64, 3, 3, 3), 32).shape
         torch.Size([2, 3, 3, 3, 32])
+        >>> pack_weight(torch.ones(24, 3, 1, 1), 32)[0, 0, 0, 0, 23:25].tolist()
+        [1.0, 0.0]
     """
     o, i, kh, kw = weight.shape
-    return weight.detach().reshape(o // width, width, i, kh, kw).permute(0, 2, 3, 4, 1).contiguous()
+    w = weight.detach()
+    if o % width:
+        w = torch.nn.functional.pad(w, (0, 0, 0, 0, 0, 0, 0, width - o % width))
+    return w.reshape(-1, width, i, kh, kw).permute(0, 2, 3, 4, 1).contiguous()
 
 
 class PackCache:

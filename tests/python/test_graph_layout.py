@@ -1,6 +1,6 @@
 """The blocked NCHWc layout of the graph compiler (pytvmbridge/graph/layout.py): convolution
-chains (ungrouped, depthwise, stride 2, odd channel counts left in NCHW, residual adds, ReLU6,
-max pooling) against eager PyTorch, batch 1 and more, and a dynamic batch."""
+chains (ungrouped, depthwise, stride 2, odd channel counts in padded blocks, residual adds,
+ReLU6, max pooling) against eager PyTorch, batch 1 and more, and a dynamic batch."""
 
 import pytest
 import torch
@@ -16,8 +16,8 @@ BLOCK = LANES
 
 class Chain(nn.Module):
     """Stem (stride 2) + max pool, a residual 3x3 pair, a depthwise block (stride 1 and 2,
-    ReLU6), a convolution whose output channels are not a multiple of the block (stays NCHW,
-    then read by a blocked one), mean and a linear classifier."""
+    ReLU6), a convolution whose output channels are not a multiple of the block (computed in
+    padded blocks, then read by a blocked one), mean and a linear classifier."""
 
     def __init__(self, c: int = 2 * BLOCK) -> None:
         super().__init__()
@@ -83,9 +83,10 @@ def test_blocked_chain_matches_eager(batch):
     assert len(graphs) == 1
     widths = [d.params[0] for d in graphs[0].derived_inputs if d.kind == "conv_pack"]
     # stem, a, b, dw1, dw2 and back run blocked (their weights in panels of their block: two
-    # vectors); the convolution with an odd channel count does not.
+    # vectors); the convolution with an odd channel count in padded blocks of one vector.
     assert channel_block(2 * BLOCK, LANES) == 2 * LANES
     assert widths.count(2 * LANES) == 6
+    assert widths.count(LANES) == 1
 
 
 def test_blocked_chain_dynamic_batch_compiles_once():
@@ -126,3 +127,43 @@ def test_blocked_weights_follow_in_place_changes():
     args[1].mul_(-0.5)
     args[2].add_(1.0)
     torch.testing.assert_close(cg(*args), f(*args), rtol=1e-4, atol=1e-4)
+
+
+class Padded(nn.Module):
+    """MobileNetV2's 24-channel stage in miniature: output channels no block divides (computed
+    in one padded block), a residual add of two such tensors, convolutions reading them (1x1 and
+    3x3 with padding), a depthwise layer between."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        wide = 4 * BLOCK
+        self.stem = nn.Sequential(nn.Conv2d(3, wide, 3, 2, 1), nn.ReLU6())
+        self.proj = nn.Sequential(nn.Conv2d(wide, c, 1, bias=False), nn.BatchNorm2d(c))
+        depthwise = nn.Conv2d(wide, wide, 3, 1, 1, groups=wide)
+        self.expand = nn.Sequential(nn.Conv2d(c, wide, 1), nn.ReLU6(), depthwise, nn.ReLU6())
+        self.proj2 = nn.Conv2d(wide, c, 1)
+        self.head = nn.Sequential(nn.Conv2d(c, wide, 3, 1, 1), nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.proj(self.stem(x))
+        y = y + self.proj2(self.expand(y))
+        return self.head(y).mean((2, 3)), y
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_padded_channel_blocks_match_eager(batch):
+    c = 3 * LANES // 2  # 24 with AVX-512, 12 with AVX2: one padded block of 32 (16)
+    block = channel_block(c, LANES, pad=True)
+    assert channel_block(c, LANES) == 0 and block == 2 * LANES and block > c
+    assert channel_block(2 * LANES + 3, LANES, pad=True) == LANES  # 3 blocks, 13 lanes padding
+    assert channel_block(LANES + 3, LANES, pad=True) == 0  # would pad more than half: NCHW
+    assert channel_block(LANES // 2, LANES, pad=True) == 0  # under one vector: stays NCHW
+    torch.manual_seed(1)
+    model = Padded(c).eval()
+    bn = model.proj[1]
+    bn.running_mean.uniform_(-0.2, 0.2)
+    bn.running_var.uniform_(0.5, 1.5)
+    graphs = _compiled_graphs(model, [torch.randn(batch, 3, 18, 18)])
+    # proj and proj2 (c outputs) run blocked, their weights in one zero-padded panel
+    packs = [d for d in graphs[0].derived_inputs if d.kind == "conv_pack" and d.params == (block,)]
+    assert len(packs) >= 2

@@ -29,6 +29,7 @@ import torch
 
 from .. import te, topi
 from ..graph import ops
+from ..graph.layout import blocking
 from .gradient import gradient
 
 aten = torch.ops.aten
@@ -60,7 +61,10 @@ def convolution_backward(
         ((1, 3, 4, 4), (2, 3, 3, 3), (2,))
     """
     forward = ops.CONVERTERS[aten.convolution.default]  # the forward operator's computation
-    out = forward(x, w, None, stride, padding, dilation, transposed, output_padding, groups)
+    # in NCHW: the gradient of the blocked form (NCHWc, graph/layout.py) differentiates through
+    # its packing and unpacking (one training step of a small CNN: 12 ms against 2.6 ms)
+    with blocking(0):
+        out = forward(x, w, None, stride, padding, dilation, transposed, output_padding, groups)
     want = [t for t, m in zip((x, w), output_mask[:2], strict=True) if m]
     grads = iter(gradient(out, want, grad_output) if want else [])
     dx = next(grads) if output_mask[0] else None
@@ -94,7 +98,8 @@ def avg_pool2d_backward(
         (1, 1, 4, 4)
     """
     forward = ops.CONVERTERS[aten.avg_pool2d.default]
-    out = forward(x, kernel, stride, padding, ceil_mode, count_include_pad)
+    with blocking(0):
+        out = forward(x, kernel, stride, padding, ceil_mode, count_include_pad)
     return gradient(out, x, grad_output)
 
 

@@ -115,8 +115,9 @@ def _pool_window(
 def _window_reads(
     x: te.Tensor, window: tuple[tuple[int, int], ...], fn: Any
 ) -> tuple[Any, list[Any]]:
-    """``fn(inside, iy, ix, ry, rx)`` for the window of output (y, x): the input row and column
-    read (``inside`` false where they fall in the padding)."""
+    """(``at``, the window's reduce axes): ``at(y, x)`` is ``fn(inside, iy, ix)`` over the window
+    of output (y, x), ``iy``/``ix`` the input row and column read, ``inside`` false where they
+    fall in the padding."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window
     h, w = x.shape[2], x.shape[3]
     ry = te.reduce_axis((0, kh), name="ry")
@@ -135,7 +136,9 @@ def max_pool_indices(
     x: te.Tensor, out: te.Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any
 ) -> te.Tensor:
     """PyTorch's indices of ``max_pool2d_with_indices``: for each output, the flat position
-    ``iy * W + ix`` of the first element of its window (row-major) equal to the maximum.
+    ``iy * W + ix`` of the first element of its window (row-major) equal to the maximum. A NaN
+    equals nothing: a window holding one gets no position (the int64 maximum) and so no
+    gradient, where PyTorch records the NaN's.
 
     Example:
         >>> from pytvmbridge import te, topi

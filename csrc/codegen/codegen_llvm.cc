@@ -1120,7 +1120,7 @@ class CodeGenLLVM {
     std::vector<llvm::Value*> args;
     for (const Expr& a : op->args) args.push_back(emit(a));
     DataType t = op->op == Intrinsic::kIsNan ? op->args[0].dtype() : op->dtype;
-    return emit_math(b_, op->op, args, t, *vector_math_);
+    return emit_math(b_, op->op, args, t, *vector_math_, avx512_);
   }
 
   // `select(c, x op y, x)` emitted as `x op select(c, y, identity)`, and `select(c, x, x op y)`

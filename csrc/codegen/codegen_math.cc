@@ -9,6 +9,7 @@
 #include <llvm/IR/Module.h>
 
 #include "codegen/codegen_arith.h"
+#include "codegen/inline_math.h"
 #include "support/error.h"
 
 namespace ptb {
@@ -208,7 +209,7 @@ llvm::Value* call_library(llvm::IRBuilderBase& b, Intrinsic op,
 }  // namespace
 
 llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<llvm::Value*>& args,
-                       DataType t, const std::vector<VectorMathVariant>& vector_math) {
+                       DataType t, const std::vector<VectorMathVariant>& vector_math, bool avx512) {
   PTB_ICHECK(!args.empty() && op != Intrinsic::kIfThenElse, intrinsic_name(op));
   if (!t.is_float()) {
     PTB_ICHECK(t.is_integer(), intrinsic_name(op), " of ", t.str());
@@ -230,6 +231,9 @@ llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<l
   auto unary = [&](llvm::Intrinsic::ID id) { return b.CreateUnaryIntrinsic(id, x); };
   llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
   llvm::Value* r = nullptr;
+  if (x->getType()->getScalarType()->isFloatTy() && has_inline_math(op)) {
+    return narrow(b, emit_inline_math(b, op, x, avx512), t);
+  }
   switch (op) {
     case Intrinsic::kIsNan:
       return b.CreateFCmpUNO(x, x);

@@ -2,7 +2,8 @@
 // on scalar or vector LLVM values. Only csrc/codegen includes this.
 //
 // Where LLVM has an intrinsic that compiles to instructions (sqrt, fabs, floor, ceil, trunc,
-// roundeven, fma) it is used at any width. Transcendental functions are llvm.exp / llvm.log /...
+// roundeven, fma) it is used at any width. float32 exp, erf and sigmoid are
+// inline code (inline_math.h). Other transcendental functions are llvm.exp / llvm.log /...
 // or libm calls (log1pf, tanhf, erff) on scalars; on vectors they call glibc's libmvec in
 // chunks of the widest width it has, and libm per lane for what remains.
 #pragma once
@@ -21,6 +22,6 @@ namespace ptb {
 
 // op applied to args, all of dtype t (isnan gives bool); 16-bit floats are computed in float32.
 llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<llvm::Value*>& args,
-                       DataType t, const std::vector<VectorMathVariant>& vector_math);
+                       DataType t, const std::vector<VectorMathVariant>& vector_math, bool avx512);
 
 }  // namespace ptb

@@ -1,0 +1,221 @@
+#include "codegen/inline_math.h"
+
+#include <cstddef>
+#include <vector>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/IR/Module.h>
+
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// Coefficients from tools/fit_inline_math.py (its output, pasted), lowest degree first.
+// exp(r) = 1 + r + r^2 Q(r) for |r| <= ln2/2.
+constexpr float kExpQ[] = {0x1.fffffcp-2f, 0x1.555492p-3f, 0x1.5558f2p-5f, 0x1.1239d4p-7f,
+                           0x1.6a2448p-10f};
+// erf(x) = x (c0 + x^2 P(x^2)) for |x| < 1, c0 = 2/sqrt(pi) as hi + lo (hi alone would cost
+// an ulp near 1); lo > 0 keeps the sign of erf(-0).
+constexpr float kErfC0Hi = 0x1.20dd74p+0f, kErfC0Lo = 0x1.0429b6p-24f;
+constexpr float kErfP[] = {-0x1.81274p-2f, 0x1.ce2d4ep-4f,   -0x1.b7fdaep-6f,
+                           0x1.54247cp-8f, -0x1.a4bb52p-11f, 0x1.4b4ba8p-14f};
+// erf(x) = 1 - exp(-x^2) R((x - 2.5) / 1.5) for 1 <= x <= 4; past 4 erf rounds to 1.
+constexpr float kErfTail = 4.0f;
+constexpr float kErfcR[] = {0x1.afbbecp-3f,  -0x1.c8c25ep-4f, 0x1.cb2ee4p-5f,
+                            -0x1.c1f9fap-6f, 0x1.7dd416p-7f,  -0x1.43c36ap-8f,
+                            0x1.a006ap-8f,   0x1.04108ap-8f,  0x1.6b739ap-9f};
+
+// ln 2 in two parts: the high one has 16 significant bits, so n * hi is exact for the |n| <= 150
+// of float32 and r = x - n * hi - n * lo keeps its low bits.
+constexpr float kLn2Hi = 0x1.62e4p-1f, kLn2Lo = 0x1.7f7d1cp-20f;
+constexpr float kLog2E = 0x1.715476p+0f;
+// exp(x) is inf above 88.73 and rounds to 0 below -103.98: clamped to a little beyond, the
+// scaling by 2^n then overflows or underflows by itself.
+constexpr float kExpHi = 89.0f, kExpLo = -104.0f;
+
+llvm::Value* constant(llvm::Type* ty, float v) {
+  return llvm::ConstantFP::get(ty, static_cast<double>(v));
+}
+
+// a * m + c, fused where the target has FMA.
+llvm::Value* fmuladd(llvm::IRBuilderBase& b, llvm::Value* a, llvm::Value* m, llvm::Value* c) {
+  return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, m, c});
+}
+
+template <size_t N>
+llvm::Value* horner(llvm::IRBuilderBase& b, llvm::Value* t, const float (&c)[N]) {
+  llvm::Type* ty = t->getType();
+  llvm::Value* acc = constant(ty, c[N - 1]);
+  for (size_t i = N - 1; i-- > 0;) acc = fmuladd(b, acc, t, constant(ty, c[i]));
+  return acc;
+}
+
+// 2^n for integers n in [-126, 127], built in the exponent field.
+llvm::Value* power_of_two(llvm::IRBuilderBase& b, llvm::Value* n, llvm::Type* ty) {
+  llvm::Type* ity = n->getType();
+  llvm::Value* biased = b.CreateAdd(n, llvm::ConstantInt::get(ity, 127));
+  return b.CreateBitCast(b.CreateShl(biased, llvm::ConstantInt::get(ity, 23)), ty);
+}
+
+// Whether AVX-512 instructions apply to values of type ty: vectors of a power-of-two number of
+// 16-lane pieces (scalars and other widths take the generic code).
+bool avx512_fits(llvm::Type* ty) {
+  auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(ty);
+  if (vty == nullptr || vty->getNumElements() % 16 != 0) return false;
+  unsigned pieces = vty->getNumElements() / 16;
+  return (pieces & (pieces - 1)) == 0;
+}
+
+// An AVX-512 intrinsic over every lane of `operands`, 16 lanes (one zmm register) at a time;
+// `tail` are its trailing non-vector arguments.
+llvm::Value* per_zmm(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id,
+                     const std::vector<llvm::Value*>& operands,
+                     const std::vector<llvm::Value*>& tail) {
+  int lanes =
+      static_cast<int>(llvm::cast<llvm::FixedVectorType>(operands[0]->getType())->getNumElements());
+  llvm::Function* fn = llvm::Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(), id);
+  std::vector<llvm::Value*> pieces;
+  for (int offset = 0; offset < lanes; offset += 16) {
+    std::vector<int> take(16);
+    for (int i = 0; i < 16; ++i) take[i] = offset + i;
+    std::vector<llvm::Value*> args;
+    for (llvm::Value* v : operands)
+      args.push_back(lanes == 16 ? v : b.CreateShuffleVector(v, take));
+    args.insert(args.end(), tail.begin(), tail.end());
+    pieces.push_back(b.CreateCall(fn, args));
+  }
+  // Joined pairwise back into `lanes` lanes.
+  while (pieces.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    int width =
+        static_cast<int>(llvm::cast<llvm::FixedVectorType>(pieces[0]->getType())->getNumElements());
+    std::vector<int> both(2 * width);
+    for (int k = 0; k < 2 * width; ++k) both[k] = k;
+    for (size_t i = 0; i + 1 < pieces.size(); i += 2) {
+      joined.push_back(b.CreateShuffleVector(pieces[i], pieces[i + 1], both));
+    }
+    pieces = joined;
+  }
+  return pieces[0];
+}
+
+// p * 2^n by vscalefps: it rounds to a denormal, 0 or inf where the product does and passes NaN
+// through, so no clamping or exponent arithmetic is needed.
+llvm::Value* scalef(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* n) {
+  auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+  // All lanes (mask -1), the current rounding mode (4).
+  return per_zmm(b, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512,
+                 {p, n, llvm::PoisonValue::get(piece)}, {b.getInt16(0xffff), b.getInt32(4)});
+}
+
+// 1 / d for finite d >= 1 (or NaN). With AVX-512: vrcp14ps (14 bits) and one Newton step, a few
+// cycles where vdivps on 16 lanes takes 16.
+llvm::Value* reciprocal(llvm::IRBuilderBase& b, llvm::Value* d, bool avx512) {
+  llvm::Type* ty = d->getType();
+  if (!avx512 || !avx512_fits(ty)) return b.CreateFDiv(constant(ty, 1.0f), d);
+  auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+  llvm::Value* y = per_zmm(b, llvm::Intrinsic::x86_avx512_rcp14_ps_512,
+                           {d, llvm::PoisonValue::get(piece)}, {b.getInt16(0xffff)});
+  llvm::Value* e = fmuladd(b, b.CreateFNeg(d), y, constant(ty, 1.0f));
+  return fmuladd(b, y, e, y);
+}
+
+llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  if (avx512 && avx512_fits(ty)) {
+    // Clamped so that x - n ln2 stays finite (inf - inf is NaN); NaN fails both comparisons.
+    llvm::Value* xc =
+        b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)), constant(ty, kExpHi), x);
+    xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, kExpLo)), constant(ty, kExpLo), xc);
+    llvm::Value* fn =
+        b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
+    llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
+    r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
+    llvm::Value* p =
+        b.CreateFAdd(constant(ty, 1.0f), fmuladd(b, b.CreateFMul(r, r), horner(b, r, kExpQ), r));
+    return scalef(b, p, fn);
+  }
+  llvm::Type* ity = ty->getWithNewType(b.getInt32Ty());
+  // NaN goes to the top of the range (the conversion to integer below must not see it: LLVM
+  // leaves that undefined) and is put back at the end.
+  llvm::Value* xc =
+      b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, kExpHi)), x, constant(ty, kExpHi));
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, constant(ty, kExpLo)), xc, constant(ty, kExpLo));
+  // x = n ln2 + r, |r| <= ln2/2.
+  llvm::Value* fn =
+      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
+  llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
+  r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
+  llvm::Value* p =
+      b.CreateFAdd(constant(ty, 1.0f), fmuladd(b, b.CreateFMul(r, r), horner(b, r, kExpQ), r));
+  // 2^n as two factors 2^(n/2) that are normal floats for every n in [-150, 128]: their product
+  // with p rounds once, to a denormal, 0 or inf where exp does.
+  llvm::Value* n = b.CreateFPToSI(fn, ity);
+  llvm::Value* n1 = b.CreateAShr(n, llvm::ConstantInt::get(ity, 1));
+  llvm::Value* n2 = b.CreateSub(n, n1);
+  llvm::Value* result =
+      b.CreateFMul(b.CreateFMul(p, power_of_two(b, n1, ty)), power_of_two(b, n2, ty));
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
+}
+
+llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* z = b.CreateFMul(x, x);
+  llvm::Value* tail = fmuladd(b, z, horner(b, z, kErfP), constant(ty, kErfC0Lo));
+  llvm::Value* small = fmuladd(b, x, constant(ty, kErfC0Hi), b.CreateFMul(x, tail));
+  // 1 - exp(-x^2) R(t) with the sign of x; |x| is clamped at 4, where that rounds to 1 (NaN
+  // passes the clamp and comes out NaN).
+  llvm::Value* ac =
+      b.CreateSelect(b.CreateFCmpOGT(a, constant(ty, kErfTail)), constant(ty, kErfTail), a);
+  llvm::Value* t = fmuladd(b, ac, constant(ty, 1.0f / 1.5f), constant(ty, -2.5f / 1.5f));
+  llvm::Value* e = exp_f32(b, b.CreateFNeg(b.CreateFMul(ac, ac)), avx512);
+  llvm::Value* large = fmuladd(b, b.CreateFNeg(e), horner(b, t, kErfcR), constant(ty, 1.0f));
+  large = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
+  return b.CreateSelect(b.CreateFCmpOLT(a, constant(ty, 1.0f)), small, large);
+}
+
+// 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: e^-|x| never overflows, so sigmoid of a
+// very negative x is the small (even denormal) number it should be rather than 1/inf.
+llvm::Value* sigmoid_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* e = exp_f32(b, b.CreateFNeg(a), avx512);
+  llvm::Value* s = reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512);
+  // NaN fails the comparison and takes e * s, which is NaN.
+  return b.CreateSelect(b.CreateFCmpOGE(x, constant(ty, 0.0f)), s, b.CreateFMul(e, s));
+}
+
+}  // namespace
+
+bool has_inline_math(Intrinsic op) {
+  return op == Intrinsic::kExp || op == Intrinsic::kErf || op == Intrinsic::kSigmoid;
+}
+
+llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value* x, bool avx512) {
+  PTB_ICHECK(x->getType()->getScalarType()->isFloatTy(), intrinsic_name(op), " inline");
+  // The reductions above depend on the order of their operations: no reassociation or
+  // no-NaN assumptions from a fast-math target, only contraction into FMA.
+  llvm::IRBuilderBase::FastMathFlagGuard keep(b);
+  llvm::FastMathFlags contract;
+  contract.setAllowContract(true);
+  b.setFastMathFlags(contract);
+  switch (op) {
+    case Intrinsic::kExp:
+      return exp_f32(b, x, avx512);
+    case Intrinsic::kErf:
+      return erf_f32(b, x, avx512);
+    case Intrinsic::kSigmoid:
+      return sigmoid_f32(b, x, avx512);
+    default:
+      internal_error(__FILE__, __LINE__, intrinsic_name(op), " has no inline form");
+  }
+}
+
+}  // namespace ptb

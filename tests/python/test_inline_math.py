@@ -1,0 +1,153 @@
+"""float32 exp, erf and sigmoid, generated inline by codegen (csrc/codegen/inline_math.cc), against
+float64 references over the whole float range: random bit patterns (every exponent, denormals,
+inf and NaN), the edges of each range reduction, and the values where the result overflows,
+becomes denormal or rounds to 0 or 1. Errors are counted in float32 units in the last place of
+the exact result; special values must equal libm's. Scalar and 16-lane vector code are both
+checked, and so is float16 (computed in float32)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import pytvmbridge as tvm
+from pytvmbridge import te
+
+
+def _exp(x: np.ndarray) -> np.ndarray:
+    return np.exp(x)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp(-x) overflows float64 only below -709, where the result is 0 in float32 too.
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# name -> (float64 reference, largest error allowed in ulps)
+FUNCTIONS = {"exp": (_exp, 1.5), "erf": (_erf, 2.0), "sigmoid": (_sigmoid, 3.0)}
+
+EDGES = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    1e-45,
+    -1e-45,
+    1.1754942e-38,
+    -1.1754942e-38,
+    # exp: the largest finite result, overflow, the last normal and the denormal results
+    88.72283,
+    88.72284,
+    88.7229,
+    89.0,
+    -87.33654,
+    -87.3366,
+    -100.0,
+    -103.27893,
+    -103.97208,
+    -103.9721,
+    -104.0,
+    -200.0,
+    0.34657359,
+    -0.34657359,
+    # erf: the ends of the polynomial near 0 and of the tail; where it rounds to 1
+    1.0,
+    -1.0,
+    0.99999994,
+    1.0000001,
+    3.9,
+    3.92,
+    4.0,
+    -4.0,
+    10.0,
+]
+
+
+def samples() -> np.ndarray:
+    rng = np.random.default_rng(11)
+    bits = rng.integers(0, 2**32, 1 << 18, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    dense = rng.uniform(-12, 12, 1 << 16).astype(np.float32)
+    wide = rng.uniform(-110, 92, 1 << 16).astype(np.float32)
+    return np.concatenate([np.float32(EDGES), bits, dense, wide])
+
+
+def compiled(name: str, n: int, dtype: str, lanes: int):
+    A = te.placeholder((n,), dtype=dtype, name="A")
+    B = te.compute((n,), lambda i: getattr(te, name)(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    if lanes > 1:
+        _, inner = s[B].split(B.op.axis[0], factor=lanes)
+        s[B].vectorize(inner)
+    return tvm.build(s, [A, B])
+
+
+def ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """|got - exact| in units of the float32 spacing at exact (2^-149 for denormals); 0 where
+    both are the same inf or NaN, inf where only one is."""
+    rounded = exact.astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        spacing = np.maximum(np.spacing(np.abs(rounded)).astype(np.float64), 2.0**-149)
+        err = np.abs(got.astype(np.float64) - exact) / spacing
+    finite = np.isfinite(rounded) & np.isfinite(got)
+    same = (got == rounded) | (np.isnan(got) & np.isnan(rounded))
+    return np.where(finite, err, np.where(same, 0.0, np.inf))
+
+
+@pytest.mark.parametrize("lanes", [1, 16])
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_float32_within_ulps_over_the_whole_range(name, lanes):
+    reference, allowed = FUNCTIONS[name]
+    x = samples()
+    out = np.empty_like(x)
+    compiled(name, len(x), "float32", lanes)(x, out)
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact = reference(x.astype(np.float64))
+    err = ulp_errors(out, exact)
+    worst = int(np.argmax(err))
+    assert err[worst] <= allowed, (
+        f"{name}({x[worst]!r}) = {out[worst]!r}, exact {exact[worst]!r}: {err[worst]:.2f} ulp"
+    )
+
+
+def test_special_values_match_libm():
+    x = np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0, 200.0, -200.0, 5.0, -5.0])
+    for name, expected in {
+        "exp": [np.inf, 0.0, np.nan, 1.0, 1.0, np.inf, 0.0, math.exp(5.0), math.exp(-5.0)],
+        "erf": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0],
+        "sigmoid": [1.0, 0.0, np.nan, 0.5, 0.5, 1.0, 0.0, 1 / (1 + math.exp(-5)), 0.0066928507],
+    }.items():
+        for lanes in (1, 16):
+            padded = np.resize(x, 16)
+            out = np.empty_like(padded)
+            compiled(name, 16, "float32", lanes)(padded, out)
+            np.testing.assert_allclose(out[: len(x)], np.float32(expected), rtol=2e-7, err_msg=name)
+            # the sign of zero: erf(-0) is -0
+            assert np.signbit(out[4]) == (name == "erf"), name
+
+
+def test_denormal_results_are_rounded_not_flushed():
+    x = np.float32(np.linspace(-103.9, -87.4, 64))
+    for lanes in (1, 16):
+        out = np.empty_like(x)
+        compiled("exp", 64, "float32", lanes)(x, out)
+        exact = np.exp(x.astype(np.float64))
+        assert np.all(out > 0)
+        assert np.all(ulp_errors(out, exact) <= 1.0)
+        sig = np.empty_like(x)
+        compiled("sigmoid", 64, "float32", lanes)(x, sig)
+        assert np.all(ulp_errors(sig, _sigmoid(x.astype(np.float64))) <= 3.0)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_float16_is_computed_in_float32(name):
+    reference, _ = FUNCTIONS[name]
+    x = np.float16(np.linspace(-8, 8, 160))
+    out = np.empty_like(x)
+    compiled(name, len(x), "float16", 16)(x, out)
+    expected = reference(x.astype(np.float64)).astype(np.float16)
+    np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64), rtol=1e-3)

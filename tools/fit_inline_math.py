@@ -1,0 +1,84 @@
+"""Fits the polynomial coefficients of codegen's inline float32 math (csrc/codegen/inline_math.cc)
+and prints them as C++ hex-float literals, with each fit's worst error in units of 2^-24.
+
+Each fit is a near-minimax polynomial: weighted least squares on Chebyshev nodes, reweighted by
+the error (Lawson's iteration), so the error levels out across the interval. Errors are measured
+with the coefficients rounded to float32, as the generated code holds them.
+
+    .venv/bin/python tools/fit_inline_math.py
+"""
+
+import math
+
+import numpy as np
+
+
+def chebyshev_nodes(lo: float, hi: float, n: int = 4000) -> np.ndarray:
+    k = np.arange(n)
+    return (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (k + 0.5) / n)
+
+
+def near_minimax(basis: np.ndarray, target: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Coefficients c minimizing max |weight * (basis @ c - target)| (approximately)."""
+    w = np.ones(len(target))
+    c = np.zeros(basis.shape[1])
+    for _ in range(60):
+        scale = weight * np.sqrt(w)
+        c, *_ = np.linalg.lstsq(basis * scale[:, None], target * scale, rcond=None)
+        err = np.abs((basis @ c - target) * weight)
+        w = w * err
+        w /= w.sum()
+    return c
+
+
+def as_float32(c: np.ndarray) -> np.ndarray:
+    return c.astype(np.float32).astype(np.float64)
+
+
+def literal(v: float) -> str:
+    """v rounded to float32, as a C++ hex-float literal."""
+    mantissa, exponent = float(np.float32(v)).hex().split("p")
+    return f"{mantissa.rstrip('0').rstrip('.')}p{exponent}f"
+
+
+def show(name: str, c: np.ndarray, worst: float) -> None:
+    literals = ", ".join(literal(v) for v in c)
+    print(f"// {name}: worst error {worst:.3f} x 2^-24\n{{{literals}}}")
+
+
+def powers(t: np.ndarray, degree: int) -> np.ndarray:
+    return np.stack([t**k for k in range(degree + 1)], 1)
+
+
+erf = np.vectorize(math.erf)
+erfc = np.vectorize(math.erfc)
+
+# exp(r) = 1 + r + r^2 Q(r) for |r| <= ln2/2, relative error.
+r = chebyshev_nodes(-math.log(2) / 2, math.log(2) / 2)
+basis = powers(r, 4)
+c = near_minimax(basis, (np.exp(r) - 1 - r) / r**2, r**2 / np.exp(r))
+approx = 1 + r + r**2 * (basis @ as_float32(c))
+show("exp Q", c, np.max(np.abs(approx / np.exp(r) - 1)) / 2**-24)
+
+# erf(x) = x (c0 + x^2 P(x^2)) for |x| < 1, c0 = 2/sqrt(pi) held as a float32 pair (hi + lo),
+# relative error.
+x = chebyshev_nodes(1e-4, 1.0)
+z = x * x
+c0 = 2 / math.sqrt(math.pi)
+# hi rounded down, so that lo > 0: erf(-0) = -0 * hi + -0 * lo is then -0, not +0.
+hi = float(np.float32(c0))
+if hi > c0:
+    hi = float(np.nextafter(np.float32(hi), np.float32(0)))
+lo = float(np.float32(c0 - hi))
+print(f"// erf c0: {{{literal(hi)}, {literal(lo)}}}")
+basis = powers(z, 5)
+c = near_minimax(basis, (erf(x) / x - c0) / z, z * x / erf(x))
+approx = x * hi + x * (lo + z * (basis @ as_float32(c)))
+show("erf P", c, np.max(np.abs(approx / erf(x) - 1)) / 2**-24)
+
+# erf(x) = 1 - exp(-x^2) R(t), t = (x - 2.5) / 1.5, for 1 <= x <= 4; error relative to erf.
+x = chebyshev_nodes(1.0, 4.0)
+basis = powers((x - 2.5) / 1.5, 8)
+c = near_minimax(basis, erfc(x) * np.exp(x * x), np.exp(-x * x) / erf(x))
+approx = 1 - np.exp(-x * x) * (basis @ as_float32(c))
+show("erfc R", c, np.max(np.abs(approx / erf(x) - 1)) / 2**-24)

@@ -218,7 +218,9 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     Stage epilogue = attached || !per_element ? nullptr : fusable_epilogue(ctx, st);
     if (epilogue && ctx.knob(st, "fuse_epilogue", 1, {0, 1}) == 1) {
       ctx.rule(epilogue, "epilogue");
-      std::vector<IterVar> loops = parallelize(ctx, epilogue, epilogue->leaf_iter_vars, work, st);
+      // A copy: parallelize's fuse rewrites the stage's leaves.
+      std::vector<IterVar> loops = epilogue->leaf_iter_vars;
+      loops = parallelize(ctx, epilogue, loops, work, st);
       compute_at(st, epilogue, loops.back());
     } else if (!attached) {
       outer = parallelize(ctx, st, outer, work);

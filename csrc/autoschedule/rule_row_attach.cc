@@ -99,6 +99,11 @@ Stage share_summand(Context& ctx, const Stage& out, const Stage& stat, size_t ra
     return nullptr;
   }
   if (red->condition.defined() && !is_const_int(red->condition, 1)) return nullptr;
+  // The reduce axis must cover exactly the output's last axis (the buffer holds that many).
+  if (!is_const_int(red->axis[0]->dom.min, 0) ||
+      !same_extent(red->axis[0]->dom.extent, oc->shape[rank])) {
+    return nullptr;
+  }
   // The summand at the output's element: the statistic's axes are the output's rows, its
   // reduce axis the output's last axis (trailing statistic axes of one are index 0).
   auto at_element = [&](const std::vector<Expr>& axes) {

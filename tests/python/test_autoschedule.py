@@ -661,6 +661,16 @@ def test_softmax_computes_each_exponential_once():
     (out,) = run(tvm.auto_schedule(z), [x, z], [a])
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-7)
 
+    # A sum over more elements than the output's rows hold is not shared (the buffer would be
+    # read past its end): exp(x) / sum over all 192 columns, for the first 100 columns only.
+    r = tvm.reduce_axis((0, 192), name="r")
+    wide = tvm.compute((3, 5), lambda i, j: tvm.sum(tvm.exp(x[i, j, r]), axis=r), name="wide")
+    part = tvm.compute((3, 5, 100), lambda i, j, k: tvm.exp(x[i, j, k]) / wide[i, j], name="part")
+    assert not any("summand" in key for key in tvm.auto_schedule_space(part)["rules"])
+    (out,) = run(tvm.auto_schedule(part), [x, part], [a])
+    want = np.exp(a[:, :, :100]) / np.exp(a).sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-7)
+
 
 def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
     # mean over the middle axis of (2, 9, 128): the columns are reduced 64 at a time (four
@@ -707,6 +717,16 @@ def test_a_sums_elementwise_consumer_computes_it_in_its_own_loop():
     for s in (tvm.auto_schedule(p), tvm.auto_schedule(p, config=cfg), tvm.create_schedule(p.op)):
         (out,) = run(s, [img, p], [b])
         np.testing.assert_allclose(out, b.mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+
+    # a symbolic batch: the consumer's loops over batch and channels are fused to run in parallel
+    n = tvm.var("n")
+    y = tvm.placeholder((n, 32, 8, 8), name="y")
+    m = topi.mean(y, axis=(2, 3))
+    assert str(tvm.lower(tvm.auto_schedule(m), [y, m])).count("parallel (") == 1
+    c = rand(3, 32, 8, 8)
+    out = np.zeros((3, 32), "float32")
+    tvm.build(tvm.auto_schedule(m), [y, m])(c, out)
+    np.testing.assert_allclose(out, c.mean(axis=(2, 3)), rtol=1e-5, atol=1e-6)
 
 
 def test_argmax_computes_the_maximum_inside_its_loop_over_rows():

@@ -14,7 +14,9 @@ parameters change every step, stays correct: each step recomputes the folded ten
 :func:`plan_folds` finds the patterns in an ATen-level FX graph:
 
 - a linear layer, ``addmm(bias, x, permute(W, [1, 0]))`` / ``mm(x, t(W))`` with ``W`` a graph
-  input: the kernel reads ``W`` packed as ``[N / 32, K, 32]`` panels (``topi.nn.dense_pack``);
+  input: the kernel reads ``W`` packed as ``[N / 32, K, 32]`` panels (``topi.nn.dense_pack``),
+  or, when ``N`` is no multiple of 32 (a 10-class classifier), transposed once to ``[K, N]``
+  (contiguous rows of ``W^T``: the product's vectors along ``N`` are loads, not gathers);
 - a convolution followed by inference batch norm (``_native_batch_norm_legit_no_training``),
   with every parameter a graph input: the kernel runs one convolution with weight
   ``W * gamma / sqrt(var + eps)`` (per output channel) and bias ``(b - mean) * scale + beta``.
@@ -74,6 +76,10 @@ def _dense_pack(w: torch.Tensor, block: int) -> torch.Tensor:
     return w.reshape(n // block, block, k).permute(0, 2, 1).contiguous()
 
 
+def _transpose(w: torch.Tensor) -> torch.Tensor:
+    return w.t().contiguous()
+
+
 def _conv_pack(w: torch.Tensor, width: int) -> torch.Tensor:
     return pack_weight(w, width)
 
@@ -96,6 +102,7 @@ def _bn_bias(bias: Any, gamma: Any, beta: Any, mean: torch.Tensor, var: torch.Te
 
 _TRANSFORMS: dict[str, Callable[..., torch.Tensor]] = {
     "dense_pack": _dense_pack,  # (W,), (block,)
+    "transpose": _transpose,  # (W,), ()
     "conv_pack": _conv_pack,  # (W,), (width,)
     "bn_weight": _bn_weight,  # (W, gamma, var), (eps,)
     "bn_bias": _bn_bias,  # (bias, gamma, beta, mean, var), (eps,)
@@ -212,21 +219,37 @@ def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan
         if not _is_weight_transpose(wt, inputs):
             continue
         weight = wt.args[0]
-        n, _ = _static_shape(weight)
+        n, k = _static_shape(weight)
+        one_d_bias = bias is not None and len(bias.meta["val"].shape) == 1
         if n % DENSE_BLOCK:
+            _plan_transposed(plan, node, inputs[weight], f"{weight.name}_t", [k, n], x, bias)
             continue
         name = f"{weight.name}_dense"
         plan.derived[name] = (
             Derived("dense_pack", (inputs[weight],), (DENSE_BLOCK,)),
             [n // DENSE_BLOCK, _static_shape(weight)[1], DENSE_BLOCK],
         )
-        one_d_bias = bias is not None and len(bias.meta["val"].shape) == 1
 
         def convert(value: Callable, derived: dict, x=x, bias=bias, name=name, one_d=one_d_bias):
             out = topi.nn.dense_pack(value(x), derived[name], value(bias) if one_d else None)
             return out if bias is None or one_d else topi.add(out, value(bias))
 
         plan.rewrites[node] = convert
+
+
+def _plan_transposed(
+    plan: FoldPlan, node: Any, weight: int, name: str, shape: list[int], x: Any, bias: Any
+) -> None:
+    """``node`` reads its weight transposed once, ``[K, N]``: ``x @ W^T (+ bias)``."""
+    from .. import topi
+
+    plan.derived[name] = (Derived("transpose", (weight,)), shape)
+
+    def convert(value: Callable, derived: dict, x=x, bias=bias, name=name) -> Any:
+        out = topi.nn.matmul(value(x), derived[name])
+        return out if bias is None else topi.add(out, value(bias))
+
+    plan.rewrites[node] = convert
 
 
 def _plan_conv_bn(

@@ -266,16 +266,23 @@ def test_linear_weights_are_packed_once_and_follow_changes():
     torch.testing.assert_close(cg(x, w1, b1, w2b), f(x, w1, b1, w2b), rtol=1e-4, atol=1e-4)
 
 
-def test_linear_with_odd_width_is_not_packed():
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_with_odd_width_reads_its_weight_transposed_once(bias):
+    """A width that is no multiple of the 32-wide panels (a 10- or 1000-class classifier): the
+    weight is passed transposed, computed once and again when it changes."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    def f(x, w):
-        return torch.nn.functional.linear(x, w)
+    def f(x, w, b):
+        return torch.nn.functional.linear(x, w, b if bias else None)
 
-    x, w = torch.randn(3, 8), torch.randn(10, 8)
-    cg = compile_graph(make_fx(f)(x, w), [x, w])
-    assert cg.derived_inputs == []
-    torch.testing.assert_close(cg(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+    for m, k, n in ((3, 8, 10), (8, 40, 1000)):
+        x, w, b = torch.randn(m, k), torch.randn(n, k), torch.randn(n)
+        cg = compile_graph(make_fx(f)(x, w, b), [x, w, b])
+        assert _derived_kinds(cg) == ["transpose"]
+        assert 1 not in cg.tensor_inputs  # the raw weight is not a kernel argument
+        torch.testing.assert_close(cg(x, w, b), f(x, w, b), rtol=1e-4, atol=1e-4)
+        w.mul_(-0.5)  # in place: same object, new version
+        torch.testing.assert_close(cg(x, w, b), f(x, w, b), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("groups", [1, 4])

@@ -458,6 +458,9 @@ def test_wide_matrix_product_packs_its_rows_for_a_tile_of_four_vectors():
     bmm = topi.nn.batch_matmul(Q, K)
     point = tvm.auto_schedule_space(bmm)["default"]["T_batch_matmul"]
     assert point["pack_rows"] == 0
+    # Nor are 8 MiB of rows (measured slower packed).
+    big = topi.matmul(tvm.placeholder((2048, 1024), name="A"), tvm.placeholder((1024, 1024)))
+    assert tvm.auto_schedule_space(big)["default"]["T_matmul"]["pack_rows"] == 0
 
 
 def test_bad_configs_are_value_and_type_errors():

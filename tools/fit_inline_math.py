@@ -60,6 +60,30 @@ c = near_minimax(basis, (np.exp(r) - 1 - r) / r**2, r**2 / np.exp(r))
 approx = 1 + r + r**2 * (basis @ as_float32(c))
 show("exp Q", c, np.max(np.abs(approx / np.exp(r) - 1)) / 2**-24)
 
+# tanh(x) = x P(x^2) / Q(x^2) for |x| <= 9.1 (past it tanh rounds to 1), P(0) = Q(0) = 1,
+# relative error. Linearized: P - f Q = f at the nodes, weighted by 1 / (f Q) with the previous
+# Q (Sanathanan-Koerner), and reweighted by the error as above.
+x = chebyshev_nodes(1e-4, 9.1, 6000)
+z = x * x
+f = np.tanh(x) / x
+q_prev = np.ones_like(z)
+w = np.ones_like(z)
+p = q = np.zeros(5)
+for _ in range(80):
+    lhs = np.hstack([powers(z, 4)[:, 1:], -f[:, None] * powers(z, 4)[:, 1:]])
+    scale = np.sqrt(w) / (f * q_prev)
+    c, *_ = np.linalg.lstsq(lhs * scale[:, None], (f - 1) * scale, rcond=None)
+    p = np.concatenate([[1.0], c[:4]])
+    q = np.concatenate([[1.0], c[4:]])
+    q_prev = powers(z, 4) @ q
+    err = np.abs((powers(z, 4) @ p) / q_prev / f - 1)
+    w = w * err
+    w /= w.sum()
+approx = (powers(z, 4) @ as_float32(p)) / (powers(z, 4) @ as_float32(q))
+worst = np.max(np.abs(approx / f - 1)) / 2**-24
+show("tanh P", p, worst)
+show("tanh Q", q, worst)
+
 # erf(x) = x (c0 + x^2 P(x^2)) for |x| < 1, c0 = 2/sqrt(pi) held as a float32 pair (hi + lo),
 # relative error.
 x = chebyshev_nodes(1e-4, 1.0)

@@ -2,9 +2,9 @@
 // on scalar or vector LLVM values. Only csrc/codegen includes this.
 //
 // Where LLVM has an intrinsic that compiles to instructions (sqrt, fabs, floor, ceil, trunc,
-// roundeven, fma) it is used at any width. float32 exp, erf and sigmoid are
+// roundeven, fma) it is used at any width. float32 exp, erf, sigmoid and tanh are
 // inline code (inline_math.h). Other transcendental functions are llvm.exp / llvm.log /...
-// or libm calls (log1pf, tanhf, erff) on scalars; on vectors they call glibc's libmvec in
+// or libm calls (log1pf, erfcf, float64 tanh) on scalars; on vectors they call glibc's libmvec in
 // chunks of the widest width it has, and libm per lane for what remains.
 #pragma once
 

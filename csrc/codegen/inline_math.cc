@@ -20,6 +20,12 @@ namespace {
 // exp(r) = 1 + r + r^2 Q(r) for |r| <= ln2/2.
 constexpr float kExpQ[] = {0x1.fffffcp-2f, 0x1.555492p-3f, 0x1.5558f2p-5f, 0x1.1239d4p-7f,
                            0x1.6a2448p-10f};
+// tanh(x) = x P(x^2) / Q(x^2) for |x| <= kTanhOne, past which tanh rounds to 1.
+constexpr float kTanhOne = 9.1f;
+constexpr float kTanhP[] = {0x1p+0f, 0x1.11f86ap-3f, 0x1.c99aap-9f, 0x1.587dccp-16f,
+                            0x1.c6fbcap-27f};
+constexpr float kTanhQ[] = {0x1p+0f, 0x1.de5182p-2f, 0x1.a7b3c2p-6f, 0x1.57c24ap-12f,
+                            0x1.9f1bfp-21f};
 // erf(x) = x (c0 + x^2 P(x^2)) for |x| < 1, c0 = 2/sqrt(pi) as hi + lo (hi alone would cost
 // an ulp near 1); lo > 0 keeps the sign of erf(-0).
 constexpr float kErfC0Hi = 0x1.20dd74p+0f, kErfC0Lo = 0x1.0429b6p-24f;
@@ -164,6 +170,21 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
+llvm::Value* tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  // Clamped to [-9.1, 9.1]; NaN fails both comparisons and stays NaN.
+  llvm::Value* xc =
+      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kTanhOne)), constant(ty, kTanhOne), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -kTanhOne)), constant(ty, -kTanhOne), xc);
+  llvm::Value* z = b.CreateFMul(xc, xc);
+  llvm::Value* p = b.CreateFMul(xc, horner(b, z, kTanhP));
+  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, kTanhQ), avx512));
+  // The rounding of P and Q can carry the quotient past 1 near the clamp; NaN passes.
+  llvm::Value* one = constant(ty, 1.0f);
+  r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
+  return b.CreateSelect(b.CreateFCmpOLT(r, b.CreateFNeg(one)), b.CreateFNeg(one), r);
+}
+
 llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* ty = x->getType();
   llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
@@ -195,7 +216,8 @@ llvm::Value* sigmoid_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
 }  // namespace
 
 bool has_inline_math(Intrinsic op) {
-  return op == Intrinsic::kExp || op == Intrinsic::kErf || op == Intrinsic::kSigmoid;
+  return op == Intrinsic::kExp || op == Intrinsic::kErf || op == Intrinsic::kSigmoid ||
+         op == Intrinsic::kTanh;
 }
 
 llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value* x, bool avx512) {
@@ -211,6 +233,8 @@ llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value*
       return exp_f32(b, x, avx512);
     case Intrinsic::kErf:
       return erf_f32(b, x, avx512);
+    case Intrinsic::kTanh:
+      return tanh_f32(b, x, avx512);
     case Intrinsic::kSigmoid:
       return sigmoid_f32(b, x, avx512);
     default:

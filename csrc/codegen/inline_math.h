@@ -1,16 +1,16 @@
-// float32 exp, erf and sigmoid as straight-line LLVM IR (range reduction and polynomials), on
-// scalars or vectors of float. Only csrc/codegen includes this.
+// float32 exp, erf, sigmoid and tanh as straight-line LLVM IR (range reduction, polynomials, a
+// rational function for tanh), on scalars or vectors of float. Only csrc/codegen includes this.
 //
 // A libmvec call keeps an elementwise loop from being memory-bound: the call saves and restores
-// vector registers, and glibc's vector erff takes tens of cycles per vector. Inline, these are a
-// few dozen vector instructions that LLVM schedules with the loads and stores around them (one
-// thread, 8192 floats in L1: exp 0.28 -> 0.19 ns per element, erf 0.52 -> 0.45, exact gelu 0.66
-// -> 0.55), and the scalar form is vectorized by LLVM like any arithmetic. tanh stays with
-// libmvec: 1 - 2/(e^2x + 1) with a polynomial near 0 measured slower than glibc's tanhf.
-// Accuracy (tests/python/test_inline_math.py, against float64 references on random bit patterns
-// of the whole float range): exp within 1 ulp, erf 1.2, sigmoid 2.6; inf, -inf and NaN give what
-// libm gives; results below the smallest normal float are rounded as denormals, not flushed. The
-// coefficients come from tools/fit_inline_math.py.
+// vector registers, and glibc's vector erff and tanhf take tens of cycles per vector. Inline,
+// these are one or two dozen vector instructions that LLVM schedules with the loads and stores
+// around them (one thread, 8192 floats in L1, ns per element: exp 0.28 -> 0.20, tanh 0.34 ->
+// 0.23, erf 0.52 -> 0.45, exact gelu 0.66 -> 0.55), and the scalar form is vectorized by LLVM
+// like any arithmetic. Accuracy (tests/python/test_inline_math.py, against float64 references
+// on random bit patterns of the whole float range), in ulps: exp 1.0, erf 1.3, sigmoid 2.6,
+// tanh 5.3 (its two polynomials round by up to 2.5 ulp each); inf, -inf, NaN and -0 give what
+// libm gives; results below the smallest normal float are rounded as denormals, not flushed.
+// The coefficients come from tools/fit_inline_math.py.
 #pragma once
 
 #include "ir/expr.h"
@@ -22,11 +22,12 @@ class Value;
 
 namespace ptb {
 
-// Whether emit_inline_math computes `op` (exp, erf, sigmoid).
+// Whether emit_inline_math computes `op` (exp, erf, sigmoid, tanh).
 bool has_inline_math(Intrinsic op);
 
 // op(x) for x of LLVM type float or <N x float>; op as accepted by has_inline_math. `avx512`:
-// the target has AVX-512F, whose vscalefps then scales exp's result by 2^n.
+// the target has AVX-512F: exp's result is then scaled by 2^n with vscalefps, and reciprocals
+// are vrcp14ps and a Newton step.
 llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value* x, bool avx512);
 
 }  // namespace ptb

@@ -4,6 +4,7 @@ refusal of code for CPU features the host lacks, and clear errors for damaged fi
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import struct
 import subprocess
@@ -22,17 +23,17 @@ from pytvmbridge import _core
 HEADER = 16  # magic, version, reserved
 
 
-def build_shift_tanh() -> tvm.Module:
+def build_shift_erfc() -> tvm.Module:
     """A kernel with a symbolic size, an output size expression and a libm/libmvec call."""
     n = tvm.var("n")
     A = tvm.placeholder((n,), name="A")
-    # tanh: float32 exp is inline code (no import), tanh a libm/libmvec call.
-    B = tvm.compute((n - 1,), lambda i: tvm.tanh(A[i]) * 2.0 + A[i + 1], name="B")
-    return tvm.build(tvm.create_schedule(B.op), [A, B], name="shift_tanh")
+    # erfc: float32 exp and tanh are inline code (no import), erfc a libm/libmvec call.
+    B = tvm.compute((n - 1,), lambda i: tvm.erfc(A[i]) * 2.0 + A[i + 1], name="B")
+    return tvm.build(tvm.create_schedule(B.op), [A, B], name="shift_erfc")
 
 
 def reference(a: np.ndarray) -> np.ndarray:
-    return np.tanh(a[:-1].astype("float64")) * 2.0 + a[1:]
+    return np.vectorize(math.erfc)(a[:-1].astype("float64")) * 2.0 + a[1:]
 
 
 def split(data: bytes) -> tuple[dict, list[bytes], bytes]:
@@ -77,8 +78,8 @@ def run_fresh(code: str, timeout: float = 120) -> str:
 
 
 def test_round_trip_in_a_fresh_process_needs_no_compiler(tmp_path):
-    path = tmp_path / "shift_tanh.so"
-    build_shift_tanh().export_library(str(path))
+    path = tmp_path / "shift_erfc.so"
+    build_shift_erfc().export_library(str(path))
     a = np.random.default_rng(0).random(37, dtype=np.float32)
     np.save(tmp_path / "a.npy", a)
     out = run_fresh(f"""
@@ -95,19 +96,19 @@ def test_round_trip_in_a_fresh_process_needs_no_compiler(tmp_path):
         np.save({str(tmp_path / "b.npy")!r}, b)
         print(f.entry_name, f.arg_shapes)
     """)
-    assert out.strip() == "shift_tanh [('n',), ('(n - 1)',)]"
+    assert out.strip() == "shift_erfc [('n',), ('(n - 1)',)]"
     np.testing.assert_allclose(np.load(tmp_path / "b.npy"), reference(a), rtol=1e-5)
 
 
 def test_loaded_module_keeps_signature_checks_and_source(tmp_path):
     path = tmp_path / "k.ptb"
-    f = build_shift_tanh()
+    f = build_shift_erfc()
     f.save(str(path))
     g = tvm.runtime.load_module(path)
     assert g.arg_names == f.arg_names and g.arg_dtypes == f.arg_dtypes
     assert g.is_output == f.is_output
     assert g.get_source("ll") == f.get_source("ll")
-    assert "shift_tanh" in g.get_source("asm")
+    assert "shift_erfc" in g.get_source("asm")
     a = np.arange(5, dtype="float32")
     with pytest.raises(ValueError, match=r"expected size 4 \(\(n - 1\)\) in dimension 0, got 3"):
         g(a, np.empty(3, "float32"))
@@ -119,7 +120,7 @@ def test_loaded_module_keeps_signature_checks_and_source(tmp_path):
 
 def test_saved_without_ir_says_why_there_is_no_source(tmp_path):
     path = tmp_path / "k.ptb"
-    build_shift_tanh().export_library(path, include_ir=False)
+    build_shift_erfc().export_library(path, include_ir=False)
     g = tvm.runtime.load_module(path)
     with pytest.raises(ValueError, match="saved without its LLVM IR"):
         g.get_source("ll")
@@ -131,7 +132,7 @@ def test_saved_without_ir_says_why_there_is_no_source(tmp_path):
 
 def test_manifest_records_versions_target_features_signature_and_imports(tmp_path):
     path = tmp_path / "k.ptb"
-    build_shift_tanh().export_library(path)
+    build_shift_erfc().export_library(path)
     m = tvm.runtime.read_manifest(path)
     assert m["format_version"] == 1 and m["pytvmbridge_version"] == tvm.__version__
     assert m["llvm_version"].startswith("19.")
@@ -141,11 +142,11 @@ def test_manifest_records_versions_target_features_signature_and_imports(tmp_pat
     assert m["args"][0]["shape"] == [{"var": 0, "name": "n", "dtype": "int32"}]
     assert m["args"][1]["shape"][0]["text"] == "(n - 1)"
     assert [a["output"] for a in m["args"]] == [False, True]
-    assert "tanhf" in m["imports"]  # the scalar tail of tanh(); the vector body may use libmvec
+    assert "erfcf" in m["imports"]  # the scalar tail of erfc(); the vector body may use libmvec
 
 
 def test_a_feature_the_host_lacks_is_refused_before_anything_runs(tmp_path):
-    data = tvm.runtime.module_to_bytes(build_shift_tanh())
+    data = tvm.runtime.module_to_bytes(build_shift_erfc())
     manifest, obj, ir = split(data)
     lacking = sorted(name for name, present in _core.host_cpu_features().items() if not present)
     feature = lacking[0] if lacking else "ptb-imaginary-feature"
@@ -158,7 +159,7 @@ def test_a_feature_the_host_lacks_is_refused_before_anything_runs(tmp_path):
 
 
 def test_another_format_version_is_refused(tmp_path):
-    manifest, obj, ir = split(tvm.runtime.module_to_bytes(build_shift_tanh()))
+    manifest, obj, ir = split(tvm.runtime.module_to_bytes(build_shift_erfc()))
     path = tmp_path / "v2.so"
     path.write_bytes(pack(manifest, obj, ir, version=2))
     with pytest.raises(ValueError, match=r"format version 2 is not supported.*reads version 1"):
@@ -175,7 +176,7 @@ def test_not_a_module_file(tmp_path):
 
 
 def test_a_manifest_that_does_not_describe_a_module_is_a_clear_error(tmp_path):
-    manifest, obj, ir = split(tvm.runtime.module_to_bytes(build_shift_tanh()))
+    manifest, obj, ir = split(tvm.runtime.module_to_bytes(build_shift_erfc()))
     manifest["args"][1]["stride_slots"] = [99]
     path = tmp_path / "bad.so"
     path.write_bytes(pack(manifest, obj, ir))
@@ -193,7 +194,7 @@ DATA = None
 def saved_bytes() -> bytes:
     global DATA
     if DATA is None:
-        DATA = tvm.runtime.module_to_bytes(build_shift_tanh())
+        DATA = tvm.runtime.module_to_bytes(build_shift_erfc())
     return DATA
 
 
@@ -218,7 +219,7 @@ def test_corrupted_bytes_are_a_clear_error(draw):
 
 
 def test_pickle_carries_the_code_not_a_path(tmp_path):
-    f = build_shift_tanh()
+    f = build_shift_erfc()
     blob = pickle.dumps(f)
     assert b"PTBMOD" in blob and str(tmp_path).encode() not in blob
     out = run_fresh(f"""
@@ -235,7 +236,7 @@ def test_pickle_carries_the_code_not_a_path(tmp_path):
 def test_torch_save_of_a_module_round_trips(tmp_path):
     torch = pytest.importorskip("torch")
     path = tmp_path / "m.pt"
-    torch.save({"kernel": build_shift_tanh()}, path)
+    torch.save({"kernel": build_shift_erfc()}, path)
     out = run_fresh(f"""
         import torch
         import pytvmbridge
@@ -271,7 +272,7 @@ def test_two_function_kernels_with_matmul_and_parallel_loops(tmp_path):
 
 
 def test_saved_files_hold_the_strided_variant_unless_asked_not_to(tmp_path):
-    f = build_shift_tanh()
+    f = build_shift_erfc()
     roles = {fn["role"] for fn in split(tvm.runtime.module_to_bytes(f))[0]["functions"]}
     assert roles == {"compact", "generic"}
     g = tvm.runtime.module_from_bytes(tvm.runtime.module_to_bytes(f))
@@ -279,7 +280,7 @@ def test_saved_files_hold_the_strided_variant_unless_asked_not_to(tmp_path):
     out = np.zeros(36, "float32")
     g(a[::2], out[::4])  # strided input and output: the generic variant
     np.testing.assert_allclose(out[::4], reference(a[::2]), rtol=1e-5)
-    compact_only = build_shift_tanh()
+    compact_only = build_shift_erfc()
     data = tvm.runtime.module_to_bytes(compact_only, include_generic=False)
     assert [fn["role"] for fn in split(data)[0]["functions"]] == ["compact"]
     h = tvm.runtime.module_from_bytes(data, "compact.ptb")

@@ -1,9 +1,9 @@
-"""float32 exp, erf and sigmoid, generated inline by codegen (csrc/codegen/inline_math.cc), against
-float64 references over the whole float range: random bit patterns (every exponent, denormals,
-inf and NaN), the edges of each range reduction, and the values where the result overflows,
-becomes denormal or rounds to 0 or 1. Errors are counted in float32 units in the last place of
-the exact result; special values must equal libm's. Scalar and 16-lane vector code are both
-checked, and so is float16 (computed in float32)."""
+"""float32 exp, erf, sigmoid and tanh, generated inline by codegen (csrc/codegen/inline_math.cc),
+against float64 references over the whole float range: random bit patterns (every exponent,
+denormals, inf and NaN), the edges of each range reduction, and the values where the result
+overflows, becomes denormal or rounds to 0 or 1. Errors are counted in float32 units in the last
+place of the exact result; special values must equal libm's. Scalar and 16-lane vector code are
+both checked, and so is float16 (computed in float32)."""
 
 import math
 
@@ -27,8 +27,18 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-# name -> (float64 reference, largest error allowed in ulps)
-FUNCTIONS = {"exp": (_exp, 1.5), "erf": (_erf, 2.0), "sigmoid": (_sigmoid, 3.0)}
+def _tanh(x: np.ndarray) -> np.ndarray:
+    return np.tanh(x)
+
+
+# name -> (float64 reference, largest error allowed in ulps). tanh is a rational function whose
+# two polynomials round by up to 2.5 ulp each near |x| = 9.
+FUNCTIONS = {
+    "exp": (_exp, 1.5),
+    "erf": (_erf, 2.0),
+    "sigmoid": (_sigmoid, 3.0),
+    "tanh": (_tanh, 6.0),
+}
 
 EDGES = [
     0.0,
@@ -55,6 +65,12 @@ EDGES = [
     -200.0,
     0.34657359,
     -0.34657359,
+    # tanh: its clamp, and where it rounds to 1
+    9.1,
+    -9.1,
+    9.0,
+    8.7,
+    -8.85,
     # erf: the ends of the polynomial near 0 and of the tail; where it rounds to 1
     1.0,
     -1.0,
@@ -120,14 +136,26 @@ def test_special_values_match_libm():
         "exp": [np.inf, 0.0, np.nan, 1.0, 1.0, np.inf, 0.0, math.exp(5.0), math.exp(-5.0)],
         "erf": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0],
         "sigmoid": [1.0, 0.0, np.nan, 0.5, 0.5, 1.0, 0.0, 1 / (1 + math.exp(-5)), 0.0066928507],
+        "tanh": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, math.tanh(5.0), -math.tanh(5.0)],
     }.items():
         for lanes in (1, 16):
             padded = np.resize(x, 16)
             out = np.empty_like(padded)
             compiled(name, 16, "float32", lanes)(padded, out)
-            np.testing.assert_allclose(out[: len(x)], np.float32(expected), rtol=2e-7, err_msg=name)
-            # the sign of zero: erf(-0) is -0
-            assert np.signbit(out[4]) == (name == "erf"), name
+            np.testing.assert_allclose(out[: len(x)], np.float32(expected), rtol=4e-7, err_msg=name)
+            # the sign of zero: erf(-0) and tanh(-0) are -0
+            assert np.signbit(out[4]) == (name in ("erf", "tanh")), name
+
+
+def test_tanh_is_odd_and_never_past_one():
+    x = np.float32(np.linspace(0, 12, 4096))
+    for lanes in (1, 16):
+        f = compiled("tanh", len(x), "float32", lanes)
+        pos, neg = np.empty_like(x), np.empty_like(x)
+        f(x, pos)
+        f(-x, neg)
+        np.testing.assert_array_equal(neg, -pos)
+        assert np.all(pos <= 1.0) and pos[-1] == 1.0
 
 
 def test_denormal_results_are_rounded_not_flushed():

@@ -362,7 +362,9 @@ class Tuner:
 def _bar(task: Any, total: int, progress: bool) -> Any:
     from .. import progress as progress_mod
 
-    if not progress or not progress_mod.enabled():
+    # Where no one watches (a pipe, a CI log) a redrawn bar is only a run of carriage returns:
+    # the same rule as pytvmbridge.progress (a terminal, Jupyter, or PYTVMBRIDGE_PROGRESS=1).
+    if not progress or not progress_mod.enabled() or not progress_mod._watched(None):
         return None
     # tqdm.auto (a widget in notebooks), as pytvmbridge.progress chooses it
     tqdm = progress_mod._tqdm_class()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -443,3 +445,22 @@ def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
     assert not math.isnan(result.attempted)
+
+
+@pytest.mark.parametrize("env, shown", [(None, False), ("0", False), ("1", True)])
+def test_tuning_bar_only_where_watched(tmp_path, monkeypatch, env, shown):
+    # A pipe or a log file gets no bar (only carriage returns would reach it); the tuner follows
+    # pytvmbridge.progress: PYTVMBRIDGE_PROGRESS=1 shows it anywhere, 0 nowhere.
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    if env is None:
+        monkeypatch.delenv("PYTVMBRIDGE_PROGRESS", raising=False)
+    else:
+        monkeypatch.setenv("PYTVMBRIDGE_PROGRESS", env)
+    err = io.StringIO()  # not a terminal
+    monkeypatch.setattr(sys, "stderr", err)
+    task = autotvm.task.create("test_matmul", args=(N,))
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    log = tmp_path / "log.json"
+    autotvm.GridSearchTuner(task).tune(2, measure_option=opt, log_file=log, n_parallel=1)
+    assert len(list(record.load(log, verified=False))) == 2
+    assert ("tuning test_matmul" in err.getvalue()) == shown

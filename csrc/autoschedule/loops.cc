@@ -15,7 +15,8 @@ constexpr int64_t kParallelIterations = 64;
 }  // namespace
 
 std::vector<IterVar> parallelize(Context& ctx, const Stage& st, const std::vector<IterVar>& outer,
-                                 std::optional<int64_t> work, const Stage& knob_owner) {
+                                 std::optional<int64_t> work, const Stage& knob_owner,
+                                 int64_t max_depth) {
   if (outer.empty()) return outer;
   int64_t n = static_cast<int64_t>(outer.size());
   int64_t fallback = 0;
@@ -38,6 +39,7 @@ std::vector<IterVar> parallelize(Context& ctx, const Stage& st, const std::vecto
       while (fallback > 1 && const_extent(outer[fallback - 1]) == 1) --fallback;
     }
   }
+  if (max_depth >= 1) fallback = std::min(fallback, max_depth);
   std::vector<int64_t> candidates;
   for (int64_t d = 0; d <= n; ++d) candidates.push_back(d);
   int64_t depth = ctx.knob(knob_owner ? knob_owner : st, "parallel_depth", fallback, candidates);

@@ -37,12 +37,13 @@ constexpr int64_t kCachedBytes = int64_t{1} << 20;
 // Accumulator registers a tile aims for: 8 x 2 and 6 x 2 AVX-512 vectors measured best for
 // SGEMM (4 x 1 is latency-bound, 14 x 2 spills).
 constexpr int64_t kTargetAccumulators = 16;
-// Panels that must read a row operand for packing it in row panels to pay by default.
+// Panels that must read a row operand for the 6 x 4 tile (below) to pay by default.
 constexpr int64_t kPackedRowsPanels = 8;
-// The largest row operand packed in row panels by default. One thread, CPU time, 6 x 4 with
-// packed rows against 8 x 2 without: 0.90-0.95x vs 0.84-0.87x torch.matmul with 4 MiB of rows
-// (SGEMM 1024^3), but 0.84-0.89x vs 0.93-0.94x with 8 MiB (2048x1024 @ 1024x1024) and
-// 0.73-0.80x vs 0.80-0.90x with 12 MiB (2048x1536 @ 1536x1024).
+// The largest row operand that takes the 6 x 4 tile by default. One thread, CPU time, 6 x 4
+// with packed rows against 8 x 2 without: 0.90-0.95x vs 0.84-0.87x torch.matmul with 4 MiB of
+// rows (SGEMM 1024^3), but 0.84-0.89x vs 0.93-0.94x with 8 MiB (2048x1024 @ 1024x1024) and
+// 0.73-0.80x vs 0.80-0.90x with 12 MiB (2048x1536 @ 1536x1024); 6 x 4 with the rows in place
+// was not measured there.
 constexpr int64_t kPackedRowsMaxBytes = int64_t{4} << 20;
 
 std::optional<int64_t> extent_of(const IterVar& iv) { return const_extent(iv); }
@@ -153,17 +154,21 @@ int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
   return rows_outer < panels_outer ? 0 : 1;
 }
 
-// The default tile of a matrix product whose row operand is packed in row panels (GotoBLAS's
-// A panels, below), encoded as rows * 8 + vectors; 0 where the product keeps the other default.
-// With the broadcasts contiguous, the tile is the one that loads the least per multiply-add
-// (rows + vectors loads for rows x vectors of them) with its accumulators, its streamed vectors
-// and the broadcast value all in registers: 6 x 4 with AVX-512's 32 registers (4 x 3 with 16).
-// One thread, CPU time, against the 8 x 2 default: SGEMM 1024^3 0.84x -> 0.93x torch.matmul,
-// dense 1024x768->3072 0.80x -> 0.91x, 1024x768->768 0.85x -> 0.91x. Only for a single
-// reduction whose row operand alone depends on the rows, indexed by them exactly (matmul,
-// dense, batch_matmul; not convolutions), and not where the streamed operand is packed one
-// panel at a time ("pack_inner" below: 8 x 2 with that measured 0.93x, 6 x 4 unpacked 0.87x
-// on dense 1024x3072->768).
+// The default tile of a matrix product whose rows are broadcast from one row operand read in
+// place, encoded as rows * 8 + vectors; 0 where the product keeps the other default. The tile
+// is the one that loads the least per multiply-add (rows + vectors loads for rows x vectors of
+// them) with its accumulators, its streamed vectors and the broadcast value all in registers:
+// 6 x 4 with AVX-512's 32 registers (4 x 3 with 16). Only for a single reduction whose row
+// operand alone depends on the rows, indexed by them exactly (matmul, dense, batch_matmul; not
+// convolutions), and not where the streamed operand is packed one panel at a time
+// ("pack_inner" below: 8 x 2 with that measured 0.93x, 6 x 4 unpacked with the row tiles in
+// the parallel loop 0.87x on dense 1024x3072->768).
+// Idle machine, 6 x 4 with the rows read in place and only the panel loop parallel, against
+// the same tile with the rows packed (GotoBLAS's A panels, knob "pack_rows") and the row tiles
+// in the parallel loop, in torch.matmul's time: SGEMM 1024^3 0.97x vs 0.88x at 2 threads and
+// 0.94-0.95x vs 0.93x on one (8 x 2: 0.90x, 0.88x); dense 1024x768->768 1.02x vs 0.91x and
+// 0.98-0.99x vs 0.95-0.96x, 1024x768->3072 0.96x vs 0.94-0.95x and 0.93-0.96x vs 0.94-0.96x.
+// The packing copy is a scalar, guarded pass that the contiguous broadcasts do not repay.
 int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const TiledPlan& plan,
                             std::optional<int64_t> vext, const std::vector<int64_t>& vectors) {
   if (plan.row_axis < 0 || c->reduce_axis.size() != 1 || plan.panel_width > 0) return 0;
@@ -206,9 +211,9 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
       best_cost = cost;
     }
   }
-  // The packed rows are copied once and read by every panel: at least kPackedRowsPanels of
-  // them (a 12x128x64 batch_matmul's two panels of 4 vectors measured 0.88x against 1.04x
-  // unpacked 8 x 2).
+  // At least kPackedRowsPanels panels (a 12x128x64 batch_matmul's two panels of 4 vectors,
+  // rows packed, measured 0.88x against 1.04x with 8 x 2); they are then also enough to share
+  // among threads without the row tiles (below).
   if (best > 0 && vext && *vext / (best % 8 * lanes) < kPackedRowsPanels) return 0;
   return best;
 }
@@ -391,7 +396,8 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
 
   // Packing the row operand as well (GotoBLAS's A panels: [M, K] -> [M / rows, K, rows]): the
   // rows one tile broadcasts per reduction step become adjacent, so a tile reads one stream of
-  // contiguous memory instead of `rows` streams a row's length apart.
+  // contiguous memory instead of `rows` streams a row's length apart. Off by default (measured
+  // slower, see packed_rows_default); for the tuner.
   if (plan.row_axis >= 0 && rows > 1) {
     const Expr& rvar = c->axis[plan.row_axis]->var;
     const TensorRead* row_read = nullptr;
@@ -402,8 +408,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
       row_read = r;
       row_dim = exact_dim(r, rvar);
     }
-    if (readers == 1 && row_dim >= 0 &&
-        ctx.knob(st, "pack_rows", packed_rows_tile > 0 ? 1 : 0, {0, 1}) == 1) {
+    if (readers == 1 && row_dim >= 0 && ctx.knob(st, "pack_rows", 0, {0, 1}) == 1) {
       Stage pack =
           pack_operand(ctx, st, row_read, row_dim, c->axis[plan.row_axis], rows, ".packed_rows");
       ctx.rule(pack, "pack");
@@ -543,7 +548,17 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     outer = head;
     outer.insert(outer.end(), second.begin(), second.end());
   } else {
-    outer = parallelize(ctx, epilogue, outer, work, st);
+    // The tile's default product (see packed_rows_default) with rows that the tile does not
+    // divide: only the panel loops run in parallel by default, so that the row tiles stay a
+    // serial loop whose last, partial tile lowering peels off; fused with the panels, every
+    // tile would test the guard. Idle machine, SGEMM 1024^3, 6 x 4: 0.97x against 0.79x
+    // torch.matmul at 2 threads, 0.96x against 0.83x on one.
+    int64_t max_depth = 0;
+    if (packed_rows_tile > 0 && rext && *rext % rows != 0 && !padded.count(plan.row_axis) &&
+        order == 1 && block == 0 && !first.empty()) {
+      max_depth = static_cast<int64_t>(first.size());
+    }
+    outer = parallelize(ctx, epilogue, outer, work, st, max_depth);
     if (stream_pack) {
       std::vector<IterVar> pack_outer(stream_pack->leaf_iter_vars.begin(),
                                       stream_pack->leaf_iter_vars.end() - 1);

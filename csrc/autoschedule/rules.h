@@ -18,8 +18,10 @@ namespace ptb::autoschedule {
 // knob "parallel_depth" (default: enough iterations to share among threads, none when `work`
 // is too small to pay for waking them). Returns `outer` as it is afterwards. The knob belongs
 // to `knob_owner` when given (a micro-kernel's epilogue: the reduction holds its knobs).
+// `max_depth` (when >= 1) caps the default depth, not the knob's candidates.
 std::vector<IterVar> parallelize(Context& ctx, const Stage& st, const std::vector<IterVar>& outer,
-                                 std::optional<int64_t> work, const Stage& knob_owner = nullptr);
+                                 std::optional<int64_t> work, const Stage& knob_owner = nullptr,
+                                 int64_t max_depth = 0);
 
 // ---- rule_inline.cc ----
 

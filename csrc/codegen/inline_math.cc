@@ -1,6 +1,7 @@
 #include "codegen/inline_math.h"
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include <llvm/IR/Constants.h>
@@ -132,6 +133,20 @@ llvm::Value* reciprocal(llvm::IRBuilderBase& b, llvm::Value* d, bool avx512) {
   return fmuladd(b, y, e, y);
 }
 
+// exp of an argument already clamped to [kExpLo, kExpHi]: x = n ln2 + r with |r| <= ln2/2, and
+// exp(r) by its polynomial. Returns n (as a float) and exp(r); the callers differ only in how
+// they clamp (NaN) and how they scale by 2^n.
+std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::Value* xc) {
+  llvm::Type* ty = xc->getType();
+  llvm::Value* fn =
+      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
+  llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
+  r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
+  llvm::Value* p =
+      b.CreateFAdd(constant(ty, 1.0f), fmuladd(b, b.CreateFMul(r, r), horner(b, r, kExpQ), r));
+  return {fn, p};
+}
+
 llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* ty = x->getType();
   if (avx512 && avx512_fits(ty)) {
@@ -139,12 +154,7 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
     llvm::Value* xc =
         b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)), constant(ty, kExpHi), x);
     xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, kExpLo)), constant(ty, kExpLo), xc);
-    llvm::Value* fn =
-        b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
-    llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
-    r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
-    llvm::Value* p =
-        b.CreateFAdd(constant(ty, 1.0f), fmuladd(b, b.CreateFMul(r, r), horner(b, r, kExpQ), r));
+    auto [fn, p] = exp_reduced(b, xc);
     return scalef(b, p, fn);
   }
   llvm::Type* ity = ty->getWithNewType(b.getInt32Ty());
@@ -153,13 +163,7 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Value* xc =
       b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, kExpHi)), x, constant(ty, kExpHi));
   xc = b.CreateSelect(b.CreateFCmpOGT(xc, constant(ty, kExpLo)), xc, constant(ty, kExpLo));
-  // x = n ln2 + r, |r| <= ln2/2.
-  llvm::Value* fn =
-      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
-  llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
-  r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
-  llvm::Value* p =
-      b.CreateFAdd(constant(ty, 1.0f), fmuladd(b, b.CreateFMul(r, r), horner(b, r, kExpQ), r));
+  auto [fn, p] = exp_reduced(b, xc);
   // 2^n as two factors 2^(n/2) that are normal floats for every n in [-150, 128]: their product
   // with p rounds once, to a denormal, 0 or inf where exp does.
   llvm::Value* n = b.CreateFPToSI(fn, ity);

@@ -19,6 +19,18 @@ def _grads(model, x):
     return out.detach(), [p.grad.clone() for p in model.parameters()] + [x.grad]
 
 
+def _assert_strict_step_matches(model, x, reference=None, out_rtol=1e-5, grad_rtol=1e-4):
+    """One training step of ``model`` compiled with strict=True (any operator left to PyTorch
+    raises) against eager PyTorch on ``reference`` (default: the same model, run first)."""
+    expected_out, expected = _grads(model if reference is None else reference, x)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
+    out, grads = _grads(compiled, x)
+    torch.testing.assert_close(out, expected_out, rtol=out_rtol, atol=1e-5)
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want, rtol=grad_rtol, atol=1e-5)
+
+
 def test_conv_training_step_is_compiled_whole_and_matches_eager():
     torch.manual_seed(0)
     model = torch.nn.Sequential(
@@ -29,15 +41,8 @@ def test_conv_training_step_is_compiled_whole_and_matches_eager():
         torch.nn.Flatten(),
         torch.nn.Linear(4, 3),
     )
-    x = torch.randn(2, 3, 14, 14)
-    expected_out, expected = _grads(model, x)
-    torch._dynamo.reset()
     # strict: an operator left to PyTorch (convolution_backward before te.gradient) raises
-    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
-    out, grads = _grads(compiled, x)
-    torch.testing.assert_close(out, expected_out, rtol=1e-5, atol=1e-5)
-    for got, want in zip(grads, expected, strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    _assert_strict_step_matches(model, torch.randn(2, 3, 14, 14))
 
 
 @pytest.mark.parametrize("mask", [(False, True, True), (True, False, False)])
@@ -71,16 +76,9 @@ def test_relu_max_pool_training_step_is_compiled_whole_and_matches_eager():
         torch.nn.Flatten(),
         torch.nn.Linear(16, 3),
     )
-    x = torch.randn(2, 3, 12, 12)
-    expected_out, expected = _grads(model, x)
-    torch._dynamo.reset()
     # strict: max_pool2d_with_indices (forward, with its indices), its backward and ReLU's
     # backward (le, scalar_tensor, where) all compiled, or this raises
-    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
-    out, grads = _grads(compiled, x)
-    torch.testing.assert_close(out, expected_out, rtol=1e-5, atol=1e-5)
-    for got, want in zip(grads, expected, strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    _assert_strict_step_matches(model, torch.randn(2, 3, 12, 12))
 
 
 def _run(outputs, inputs, args):
@@ -144,15 +142,9 @@ def test_norm_training_step_is_compiled_whole_and_matches_eager():
     model = _NormNet().train()
     twin = _NormNet().train()
     twin.load_state_dict(model.state_dict())
-    x = torch.randn(4, 3, 8, 8)
-    expected_out, expected = _grads(twin, x)
-    torch._dynamo.reset()
     # strict: native_layer_norm and batch norm's training form with their saved statistics,
     # the running-statistics update and step counter, ReLU6's backward (bitwise_or, where)
-    compiled = torch.compile(model, backend="pytvmbridge", options={"strict": True})
-    out, grads = _grads(compiled, x)
-    torch.testing.assert_close(out, expected_out, rtol=1e-4, atol=1e-5)
-    for got, want in zip(grads, expected, strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-5)
+    x = torch.randn(4, 3, 8, 8)
+    _assert_strict_step_matches(model, x, reference=twin, out_rtol=1e-4, grad_rtol=1e-3)
     for got, want in zip(model.buffers(), twin.buffers(), strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)

@@ -171,7 +171,7 @@ int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
 // The packing copy is a scalar, guarded pass that the contiguous broadcasts do not repay.
 int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const TiledPlan& plan,
                             std::optional<int64_t> vext, const std::vector<int64_t>& vectors) {
-  if (plan.row_axis < 0 || c->reduce_axis.size() != 1 || plan.panel_width > 0) return 0;
+  if (plan.row_axis < 0 || c->reduce_axis.size() != 1) return 0;
   const Expr& rvar = c->axis[plan.row_axis]->var;
   int readers = 0, row_dim = -1;
   const TensorRead* row_read = nullptr;
@@ -182,8 +182,11 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
     row_dim = exact_dim(r, rvar);
   }
   if (readers != 1 || row_dim < 0 || row_read == plan.streamed) return 0;
+  // Pre-packed panels (dense_pack's weight) are streamed in place, whatever the row operand's
+  // size: 1024x3072 rows (12 MiB) read by 64-wide panels, 6 x 4 measured 1.02x against 8 x 2's
+  // 0.93x PyTorch (one thread).
   auto row_bytes = bytes_of(row_read);
-  if (!row_bytes || *row_bytes > kPackedRowsMaxBytes) return 0;
+  if (!row_bytes || (plan.panel_width == 0 && *row_bytes > kPackedRowsMaxBytes)) return 0;
   auto rext = extent_of(c->axis[plan.row_axis]);
   auto kext = extent_of(c->reduce_axis[0]);
   auto sbytes = bytes_of(plan.streamed);
@@ -195,7 +198,9 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
       others_rows_only = false;
   }
   // The case "pack_inner" takes (its conditions, before the tile is known).
-  if (others_rows_only && kext && *kext > *rext && (!sbytes || *sbytes > kCachedBytes)) return 0;
+  if (plan.panel_width == 0 && others_rows_only && kext && *kext > *rext &&
+      (!sbytes || *sbytes > kCachedBytes))
+    return 0;
   int64_t lanes = ctx.lanes(c->output_dtype(0));
   int64_t best = 0;
   double best_cost = 0;
@@ -211,6 +216,10 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
       best_cost = cost;
     }
   }
+  // Pre-packed panels fix the tile's width: they take the tile only when they are as wide as
+  // it (64 floats on AVX-512, the width pack_dense_weight's default block follows), and
+  // narrower ones keep their default (32-wide: 8 x 2).
+  if (best > 0 && plan.panel_width > 0 && plan.panel_width != best % 8 * lanes) return 0;
   // At least kPackedRowsPanels panels (a 12x128x64 batch_matmul's two panels of 4 vectors,
   // rows packed, measured 0.88x against 1.04x with 8 x 2); they are then also enough to share
   // among threads without the row tiles (below).

@@ -14,7 +14,8 @@ parameters change every step, stays correct: each step recomputes the folded ten
 :func:`plan_folds` finds the patterns in an ATen-level FX graph:
 
 - a linear layer, ``addmm(bias, x, permute(W, [1, 0]))`` / ``mm(x, t(W))`` with ``W`` a graph
-  input: the kernel reads ``W`` packed as ``[N / 32, K, 32]`` panels (``topi.nn.dense_pack``),
+  input: the kernel reads ``W`` packed as ``[N / b, K, b]`` panels (``topi.nn.dense_pack``; b
+  is 64 with AVX-512 when it divides ``N``, else 32),
   or, when ``N`` is no multiple of 32 (a 10-class classifier), transposed once to ``[K, N]``
   (contiguous rows of ``W^T``: the product's vectors along ``N`` are loads, not gathers);
 - a convolution followed by inference batch norm (``_native_batch_norm_legit_no_training``),
@@ -40,6 +41,7 @@ from typing import Any, Union
 
 import torch
 
+from ..topi.nn.dense import dense_pack_block
 from .prepack import pack_weight
 
 aten = torch.ops.aten
@@ -163,7 +165,9 @@ class DerivedCache:
 # --- finding the patterns in an FX graph --------------------------------------------------------
 
 DENSE_BLOCK = 32
-"""Panel width of packed linear weights: ``topi.nn.dense_pack``'s register-tile width."""
+"""The narrowest panel width of packed linear weights; each weight takes
+``topi.nn.dense.dense_pack_block`` of its output count (64, the AVX-512 register tile's width,
+when it divides it)."""
 
 _TRANSPOSES = (aten.permute.default, aten.t.default)
 
@@ -221,13 +225,14 @@ def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan
         weight = wt.args[0]
         n, k = _static_shape(weight)
         one_d_bias = bias is not None and len(bias.meta["val"].shape) == 1
-        if n % DENSE_BLOCK:
+        block = dense_pack_block(n)
+        if not block:
             _plan_transposed(plan, node, inputs[weight], f"{weight.name}_t", [k, n], x, bias)
             continue
         name = f"{weight.name}_dense"
         plan.derived[name] = (
-            Derived("dense_pack", (inputs[weight],), (DENSE_BLOCK,)),
-            [n // DENSE_BLOCK, _static_shape(weight)[1], DENSE_BLOCK],
+            Derived("dense_pack", (inputs[weight],), (block,)),
+            [n // block, _static_shape(weight)[1], block],
         )
 
         def convert(value: Callable, derived: dict, x=x, bias=bias, name=name, one_d=one_d_bias):

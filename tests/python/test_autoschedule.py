@@ -473,6 +473,35 @@ def test_wide_matrix_product_takes_a_tile_of_four_vectors_with_panel_parallel_lo
     assert point["tile_vectors"] != 4
 
 
+
+def test_prepacked_dense_panels_as_wide_as_the_tile_take_it():
+    # pack_dense_weight's default panels are the host's tile width (64 floats with AVX-512):
+    # the pre-packed layer (8 panels) then takes the 6 x 4 tile over its 100 rows (6 x 16 + 4,
+    # the last tile peeled: only the panel loop parallel); 32-wide panels keep two vectors.
+    from pytvmbridge.topi.nn.dense import DENSE_PACK_BLOCK, dense_pack_block
+
+    avx512 = tvm._core.host_cpu_features().get("avx512f")
+    assert DENSE_PACK_BLOCK == (64 if avx512 else 32)
+    assert dense_pack_block(768) == DENSE_PACK_BLOCK
+    assert (dense_pack_block(96), dense_pack_block(100)) == (32, 0)
+    X = tvm.placeholder((100, 96), name="X")
+    W = tvm.placeholder((512, 96), name="W")
+    P = topi.nn.pack_dense_weight(W)
+    assert int(P.shape[2]) == DENSE_PACK_BLOCK
+    Wp = tvm.placeholder(P.shape, name="Wp")
+    Y = topi.nn.dense_pack(X, Wp)
+    point = tvm.auto_schedule_space(Y)["default"]["T_dense_pack"]
+    if avx512:
+        assert (point["tile_rows"], point["tile_vectors"], point["parallel_depth"]) == (6, 4, 1)
+    x, w = rand(100, 96), rand(512, 96)
+    (wp,) = run(tvm.create_schedule(P.op), [W, P], [w])
+    np.testing.assert_array_equal(wp, w.reshape(-1, DENSE_PACK_BLOCK, 96).transpose(0, 2, 1))
+    (y,) = run(tvm.auto_schedule(Y), [X, Wp, Y], [x, wp])
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+    Wn = tvm.placeholder((6, 96, 32), name="Wn")
+    narrow = tvm.auto_schedule_space(topi.nn.dense_pack(X, Wn))["default"]["T_dense_pack"]
+    assert narrow["tile_vectors"] == 32 // (16 if avx512 else 8)
+
 def test_bad_configs_are_value_and_type_errors():
     args, _ = matmul_relu(32, 32, 32)
     with pytest.raises(ValueError, match="knob 'tile_rows' is 999, which is not one of"):

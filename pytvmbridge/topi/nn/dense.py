@@ -176,7 +176,7 @@ def dense_pack(
         >>> Y = topi.nn.dense_pack(X, Wp)
         >>> Y.shape, Y.op.tag
         ((4, 64), 'dense_pack')
-        >>> P = topi.nn.pack_dense_weight(W)
+        >>> P = topi.nn.pack_dense_weight(W, 32)
         >>> pack = tvm.build(tvm.create_schedule(P.op), [W, P])  # once, for a constant weight
         >>> f = tvm.build(tvm.auto_schedule(Y), [X, Wp, Y])
         >>> x = np.ones((4, 3), "float32"); w = np.arange(192, dtype="float32").reshape(64, 3)

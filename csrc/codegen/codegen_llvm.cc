@@ -22,6 +22,7 @@
 #include "codegen/codegen_arith.h"
 #include "codegen/codegen_math.h"
 #include "codegen/libmvec.h"
+#include "codegen/minmax_avx512.h"
 #include "codegen/target.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -1050,8 +1051,18 @@ class CodeGenLLVM {
         PTB_BINARY_CASE(Mod)
         PTB_BINARY_CASE(FloorDiv)
         PTB_BINARY_CASE(FloorMod)
-        PTB_BINARY_CASE(Min)
-        PTB_BINARY_CASE(Max)
+#define PTB_MINMAX_CASE(T)                                               \
+  case ExprKind::k##T: {                                                 \
+    const auto* op = e.as<T>();                                          \
+    llvm::Value* a = emit(op->a);                                        \
+    llvm::Value* c = emit(op->b);                                        \
+    if (avx512_ && op->a.dtype().is_float() && minmax_avx512_applies(a)) \
+      return emit_minmax_avx512(b_, BinaryOp::k##T, a, c);               \
+    return emit_binary(b_, BinaryOp::k##T, a, c, op->a.dtype());         \
+  }
+        PTB_MINMAX_CASE(Min)
+        PTB_MINMAX_CASE(Max)
+#undef PTB_MINMAX_CASE
         PTB_BINARY_CASE(EQ)
         PTB_BINARY_CASE(NE)
         PTB_BINARY_CASE(LT)

@@ -104,3 +104,44 @@ def test_argmax_argmin_other_dtypes(dtype):
     A = tvm.placeholder((3, 17), dtype, name="A")
     a = random((3, 17), dtype, low=-30, high=30)
     run([A], [topi.argmax(A, -1), topi.argmin(A, 0)], [a], [a.argmax(-1), a.argmin(0)])
+
+
+def _with_specials(a: np.ndarray, seed: int) -> np.ndarray:
+    """a with a few NaNs, infinities and signed zeros at random places."""
+    rng = np.random.default_rng(seed)
+    flat = a.reshape(-1)
+    for value in (np.nan, np.inf, -np.inf, 0.0, -0.0):
+        flat[rng.choice(flat.size, 4, replace=False)] = value
+    return a
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_auto_scheduled_max_min_propagate_nan(axis):
+    # 96-wide rows: the auto schedule reduces them 16 lanes at a time, which on AVX-512 is
+    # x86's vmaxps/vminps plus a NaN select; NumPy's result must not change.
+    shape = (4, 9, 96)
+    A = tvm.placeholder(shape, name="A")
+    a = _with_specials(random(shape, "float32"), seed=1)
+    outs = [topi.max(A, axis=axis), topi.min(A, axis=axis)]
+    refs = [np.max(a, axis=axis), np.min(a, axis=axis)]
+    assert np.isnan(refs[0]).any() and not np.isnan(refs[0]).all()
+    run([A], outs, [a], refs, rtol=0, atol=0, schedule="auto")
+
+
+def test_auto_scheduled_maximum_minimum_elementwise_nan():
+    shape = (3, 128)
+    A = tvm.placeholder(shape, name="A")
+    B = tvm.placeholder(shape, name="B")
+    a = _with_specials(random(shape, "float32"), seed=2)
+    b = _with_specials(random(shape, "float32"), seed=3)
+    b[1, :16] = np.nan  # a whole vector of NaNs in the second operand
+    a[2, 16:32] = np.nan  # and in the first
+    run(
+        [A, B],
+        [topi.maximum(A, B), topi.minimum(A, B)],
+        [a, b],
+        [np.maximum(a, b), np.minimum(a, b)],
+        rtol=0,
+        atol=0,
+        schedule="auto",
+    )

@@ -174,7 +174,20 @@ def _arg_reduce(
     def fcompute(*i: Any) -> te.Expr:
         index = _full_index(data, axes, keepdims, i, rvs)
         value_index = [0 if d in axes else index[d] for d in range(data.ndim)]
-        hit = data[index] == extreme[value_index]
+        x, m = data[index], extreme[value_index]
+        hit = x == m
+        if data.dtype.startswith(("float", "bfloat")):
+            # NumPy's index of the first NaN: a NaN anywhere makes the extreme NaN (max and
+            # min propagate it), which equals nothing; then the NaNs are the hits. And a row
+            # of -inf only (+inf for argmin) has the reduction's identity, the lowest finite
+            # value, as its maximum: then the first element at or beyond it is the hit (NumPy
+            # would take a -FLT_MAX after a -inf; this takes the -inf). Both conditions are
+            # the row's, so LLVM takes them out of the loop over the row.
+            limit = te.min_value(data.dtype) if is_max else te.max_value(data.dtype)
+            beyond = x <= m if is_max else x >= m
+            hit = te.if_then_else(
+                te.isnan(m), te.isnan(x), te.if_then_else(m == limit, beyond, hit)
+            )
         if select_last_index:
             return te.max(te.select(hit, flat(rvs), te.const(-1, "int32")), axis=rvs)
         return te.min(te.select(hit, flat(rvs), te.max_value("int32")), axis=rvs)

@@ -145,3 +145,23 @@ def test_auto_scheduled_maximum_minimum_elementwise_nan():
         atol=0,
         schedule="auto",
     )
+
+
+@pytest.mark.parametrize("schedule", ["naive", "auto"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_argmax_argmin_index_of_first_nan(schedule, dtype):
+    # NumPy: a row with NaNs gives the index of its first NaN, a row of infinities its first
+    # element (the search for the extreme found no hit in either and returned INT32_MAX).
+    shape = (4, 6, 80)
+    A = tvm.placeholder(shape, dtype, name="A")
+    a = random(shape, dtype)
+    a[0, 1, 7] = a[0, 1, 50] = np.nan
+    a[1, 3, 79] = np.nan
+    a[2, :, 0] = np.nan  # along axis 1 every column 0 has a NaN in its first element
+    a[3, 5, :] = np.inf  # argmin's minimum is then the identity, the largest finite value
+    a[3, 4, :] = -np.inf  # and argmax's the lowest
+    outs, refs = [], []
+    for axis in (-1, 1, None):
+        outs += [topi.argmax(A, axis), topi.argmin(A, axis)]
+        refs += [np.argmax(a, axis), np.argmin(a, axis)]
+    run([A], outs, [a], refs, schedule=schedule)

@@ -27,16 +27,14 @@ constexpr float kTanhP[] = {0x1p+0f, 0x1.11f86ap-3f, 0x1.c99aap-9f, 0x1.587dccp-
                             0x1.c6fbcap-27f};
 constexpr float kTanhQ[] = {0x1p+0f, 0x1.de5182p-2f, 0x1.a7b3c2p-6f, 0x1.57c24ap-12f,
                             0x1.9f1bfp-21f};
-// erf(x) = x (c0 + x^2 P(x^2)) for |x| < 1, c0 = 2/sqrt(pi) as hi + lo (hi alone would cost
-// an ulp near 1); lo > 0 keeps the sign of erf(-0).
-constexpr float kErfC0Hi = 0x1.20dd74p+0f, kErfC0Lo = 0x1.0429b6p-24f;
-constexpr float kErfP[] = {-0x1.81274p-2f, 0x1.ce2d4ep-4f,   -0x1.b7fdaep-6f,
-                           0x1.54247cp-8f, -0x1.a4bb52p-11f, 0x1.4b4ba8p-14f};
-// erf(x) = 1 - exp(-x^2) R((x - 2.5) / 1.5) for 1 <= x <= 4; past 4 erf rounds to 1.
-constexpr float kErfTail = 4.0f;
-constexpr float kErfcR[] = {0x1.afbbecp-3f,  -0x1.c8c25ep-4f, 0x1.cb2ee4p-5f,
-                            -0x1.c1f9fap-6f, 0x1.7dd416p-7f,  -0x1.43c36ap-8f,
-                            0x1.a006ap-8f,   0x1.04108ap-8f,  0x1.6b739ap-9f};
+// erf(x) = x P(x^2) / Q(x^2) for |x| <= kErfOne, past which erf rounds to 1. One rational
+// over the whole range: about 20 vector instructions, where a polynomial near 0 and
+// 1 - exp(-x^2) R(x) beyond (1.3 ulp) took about 40, both branches computed for every lane.
+constexpr float kErfOne = 3.92f;
+constexpr float kErfP[] = {0x1.20dd74p+0f, 0x1.85f094p-3f,  0x1.b01c3p-5f,
+                           0x1.ed8782p-9f, 0x1.2ab5f4p-12f, 0x1.13287ap-19f};
+constexpr float kErfQ[] = {0x1p+0f,       0x1.010f66p-1f,  0x1.d3615p-4f,
+                           0x1.ea7e1p-7f, 0x1.30bb58p-10f, 0x1.3f883cp-15f};
 
 // ln 2 in two parts: the high one has 16 significant bits, so n * hi is exact for the |n| <= 150
 // of float32 and r = x - n * hi - n * lo keeps its low bits.
@@ -191,19 +189,18 @@ llvm::Value* tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
 
 llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* ty = x->getType();
-  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* z = b.CreateFMul(x, x);
-  llvm::Value* tail = fmuladd(b, z, horner(b, z, kErfP), constant(ty, kErfC0Lo));
-  llvm::Value* small = fmuladd(b, x, constant(ty, kErfC0Hi), b.CreateFMul(x, tail));
-  // 1 - exp(-x^2) R(t) with the sign of x; |x| is clamped at 4, where that rounds to 1 (NaN
-  // passes the clamp and comes out NaN).
-  llvm::Value* ac =
-      b.CreateSelect(b.CreateFCmpOGT(a, constant(ty, kErfTail)), constant(ty, kErfTail), a);
-  llvm::Value* t = fmuladd(b, ac, constant(ty, 1.0f / 1.5f), constant(ty, -2.5f / 1.5f));
-  llvm::Value* e = exp_f32(b, b.CreateFNeg(b.CreateFMul(ac, ac)), avx512);
-  llvm::Value* large = fmuladd(b, b.CreateFNeg(e), horner(b, t, kErfcR), constant(ty, 1.0f));
-  large = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large, x);
-  return b.CreateSelect(b.CreateFCmpOLT(a, constant(ty, 1.0f)), small, large);
+  // Clamped to [-3.92, 3.92]; NaN fails both comparisons and stays NaN. The odd factor x keeps
+  // the sign of erf(-0).
+  llvm::Value* xc =
+      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kErfOne)), constant(ty, kErfOne), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -kErfOne)), constant(ty, -kErfOne), xc);
+  llvm::Value* z = b.CreateFMul(xc, xc);
+  llvm::Value* p = b.CreateFMul(xc, horner(b, z, kErfP));
+  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, kErfQ), avx512));
+  // Rounding can carry the quotient just past 1 near the clamp; NaN passes.
+  llvm::Value* one = constant(ty, 1.0f);
+  r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
+  return b.CreateSelect(b.CreateFCmpOLT(r, b.CreateFNeg(one)), b.CreateFNeg(one), r);
 }
 
 // 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: e^-|x| never overflows, so sigmoid of a

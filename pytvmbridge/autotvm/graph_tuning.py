@@ -40,7 +40,13 @@ import torch
 from ..error import TVMTypeError, TVMValueError
 from . import record
 
-__all__ = ["anchor_signature", "extract_graph_tasks", "graph_config", "graph_tuning"]
+__all__ = [
+    "anchor_signature",
+    "blocked_conv_tasks",
+    "extract_graph_tasks",
+    "graph_config",
+    "graph_tuning",
+]
 
 _aten = torch.ops.aten
 ANCHORS = {
@@ -93,9 +99,12 @@ def anchor_signature(op: Any) -> str | None:
     return repr((op.name, op.tag, out, ins, red, attrs))
 
 
-def _subgraph(gm: torch.fx.GraphModule, anchor: torch.fx.Node) -> torch.fx.GraphModule:
-    """``anchor`` alone: its view producers copied, every other input a placeholder (named as
-    in ``gm``, so a pre-packed weight keeps its name)."""
+def _subgraph(
+    gm: torch.fx.GraphModule, anchor: torch.fx.Node
+) -> tuple[torch.fx.GraphModule, dict[str, str]]:
+    """``anchor`` alone: its view producers copied, every other input a placeholder named by
+    its position (``input0``...: the task's workload key must not depend on what the model
+    calls its weights); returns the subgraph and ``gm``'s name of each placeholder."""
     members: set[torch.fx.Node] = set()
     inputs: list[torch.fx.Node] = []
 
@@ -112,15 +121,17 @@ def _subgraph(gm: torch.fx.GraphModule, anchor: torch.fx.Node) -> torch.fx.Graph
     visit(anchor)
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
+    original: dict[str, str] = {}
     for n in gm.graph.nodes:  # graph order: placeholders first, producers before users
         if n in inputs:
-            env[n] = graph.placeholder(n.name)
+            env[n] = graph.placeholder(f"input{len(original)}")
             env[n].meta = dict(n.meta)
+            original[env[n].name] = n.name
     for n in gm.graph.nodes:
         if n in members:
             env[n] = graph.node_copy(n, lambda m: env[m])
     graph.output(env[anchor])
-    return torch.fx.GraphModule(torch.nn.Module(), graph)
+    return torch.fx.GraphModule(torch.nn.Module(), graph), original
 
 
 class _SubgraphRecipe:
@@ -136,6 +147,104 @@ class _SubgraphRecipe:
 
         inputs, outputs, _ = import_graph(self.gm, self.prepacked)
         return [x for x in inputs if isinstance(x, te.Tensor)] + list(outputs)
+
+
+class _BlockedConvRecipe:
+    """A convolution the graph computes blocked (``T_conv2d_NCHWc``, see
+    :mod:`pytvmbridge.graph.layout`), rebuilt alone from what its operation records: the same
+    data layout (a blocked source read through its unpack view, or NCHW), the same pre-packed
+    weight, its bias epilogue; the task's output is the blocked tensor the graph's next
+    operators read (build arguments: data, weight, [bias,] output)."""
+
+    def __init__(self, op: Any, bias: Any) -> None:
+        data, weight = op.input_tensors
+        if data.op.name == "pad_temp":  # the padding stage is the task's too
+            data = data.op.input_tensors[0]
+        attrs = dict(op.attrs)
+        self.block = int(str(attrs["layout"])[4:-1])
+        self.stride = tuple(int(v) for v in attrs["strides"])
+        self.padding = tuple(int(v) for v in attrs["padding"][:2])
+        self.dilation = tuple(int(v) for v in attrs["dilation"])
+        self.groups = int(attrs["groups"])
+        extents = {iv.var.name: int(iv.dom.extent) for iv in op.reduce_axis}
+        self.data_shape = tuple(int(d) for d in data.shape)
+        self.weight_shape = tuple(int(d) for d in weight.shape)
+        self.has_bias = bias is not None
+        panels = self.weight_shape[0] * (self.weight_shape[4] if len(self.weight_shape) == 5 else 1)
+        # the real output channels (the bias has one per channel; a last panel may be padded)
+        self.out_c = int(bias.shape[0]) if bias is not None else panels
+        if self.groups != 1:
+            self.in_c = self.out_c
+        elif "rco" in extents:
+            self.in_c = extents["rco"] * extents["rci"]
+        else:
+            self.in_c = extents["rc"]
+
+    def __call__(self) -> list[Any]:
+        from .. import te
+        from ..graph.layout import blocked_source, blocking, conv2d_nchwc, unpack
+
+        # Placeholders named by role, not as in the model: the workload key hashes the names.
+        packed = len(self.weight_shape) == 5
+        padded = {}
+        if packed and self.weight_shape[0] * self.weight_shape[4] != self.out_c:
+            padded["weight"] = self.out_c
+        data = te.placeholder(self.data_shape, "float32", name="data")
+        x = unpack(data, self.in_c) if len(self.data_shape) == 5 else data
+        w = te.placeholder(self.weight_shape, "float32", name="weight")
+        b = te.placeholder((self.out_c,), "float32", name="bias") if self.has_bias else None
+        with blocking(0, padded):
+            y = conv2d_nchwc(x, w, b, self.stride, self.padding, self.dilation, self.groups,
+                             self.block)  # fmt: skip
+        return [data, w, *([b] if b is not None else []), blocked_source(y)]
+
+
+def _bias_of(op: Any, readers: dict[Any, list[Any]]) -> Any:
+    """The 1-d tensor a broadcast add of ``op``'s output adds (its bias epilogue), else None."""
+    for reader in readers.get(op, []):
+        if reader.name != "T_add":
+            continue
+        others = [t for t in reader.input_tensors if t.op != op]
+        if len(others) == 1 and len(others[0].shape) == 1 and _is_placeholder(others[0]):
+            return others[0]
+    return None
+
+
+def blocked_conv_tasks(outputs: list[Any], target: str = "llvm") -> list[tuple[Any, str]]:
+    """The tuning tasks of the blocked convolutions among ``outputs``' computation (a graph
+    imported with the NCHWc layout): ``(task, anchor signature)``, one per distinct workload,
+    each task rebuilt from the graph's operation and kept only when it computes the same
+    workload (the same signature)."""
+    from ..graph.layout import DEPTHWISE_NCHWC_TAG
+    from ..schedule import create_schedule
+    from ..topi import tag
+    from .task import Task
+
+    s = create_schedule([t.op for t in outputs])
+    readers: dict[Any, list[Any]] = {}
+    for st in s.stages:
+        for t in getattr(st.op, "input_tensors", []):
+            readers.setdefault(t.op, []).append(st.op)
+    tasks: list[tuple[Any, str]] = []
+    seen: set[str] = set()
+    for st in s.stages:
+        op = st.op
+        if getattr(op, "tag", None) not in (tag.CONV2D_NCHWC, DEPTHWISE_NCHWC_TAG):
+            continue
+        sig = anchor_signature(op)
+        if sig is None or sig in seen:
+            continue
+        try:
+            recipe = _BlockedConvRecipe(op, _bias_of(op, readers))
+            task = Task("conv2d_NCHWc", recipe, (), target, "auto")
+            rebuilt = _anchor_op(recipe()[-1:])
+        except Exception:  # an operation this recipe does not rebuild: not tuned
+            continue
+        if rebuilt is None or anchor_signature(rebuilt) != sig:
+            continue
+        seen.add(sig)
+        tasks.append((task, sig))
+    return tasks
 
 
 def _anchor_op(tensors: list[Any]) -> Any:
@@ -169,9 +278,9 @@ def extract_graph_tasks(
     for node in gm.graph.nodes:
         if node.op != "call_function" or node.target not in ANCHORS:
             continue
-        sub = _subgraph(gm, node)
-        names = {n.name for n in sub.graph.nodes if n.op == "placeholder"}
-        recipe = _SubgraphRecipe(sub, {k: w for k, w in prepacked.items() if k in names})
+        sub, original = _subgraph(gm, node)
+        packed = {k: prepacked[g] for k, g in original.items() if g in prepacked}
+        recipe = _SubgraphRecipe(sub, packed)
         try:
             tensors = recipe()
             op = _anchor_op(tensors[-1:])
@@ -243,7 +352,19 @@ def graph_config(
     from .tuner import tune_tasks
 
     log = os.fspath(tuning_log_file) if tuning_log_file else None
-    pairs = extract_graph_tasks(gm, prepacked, target)
+    # The tasks in the form the graph computes them: the blocked convolutions cut from the
+    # graph itself, the other operators from their FX nodes; a task whose workload the graph
+    # does not compute (an FX convolution the graph computes blocked) is left out.
+    pairs = blocked_conv_tasks(list(outputs), target)
+    s = create_schedule([t.op for t in outputs])
+    signatures = [anchor_signature(st.op) for st in s.stages]
+    anchors = set(signatures)
+    known = {sig for _, sig in pairs}
+    pairs += [
+        (t, sig)
+        for t, sig in extract_graph_tasks(gm, prepacked, target)
+        if sig in anchors and sig not in known
+    ]
     if not pairs:
         if tuning_n_trials and any(n.target in ANCHORS for n in gm.graph.nodes):
             warnings.warn(
@@ -256,7 +377,9 @@ def graph_config(
     bests: list[Any] = [None] * len(tasks)
     remaining = int(tuning_n_trials or 0) - _logged_trials(log, tasks)
     if remaining > 0:
-        bests = tune_tasks(tasks, remaining, log_file=log, progress=progress)
+        # a workload the model runs several times weighs as much in its time
+        weights = [signatures.count(sig) for _, sig in pairs]
+        bests = tune_tasks(tasks, remaining, log_file=log, progress=progress, weights=weights)
     ctx = record.current() or record.context_for_option(log)
     chosen: dict[str, Any] = {}
     for (task, sig), best in zip(pairs, bests, strict=True):
@@ -265,7 +388,6 @@ def graph_config(
             chosen[sig] = (task, config)
     if not chosen:
         return None
-    s = create_schedule([t.op for t in outputs])
     keyed = stage_keys(s)
     graph_keys = {st.op: k for st, k in keyed}
     merged: dict[str, dict[str, int]] = {}

@@ -607,10 +607,14 @@ def tune_tasks(
     progress: bool = True,
     resume: bool = True,
     verify: bool = True,
+    weights: Sequence[float] | None = None,
 ) -> list[dict[str, Any] | None]:
     """Tune several tasks with ``n_trial`` trials in total, split by expected gain (Ansor's
     task scheduler, simplified): each task gets one round first; then each round goes to the
-    task whose time (its share of the total) times its recent relative improvement is largest.
+    task whose time (its share of the total: its best time times its weight, how often a
+    model runs it, default 1) times its recent relative improvement is largest; a task that
+    stopped improving keeps a chance that shrinks with the rounds it already had, so the
+    slowest task does not take every remaining round.
     With ``verify``, each task measured here ends with ``Tuner.verify`` (its best candidates
     and its analytical point re-measured together). Returns each task's best record.
 
@@ -628,6 +632,9 @@ def tune_tasks(
     tuners = [make_tuner(tuner, t, seed) for t in tasks]
     if not tuners:
         return []
+    weight = [1.0] * len(tuners) if weights is None else [float(w) for w in weights]
+    if len(weight) != len(tuners) or not all(w > 0 for w in weight):
+        raise TVMValueError(f"weights must be one positive number per task, got {weights!r}")
     n_parallel = max(1, n_parallel or min(4, os.cpu_count() or 1))
     if log_file and resume:
         for tu in tuners:
@@ -651,7 +658,7 @@ def tune_tasks(
                 if not math.isfinite(now):
                     return 1.0
                 rel = (before - now) / before if math.isfinite(before) else 1.0
-                return now * (rel + 0.05)
+                return weight[k] * now * (rel + 0.05 / len(hist))
 
             k = max(live, key=gain)
         step = min(n_parallel, n_trial - spent)

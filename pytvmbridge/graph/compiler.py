@@ -324,9 +324,9 @@ def compile_graph(
     cancel_view_pairs(gm)  # an activation between two 3-d linear layers: the product's epilogue
     placeholders, out_nodes, is_tuple = _graph_nodes(gm)
     plan = plan_folds(gm) if options.get("fold_weights", True) else FoldPlan()
-    # Tuning records are per operator in the NCHW layout: a tuned graph stays in NCHW.
+    # Tuning tasks are cut from the graph as it is computed (blocked convolutions included).
     tuning = graph_tuning(gm, target, options)
-    lanes = 0 if tuning else _layout_lanes(options, target)
+    lanes = _layout_lanes(options, target)
     with blocking(lanes):
         inputs, outputs, size_vars = import_graph(gm, plan=plan)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)

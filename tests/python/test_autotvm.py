@@ -385,6 +385,32 @@ def test_task_scheduler_splits_the_budget(tmp_path):
     assert [b["workload"] for b in bests] == [t.workload_key for t in tasks]
 
 
+def test_task_scheduler_follows_weights(tmp_path):
+    def scale(n):
+        A = tvm.placeholder((n,), name="A")
+        return [A, tvm.compute((n,), lambda i: A[i] * 3.0, name="B")]
+
+    tasks = [autotvm.auto_task(scale, (n,)) for n in (2048, 65536)]
+    log = tmp_path / "weighted.json"
+    # the small task run a million times per model call: it gets the rounds after the first
+    autotvm.tune_tasks(
+        tasks,
+        8,
+        tuner="random",
+        log_file=log,
+        n_parallel=1,
+        progress=False,
+        verify=False,
+        measure_option=MeasureOption(repeat=1, min_repeat_ms=1),
+        weights=[1e6, 1],
+    )
+    recs = list(record.load(log, verified=False))
+    counts = [sum(r["workload"] == t.workload_key for r in recs) for t in tasks]
+    assert sum(counts) == 8 and counts[0] > counts[1] >= 1
+    with pytest.raises(ValueError, match="weights"):
+        autotvm.tune_tasks(tasks, 2, tuner="random", progress=False, weights=[1.0])
+
+
 def test_plot_best_so_far(tmp_path):
     import matplotlib
 

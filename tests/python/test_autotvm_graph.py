@@ -150,3 +150,85 @@ def test_bad_tuning_options():
         from pytvmbridge.graph.backend import BackendOptions
 
         BackendOptions.parse({"tuning_n_trials": -1})
+
+
+class BlockedNet(torch.nn.Module):
+    """Convolutions with 32 output channels: the graph computes them blocked (NCHWc), the
+    second and third reading the blocked output of the one before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 32, 3, padding=1)
+        self.b = torch.nn.Conv2d(32, 32, 3, padding=1)
+        self.c = torch.nn.Conv2d(32, 32, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def _blocked_graph():
+    from pytvmbridge.graph.layout import blocking, host_block
+
+    torch.manual_seed(0)
+    model, x = BlockedNet().eval(), torch.randn(1, 3, 10, 10)
+    gm = _aten_graph(model, x)
+    with blocking(host_block()):
+        _, outputs, _ = import_graph(gm)
+    return model, x, gm, outputs
+
+
+def test_blocked_convolutions_are_tuned_as_the_graph_computes_them():
+    import numpy as np
+
+    import pytvmbridge as tvm
+    from pytvmbridge.autotvm.graph_tuning import blocked_conv_tasks
+
+    _, _, _, outputs = _blocked_graph()
+    tasks = blocked_conv_tasks(outputs)
+    assert [t.name for t, _ in tasks] == ["conv2d_NCHWc"] * 3
+    # the first reads the NCHW image, the others the blocked [N, C/b, H, W, b] activation;
+    # every output is blocked
+    (d0, *_), (d1, *_), (d2, *_) = (t.arg_shapes for t, _ in tasks)
+    assert d0[0] == (1, 3, 10, 10) and len(d1[0]) == len(d2[0]) == 5
+    assert all(len(t.arg_shapes[-1][0]) == 5 for t, _ in tasks)
+    # the rebuilt 3x3 blocked task computes a convolution with its bias (checked with PyTorch)
+    task = tasks[1][0]
+    s, args = task.instantiate(None)
+    f = tvm.build(s, args)
+    rng = np.random.default_rng(0)
+    data, w, b = (rng.standard_normal(shape).astype("float32") for shape, _ in task.arg_shapes[:3])
+    out = np.zeros(task.arg_shapes[3][0], "float32")
+    f(data, w, b, out)
+    n, cb, h, wd, blk = data.shape
+    x_nchw = torch.from_numpy(data).permute(0, 1, 4, 2, 3).reshape(n, cb * blk, h, wd)
+    want = torch.nn.functional.conv2d(x_nchw, torch.from_numpy(w), torch.from_numpy(b), padding=1)
+    got = torch.from_numpy(out).permute(0, 1, 4, 2, 3).reshape(want.shape)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_task_records_become_the_graph_schedule(tmp_path):
+    from pytvmbridge.autotvm.graph_tuning import blocked_conv_tasks
+
+    model, x, gm, outputs = _blocked_graph()
+    task = blocked_conv_tasks(outputs)[1][0]
+    rng = random.Random(3)
+    default = task.space.default()
+    for _ in range(200):
+        good = task.canonical(task.space.sample(rng))
+        if good["T_conv2d_NCHWc"] != default["T_conv2d_NCHWc"]:
+            break
+    log = tmp_path / "blocked.json"
+    mk = record.make_record
+    record.append(log, [mk(task.workload_key, task.description, "auto", "llvm", good, [1e-6], 0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the other two workloads have no record
+        config = graph_config(gm, outputs, tuning_log_file=log)
+    # the graph's second blocked convolution takes the record's knobs
+    for knob, value in good["T_conv2d_NCHWc"].items():
+        assert config["T_conv2d_NCHWc#2"][knob] == value, knob
+    # the compiled model (blocked layout, tuned) computes the model
+    torch._dynamo.reset()
+    f = torch.compile(model, backend="pytvmbridge", options={"tuning_log_file": str(log)})
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)

@@ -136,23 +136,25 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
         >>> topi.nn.gelu(tvm.placeholder((3,)), approximate="tanh").op.tag
         'elemwise'
     """
+    # Written as h + h * f with h = x / 2 (one FMA) and, for tanh, the argument as
+    # x * (k + k 0.044715 x^2) (two multiplies and an FMA): three to four vector instructions
+    # fewer per 16 floats than the textbook form, in a loop that is nearly compute-bound.
     if approximate == "none":
-        return _apply(
-            x,
-            lambda v: v * _c(0.5, v) * (_c(1.0, v) + te.erf(v * _c(1 / math.sqrt(2.0), v))),
-            "gelu",
-        )
+
+        def exact(v: te.Expr) -> te.Expr:
+            h = v * _c(0.5, v)
+            return h + h * te.erf(v * _c(1 / math.sqrt(2.0), v))
+
+        return _apply(x, exact, "gelu")
     if approximate == "tanh":
         k = math.sqrt(2.0 / math.pi)
-        return _apply(
-            x,
-            lambda v: (
-                v
-                * _c(0.5, v)
-                * (_c(1.0, v) + te.tanh(_c(k, v) * (v + _c(0.044715, v) * v * v * v)))
-            ),
-            "gelu",
-        )
+
+        def tanh_form(v: te.Expr) -> te.Expr:
+            h = v * _c(0.5, v)
+            arg = v * (_c(k, v) + _c(k * 0.044715, v) * (v * v))
+            return h + h * te.tanh(arg)
+
+        return _apply(x, tanh_form, "gelu")
     raise TVMValueError(f"approximate of gelu must be 'none' or 'tanh', found {approximate!r}")
 
 

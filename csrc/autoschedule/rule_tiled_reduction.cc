@@ -39,12 +39,6 @@ constexpr int64_t kCachedBytes = int64_t{1} << 20;
 constexpr int64_t kTargetAccumulators = 16;
 // Panels that must read a row operand for the 6 x 4 tile (below) to pay by default.
 constexpr int64_t kPackedRowsPanels = 8;
-// The largest row operand that takes the 6 x 4 tile by default. One thread, CPU time, 6 x 4
-// with packed rows against 8 x 2 without: 0.90-0.95x vs 0.84-0.87x torch.matmul with 4 MiB of
-// rows (SGEMM 1024^3), but 0.84-0.89x vs 0.93-0.94x with 8 MiB (2048x1024 @ 1024x1024) and
-// 0.73-0.80x vs 0.80-0.90x with 12 MiB (2048x1536 @ 1536x1024); 6 x 4 with the rows in place
-// was not measured there.
-constexpr int64_t kPackedRowsMaxBytes = int64_t{4} << 20;
 
 std::optional<int64_t> extent_of(const IterVar& iv) { return const_extent(iv); }
 
@@ -182,11 +176,11 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
     row_dim = exact_dim(r, rvar);
   }
   if (readers != 1 || row_dim < 0 || row_read == plan.streamed) return 0;
-  // Pre-packed panels (dense_pack's weight) are streamed in place, whatever the row operand's
-  // size: 1024x3072 rows (12 MiB) read by 64-wide panels, 6 x 4 measured 1.02x against 8 x 2's
-  // 0.93x PyTorch (one thread).
-  auto row_bytes = bytes_of(row_read);
-  if (!row_bytes || (plan.panel_width == 0 && *row_bytes > kPackedRowsMaxBytes)) return 0;
+  // Whatever the row operand's size (it is read in place). One thread, 6 x 4 against 8 x 2, in
+  // PyTorch's time: 2048x1024 @ 1024x1024 (8 MiB of rows) 0.96x vs 0.86x, 2048x1536 @
+  // 1536x1024 (12 MiB) 0.99x vs 0.92x, pre-packed dense 1024x3072->768 (12 MiB) 1.02x vs 0.93x.
+  // (With the rows packed, the old default, 6 x 4 had measured slower there.)
+  if (!bytes_of(row_read)) return 0;
   auto rext = extent_of(c->axis[plan.row_axis]);
   auto kext = extent_of(c->reduce_axis[0]);
   auto sbytes = bytes_of(plan.streamed);
@@ -223,7 +217,15 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
   // At least kPackedRowsPanels panels (a 12x128x64 batch_matmul's two panels of 4 vectors,
   // rows packed, measured 0.88x against 1.04x with 8 x 2); they are then also enough to share
   // among threads without the row tiles (below).
-  if (best > 0 && vext && *vext / (best % 8 * lanes) < kPackedRowsPanels) return 0;
+  // Fewer panels do for a streamed operand packed with a transpose when the tile divides the
+  // rows: the row tiles then share the parallel loop with no guard (dense x @ w.T at batch 1
+  // streaming its 128 rows of activations, two panels, against 768 or 3072 weight rows: 6 x 4
+  // 1.06-1.16x against 8 x 2's 0.98-1.10x PyTorch, one thread).
+  bool transposed = plan.streamed_dim >= 0 &&
+                    plan.streamed_dim != static_cast<int>(plan.streamed->indices.size()) - 1;
+  if (best > 0 && vext && *vext / (best % 8 * lanes) < kPackedRowsPanels &&
+      !(transposed && *rext % (best / 8) == 0))
+    return 0;
   return best;
 }
 
@@ -254,7 +256,7 @@ Stage fusable_epilogue(Context& ctx, const Stage& st) {
   return e;
 }
 
-std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
+std::optional<TiledPlan> plan_tiled(Context& ctx, const Stage& st) {
   if (classify(st) != StageKind::kReduction) return std::nullopt;
   const ComputeOpNode* c = as_compute(st->op);
   const auto* red = c->body[0].as<Reduce>();
@@ -270,6 +272,8 @@ std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
 
   TiledPlan best;
   int best_score = -1;
+  // Every axis that can be the vector axis, with its streamed read (for the knob below).
+  std::vector<std::pair<int, const TensorRead*>> valid;
   for (int a = 0; a < n; ++a) {
     const Expr& var = c->axis[a]->var;
     std::vector<const TensorRead*> deps;
@@ -293,6 +297,7 @@ std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
     if (extent && *extent % lanes == 0) score += 2;
     if (!extent) score += 1;
     if (a == n - 1) score += 1;
+    valid.emplace_back(a, deps[0]);
     if (score > best_score) {
       best_score = score;
       best.vector_axis = a;
@@ -301,6 +306,42 @@ std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st) {
     }
   }
   if (best_score < 0) return std::nullopt;
+  // Which operand is streamed (packed into panels, one vector axis) and which is broadcast row
+  // by row: knob "vector_axis". When both operands hold the reduction contiguous (dense's
+  // x @ w.T, the layout PyTorch keeps a linear weight in), either one must be packed with a
+  // transpose, whose strided gathers cost about the operand's size, while the broadcast one is
+  // read in place: by default the smaller operand is streamed. A BERT layer at batch 1 (128
+  // rows against a 768x768 weight) then packs its 393 KB of activations instead of the 2.4 MB
+  // weight on every call.
+  std::vector<int64_t> axis_candidates = {best.vector_axis};
+  int64_t axis_default = best.vector_axis;
+  auto best_bytes = bytes_of(best.streamed);
+  bool transposing = best.streamed_dim >= 0 &&
+                     best.streamed_dim != static_cast<int>(best.streamed->indices.size()) - 1;
+  for (const auto& [a, read] : valid) {
+    if (a == best.vector_axis || read == best.streamed || exact_dim(read, c->axis[a]->var) < 0)
+      continue;
+    axis_candidates.push_back(a);
+    auto extent = extent_of(c->axis[a]);
+    auto bytes = bytes_of(read);
+    int dim = exact_dim(read, c->axis[a]->var);
+    bool also_transposing = dim != static_cast<int>(read->indices.size()) - 1;
+    if (transposing && also_transposing && red->axis.size() == 1 && best_bytes && bytes &&
+        *bytes < *best_bytes && extent && *extent % (2 * lanes) == 0 &&
+        axis_default == best.vector_axis)
+      axis_default = a;
+  }
+  int64_t chosen = axis_candidates.size() > 1
+                       ? ctx.knob(st, "vector_axis", axis_default, axis_candidates)
+                       : best.vector_axis;
+  if (chosen != best.vector_axis) {
+    for (const auto& [a, read] : valid) {
+      if (a != chosen) continue;
+      best.vector_axis = a;
+      best.streamed = read;
+      best.streamed_dim = exact_dim(read, c->axis[a]->var);
+    }
+  }
   best.panel_width = panel_width(best.streamed, c->axis[best.vector_axis]->var);
   // The row axis: the innermost axis the streamed operand does not depend on but another does.
   std::optional<int64_t> reuse = 1;

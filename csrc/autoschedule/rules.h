@@ -88,7 +88,7 @@ struct TiledPlan {
   // as [v // w, ..., v % w], a dense_pack weight); 0: not.
   int64_t panel_width = 0;
 };
-std::optional<TiledPlan> plan_tiled(const Context& ctx, const Stage& st);
+std::optional<TiledPlan> plan_tiled(Context& ctx, const Stage& st);
 // The single consumer that can take a reduction's output as its epilogue: injective, at root,
 // same shape, reading the reduction only at its own axes, in order (nullptr: none).
 Stage fusable_epilogue(Context& ctx, const Stage& st);

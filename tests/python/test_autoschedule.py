@@ -414,26 +414,64 @@ def test_panel_high_block_points_compute_the_same_values(change):
 
 
 def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
-    # A BERT dense layer at batch 1: the 9 MiB weight is packed inside the parallel loop over
-    # its panels (never whole); SGEMM 1024^3, as long as it is high, keeps the separate pass.
+    # A dense layer whose 1.5 MiB weight (smaller than its 2 MiB of activations, so it is the
+    # streamed operand) is packed inside the parallel loop over its panels (never whole); SGEMM
+    # 1024^3, as long as it is high, keeps the separate pass.
     from pytvmbridge import topi
 
-    X = tvm.placeholder((128, 768), name="X")
-    W = tvm.placeholder((3072, 768), name="W")
+    X = tvm.placeholder((512, 1024), name="X")
+    W = tvm.placeholder((384, 1024), name="W")
     dense = topi.nn.dense(X, W)
-    assert tvm.auto_schedule_space(dense)["default"]["T_dense"]["pack_inner"] == 1
+    point = tvm.auto_schedule_space(dense)["default"]["T_dense"]
+    assert (point["pack_inner"], point["vector_axis"]) == (1, 1)
     s = tvm.auto_schedule(dense)
     text = str(tvm.lower(s, [X, W, dense]))
-    assert text.index("parallel (") < text.index("allocate W.packed[float32 * 1 * 768 * ")
+    assert text.index("parallel (") < text.index("allocate W.packed[float32 * 1 * 1024 * ")
     assert text.count("parallel (") == 1
-    x = rand(128, 768)
-    w = rand(3072, 768)
+    x = rand(512, 1024)
+    w = rand(384, 1024)
     (y,) = run(s, [X, W, dense], [x, w])
     np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
     A = tvm.placeholder((1024, 1024), name="A")
     B = tvm.placeholder((1024, 1024), name="B")
     mm = topi.matmul(A, B)
     assert tvm.auto_schedule_space(mm)["default"]["T_matmul"]["pack_inner"] == 0
+
+
+def test_dense_streams_the_smaller_operand_when_both_hold_the_reduction_contiguous():
+    # x @ w.T with both operands contiguous along the reduction: whichever is streamed is packed
+    # with a transpose, the other read in place. A BERT layer at batch 1 (128 x 768 activations,
+    # a 3072 x 768 weight) packs the activations (vector axis 0: the rows of x) and takes the
+    # 6 x 4 tile over the weight's rows, which it divides; the weight is never copied.
+    from pytvmbridge import topi
+
+    X = tvm.placeholder((128, 768), name="X")
+    W = tvm.placeholder((3072, 768), name="W")
+    b = tvm.placeholder((3072,), name="b")
+    dense = topi.nn.dense(X, W, b)
+    space = tvm.auto_schedule_space(dense)
+    point = space["default"]["T_dense"]
+    assert point["vector_axis"] == 0 and space["knobs"]["T_dense"]["vector_axis"] == [0, 1]
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert (point["tile_rows"], point["tile_vectors"]) == (6, 4)
+    s = tvm.auto_schedule(dense)
+    text = str(tvm.lower(s, [X, W, b, dense]))
+    assert "X.packed" in text and "W.packed" not in text
+    x, w, bias = rand(128, 768), rand(3072, 768), rand(3072)
+    expected = x @ w.T + bias
+    (y,) = run(s, [X, W, b, dense], [x, w, bias])
+    np.testing.assert_allclose(y, expected, rtol=1e-3, atol=1e-3)
+    # The other choice stays in the space (the weight streamed, packed panel by panel).
+    s = tvm.auto_schedule(dense, config={"T_dense": {"vector_axis": 1}})
+    text = str(tvm.lower(s, [X, W, b, dense]))
+    assert "W.packed" in text and "X.packed" not in text
+    (y,) = run(s, [X, W, b, dense], [x, w, bias])
+    np.testing.assert_allclose(y, expected, rtol=1e-3, atol=1e-3)
+    # A weight larger than the activations (batch 8) stays the streamed operand.
+    X8 = tvm.placeholder((1024, 768), name="X")
+    W8 = tvm.placeholder((768, 768), name="W")
+    point = tvm.auto_schedule_space(topi.nn.dense(X8, W8))["default"]["T_dense"]
+    assert point["vector_axis"] == 1
 
 
 def test_wide_matrix_product_takes_a_tile_of_four_vectors_with_panel_parallel_loops():
@@ -463,14 +501,15 @@ def test_wide_matrix_product_takes_a_tile_of_four_vectors_with_panel_parallel_lo
     Q = tvm.placeholder((12, 128, 64), name="Q")
     K = tvm.placeholder((12, 128, 64), name="K")
     bmm = topi.nn.batch_matmul(Q, K)
-    # A batch_matmul with two such panels, and 8 MiB of rows, keep the 8 x 2 tile (AVX-512).
+    # A batch_matmul with two such panels keeps the 8 x 2 tile (AVX-512); 8 MiB of rows (read in
+    # place) take 6 x 4 as well.
     point = tvm.auto_schedule_space(bmm)["default"]["T_batch_matmul"]
     assert point["pack_rows"] == 0
     assert point["tile_vectors"] != 4
     big = topi.matmul(tvm.placeholder((2048, 1024), name="A"), tvm.placeholder((1024, 1024)))
     point = tvm.auto_schedule_space(big)["default"]["T_matmul"]
     assert point["pack_rows"] == 0
-    assert point["tile_vectors"] != 4
+    assert (point["tile_rows"], point["tile_vectors"]) in {(6, 4), (4, 3)}
 
 
 
@@ -600,8 +639,10 @@ def test_unit_inner_axes_move_outside_the_vector_axis():
 
 def test_loop_order_moves_the_fewest_bytes():
     # A 1x1 convolution of a large batch (weights of 32 KiB, input of 6 MiB): the image tiles go
-    # outermost, each sweeping the cached weights. A BERT dense layer (weight 9 MiB): the weight's
-    # panels go outermost, each sweeping the activations.
+    # outermost, each sweeping the cached weights. A BERT dense layer (weight 9 MiB) streaming
+    # its weight: the weight's panels go outermost, each sweeping the activations; streaming its
+    # activations (the default, see above): the weight's row tiles go outermost, each sweeping
+    # the cached packed activations, so the weight is read once either way.
     from pytvmbridge import topi
 
     x = tvm.placeholder((8, 64, 56, 56), name="x")
@@ -611,7 +652,9 @@ def test_loop_order_moves_the_fewest_bytes():
     X = tvm.placeholder((128, 768), name="X")
     W = tvm.placeholder((3072, 768), name="W")
     dense = topi.nn.dense(X, W)
-    assert tvm.auto_schedule_space(dense)["default"]["T_dense"]["streamed_outer"] == 1
+    streaming_w = tvm.auto_schedule_space(dense, config={"T_dense": {"vector_axis": 1}})
+    assert streaming_w["default"]["T_dense"]["streamed_outer"] == 1
+    assert tvm.auto_schedule_space(dense)["default"]["T_dense"]["streamed_outer"] == 0
     # The chosen order computes the reference's values.
     xs = np.random.default_rng(1).standard_normal((8, 64, 9, 9), dtype="float32")
     ws = np.random.default_rng(2).standard_normal((128, 64, 1, 1), dtype="float32")

@@ -331,13 +331,18 @@ class LocalRunner:
     def run(self, configs: list[Any], best: float | None = None) -> list[MeasureResult]:
         results: list[MeasureResult] = []
         for lo in range(0, len(configs), self.n_parallel):
-            results += self._batch(configs[lo : lo + self.n_parallel], best)
+            results += self.collect(self.submit(configs[lo : lo + self.n_parallel]), best)
             valid = [r.cost for r in results if r.error == OK and not r.cut_short]
             if valid:
                 best = min([*([best] if best else []), *valid])
         return results
 
-    def _batch(self, configs: list[Any], best: float | None) -> list[MeasureResult]:
+    def submit(self, configs: list[Any]) -> Any:
+        """Starts building ``configs`` (at most ``n_parallel``, one per worker) and returns at
+        once: the caller prepares its next proposals while the workers compile. ``collect``
+        then waits for the builds and measures the candidates one at a time."""
+        if len(configs) > self.n_parallel:
+            raise ValueError(f"submit takes at most {self.n_parallel} configurations")
         results = [MeasureResult(config=c) for c in configs]
         sent = []
         for k, c in enumerate(configs):  # phase 1: every worker builds, in parallel
@@ -348,7 +353,15 @@ class LocalRunner:
             except (OSError, BrokenPipeError):
                 results[k].error, results[k].error_msg = CRASH, "the worker process died"
                 self._stop(k)
-        deadline = time.monotonic() + self.option.timeout
+        return results, sent, time.monotonic() + self.option.timeout
+
+    def collect(
+        self, pending: Any, best: float | None = None, measure: bool = True
+    ) -> list[MeasureResult]:
+        """The results of a ``submit``: its builds waited for, then each built candidate
+        measured alone (no build runs meanwhile: every worker has answered). ``measure=False``
+        only waits for the builds (a batch the tuner no longer needs)."""
+        results, sent, deadline = pending
         built = []
         for k in sent:
             proc, conn = self._workers[k]  # type: ignore[misc]
@@ -375,7 +388,7 @@ class LocalRunner:
             results[k].error, results[k].error_msg = code, text
             results[k].features, results[k].build_s = feats, build_s
             results[k].schedule, results[k].duplicate = sched, duplicate
-            if code == OK and not duplicate:
+            if code == OK and not duplicate and measure:
                 built.append(k)
         for k in built:  # phase 2: one at a time
             start = time.perf_counter()

@@ -77,6 +77,7 @@ class Tuner:
         self._records: dict[str, dict[str, Any]] = {}  # config key -> its (last) record
         self._hash_of: dict[str, str | None] = {}  # config key -> schedule_hash (None: fails)
         self._seen_schedules: set[str] = set()  # schedules measured or about to be
+        self._pending: set[str] = set()  # config keys proposed, not yet measured
 
     # --- to override ---
     def next_batch(self, n: int) -> list[Any]:
@@ -90,15 +91,29 @@ class Tuner:
 
     # --- shared ---
     def _fresh(self, config: Any) -> Any | None:
-        """The canonical form of ``config`` if it was not measured (else ``None``)."""
+        """The canonical form of ``config`` if it was not measured nor is being measured
+        (else ``None``)."""
         try:
             config = self.task.canonical(config)
         except ValueError:
             return None
         key = _key(config)
-        if key in self.visited:
+        if key in self.visited or key in self._pending:
             return None
         return config
+
+    def _propose(self, n: int) -> list[Any]:
+        """``next_batch(n)``, its configurations marked as being measured."""
+        configs = self.next_batch(n)
+        self._pending.update(_key(c) for c in configs)
+        return configs
+
+    def _share_schedules(self, runner: Any) -> None:
+        if hasattr(runner, "known_schedules"):
+            # Different configurations often build the same code (a knob that does nothing
+            # at this shape, a tile size repaired to the same one): the runner skips those
+            # before compiling, so every trial measures a new schedule.
+            runner.known_schedules = set(self._seen_schedules)
 
     def _observe(self, config: Any, cost: float, rec: dict[str, Any] | None) -> None:
         self.visited.add(_key(config))
@@ -185,21 +200,46 @@ class Tuner:
             raise TVMValueError(f"runner must be 'local', 'ray' or a runner object, got {runner!r}")
         bar = _bar(self.task, n_trial, progress)
         batch = getattr(runner, "n_parallel", 1)
+        # With a runner that has submit/collect, a batch's builds run while this process
+        # makes the next proposals (cost model fit, features) and while it logs the last
+        # results, so the workers do not wait for the tuner; each candidate is still measured
+        # alone, once every build of its batch has answered.
+        pipelined = hasattr(runner, "submit") and hasattr(runner, "collect")
         last_improvement = 0
         done = 0
         idle_batches = 0
+        self._pending = set()
+        inflight: Any = None
+        inflight_n = 0
         try:
-            while done < n_trial and self.has_next():
-                configs = self.next_batch(min(batch, n_trial - done))
-                if not configs:
-                    break
+            while True:
+                if inflight is None:
+                    if done >= n_trial or not self.has_next():
+                        break
+                    configs = self._propose(min(batch, n_trial - done))
+                    if not configs:
+                        break
+                    self._share_schedules(runner)
+                    if pipelined:
+                        inflight, inflight_n = runner.submit(configs), len(configs)
+                    else:
+                        inflight, inflight_n = configs, len(configs)
+                upcoming: list[Any] = []
+                if pipelined and done + inflight_n < n_trial and self.has_next():
+                    upcoming = self._propose(min(batch, n_trial - done - inflight_n))
                 best = self.best_cost if math.isfinite(self.best_cost) else None
-                if hasattr(runner, "known_schedules"):
-                    # Different configurations often build the same code (a knob that does
-                    # nothing at this shape, a tile size repaired to the same one): the runner
-                    # skips those before compiling, so every trial measures a new schedule.
-                    runner.known_schedules = self._seen_schedules
-                results = runner.run(configs, best)
+                if pipelined:
+                    results = runner.collect(inflight, best)
+                else:
+                    results = runner.run(inflight, best)
+                inflight = None
+                for r in results:
+                    self._pending.discard(_key(r.config))
+                    if r.schedule and not r.duplicate and r.error == 0:
+                        self._seen_schedules.add(r.schedule)
+                if upcoming:  # its builds start now, while these results are logged
+                    self._share_schedules(runner)
+                    inflight, inflight_n = runner.submit(upcoming), len(upcoming)
                 for r in results:
                     if r.duplicate:
                         self.visited.add(_key(r.config))
@@ -228,6 +268,9 @@ class Tuner:
                 if early_stopping is not None and done - last_improvement >= early_stopping:
                     break
         finally:
+            if inflight is not None and pipelined:
+                for r in runner.collect(inflight, None, measure=False):  # not needed now
+                    self._pending.discard(_key(r.config))
             if bar is not None:
                 bar.close()
             if own_runner:

@@ -166,6 +166,26 @@ def test_evolutionary_tuner_uses_the_model(tmp_path):
     assert all(len(r["features"]) == 13 for r in recs)
 
 
+def test_builds_run_while_the_tuner_proposes(tmp_path):
+    task = autotvm.task.create("test_matmul", args=(N,))
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    events: list[str] = []
+    tuner = autotvm.RandomTuner(task, seed=1)
+    propose = tuner.next_batch
+    tuner.next_batch = lambda n: events.append("propose") or propose(n)
+    with autotvm.LocalRunner(task, n_parallel=2, option=opt) as runner:
+        submit, collect = runner.submit, runner.collect
+        runner.submit = lambda configs: events.append("submit") or submit(configs)
+        runner.collect = lambda *a, **k: events.append("collect") or collect(*a, **k)
+        tuner.tune(5, log_file=tmp_path / "p.json", runner=runner, progress=False, verify=False)
+    # the next batch is proposed while the last one builds, before its results are collected
+    assert events[:4] == ["propose", "submit", "propose", "collect"]
+    recs = list(record.load(tmp_path / "p.json", verified=False))
+    # exactly the budget, no configuration measured twice, each checked against the reference
+    assert len(recs) == 5 and len({json.dumps(r["config"], sort_keys=True) for r in recs}) == 5
+    assert all(r["error"] == OK for r in recs)
+
+
 def test_log_round_trip(tmp_path):
     task = autotvm.task.create("test_matmul", args=(N,))
     log = tmp_path / "log.json"

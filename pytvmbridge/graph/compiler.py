@@ -41,7 +41,9 @@ from ..schedule import create_schedule
 from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
 from .layout import blocking, conv_block, host_block
+from .linear import fold_linear_views
 from .ops import CONVERTERS
+from .read_through import plan_read_through
 from .views import cancel_view_pairs
 
 # int64: max pooling's indices, saved by a training forward for its backward (ops.OTHER_DTYPES)
@@ -321,11 +323,16 @@ def compile_graph(
                 n.meta["val"] = torch.empty(tm.shape, dtype=tm.dtype, device="meta")
             elif "val" not in n.meta and n.op == "placeholder":
                 n.meta["val"] = example_inputs[placeholders.index(n)]
+    # Tuning tasks are cut from the graph as it is computed (blocked convolutions included); the
+    # rewrites of linear layers and batched products below are left out of a tuned graph.
+    tuning = graph_tuning(gm, target, options)
+    if tuning is None:
+        fold_linear_views(gm)  # a linear layer on a 3-d input, without its two reshapes
     cancel_view_pairs(gm)  # an activation between two 3-d linear layers: the product's epilogue
     placeholders, out_nodes, is_tuple = _graph_nodes(gm)
     plan = plan_folds(gm) if options.get("fold_weights", True) else FoldPlan()
-    # Tuning tasks are cut from the graph as it is computed (blocked convolutions included).
-    tuning = graph_tuning(gm, target, options)
+    if tuning is None:  # batched products read their operands' view chains in place
+        plan.rewrites.update(plan_read_through(gm))
     lanes = _layout_lanes(options, target)
     with blocking(lanes):
         inputs, outputs, size_vars = import_graph(gm, plan=plan)

@@ -210,6 +210,9 @@ def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan
     from .. import topi
 
     for node in gm.graph.nodes:
+        if node.target is aten.linear.default:
+            _plan_linear(node, inputs, plan)
+            continue
         if node.target is aten.addmm.default:
             bias, x, wt = node.args[:3]
             if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
@@ -240,6 +243,33 @@ def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan
             return out if bias is None or one_d else topi.add(out, value(bias))
 
         plan.rewrites[node] = convert
+
+
+def _plan_linear(node: Any, inputs: dict[torch.fx.Node, int], plan: FoldPlan) -> None:
+    """``aten.linear(x, W, b)`` (from :func:`.linear.fold_linear_views`) with ``W`` a graph
+    input: ``W`` packed in panels as :func:`_plan_dense` packs it, or transposed once when no
+    panel width divides ``N``."""
+    from .linear import linear_packed, linear_transposed
+
+    x, weight = node.args[:2]
+    bias = node.args[2] if len(node.args) > 2 else None
+    if weight not in inputs:
+        return
+    n, k = _static_shape(weight)
+    block = dense_pack_block(n)
+    if not block:
+        name, shape = f"{weight.name}_t", [k, n]
+        plan.derived[name] = (Derived("transpose", (inputs[weight],)), shape)
+        compute = linear_transposed
+    else:
+        name, shape = f"{weight.name}_dense", [n // block, k, block]
+        plan.derived[name] = (Derived("dense_pack", (inputs[weight],), (block,)), shape)
+        compute = linear_packed
+
+    def convert(value: Callable, derived: dict, x=x, bias=bias, name=name, compute=compute):
+        return compute(value(x), derived[name], None if bias is None else value(bias))
+
+    plan.rewrites[node] = convert
 
 
 def _plan_transposed(

@@ -282,6 +282,13 @@ def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: An
     return topi.add(out, bias)
 
 
+@_register(aten.linear.default)
+def _linear(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None) -> te.Tensor:
+    from .linear import linear
+
+    return linear(x, w, bias)
+
+
 @_register(aten.bmm.default)
 def _bmm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     return topi.nn.batch_matmul(a, b, transpose_b=False)

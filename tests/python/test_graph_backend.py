@@ -213,6 +213,8 @@ def test_backend_found_by_name_in_fresh_interpreter():
         "pytvmbridge.graph.prepack",
         "pytvmbridge.graph.fold",
         "pytvmbridge.graph.views",
+        "pytvmbridge.graph.linear",
+        "pytvmbridge.graph.read_through",
         "pytvmbridge.torch",
         "pytvmbridge.torch.switch",
         "pytvmbridge.torch.graph",

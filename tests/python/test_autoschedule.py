@@ -414,17 +414,32 @@ def test_panel_high_block_points_compute_the_same_values(change):
 
 
 def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
-    # A dense layer whose 1.5 MiB weight (smaller than its 2 MiB of activations, so it is the
-    # streamed operand) is packed inside the parallel loop over its panels (never whole); SGEMM
-    # 1024^3, as long as it is high, keeps the separate pass.
+    # A dense layer whose streamed operand is out of cache, with a reduction longer than the
+    # rows: 512 x 1024 activations against a 1.5 MiB weight (384 x 1024) stream the activations
+    # (see the test below), packed inside the parallel loop over their panels (never whole),
+    # 6 x 4 tiles over the 384 weight rows; streaming the weight instead, the weight is packed
+    # that way, with 8 x 2 tiles (6 does not divide 512). SGEMM 1024^3, as long as it is high,
+    # keeps the separate pass.
     from pytvmbridge import topi
 
     X = tvm.placeholder((512, 1024), name="X")
     W = tvm.placeholder((384, 1024), name="W")
     dense = topi.nn.dense(X, W)
     point = tvm.auto_schedule_space(dense)["default"]["T_dense"]
-    assert (point["pack_inner"], point["vector_axis"]) == (1, 1)
+    assert (point["pack_inner"], point["vector_axis"]) == (1, 0)
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert (point["tile_rows"], point["tile_vectors"]) == (6, 4)
     s = tvm.auto_schedule(dense)
+    text = str(tvm.lower(s, [X, W, dense]))
+    assert text.index("parallel (") < text.index("allocate X.packed[float32 * 1 * 1024 * ")
+    assert text.count("parallel (") == 1
+    x = rand(512, 1024)
+    w = rand(384, 1024)
+    (y,) = run(s, [X, W, dense], [x, w])
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+    config = {"T_dense": {"vector_axis": 1}}
+    assert tvm.auto_schedule_space(dense, config=config)["default"]["T_dense"]["pack_inner"] == 1
+    s = tvm.auto_schedule(dense, config=config)
     text = str(tvm.lower(s, [X, W, dense]))
     assert text.index("parallel (") < text.index("allocate W.packed[float32 * 1 * 1024 * ")
     assert text.count("parallel (") == 1

@@ -11,6 +11,7 @@ search over ``auto_schedule_space``'s knobs; candidates are measured in worker p
                                           [--budget-s 400] [--only conv,bert,sgemm]
                                           [--match 128x28x28->128,SGEMM]
     .venv/bin/python benchmarks/tuning.py --resnet [--quick] [--resnet-trials 300]
+    .venv/bin/python benchmarks/tuning.py --pipeline-ab [--quick]
 
 The whole run must fit in about 8 minutes, so tuning has a time budget (``--budget-s``,
 shared by the workloads in proportion to their FLOPs, at least 10 s each): a workload whose
@@ -35,6 +36,11 @@ freezing, pytvmbridge untuned, then pytvmbridge with ``options={"tuning_n_trials
 "tuning_log_file": log}`` (the graph's distinct convolution and matmul workloads tuned with the
 budget split by the task scheduler, then compiled with the log), timed in the same run (target:
 tuned at least 10% below Inductor). JSON: benchmarks/results/tuning_resnet18.json.
+
+``--pipeline-ab``: the search's wall time on conv2d 128x28x28 k3s1 (40 trials, four pairs,
+the order alternating) with the batch's builds overlapping the tuner's next proposals
+(``LocalRunner.submit/collect``) and without (a runner seen through ``run`` only), and the
+share of it spent measuring. JSON: benchmarks/results/tuning_pipeline.json.
 """
 
 from __future__ import annotations
@@ -328,6 +334,59 @@ def resnet_main(args: argparse.Namespace) -> None:
     print(f"wrote {out}")
 
 
+class _RunOnly:
+    """A LocalRunner seen through ``run`` alone: the tuner then proposes each batch only after
+    the last one was built and measured (the behaviour before submit/collect)."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner, self.n_parallel = runner, runner.n_parallel
+
+    @property
+    def known_schedules(self) -> set[str]:
+        return self.runner.known_schedules
+
+    @known_schedules.setter
+    def known_schedules(self, value: set[str]) -> None:
+        self.runner.known_schedules = value
+
+    def run(self, configs: list[Any], best: float | None = None) -> list[Any]:
+        return self.runner.run(configs, best)
+
+
+def pipeline_main(args: argparse.Namespace) -> None:
+    """Search wall time with and without builds overlapping the tuner's proposals
+    (``LocalRunner.submit/collect``), alternating, on conv2d 128x28x28 k3s1."""
+    import xgboost  # noqa: F401  (imported once, outside the timings)
+
+    from pytvmbridge import autotvm
+    from pytvmbridge.autotvm.tuner import make_tuner
+
+    task = autotvm.auto_task(conv_workload, (128, 28, 128, 3, 1, 1), name="conv2d")
+    autotvm.LocalRunner(task).close()  # the reference outputs, computed once
+    n = 16 if args.quick else 40
+    rows = []
+    for rep in range(2 if args.quick else 4):
+        for mode in ("run only", "pipelined") if rep % 2 == 0 else ("pipelined", "run only"):
+            tuner = make_tuner("evolutionary", task, rep)
+            log = os.path.join(tempfile.mkdtemp(), "ab.json")
+            with autotvm.LocalRunner(task) as runner:
+                t0 = time.perf_counter()
+                tuner.tune(n, progress=False, verify=False, log_file=log,
+                           runner=runner if mode == "pipelined" else _RunOnly(runner))  # fmt: skip
+                wall = time.perf_counter() - t0
+            recs = [json.loads(line) for line in open(log)]
+            measure = sum(r["measure_s"] for r in recs)
+            rows.append({"mode": mode, "rep": rep, "wall_s": wall, "measure_s": measure,
+                         "trials": tuner.trials, "duplicates": tuner.duplicates})  # fmt: skip
+            print(f"{mode:9s} pair {rep}: {tuner.trials} trials ({tuner.duplicates} duplicates "
+                  f"skipped), search wall {wall:6.2f} s, measurement {measure:5.2f} s "
+                  f"({measure / wall:.0%} of the wall)", flush=True)  # fmt: skip
+    out = Path(__file__).parent / "results" / "tuning_pipeline.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"workload": task.description, "rows": rows}, indent=1))
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -339,7 +398,11 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--only", default="conv,bert,sgemm")
     ap.add_argument("--match", default="", help="comma-separated name substrings (a subset)")
+    ap.add_argument("--pipeline-ab", action="store_true", help="builds overlapping proposals")
     args = ap.parse_args()
+    if args.pipeline_ab:
+        pipeline_main(args)
+        return
     if args.resnet:
         resnet_main(args)
         return

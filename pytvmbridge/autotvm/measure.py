@@ -342,7 +342,12 @@ class LocalRunner:
         once: the caller prepares its next proposals while the workers compile. ``collect``
         then waits for the builds and measures the candidates one at a time."""
         if len(configs) > self.n_parallel:
-            raise ValueError(f"submit takes at most {self.n_parallel} configurations")
+            from ..error import TVMValueError
+
+            raise TVMValueError(
+                f"submit: configs has {len(configs)} entries, at most n_parallel "
+                f"({self.n_parallel}) allowed"
+            )
         results = [MeasureResult(config=c) for c in configs]
         sent = []
         for k, c in enumerate(configs):  # phase 1: every worker builds, in parallel

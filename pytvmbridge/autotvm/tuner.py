@@ -683,8 +683,35 @@ def tune_tasks(
         for tu in tuners:
             tu.resume(os.fspath(log_file))
     progress_of: list[list[float]] = [[] for _ in tuners]
-    spent = 0
     order = list(range(len(tuners)))
+    # Local runners stay open across a task's rounds (each round is only n_parallel trials,
+    # and a fresh runner forks its workers again); the least recently used beyond a few are
+    # closed, so that a graph's dozen tasks do not keep two dozen workers alive.
+    open_runners: dict[int, LocalRunner] = {}
+    try:
+        _schedule_rounds(
+            tuners, n_trial, weight, n_parallel, progress_of, order, open_runners,
+            measure_option, log_file, runner, progress, early_stopping,
+        )  # fmt: skip
+    finally:
+        for r in open_runners.values():
+            r.close()
+    if verify:
+        return [tu.verify(log_file) if tu.trials else tu.best_record for tu in tuners]
+    return [tu.best_record for tu in tuners]
+
+
+_OPEN_RUNNERS = 4
+
+
+def _schedule_rounds(
+    tuners: list[Tuner], n_trial: int, weight: list[float], n_parallel: int,
+    progress_of: list[list[float]], order: list[int], open_runners: dict[int, LocalRunner],
+    measure_option: MeasureOption | None, log_file: Any, runner: Any, progress: bool,
+    early_stopping: int | None,
+) -> None:  # fmt: skip
+    """``tune_tasks``' rounds: each goes to the task of largest expected gain."""
+    spent = 0
     while spent < n_trial:
         live = [k for k in order if tuners[k].has_next()]
         if not live:
@@ -706,13 +733,22 @@ def tune_tasks(
             k = max(live, key=gain)
         step = min(n_parallel, n_trial - spent)
         before = tuners[k].trials
+        task_runner = runner
+        if runner == "local":
+            task_runner = open_runners.pop(k, None) or LocalRunner(
+                tuners[k].task, n_parallel=n_parallel, option=measure_option,
+                seed=tuners[k].seed or 0,
+            )  # fmt: skip
+            open_runners[k] = task_runner  # the most recently used last
+            while len(open_runners) > _OPEN_RUNNERS:
+                open_runners.pop(next(iter(open_runners))).close()
         tuners[k].tune(
             step,
             measure_option,
             None,
             log_file,
             n_parallel,
-            runner,
+            task_runner,
             progress,
             resume=False,
             verify=False,
@@ -725,6 +761,3 @@ def tune_tasks(
             for h in progress_of
         ):
             break
-    if verify:
-        return [tu.verify(log_file) if tu.trials else tu.best_record for tu in tuners]
-    return [tu.best_record for tu in tuners]

@@ -431,6 +431,33 @@ def test_task_scheduler_follows_weights(tmp_path):
         autotvm.tune_tasks(tasks, 2, tuner="random", progress=False, weights=[1.0])
 
 
+def test_task_scheduler_keeps_each_tasks_runner(tmp_path, monkeypatch):
+    from pytvmbridge.autotvm import tuner as tuner_module
+
+    made: list[object] = []
+
+    class Counted(autotvm.LocalRunner):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(tuner_module, "LocalRunner", Counted)
+
+    def scale(n):
+        A = tvm.placeholder((n,), name="A")
+        return [A, tvm.compute((n,), lambda i: A[i] * 3.0, name="B")]
+
+    tasks = [autotvm.auto_task(scale, (n,)) for n in (2048, 4096)]
+    log = tmp_path / "kept.json"
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    autotvm.tune_tasks(
+        tasks, 6, tuner="random", log_file=log, n_parallel=1, progress=False, measure_option=opt
+    )
+    # six one-trial rounds over two tasks: one runner per task, not one per round
+    assert len(made) == 2
+    assert len(list(record.load(log, verified=False))) == 6
+
+
 def test_plot_best_so_far(tmp_path):
     import matplotlib
 

@@ -155,8 +155,8 @@ int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
 // 6 x 4 with AVX-512's 32 registers (4 x 3 with 16). Only for a single reduction whose row
 // operand alone depends on the rows, indexed by them exactly (matmul, dense, batch_matmul; not
 // convolutions), and not where the streamed operand is packed one panel at a time
-// ("pack_inner" below: 8 x 2 with that measured 0.93x, 6 x 4 unpacked with the row tiles in
-// the parallel loop 0.87x on dense 1024x3072->768).
+// ("pack_inner" below) over rows the tile does not divide (8 x 2 with that measured 0.93x,
+// 6 x 4 unpacked with the row tiles in the parallel loop 0.87x on dense 1024x3072->768).
 // Idle machine, 6 x 4 with the rows read in place and only the panel loop parallel, against
 // the same tile with the rows packed (GotoBLAS's A panels, knob "pack_rows") and the row tiles
 // in the parallel loop, in torch.matmul's time: SGEMM 1024^3 0.97x vs 0.88x at 2 threads and

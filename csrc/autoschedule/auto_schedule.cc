@@ -5,6 +5,7 @@
 #include "autoschedule/analysis.h"
 #include "autoschedule/context.h"
 #include "autoschedule/rules.h"
+#include "ir/op.h"
 #include "support/error.h"
 
 namespace ptb::autoschedule {
@@ -52,6 +53,28 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
     for (const Stage& producer : sch->stages) {
       for (const Tensor& t : st->op->input_tensors()) {
         if (t.op() == producer->origin_op) keep.insert(producer.get());
+      }
+    }
+  }
+  // A stored pad's input stays stored as well (the epilogue of the convolution before it, say):
+  // storage flattening then keeps it in the pad's interior, and the pad writes only the border
+  // (lower/storage_flatten.cc). Inlined into the pad, it was a copy of the whole tensor. Only
+  // constant shapes: flattening does not embed a tensor of symbolic size.
+  auto constant_shape = [](const Operation& op) {
+    for (const Expr& d : op->output_shape(0)) {
+      if (!as_const_int(d)) return false;
+    }
+    return true;
+  };
+  for (const Stage& pad : snapshot) {
+    const ComputeOpNode* pc = as_compute(pad->op);
+    if (!keep.count(pad.get()) || pc == nullptr || pc->tag != "injective,pad") continue;
+    std::vector<Tensor> inputs = pad->op->input_tensors();
+    for (const Stage& producer : sch->stages) {
+      if (inputs.size() == 1 && inputs[0].op() == producer->origin_op &&
+          classify(producer) == StageKind::kInjective && constant_shape(producer->op) &&
+          constant_shape(pad->op)) {
+        keep.insert(producer.get());
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "lower/balance_sums.h"
+#include "lower/plan_memory.h"
 #include "lower/schedule_ops.h"
 #include "lower/serialize_packed_calls.h"
 #include "lower/storage_flatten.h"
@@ -115,6 +116,7 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   s = vectorize_loops(s);
   s = simplify(s);
   s = balance_sums(s);
+  s = plan_memory(s);  // dead intermediates' memory reused by later ones
 
   std::unordered_set<const ExprNode*> bound;
   for (const Expr& v : f.scalar_params) bound.insert(v.get());

@@ -36,7 +36,7 @@ class Interpreter {
            const std::map<std::string, int64_t>& sizes = {}) {
     for (size_t a = 0; a < f.args.size(); ++a) {
       const Buffer& b = f.args[a];
-      buffers_[b.get()] = &(*arrays)[a];
+      buffers_[b->data.get()] = &(*arrays)[a];
       std::vector<Expr> compact = compact_strides(b->shape);
       for (size_t d = 0; d < b->strides.size(); ++d)
         stride_exprs_[b->strides[d].get()] = compact[d];
@@ -263,7 +263,7 @@ class Interpreter {
   }
 
   std::vector<double>& memory(const Buffer& b) {
-    auto it = buffers_.find(b.get());
+    auto it = buffers_.find(b->data.get());
     if (it == buffers_.end()) throw std::runtime_error("unallocated buffer " + b->name);
     return *it->second;
   }
@@ -302,10 +302,11 @@ class Interpreter {
       if (n < 0) throw std::runtime_error("negative allocation");
       // NaN: a read of an element nobody wrote shows up in the results.
       auto storage = std::make_unique<std::vector<double>>(n, std::nan(""));
-      auto* saved = buffers_.count(x->buffer.get()) ? buffers_[x->buffer.get()] : nullptr;
-      buffers_[x->buffer.get()] = storage.get();
+      const ExprNode* data = x->buffer->data.get();
+      auto* saved = buffers_.count(data) ? buffers_[data] : nullptr;
+      buffers_[data] = storage.get();
       exec(x->body);
-      buffers_[x->buffer.get()] = saved;
+      buffers_[data] = saved;
       return;
     }
     if (const auto* x = s.as<Block>()) {
@@ -330,7 +331,8 @@ class Interpreter {
     throw std::runtime_error("interpreter: unsupported statement");
   }
 
-  std::unordered_map<const BufferNode*, std::vector<double>*> buffers_;
+  // By data variable: buffers that share memory (lower/plan_memory.cc) share one.
+  std::unordered_map<const ExprNode*, std::vector<double>*> buffers_;
   std::unordered_map<const Var*, Lanes> scalars_;
   std::unordered_map<const ExprNode*, Expr> stride_exprs_;
   int64_t stores_ = 0;

@@ -1051,14 +1051,14 @@ class CodeGenLLVM {
         PTB_BINARY_CASE(Mod)
         PTB_BINARY_CASE(FloorDiv)
         PTB_BINARY_CASE(FloorMod)
-#define PTB_MINMAX_CASE(T)                                               \
-  case ExprKind::k##T: {                                                 \
-    const auto* op = e.as<T>();                                          \
-    llvm::Value* a = emit(op->a);                                        \
-    llvm::Value* c = emit(op->b);                                        \
-    if (avx512_ && op->a.dtype().is_float() && minmax_avx512_applies(a)) \
-      return emit_minmax_avx512(b_, BinaryOp::k##T, a, c);               \
-    return emit_binary(b_, BinaryOp::k##T, a, c, op->a.dtype());         \
+#define PTB_MINMAX_CASE(T)                                                              \
+  case ExprKind::k##T: {                                                                \
+    const auto* op = e.as<T>();                                                         \
+    llvm::Value* a = emit(op->a);                                                       \
+    llvm::Value* c = emit(op->b);                                                       \
+    if (avx512_ && op->a.dtype().is_float() && minmax_avx512_applies(a))                \
+      return emit_minmax_avx512(b_, BinaryOp::k##T, a, c, op->b.as<Load>() != nullptr); \
+    return emit_binary(b_, BinaryOp::k##T, a, c, op->a.dtype());                        \
   }
         PTB_MINMAX_CASE(Min)
         PTB_MINMAX_CASE(Max)

@@ -112,3 +112,20 @@ def test_pool_errors():
         topi.nn.avg_pool2d(tvm.placeholder((1, 1, 4, 4), "int32"), 2)
     with pytest.raises(ValueError, match="the pool stride must be >= 1"):
         topi.nn.max_pool2d(X, 2, 0)
+
+
+def test_auto_scheduled_max_pool_propagates_nan():
+    # The auto schedule takes 16 output columns per vector step, each the maximum of a padded
+    # window element (a select) and the running maximum: NaN in a window must give NaN, as
+    # NumPy's max over the window does (PyTorch's max_pool2d does too).
+    shape = (1, 3, 40, 68)
+    A = tvm.placeholder(shape, name="A")
+    a = random(shape, "float32")
+    a[0, 0, 5, 9] = a[0, 1, 0, 0] = a[0, 2, 39, 67] = np.nan
+    a[0, 2, 10, 20:40] = np.nan
+    padded = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+    ref = windows[:, :, ::2, ::2].max(axis=(-2, -1))
+    assert np.isnan(ref).any()
+    out = topi.nn.max_pool2d(A, (3, 3), (2, 2), (1, 1))
+    run([A], out, [a], ref, rtol=0, atol=0, schedule="auto")

@@ -145,12 +145,16 @@ std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::
   return {fn, p};
 }
 
-llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+// `nonpositive`: x is known to be <= 0 or NaN (sigmoid's exp(-|x|)), so the clamp from above
+// is left out.
+llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
+                     bool nonpositive = false) {
   llvm::Type* ty = x->getType();
   if (avx512 && avx512_fits(ty)) {
     // Clamped so that x - n ln2 stays finite (inf - inf is NaN); NaN fails both comparisons.
-    llvm::Value* xc =
-        b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)), constant(ty, kExpHi), x);
+    llvm::Value* xc = nonpositive ? x
+                                  : b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)),
+                                                   constant(ty, kExpHi), x);
     xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, kExpLo)), constant(ty, kExpLo), xc);
     auto [fn, p] = exp_reduced(b, xc);
     return scalef(b, p, fn);
@@ -208,7 +212,7 @@ llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
 llvm::Value* sigmoid_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* ty = x->getType();
   llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* e = exp_f32(b, b.CreateFNeg(a), avx512);
+  llvm::Value* e = exp_f32(b, b.CreateFNeg(a), avx512, /*nonpositive=*/true);
   llvm::Value* s = reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512);
   // NaN fails the comparison and takes e * s, which is NaN.
   return b.CreateSelect(b.CreateFCmpOGE(x, constant(ty, 0.0f)), s, b.CreateFMul(e, s));

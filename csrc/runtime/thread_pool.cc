@@ -76,22 +76,22 @@ bool spin_until(Pred done) {
   }
 }
 
-// The job state in one atomic word, so that a chunk is claimed with a single compare-exchange
-// that also checks the job is still the current one: [generation:40][next chunk:12][chunks:12].
-constexpr int kChunkBits = 12;
-constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
-constexpr int kMaxChunks = static_cast<int>(kChunkMask);
+// The job state in one atomic word: [generation:40][unused:24]. A new generation tells the
+// workers that a job is waiting; the job's chunks are claimed through claimed_ (below).
+constexpr int kGenerationShift = 24;
+constexpr int kMaxChunks = 4095;
 
-uint64_t pack(uint64_t generation, uint64_t next, uint64_t chunks) {
-  return (generation << (2 * kChunkBits)) | (next << kChunkBits) | chunks;
-}
-uint64_t generation_of(uint64_t s) { return s >> (2 * kChunkBits); }
-int next_of(uint64_t s) { return static_cast<int>((s >> kChunkBits) & kChunkMask); }
-int chunks_of(uint64_t s) { return static_cast<int>(s & kChunkMask); }
+uint64_t pack(uint64_t generation) { return generation << kGenerationShift; }
+uint64_t generation_of(uint64_t s) { return s >> kGenerationShift; }
 
 // Chunks are claimed dynamically by the caller and the workers alike: the caller never waits for
 // a worker to wake up (on a busy machine it may run every chunk itself), only for chunks that a
-// worker has already started.
+// worker has already started. Each thread first claims its own chunk (the caller chunk 0, worker
+// i chunk i), as OpenMP's static schedule assigns them, and only then takes what is left: a
+// kernel called again (a benchmark loop, the next layer over the same tensor) then finds its
+// part of the data in the cache of the core that touched it last. With first-come claims the
+// caller and a spinning worker raced for chunk 0, so the halves of a 1.5 MB operand swapped
+// cores from call to call and were read from the other core's L2.
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads) : num_threads_(num_threads) {}
@@ -129,15 +129,21 @@ class ThreadPool {
     job_closure_ = closure;
     job_error_ = nullptr;
     int chunks = static_cast<int>(std::min<int64_t>({n, threads, kMaxChunks}));
+    job_chunks_ = chunks;
     done_.store(0, std::memory_order_relaxed);
+    // One flag per thread; the flags past this job's chunks start claimed, so that a worker that
+    // read an older job's chunk count claims nothing that does not exist.
+    for (size_t k = 0; k < claimed_.size(); ++k) {
+      claimed_[k].store(static_cast<int>(k) >= chunks, std::memory_order_release);
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
-      state_.store(pack(++generation_, 0, chunks), std::memory_order_release);
+      state_.store(pack(++generation_), std::memory_order_release);
     }
     wake_cv_.notify_all();
 
     t_in_parallel = true;
-    run_chunks(generation_);
+    run_chunks(generation_, 0);
     t_in_parallel = false;
 
     // Wait for chunks that workers are still running, even after an exception: the closure
@@ -151,23 +157,33 @@ class ThreadPool {
   }
 
  private:
-  // Claims and runs chunks of job `generation` until none is left.
-  void run_chunks(uint64_t generation) {
-    uint64_t s = state_.load(std::memory_order_acquire);
+  // Claims and runs chunks of job `generation` until none is left: chunk `own` first, then any.
+  // A claimed flag is always a chunk of the job published before it was reset (claiming it
+  // acquires that job), even if this thread was slow and the job it checked has since ended.
+  void run_chunks(uint64_t generation, int own) {
     for (;;) {
-      if (generation_of(s) != generation || next_of(s) >= chunks_of(s)) return;
-      uint64_t claimed = pack(generation, next_of(s) + 1, chunks_of(s));
-      if (!state_.compare_exchange_weak(s, claimed, std::memory_order_acq_rel,
-                                        std::memory_order_acquire)) {
-        continue;  // s now holds the current state
+      if (generation_of(state_.load(std::memory_order_acquire)) != generation) return;
+      int chunk = -1;
+      if (own < static_cast<int>(claimed_.size()) &&
+          !claimed_[own].exchange(true, std::memory_order_acq_rel)) {
+        chunk = own;
+      } else {
+        for (size_t k = 0; k < claimed_.size(); ++k) {
+          if (!claimed_[k].load(std::memory_order_relaxed) &&
+              !claimed_[k].exchange(true, std::memory_order_acq_rel)) {
+            chunk = static_cast<int>(k);
+            break;
+          }
+        }
       }
-      run_chunk(next_of(s), chunks_of(s));
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_of(s)) {
+      if (chunk < 0) return;
+      const int chunks = job_chunks_;
+      run_chunk(chunk, chunks);
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
         // Taking the lock orders this notify after a waiting caller's check of done_ under it.
         std::lock_guard<std::mutex> lock(mu_);
         done_cv_.notify_one();
       }
-      s = claimed;
     }
   }
 
@@ -184,7 +200,7 @@ class ThreadPool {
     }
   }
 
-  void worker_loop(uint64_t seen) {
+  void worker_loop(uint64_t seen, int own) {
     t_in_parallel = true;
     for (;;) {
       auto has_work = [&] {
@@ -197,16 +213,18 @@ class ThreadPool {
       }
       if (stop_.load(std::memory_order_acquire)) return;
       seen = generation_of(state_.load(std::memory_order_acquire));
-      run_chunks(seen);
+      run_chunks(seen, own);
     }
   }
 
   // Called with submit_mu_ held, so no job is running.
   void start_workers(int count) {
     stop_workers();
+    claimed_ = std::vector<std::atomic<bool>>(count + 1);
+    for (std::atomic<bool>& c : claimed_) c.store(true, std::memory_order_relaxed);
     workers_.reserve(count);
     for (int i = 0; i < count; ++i) {
-      workers_.emplace_back([this, g = generation_] { worker_loop(g); });
+      workers_.emplace_back([this, g = generation_, own = i + 1] { worker_loop(g, own); });
     }
   }
 
@@ -229,12 +247,16 @@ class ThreadPool {
 
   // The current job: written by the submitter before state_ names it.
   int64_t job_n_ = 0;
+  int job_chunks_ = 0;
   ParallelBody job_fn_ = nullptr;
   void* job_closure_ = nullptr;
   std::exception_ptr job_error_;
   std::mutex error_mu_;
 
   std::atomic<uint64_t> state_{0};
+  // claimed_[k]: chunk k of the current job is taken (one flag per thread; resized only while
+  // no worker runs).
+  std::vector<std::atomic<bool>> claimed_;
   std::atomic<int> done_{0};
   std::mutex mu_;  // guards sleeping: wake_cv_ and done_cv_
   std::condition_variable wake_cv_, done_cv_;

@@ -11,6 +11,7 @@
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 
+#include "codegen/zmm_pieces.h"
 #include "support/error.h"
 
 namespace ptb {
@@ -68,15 +69,6 @@ llvm::Value* power_of_two(llvm::IRBuilderBase& b, llvm::Value* n, llvm::Type* ty
   return b.CreateBitCast(b.CreateShl(biased, llvm::ConstantInt::get(ity, 23)), ty);
 }
 
-// Whether AVX-512 instructions apply to values of type ty: vectors of a power-of-two number of
-// 16-lane pieces (scalars and other widths take the generic code).
-bool avx512_fits(llvm::Type* ty) {
-  auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(ty);
-  if (vty == nullptr || vty->getNumElements() % 16 != 0) return false;
-  unsigned pieces = vty->getNumElements() / 16;
-  return (pieces & (pieces - 1)) == 0;
-}
-
 // An AVX-512 intrinsic over every lane of `operands`, 16 lanes (one zmm register) at a time;
 // `tail` are its trailing non-vector arguments.
 llvm::Value* per_zmm(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id,
@@ -87,27 +79,12 @@ llvm::Value* per_zmm(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id,
   llvm::Function* fn = llvm::Intrinsic::getDeclaration(b.GetInsertBlock()->getModule(), id);
   std::vector<llvm::Value*> pieces;
   for (int offset = 0; offset < lanes; offset += 16) {
-    std::vector<int> take(16);
-    for (int i = 0; i < 16; ++i) take[i] = offset + i;
     std::vector<llvm::Value*> args;
-    for (llvm::Value* v : operands)
-      args.push_back(lanes == 16 ? v : b.CreateShuffleVector(v, take));
+    for (llvm::Value* v : operands) args.push_back(zmm_piece(b, v, offset));
     args.insert(args.end(), tail.begin(), tail.end());
     pieces.push_back(b.CreateCall(fn, args));
   }
-  // Joined pairwise back into `lanes` lanes.
-  while (pieces.size() > 1) {
-    std::vector<llvm::Value*> joined;
-    int width =
-        static_cast<int>(llvm::cast<llvm::FixedVectorType>(pieces[0]->getType())->getNumElements());
-    std::vector<int> both(2 * width);
-    for (int k = 0; k < 2 * width; ++k) both[k] = k;
-    for (size_t i = 0; i + 1 < pieces.size(); i += 2) {
-      joined.push_back(b.CreateShuffleVector(pieces[i], pieces[i + 1], both));
-    }
-    pieces = joined;
-  }
-  return pieces[0];
+  return join_pieces(b, std::move(pieces));
 }
 
 // p * 2^n by vscalefps: it rounds to a denormal, 0 or inf where the product does and passes NaN
@@ -123,7 +100,7 @@ llvm::Value* scalef(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* n) {
 // cycles where vdivps on 16 lanes takes 16.
 llvm::Value* reciprocal(llvm::IRBuilderBase& b, llvm::Value* d, bool avx512) {
   llvm::Type* ty = d->getType();
-  if (!avx512 || !avx512_fits(ty)) return b.CreateFDiv(constant(ty, 1.0f), d);
+  if (!avx512 || !splits_into_zmm(ty)) return b.CreateFDiv(constant(ty, 1.0f), d);
   auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
   llvm::Value* y = per_zmm(b, llvm::Intrinsic::x86_avx512_rcp14_ps_512,
                            {d, llvm::PoisonValue::get(piece)}, {b.getInt16(0xffff)});
@@ -150,7 +127,7 @@ std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::
 llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
                      bool nonpositive = false) {
   llvm::Type* ty = x->getType();
-  if (avx512 && avx512_fits(ty)) {
+  if (avx512 && splits_into_zmm(ty)) {
     // Clamped so that x - n ln2 stays finite (inf - inf is NaN); NaN fails both comparisons.
     llvm::Value* xc = nonpositive ? x
                                   : b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)),

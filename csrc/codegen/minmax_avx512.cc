@@ -1,5 +1,6 @@
 #include "codegen/minmax_avx512.h"
 
+#include <utility>
 #include <vector>
 
 #include <llvm/IR/Constants.h>
@@ -7,15 +8,13 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
+#include "codegen/zmm_pieces.h"
+
 namespace ptb {
 
 bool minmax_avx512_applies(llvm::Value* v) {
   auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
-  if (vty == nullptr || !vty->getElementType()->isFloatTy() || vty->getNumElements() % 16 != 0)
-    return false;
-  // A power-of-two number of 16-lane pieces, so that they join back pairwise.
-  unsigned pieces = vty->getNumElements() / 16;
-  return (pieces & (pieces - 1)) == 0;
+  return vty != nullptr && vty->getElementType()->isFloatTy() && splits_into_zmm(vty);
 }
 
 llvm::Value* emit_minmax_avx512(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value* a, llvm::Value* c,
@@ -35,10 +34,8 @@ llvm::Value* emit_minmax_avx512(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value
   int lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
   std::vector<llvm::Value*> pieces;
   for (int offset = 0; offset < lanes; offset += 16) {
-    std::vector<int> take(16);
-    for (int i = 0; i < 16; ++i) take[i] = offset + i;
-    llvm::Value* pa = lanes == 16 ? a : b.CreateShuffleVector(a, take);
-    llvm::Value* pc = lanes == 16 ? c : b.CreateShuffleVector(c, take);
+    llvm::Value* pa = zmm_piece(b, a, offset);
+    llvm::Value* pc = zmm_piece(b, c, offset);
     // Rounding argument 4: the current mode (min/max do not round).
     llvm::Value* m = b.CreateCall(minmax, {pc, pa, b.getInt32(4)});
     if (fix_up) {
@@ -56,18 +53,7 @@ llvm::Value* emit_minmax_avx512(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value
       pieces.push_back(b.CreateSelect(b.CreateFCmpUNO(pc, pc), pc, m));
     }
   }
-  while (pieces.size() > 1) {
-    std::vector<llvm::Value*> joined;
-    int width =
-        static_cast<int>(llvm::cast<llvm::FixedVectorType>(pieces[0]->getType())->getNumElements());
-    std::vector<int> both(2 * width);
-    for (int k = 0; k < 2 * width; ++k) both[k] = k;
-    for (size_t i = 0; i + 1 < pieces.size(); i += 2) {
-      joined.push_back(b.CreateShuffleVector(pieces[i], pieces[i + 1], both));
-    }
-    pieces = joined;
-  }
-  return pieces[0];
+  return join_pieces(b, std::move(pieces));
 }
 
 }  // namespace ptb

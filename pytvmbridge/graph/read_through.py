@@ -33,6 +33,7 @@ import torch
 
 from .. import te
 from ..topi import tag
+from .fold import _static_shape
 
 aten = torch.ops.aten
 
@@ -44,13 +45,7 @@ _SAME = {aten.clone.default, aten.alias.default}
 _SPLITS = {aten.split_with_sizes.default, aten.split.Tensor}
 
 
-def _shape(node: Any) -> list[int] | None:
-    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or val.dtype != torch.float32:
-        return None
-    if not all(isinstance(d, int) for d in val.shape):
-        return None
-    return list(val.shape)
+_shape = _static_shape
 
 
 def _groups(src: list[int], dst: list[int]) -> list[tuple[int, int, int, int]] | None:

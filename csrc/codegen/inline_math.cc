@@ -153,35 +153,30 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
-llvm::Value* tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+// x P(x^2) / Q(x^2), an odd function that rounds to +-1 past |x| = one (tanh, erf): x is clamped
+// to [-one, one] (NaN fails both comparisons and stays NaN; the factor x keeps the sign of -0),
+// and so is the quotient, which the rounding of P and Q can carry just past 1 near the clamp.
+template <size_t NP, size_t NQ>
+llvm::Value* odd_rational_to_one(llvm::IRBuilderBase& b, llvm::Value* x, float one_at,
+                                 const float (&P)[NP], const float (&Q)[NQ], bool avx512) {
   llvm::Type* ty = x->getType();
-  // Clamped to [-9.1, 9.1]; NaN fails both comparisons and stays NaN.
   llvm::Value* xc =
-      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kTanhOne)), constant(ty, kTanhOne), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -kTanhOne)), constant(ty, -kTanhOne), xc);
+      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, one_at)), constant(ty, one_at), x);
+  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -one_at)), constant(ty, -one_at), xc);
   llvm::Value* z = b.CreateFMul(xc, xc);
-  llvm::Value* p = b.CreateFMul(xc, horner(b, z, kTanhP));
-  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, kTanhQ), avx512));
-  // The rounding of P and Q can carry the quotient past 1 near the clamp; NaN passes.
+  llvm::Value* p = b.CreateFMul(xc, horner(b, z, P));
+  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, Q), avx512));
   llvm::Value* one = constant(ty, 1.0f);
   r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
   return b.CreateSelect(b.CreateFCmpOLT(r, b.CreateFNeg(one)), b.CreateFNeg(one), r);
 }
 
+llvm::Value* tanh_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  return odd_rational_to_one(b, x, kTanhOne, kTanhP, kTanhQ, avx512);
+}
+
 llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
-  llvm::Type* ty = x->getType();
-  // Clamped to [-3.92, 3.92]; NaN fails both comparisons and stays NaN. The odd factor x keeps
-  // the sign of erf(-0).
-  llvm::Value* xc =
-      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kErfOne)), constant(ty, kErfOne), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -kErfOne)), constant(ty, -kErfOne), xc);
-  llvm::Value* z = b.CreateFMul(xc, xc);
-  llvm::Value* p = b.CreateFMul(xc, horner(b, z, kErfP));
-  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, kErfQ), avx512));
-  // Rounding can carry the quotient just past 1 near the clamp; NaN passes.
-  llvm::Value* one = constant(ty, 1.0f);
-  r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
-  return b.CreateSelect(b.CreateFCmpOLT(r, b.CreateFNeg(one)), b.CreateFNeg(one), r);
+  return odd_rational_to_one(b, x, kErfOne, kErfP, kErfQ, avx512);
 }
 
 // 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: e^-|x| never overflows, so sigmoid of a

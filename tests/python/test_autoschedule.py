@@ -429,24 +429,21 @@ def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
     assert (point["pack_inner"], point["vector_axis"]) == (1, 0)
     if tvm._core.host_cpu_features().get("avx512f"):
         assert (point["tile_rows"], point["tile_vectors"]) == (6, 4)
-    s = tvm.auto_schedule(dense)
-    text = str(tvm.lower(s, [X, W, dense]))
-    assert text.index("parallel (") < text.index("allocate X.packed[float32 * 1 * 1024 * ")
-    assert text.count("parallel (") == 1
     x = rand(512, 1024)
     w = rand(384, 1024)
-    (y,) = run(s, [X, W, dense], [x, w])
-    np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+
+    def packed_inside_the_one_parallel_loop(config, packed):
+        s = tvm.auto_schedule(dense, config=config)
+        text = str(tvm.lower(s, [X, W, dense]))
+        assert text.index("parallel (") < text.index(f"allocate {packed}[float32 * 1 * 1024 * ")
+        assert text.count("parallel (") == 1
+        (y,) = run(s, [X, W, dense], [x, w])
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+
+    packed_inside_the_one_parallel_loop(None, "X.packed")
     config = {"T_dense": {"vector_axis": 1}}
     assert tvm.auto_schedule_space(dense, config=config)["default"]["T_dense"]["pack_inner"] == 1
-    s = tvm.auto_schedule(dense, config=config)
-    text = str(tvm.lower(s, [X, W, dense]))
-    assert text.index("parallel (") < text.index("allocate W.packed[float32 * 1 * 1024 * ")
-    assert text.count("parallel (") == 1
-    x = rand(512, 1024)
-    w = rand(384, 1024)
-    (y,) = run(s, [X, W, dense], [x, w])
-    np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+    packed_inside_the_one_parallel_loop(config, "W.packed")
     A = tvm.placeholder((1024, 1024), name="A")
     B = tvm.placeholder((1024, 1024), name="B")
     mm = topi.matmul(A, B)
@@ -527,7 +524,6 @@ def test_wide_matrix_product_takes_a_tile_of_four_vectors_with_panel_parallel_lo
     assert (point["tile_rows"], point["tile_vectors"]) in {(6, 4), (4, 3)}
 
 
-
 def test_prepacked_dense_panels_as_wide_as_the_tile_take_it():
     # pack_dense_weight's default panels are the host's tile width (64 floats with AVX-512):
     # the pre-packed layer (8 panels) then takes the 6 x 4 tile over its 100 rows (6 x 16 + 4,
@@ -555,6 +551,7 @@ def test_prepacked_dense_panels_as_wide_as_the_tile_take_it():
     Wn = tvm.placeholder((6, 96, 32), name="Wn")
     narrow = tvm.auto_schedule_space(topi.nn.dense_pack(X, Wn))["default"]["T_dense_pack"]
     assert narrow["tile_vectors"] == 32 // (16 if avx512 else 8)
+
 
 def test_bad_configs_are_value_and_type_errors():
     args, _ = matmul_relu(32, 32, 32)

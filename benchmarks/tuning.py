@@ -255,8 +255,26 @@ def _latency_ms(fn: Any, x: Any, min_s: float, min_runs: int = 5) -> float:
     return statistics.median(samples)
 
 
+def _interleaved_ms(
+    fns: dict[str, Any], x: Any, rounds: int, min_s: float
+) -> dict[str, list[float]]:
+    """Milliseconds per call of each function, one median per round, the functions timed in
+    turn within each round (the order rotating), so that a change of load hits them alike."""
+    names = list(fns)
+    per_round = min_s / rounds
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for n in names:  # warm up (Inductor settles after a while)
+        _latency_ms(fns[n], x, per_round, 3)
+    for r in range(rounds):
+        for j in range(len(names)):
+            n = names[(j + r) % len(names)]
+            out[n].append(_latency_ms(fns[n], x, per_round, 3))
+    return out
+
+
 def resnet_main(args: argparse.Namespace) -> None:
-    """ResNet-18 end to end: eager, Inductor with freezing, ours untuned and tuned."""
+    """ResNet-18 end to end: eager, Inductor with freezing, ours untuned, tuned (with the
+    whole-graph guard) and tuned without the guard, timed interleaved."""
     import sys
 
     import torch
@@ -265,7 +283,7 @@ def resnet_main(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     import pytvmbridge as tvm
     from benchmarks.models import build
-    from pytvmbridge.autotvm import record
+    from pytvmbridge.autotvm import graph_tuning, record
 
     threads = args.threads or tvm.get_num_threads()
     tvm.set_num_threads(threads)
@@ -273,44 +291,69 @@ def resnet_main(args: argparse.Namespace) -> None:
     inductor_config.freezing = True
     trials = 16 if args.quick else args.resnet_trials
     min_s = 0.3 if args.quick else 2.0
+    rounds = 3 if args.quick else 7
     log = args.resnet_log or os.path.join(tempfile.mkdtemp(), "resnet18.json")
     model, x = build("resnet18", batch=1, small=args.quick)
     model.eval()
-    ms: dict[str, float] = {}
     first_call_s: dict[str, float] = {}
+    tuned_opts = {"tuning_log_file": log, "tuning_n_trials": trials}
     variants: list[tuple[str, str | None, dict | None]] = [
         ("eager", None, None),
         ("inductor_freezing", "inductor", None),
         ("ours_untuned", "pytvmbridge", None),
-        ("ours_tuned", "pytvmbridge", {"tuning_log_file": log, "tuning_n_trials": trials}),
+        ("ours_tuned", "pytvmbridge", tuned_opts),
+        # the same log replayed without the whole-graph guard (what the guard prevents); its
+        # options differ from the tuned ones, else dynamo would reuse the tuned compilation
+        ("ours_tuned_unguarded", "pytvmbridge", {"tuning_log_file": log}),
     ]
+    fns: dict[str, Any] = {}
+    torch._dynamo.reset()
     with torch.no_grad():
         ref = model(x)
         for name, backend, options in variants:
-            if backend is None:
-                fn = model
-            else:
-                torch._dynamo.reset()
-                fn = torch.compile(model, backend=backend, options=options)
+            # No dynamo reset between the variants: each compiled function keeps its own
+            # entry (guarded by its backend) and is called again in the timing rounds below.
+            fn = (
+                model if backend is None else torch.compile(model, backend=backend, options=options)
+            )
+            graph_tuning.verify_graphs = name != "ours_tuned_unguarded"
             t0 = time.perf_counter()
             out = fn(x)
             first_call_s[name] = time.perf_counter() - t0
+            graph_tuning.verify_graphs = True
             torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
-            ms[name] = _latency_ms(fn, x, min_s)
-            print(f"{name:18s} {ms[name]:8.2f} ms  (first call {first_call_s[name]:.1f} s)",
-                  flush=True)  # fmt: skip
+            fns[name] = fn
+            print(f"{name:22s} compiled (first call {first_call_s[name]:.1f} s)", flush=True)
+        times = _interleaved_ms(fns, x, rounds, min_s * len(fns))
+    ms = {n: statistics.median(t) for n, t in times.items()}
+    for n, t in times.items():
+        print(f"{n:22s} {ms[n]:8.2f} ms  (rounds: {', '.join(f'{v:.2f}' for v in t)})")
+    paired = statistics.median(
+        a / b for a, b in zip(times["ours_tuned"], times["ours_untuned"], strict=True)
+    )
+    paired_ung = statistics.median(
+        a / b for a, b in zip(times["ours_tuned_unguarded"], times["ours_untuned"], strict=True)
+    )
     recs = list(record.load(log, verified=False))
     tasks = {r["workload"] for r in recs}
+    verdicts = []
+    with open(log) as f:
+        verdicts = [v for v in map(json.loads, f) if "graph_guard" in v]
     ratio = ms["ours_tuned"] / ms["inductor_freezing"]
     print()
     print("| model | eager ms | Inductor+freezing ms | ours untuned ms | ours tuned ms "
-          "| tuned / Inductor | trials (tasks) | tuning+compile s |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+          "| tuned unguarded ms | tuned / Inductor | tuned / untuned (paired) "
+          "| unguarded / untuned (paired) | trials (tasks) | tuning+compile s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(
         f"| ResNet-18{' (small)' if args.quick else ''}, batch 1 | {ms['eager']:.2f} | "
         f"{ms['inductor_freezing']:.2f} | {ms['ours_untuned']:.2f} | {ms['ours_tuned']:.2f} | "
-        f"{ratio:.2f} | {len(recs)} ({len(tasks)}) | {first_call_s['ours_tuned']:.0f} |"
+        f"{ms['ours_tuned_unguarded']:.2f} | {ratio:.2f} | {paired:.3f} | {paired_ung:.3f} | "
+        f"{len(recs)} ({len(tasks)}) | {first_call_s['ours_tuned']:.0f} |"
     )
+    for v in verdicts:
+        print(f"guard: tuned/analytical {v['ratio']:.3f}, faster in {v['wins']} of {v['rounds']} "
+              f"rounds, {'kept' if v['kept'] else 'rejected'} ({v['guard_s']:.1f} s)")  # fmt: skip
     print(f"target: tuned <= 0.90 x Inductor with freezing: {'met' if ratio <= 0.9 else 'missed'}")
     print(f"{threads} threads; CPU {record.cpu_name()}; log {log}")
     out = Path(__file__).parent / "results" / "tuning_resnet18.json"
@@ -324,6 +367,10 @@ def resnet_main(args: argparse.Namespace) -> None:
                 "trials": len(recs),
                 "tasks": len(tasks),
                 "ms": ms,
+                "rounds_ms": times,
+                "tuned_over_untuned_paired": paired,
+                "unguarded_over_untuned_paired": paired_ung,
+                "guard": verdicts,
                 "first_call_s": first_call_s,
                 "tuned_over_inductor_freezing": ratio,
                 "torch": torch.__version__,

@@ -30,7 +30,10 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +49,7 @@ __all__ = [
     "extract_graph_tasks",
     "graph_config",
     "graph_tuning",
+    "guard",
 ]
 
 _aten = torch.ops.aten
@@ -341,11 +345,13 @@ def graph_config(
     tuning_log_file: str | os.PathLike[str] | None = None,
     tuning_n_trials: int = 0,
     progress: bool = True,
+    verify: bool = True,
 ) -> dict[str, dict[str, int]] | None:
     """The ``auto_schedule`` config of a whole graph (``outputs``, imported from ``gm``) from its
     tasks' best records: tuned now when ``tuning_n_trials`` exceeds the trials already in the
     log, read from ``tuning_log_file`` or the active ``apply_history_best``. ``None``: the
-    analytical schedule (nothing tuned applies)."""
+    analytical schedule (nothing tuned applies). ``verify``: the tuned graph is used only if it
+    beats the analytical one end to end (:func:`guard`)."""
     from ..autoschedule import auto_schedule_space
     from ..schedule import create_schedule
     from .space import repair
@@ -404,10 +410,154 @@ def graph_config(
         return auto_schedule_space(list(outputs), target=target, config=c)
 
     try:
-        return repair(query, merged)["default"]
+        tuned = repair(query, merged)["default"]
     except ValueError as err:  # a point the whole graph refuses: keep the analytical schedule
         warnings.warn(f"tuning log not applied to the graph ({err})", stacklevel=2)
         return None
+    if not (verify and verify_graphs):
+        return tuned
+    return guard(list(outputs), tuned, target, log, progress)
+
+
+class _GraphBench:
+    """A whole graph seen as :func:`~.measure.measure_in_process` sees a task: every placeholder
+    its computation reads, then its computed outputs, built at a given ``auto_schedule``
+    config."""
+
+    def __init__(self, outputs: list[Any], target: str) -> None:
+        self.outputs = [t for t in outputs if not _is_placeholder(t)]
+        self.target = target
+        seen: set[Any] = set()
+        inputs: list[Any] = []
+        stack = [t.op for t in reversed(self.outputs)]
+        while stack:
+            op = stack.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            for t in getattr(op, "input_tensors", []):
+                if _is_placeholder(t):
+                    if t.op not in seen:
+                        seen.add(t.op)
+                        inputs.append(t)
+                else:
+                    stack.append(t.op)
+        self.args = inputs + self.outputs
+        self.is_output = [False] * len(inputs) + [True] * len(self.outputs)
+        self.arg_shapes = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in self.args]
+
+    def instantiate(self, config: Any) -> tuple[Any, list[Any]]:
+        from ..autoschedule import auto_schedule
+        from ..schedule import create_schedule
+
+        s = create_schedule([t.op for t in self.outputs])
+        auto_schedule(s, target=self.target, config=config)
+        return s, self.args
+
+
+def _guard_key(outputs: list[Any], config: Any, target: str) -> str:
+    """What a guard verdict is about: the graph (every stage's operation, tag and output shape)
+    and the tuned config it was measured with."""
+    from .. import get_num_threads
+    from ..schedule import create_schedule
+
+    s = create_schedule([t.op for t in outputs if not _is_placeholder(t)])
+    stages = [(st.op.name, getattr(st.op, "tag", ""), _dims(st.op.output(0).shape))
+              for st in s.stages]  # fmt: skip
+    text = repr((stages, json.dumps(config, sort_keys=True), target, get_num_threads()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# False: a log's records are applied to a graph without the end-to-end check (benchmarks set it
+# to show what the guard prevents).
+verify_graphs = True
+
+# Verdicts of this process (graph compiled under apply_history_best without a log to write to).
+_verdicts: dict[str, dict[str, Any]] = {}
+
+
+def _logged_verdict(log: str | None, key: str) -> dict[str, Any] | None:
+    if key in _verdicts:
+        return _verdicts[key]
+    if not log or not os.path.exists(log):
+        return None
+    found = None
+    with open(log) as f:
+        for line in f:
+            if '"graph_guard"' not in line:
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(r, dict) and r.get("graph_guard") == key:
+                found = r  # the latest verdict wins
+    return found
+
+
+def guard(
+    outputs: list[Any],
+    config: Any,
+    target: str = "llvm",
+    log: str | None = None,
+    progress: bool = False,
+    rounds: int = 7,
+    min_repeat_ms: float = 50.0,
+    margin: float = 0.01,
+) -> Any:
+    """``config`` (the tuned point of a whole graph) if the graph built with it beats the
+    analytical graph end to end, else ``None`` (the analytical schedule).
+
+    Each task's choice was verified alone, against its own analytical point, with its inputs
+    hot in cache and nothing else running; inside the model its layer runs after others, on
+    other cache contents, so a set of choices that each win alone can still lose together.
+    This guard builds both whole graphs and times them interleaved in this process
+    (:func:`~.measure.measure_in_process`, ``rounds`` rounds, the order rotating); the tuned
+    graph is kept only if the median of its per-round ratios to the analytical one is below
+    ``1 - margin`` and it was faster in all but a quarter of the rounds. The verdict is
+    appended to ``log`` (a ``graph_guard`` line, keyed by the graph and the config) and
+    reused: the same graph compiled again with the same log measures nothing more."""
+    from .measure import measure_in_process
+
+    key = _guard_key(outputs, config, target)
+    verdict = _logged_verdict(log, key)
+    if verdict is None:
+        bench = _GraphBench(outputs, target)
+        t0 = time.perf_counter()
+        try:
+            times = measure_in_process(bench, [None, config], rounds, min_repeat_ms)
+        except Exception as err:  # a graph this process cannot build twice: keep the analytical
+            warnings.warn(f"tuning guard: timing the graph failed ({err}); analytical schedule",
+                          stacklevel=2)  # fmt: skip
+            return None
+        paired = [b / a for a, b in zip(times[0], times[1], strict=True)]
+        ratio = float(sorted(paired)[len(paired) // 2])
+        wins = sum(p < 1.0 for p in paired)
+        kept = ratio < 1.0 - margin and wins >= rounds - rounds // 4
+        verdict = {
+            "graph_guard": key,
+            "kept": bool(kept),
+            "ratio": ratio,
+            "wins": wins,
+            "rounds": rounds,
+            "analytical_s": times[0],
+            "tuned_s": times[1],
+            "guard_s": time.perf_counter() - t0,
+            "timestamp": time.time(),
+        }
+        _verdicts[key] = verdict
+        if log:
+            record.append(log, [verdict])
+    if progress:
+        med = sorted(verdict["analytical_s"])[len(verdict["analytical_s"]) // 2]
+        choice = "tuned schedule kept" if verdict["kept"] else "analytical kept"
+        print(
+            f"tuning guard: tuned graph / analytical {verdict['ratio']:.3f} (median of "
+            f"{verdict['rounds']} paired rounds, faster in {verdict['wins']}; analytical "
+            f"{med * 1e3:.2f} ms): {choice}",
+            flush=True,
+        )
+    return config if verdict["kept"] else None
 
 
 def graph_tuning(

@@ -222,7 +222,7 @@ def test_blocked_task_records_become_the_graph_schedule(tmp_path):
     record.append(log, [mk(task.workload_key, task.description, "auto", "llvm", good, [1e-6], 0)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the other two workloads have no record
-        config = graph_config(gm, outputs, tuning_log_file=log)
+        config = graph_config(gm, outputs, tuning_log_file=log, verify=False)
     # the graph's second blocked convolution takes the record's knobs
     for knob, value in good["T_conv2d_NCHWc"].items():
         assert config["T_conv2d_NCHWc#2"][knob] == value, knob
@@ -232,3 +232,64 @@ def test_blocked_task_records_become_the_graph_schedule(tmp_path):
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_guard_keeps_a_tuned_graph_only_if_it_wins_end_to_end(tmp_path, monkeypatch):
+    """The whole-graph guard: the tuned config survives only when the tuned graph beats the
+    analytical one round by round (median paired ratio below 0.99 and faster in 6 of 7
+    rounds); the verdict is logged and reused without timing again. Timings are faked so that
+    the rule is checked against a hand calculation."""
+    from pytvmbridge.autotvm import graph_tuning, measure
+    from pytvmbridge.autotvm.graph_tuning import blocked_conv_tasks, guard
+
+    _, _, gm, outputs = _blocked_graph()
+    task = blocked_conv_tasks(outputs)[1][0]
+    rng = random.Random(3)
+    default = task.space.default()
+    for _ in range(200):
+        good = task.canonical(task.space.sample(rng))
+        if good["T_conv2d_NCHWc"] != default["T_conv2d_NCHWc"]:
+            break
+    log = tmp_path / "guarded.json"
+    mk = record.make_record
+    record.append(log, [mk(task.workload_key, task.description, "auto", "llvm", good, [1e-6], 0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = graph_config(gm, outputs, tuning_log_file=log, verify=False)
+    assert config is not None
+    calls = []
+
+    def fake(times):
+        def measure_in_process(bench, configs, rounds, *rest):
+            calls.append(configs)
+            # both graphs really build from the bench (placeholders first, then outputs)
+            assert bench.is_output[-1] and not bench.is_output[0]
+            assert [bench.instantiate(c)[1] is bench.args for c in configs] == [True, True]
+            return times
+
+        return measure_in_process
+
+    analytical = [1.0] * 7
+    cases = [
+        ([0.9] * 5 + [1.1] * 2, False, 5),  # median 0.9 but faster in 5 of 7: not all but a quarter
+        ([0.995] * 6 + [1.2], False, 6),  # faster in 6 of 7 but median 0.995: within the 1% margin
+        ([0.95] * 6 + [1.3], True, 6),  # faster in 6, median 0.95: kept
+    ]
+    logs = []
+    for k, (tuned, kept, wins) in enumerate(cases):
+        logs.append(tmp_path / f"guarded{k}.json")
+        logs[-1].write_text(log.read_text())
+        graph_tuning._verdicts.clear()
+        monkeypatch.setattr(measure, "measure_in_process", fake([analytical, tuned]))
+        assert guard(outputs, config, log=str(logs[-1])) == (config if kept else None)
+        lines = logs[-1].read_text().splitlines()
+        verdicts = [json.loads(line) for line in lines if "graph_guard" in line]
+        assert [(v["kept"], v["wins"]) for v in verdicts] == [(kept, wins)]
+        assert verdicts[0]["ratio"] == pytest.approx(sorted(tuned)[3])
+    assert len(calls) == 3
+    # a second compile (a fresh process: no in-memory verdicts) reads the log, times nothing
+    graph_tuning._verdicts.clear()
+    monkeypatch.setattr(measure, "measure_in_process", fake(None))
+    assert guard(outputs, config, log=str(logs[0])) is None
+    assert guard(outputs, config, log=str(logs[2])) == config
+    assert len(calls) == 3

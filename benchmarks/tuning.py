@@ -400,9 +400,52 @@ class _RunOnly:
         return self.runner.run(configs, best)
 
 
+def _build_disturbance(task: Any, rounds: int) -> list[float]:
+    """Per round: the task's analytical schedule timed (in this process, this run's threads)
+    while two worker processes compile other candidates, over the same timed alone just
+    before: what building ahead during a measurement does to the measurement."""
+    import random
+
+    import numpy as np
+
+    from pytvmbridge import autotvm
+    from pytvmbridge.autotvm.measure import _outputs, _run, make_inputs
+    from pytvmbridge.build import build
+
+    s, targs = task.instantiate(None)
+    module = build(s, targs, target=task.target)
+    inputs, outs = make_inputs(task), _outputs(task)
+    _run(module, task, inputs, outs)
+
+    def timed() -> float:
+        costs = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for _ in range(4):
+                _run(module, task, inputs, outs)
+            costs.append((time.perf_counter() - t0) / 4)
+        return float(np.median(costs))
+
+    rng = random.Random(0)
+    ratios = []
+    with autotvm.LocalRunner(task, n_parallel=2) as runner:
+        runner.collect(runner.submit([task.space.default()] * 2), measure=False)  # workers up
+        for _ in range(rounds):
+            time.sleep(0.05)
+            alone = timed()
+            pending = runner.submit([task.canonical(task.space.sample(rng)) for _ in range(2)])
+            time.sleep(0.01)  # the workers are compiling
+            during = timed()
+            runner.collect(pending, measure=False)
+            ratios.append(during / alone)
+    return ratios
+
+
 def pipeline_main(args: argparse.Namespace) -> None:
-    """Search wall time with and without builds overlapping the tuner's proposals
-    (``LocalRunner.submit/collect``), alternating, on conv2d 128x28x28 k3s1."""
+    """Search wall time on conv2d 128x28x28 k3s1, three ways, the order rotating: the runner
+    seen through ``run`` only, builds overlapping the tuner's proposals
+    (``LocalRunner.submit/collect``), and the next batch built while this one is measured
+    (``MeasureOption(overlap_builds=True)``); and how much a build disturbs a timed run."""
     import xgboost  # noqa: F401  (imported once, outside the timings)
 
     from pytvmbridge import autotvm
@@ -411,26 +454,40 @@ def pipeline_main(args: argparse.Namespace) -> None:
     task = autotvm.auto_task(conv_workload, (128, 28, 128, 3, 1, 1), name="conv2d")
     autotvm.LocalRunner(task).close()  # the reference outputs, computed once
     n = 16 if args.quick else 40
+    modes = ("run only", "pipelined", "overlap")
     rows = []
-    for rep in range(2 if args.quick else 4):
-        for mode in ("run only", "pipelined") if rep % 2 == 0 else ("pipelined", "run only"):
+    for rep in range(2 if args.quick else 3):
+        for j in range(len(modes)):
+            mode = modes[(j + rep) % len(modes)]
             tuner = make_tuner("evolutionary", task, rep)
             log = os.path.join(tempfile.mkdtemp(), "ab.json")
-            with autotvm.LocalRunner(task) as runner:
+            option = autotvm.MeasureOption(overlap_builds=mode == "overlap")
+            with autotvm.LocalRunner(task, option=option) as runner:
                 t0 = time.perf_counter()
                 tuner.tune(n, progress=False, verify=False, log_file=log,
-                           runner=runner if mode == "pipelined" else _RunOnly(runner))  # fmt: skip
+                           runner=runner if mode != "run only" else _RunOnly(runner))  # fmt: skip
                 wall = time.perf_counter() - t0
             recs = [json.loads(line) for line in open(log)]
             measure = sum(r["measure_s"] for r in recs)
             rows.append({"mode": mode, "rep": rep, "wall_s": wall, "measure_s": measure,
                          "trials": tuner.trials, "duplicates": tuner.duplicates})  # fmt: skip
-            print(f"{mode:9s} pair {rep}: {tuner.trials} trials ({tuner.duplicates} duplicates "
+            print(f"{mode:9s} round {rep}: {tuner.trials} trials ({tuner.duplicates} duplicates "
                   f"skipped), search wall {wall:6.2f} s, measurement {measure:5.2f} s "
                   f"({measure / wall:.0%} of the wall)", flush=True)  # fmt: skip
+    for mode in modes:
+        mine = [r for r in rows if r["mode"] == mode]
+        share = sum(r["measure_s"] for r in mine) / sum(r["wall_s"] for r in mine)
+        print(f"{mode:9s} median wall {statistics.median(r['wall_s'] for r in mine):6.2f} s, "
+              f"measurement {share:.0%} of the wall")  # fmt: skip
+    disturb = _build_disturbance(task, 4 if args.quick else 10)
+    print(
+        f"a kernel timed while two candidates compile / timed alone: median "
+        f"{statistics.median(disturb):.2f} (rounds: {', '.join(f'{r:.2f}' for r in disturb)})"
+    )
     out = Path(__file__).parent / "results" / "tuning_pipeline.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"workload": task.description, "rows": rows}, indent=1))
+    out.write_text(json.dumps({"workload": task.description, "rows": rows,
+                               "build_disturbance": disturb}, indent=1))  # fmt: skip
     print(f"wrote {out}")
 
 

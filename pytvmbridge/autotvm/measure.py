@@ -156,6 +156,9 @@ class MeasureOption:
     timeout: float = 20.0
     slow_factor: float = 10.0
     check: bool = True
+    # Build the next batch while this one is measured (a second set of workers): the search's
+    # wall time shrinks, but on a machine with few cores the builds disturb the timed runs.
+    overlap_builds: bool = False
 
 
 def _worker(conn: Any, task: Any, inputs: list[Any], ref: list[Any], opt: MeasureOption) -> None:
@@ -264,7 +267,13 @@ class LocalRunner:
         # answered as a duplicate without compiling (the tuner sets this before each run).
         self.known_schedules: set[str] = set()
         self._ctx = mp.get_context("fork")
-        self._workers: list[tuple[Any, Any] | None] = [None] * self.n_parallel
+        # With overlap_builds, two sets of n_parallel workers: one builds the next batch while
+        # the other's candidates (each held built in its worker) are measured.
+        self.overlap = bool(self.option.overlap_builds)
+        self._workers: list[tuple[Any, Any] | None] = (
+            [None] * self.n_parallel * (2 if self.overlap else 1)
+        )
+        self._busy: set[int] = set()  # workers holding a submitted, not yet collected candidate
 
     def __enter__(self) -> LocalRunner:
         return self
@@ -273,7 +282,7 @@ class LocalRunner:
         self.close()
 
     def close(self) -> None:
-        for k in range(self.n_parallel):
+        for k in range(len(self._workers)):
             self._stop(k, graceful=True)
 
     def _start(self, k: int) -> tuple[Any, Any]:
@@ -349,14 +358,21 @@ class LocalRunner:
                 f"({self.n_parallel}) allowed"
             )
         results = [MeasureResult(config=c) for c in configs]
-        sent = []
-        for k, c in enumerate(configs):  # phase 1: every worker builds, in parallel
+        free = [k for k in range(len(self._workers)) if k not in self._busy]
+        if len(free) < len(configs):
+            from ..error import TVMValueError
+
+            raise TVMValueError("submit: every worker holds a batch not collected yet")
+        sent = []  # (index in the batch, worker)
+        for i, c in enumerate(configs):  # phase 1: every worker builds, in parallel
+            k = free[i]
             w = self._workers[k] or self._start(k)
             try:
                 w[1].send(("build", c, self.known_schedules))
-                sent.append(k)
+                sent.append((i, k))
+                self._busy.add(k)
             except (OSError, BrokenPipeError):
-                results[k].error, results[k].error_msg = CRASH, "the worker process died"
+                results[i].error, results[i].error_msg = CRASH, "the worker process died"
                 self._stop(k)
         return results, sent, time.monotonic() + self.option.timeout
 
@@ -367,9 +383,26 @@ class LocalRunner:
         measured alone (no build runs meanwhile: every worker has answered). ``measure=False``
         only waits for the builds (a batch the tuner no longer needs)."""
         results, sent, deadline = pending
+        try:
+            return self._collect(results, sent, deadline, best, measure)
+        finally:
+            self._busy.difference_update(k for _, k in sent)
+
+    def _collect(
+        self,
+        results: list[MeasureResult],
+        sent: list[tuple[int, int]],
+        deadline: float,
+        best: float | None,
+        measure: bool,
+    ) -> list[MeasureResult]:
         built = []
-        for k in sent:
-            proc, conn = self._workers[k]  # type: ignore[misc]
+        for i, k in sent:
+            w = self._workers[k]
+            if w is None:  # stopped meanwhile
+                results[i].error, results[i].error_msg = CRASH, "the worker process died"
+                continue
+            proc, conn = w
             remaining = max(0.0, deadline - time.monotonic())
             try:
                 ready = conn.poll(remaining)
@@ -381,8 +414,8 @@ class LocalRunner:
                 proc.join(0.05)
                 if code == TIMEOUT and not proc.is_alive():
                     code = CRASH
-                results[k].error = code
-                results[k].error_msg = (
+                results[i].error = code
+                results[i].error_msg = (
                     f"the worker process died while building (exit code {proc.exitcode})"
                     if code == CRASH
                     else f"building took longer than {self.option.timeout:g} s (killed)"
@@ -390,21 +423,21 @@ class LocalRunner:
                 self._stop(k)
                 continue
             _, code, text, feats, build_s, sched, duplicate = answer
-            results[k].error, results[k].error_msg = code, text
-            results[k].features, results[k].build_s = feats, build_s
-            results[k].schedule, results[k].duplicate = sched, duplicate
+            results[i].error, results[i].error_msg = code, text
+            results[i].features, results[i].build_s = feats, build_s
+            results[i].schedule, results[i].duplicate = sched, duplicate
             if code == OK and not duplicate and measure:
-                built.append(k)
-        for k in built:  # phase 2: one at a time
+                built.append((i, k))
+        for i, k in built:  # phase 2: one at a time
             start = time.perf_counter()
             answer = self._ask(k, ("measure", best), self.option.timeout)
-            results[k].measure_s = time.perf_counter() - start
+            results[i].measure_s = time.perf_counter() - start
             if answer[0] == "failed":
-                results[k].error, results[k].error_msg = answer[1], answer[2]
+                results[i].error, results[i].error_msg = answer[1], answer[2]
                 continue
             _, code, text, costs, cut = answer
-            results[k].error, results[k].error_msg = code, text
-            results[k].costs, results[k].cut_short = costs, cut
+            results[i].error, results[i].error_msg = code, text
+            results[i].costs, results[i].cut_short = costs, cut
             if code == OK and not cut and (best is None or min(costs) < best):
                 best = float(np.median(costs))
         return results

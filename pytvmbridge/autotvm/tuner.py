@@ -228,11 +228,23 @@ class Tuner:
                 if pipelined and done + inflight_n < n_trial and self.has_next():
                     upcoming = self._propose(min(batch, n_trial - done - inflight_n))
                 best = self.best_cost if math.isfinite(self.best_cost) else None
-                if pipelined:
-                    results = runner.collect(inflight, best)
-                else:
-                    results = runner.run(inflight, best)
+                ahead: Any = None
+                if upcoming and getattr(runner, "overlap", False):
+                    # overlap_builds: the next batch builds while this one is measured
+                    self._share_schedules(runner)
+                    ahead, upcoming = runner.submit(upcoming), []
+                try:
+                    if pipelined:
+                        results = runner.collect(inflight, best)
+                    else:
+                        results = runner.run(inflight, best)
+                except BaseException:
+                    if ahead is not None:
+                        runner.collect(ahead, None, measure=False)
+                    raise
                 inflight = None
+                if ahead is not None:
+                    inflight, inflight_n = ahead, len(ahead[0])
                 for r in results:
                     self._pending.discard(_key(r.config))
                     if r.schedule and not r.duplicate and r.error == 0:

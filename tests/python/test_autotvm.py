@@ -186,6 +186,33 @@ def test_builds_run_while_the_tuner_proposes(tmp_path):
     assert all(r["error"] == OK for r in recs)
 
 
+def test_overlap_builds_the_next_batch_while_this_one_is_measured(tmp_path):
+    task = autotvm.task.create("test_matmul", args=(N,))
+    opt = MeasureOption(repeat=1, min_repeat_ms=1, overlap_builds=True)
+    events: list[str] = []
+    tuner = autotvm.RandomTuner(task, seed=1)
+    with autotvm.LocalRunner(task, n_parallel=2, option=opt) as runner:
+        assert len(runner._workers) == 4  # two sets of two workers
+        submit, collect = runner.submit, runner.collect
+        runner.submit = lambda configs: events.append("submit") or submit(configs)
+        runner.collect = lambda *a, **k: events.append("collect") or collect(*a, **k)
+        tuner.tune(7, log_file=tmp_path / "o.json", runner=runner, progress=False, verify=False)
+        assert not runner._busy  # every batch collected
+    # the second batch is submitted before the first is collected (measured)
+    assert events[:3] == ["submit", "submit", "collect"]
+    recs = list(record.load(tmp_path / "o.json", verified=False))
+    assert len(recs) == 7 and len({json.dumps(r["config"], sort_keys=True) for r in recs}) == 7
+    # every candidate, built in either set of workers, checked against the reference
+    assert all(r["error"] == OK for r in recs)
+    best = min(recs, key=record.record_cost)
+    s, args = task.instantiate(best["config"])
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((N, N), "float32"), rng.standard_normal((N, N), "float32")
+    c = np.zeros((N, N), "float32")
+    _run(s, args, a, b, c)
+    np.testing.assert_allclose(c, _matmul_ref(a, b), rtol=1e-4, atol=1e-4)
+
+
 def test_log_round_trip(tmp_path):
     task = autotvm.task.create("test_matmul", args=(N,))
     log = tmp_path / "log.json"

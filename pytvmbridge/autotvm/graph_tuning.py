@@ -445,6 +445,8 @@ class _GraphBench:
         self.args = inputs + self.outputs
         self.is_output = [False] * len(inputs) + [True] * len(self.outputs)
         self.arg_shapes = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in self.args]
+        # integer inputs are zeros: an index is then in range whatever it indexes
+        self.int_high = 1
 
     def instantiate(self, config: Any) -> tuple[Any, list[Any]]:
         from ..autoschedule import auto_schedule
@@ -522,11 +524,11 @@ def guard(
     key = _guard_key(outputs, config, target)
     verdict = _logged_verdict(log, key)
     if verdict is None:
-        bench = _GraphBench(outputs, target)
         t0 = time.perf_counter()
         try:
+            bench = _GraphBench(outputs, target)
             times = measure_in_process(bench, [None, config], rounds, min_repeat_ms)
-        except Exception as err:  # a graph this process cannot build twice: keep the analytical
+        except Exception as err:  # symbolic sizes, or a graph not built here: the analytical
             warnings.warn(f"tuning guard: timing the graph failed ({err}); analytical schedule",
                           stacklevel=2)  # fmt: skip
             return None

@@ -104,7 +104,9 @@ def make_inputs(task: Any, seed: int = 0) -> list[np.ndarray | None]:
         elif dtype == "bool":
             out.append(rng.integers(0, 2, size=shape).astype(bool))
         else:
-            out.append(rng.integers(0, 8, size=shape).astype(dtype))
+            # a task may say how large its integers can be (a whole graph's gather indices: 0)
+            high = getattr(task, "int_high", 8)
+            out.append(rng.integers(0, high, size=shape).astype(dtype))
     return out
 
 

@@ -769,6 +769,55 @@ def test_softmax_computes_each_exponential_once():
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-7)
 
 
+def test_chained_row_statistics_are_computed_for_a_block_of_rows():
+    # softmax's maximum is read by the exponentials (layer_norm's mean by its variance): the
+    # statistics and the row buffer are computed for four rows (two where four do not divide
+    # the row axis) before those rows' output, so that the rows' chains of dependent steps are
+    # independent of each other. Values against NumPy with NaN, +inf and -inf rows, for every
+    # block size, the naive schedule included.
+    def softmax_ref(a):
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def log_softmax_ref(a):
+        m = a.max(axis=-1, keepdims=True)
+        return a - m - np.log(np.exp(a - m).sum(axis=-1, keepdims=True))
+
+    for fn, ref, shape, block in (
+        (topi.nn.softmax, softmax_ref, (2, 8, 160), 4),
+        (topi.nn.log_softmax, log_softmax_ref, (3, 6, 200), 2),
+    ):
+        x = tvm.placeholder(shape, name="x")
+        y = fn(x)
+        assert tvm.auto_schedule_space(y)["default"][y.op.name]["row_block"] == block
+        text = str(tvm.lower(tvm.auto_schedule(y), [x, y]))
+        assert f"allocate T_softmax_maxelem[float32 * 1 * {block}]" in text
+        assert f"allocate T_softmax_expsum[float32 * 1 * {block}]" in text
+        a = rand(*shape) * 4
+        a[0, 1, 7] = np.nan
+        a[1, 2, 3] = np.inf
+        a[1, 3, :] = -np.inf
+        a[0, 4, 5] = -np.inf
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = ref(a.astype("float64"))
+        schedules = [tvm.auto_schedule(y, config={y.op.name: {"row_block": b}}) for b in (1, 2, 4)]
+        for s in [*schedules, tvm.create_schedule(y.op)]:
+            (out,) = run(s, [x, y], [a])
+            np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+    # layer_norm: 768-wide rows, four of them (12 KB) per block.
+    x = tvm.placeholder((2, 8, 768), name="x")
+    g, b = tvm.placeholder((768,), name="g"), tvm.placeholder((768,), name="b")
+    z = topi.nn.layer_norm(x, g, b, axis=-1)
+    assert tvm.auto_schedule_space(z)["default"][z.op.name]["row_block"] == 4
+    a, gv, bv = rand(2, 8, 768), rand(768), rand(768)
+    mean, var = a.mean(axis=-1, keepdims=True), a.var(axis=-1, keepdims=True)
+    (out,) = run(tvm.auto_schedule(z), [x, g, b, z], [a, gv, bv])
+    np.testing.assert_allclose(
+        out, (a - mean) / np.sqrt(var + 1e-5) * gv + bv, rtol=1e-4, atol=1e-4
+    )
+
+
 def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
     # mean over the middle axis of (2, 9, 128): the columns are reduced 64 at a time (four
     # vectors of one row per step of the reduce loop), 16 at a time when 64 does not divide.

@@ -352,8 +352,11 @@ def resnet_main(args: argparse.Namespace) -> None:
         f"{len(recs)} ({len(tasks)}) | {first_call_s['ours_tuned']:.0f} |"
     )
     for v in verdicts:
-        print(f"guard: tuned/analytical {v['ratio']:.3f}, faster in {v['wins']} of {v['rounds']} "
-              f"rounds, {'kept' if v['kept'] else 'rejected'} ({v['guard_s']:.1f} s)")  # fmt: skip
+        pairs = zip(v.get("ratios", [v["ratio"]]), v.get("wins_each", [v["wins"]]), strict=True)
+        tried = ", ".join(f"{r:.3f} (faster in {w} of {v['rounds']})" for r, w in pairs)
+        which = {-1: "analytical kept", 0: "all tuned tasks kept", 1: "clear wins only kept"}
+        print(f"guard: tuned/analytical {tried}: {which[v.get('choice', 0 if v['kept'] else -1)]}"
+              f" ({v['guard_s']:.1f} s)")  # fmt: skip
     print(f"target: tuned <= 0.90 x Inductor with freezing: {'met' if ratio <= 0.9 else 'missed'}")
     print(f"{threads} threads; CPU {record.cpu_name()}; log {log}")
     out = Path(__file__).parent / "results" / "tuning_resnet18.json"

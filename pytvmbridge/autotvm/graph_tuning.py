@@ -35,7 +35,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -396,27 +396,57 @@ def graph_config(
         return None
     keyed = stage_keys(s)
     graph_keys = {st.op: k for st, k in keyed}
-    merged: dict[str, dict[str, int]] = {}
-    for st, key in keyed:
-        sig = anchor_signature(st.op)
-        if sig not in chosen:
-            continue
-        task, config = chosen[sig]
-        merged.update(_translate(config, task.func(), st.op, key, graph_keys))
-    if not merged:
-        return None
 
     def query(c: Any) -> Any:
         return auto_schedule_space(list(outputs), target=target, config=c)
 
+    def merge(sigs: set[str]) -> Any:
+        merged: dict[str, dict[str, int]] = {}
+        for st, key in keyed:
+            sig = anchor_signature(st.op)
+            if sig not in sigs:
+                continue
+            task, config = chosen[sig]
+            merged.update(_translate(config, task.func(), st.op, key, graph_keys))
+        return repair(query, merged)["default"] if merged else None
+
     try:
-        tuned = repair(query, merged)["default"]
+        tuned = merge(set(chosen))
     except ValueError as err:  # a point the whole graph refuses: keep the analytical schedule
         warnings.warn(f"tuning log not applied to the graph ({err})", stacklevel=2)
         return None
-    if not (verify and verify_graphs):
+    if tuned is None or not (verify and verify_graphs):
         return tuned
-    return guard(list(outputs), tuned, target, log, progress)
+    # A second candidate for the guard: only the choices their verification found clearly
+    # faster alone (paired ratio <= STRONG), should the whole set lose in the graph.
+    alternatives = []
+    strong = {sig for sig, (task, _) in chosen.items() if _verified_ratio(ctx, task) <= STRONG}
+    if strong and strong != set(chosen):
+        try:
+            alternatives.append(merge(strong))
+        except ValueError:
+            pass
+    return guard(list(outputs), tuned, target, log, progress, alternatives=alternatives)
+
+
+# A task's choice whose verification ratio (chosen / analytical, alone) is at most this makes
+# the guard's second candidate: the clear wins without the marginal ones.
+STRONG = 0.95
+
+
+def _verified_ratio(ctx: Any, task: Any) -> float:
+    """The paired ratio (median time of the chosen record over the analytical point's, from the
+    same verification) of the record ``ctx`` applies to ``task``; ``inf`` when unknown."""
+    best = ctx.best(task.workload_key, task.target) if ctx is not None else None
+    if best is None or best.get("verified") is None:
+        return float("inf")
+    default = json.dumps(task.canonical(task.space.default()), sort_keys=True)
+    for r in getattr(ctx, "_records", []):
+        same = r.get("verified") == best["verified"] and r["workload"] == task.workload_key
+        if same and json.dumps(r["config"], sort_keys=True) == default:
+            analytical = record.record_cost(r)
+            return record.record_cost(best) / analytical if analytical > 0 else float("inf")
+    return float("inf")
 
 
 class _GraphBench:
@@ -506,60 +536,79 @@ def guard(
     rounds: int = 7,
     min_repeat_ms: float = 50.0,
     margin: float = 0.01,
+    alternatives: Sequence[Any] = (),
 ) -> Any:
     """``config`` (the tuned point of a whole graph) if the graph built with it beats the
-    analytical graph end to end, else ``None`` (the analytical schedule).
+    analytical graph end to end, else the best of ``alternatives`` that does, else ``None``
+    (the analytical schedule).
 
     Each task's choice was verified alone, against its own analytical point, with its inputs
     hot in cache and nothing else running; inside the model its layer runs after others, on
     other cache contents, so a set of choices that each win alone can still lose together.
-    This guard builds both whole graphs and times them interleaved in this process
-    (:func:`~.measure.measure_in_process`, ``rounds`` rounds, the order rotating); the tuned
-    graph is kept only if the median of its per-round ratios to the analytical one is below
-    ``1 - margin`` and it was faster in all but a quarter of the rounds. The verdict is
-    appended to ``log`` (a ``graph_guard`` line, keyed by the graph and the config) and
-    reused: the same graph compiled again with the same log measures nothing more."""
+    This guard builds the whole graphs and times them interleaved in this process
+    (:func:`~.measure.measure_in_process`, ``rounds`` rounds, the order rotating); a tuned
+    graph passes only if the median of its per-round ratios to the analytical one is below
+    ``1 - margin`` and it was faster in all but a quarter of the rounds; of several that pass,
+    the lowest median wins. The verdict is appended to ``log`` (a ``graph_guard`` line, keyed
+    by the graph and the configs) and reused: the same graph compiled again with the same log
+    measures nothing more."""
     from .measure import measure_in_process
 
-    key = _guard_key(outputs, config, target)
+    candidates = [config, *[c for c in alternatives if c is not None and c != config]]
+    key = _guard_key(outputs, candidates, target)
     verdict = _logged_verdict(log, key)
     if verdict is None:
         t0 = time.perf_counter()
         try:
             bench = _GraphBench(outputs, target)
-            times = measure_in_process(bench, [None, config], rounds, min_repeat_ms)
+            times = measure_in_process(bench, [None, *candidates], rounds, min_repeat_ms)
         except Exception as err:  # symbolic sizes, or a graph not built here: the analytical
             warnings.warn(f"tuning guard: timing the graph failed ({err}); analytical schedule",
                           stacklevel=2)  # fmt: skip
             return None
-        paired = [b / a for a, b in zip(times[0], times[1], strict=True)]
-        ratio = float(sorted(paired)[len(paired) // 2])
-        wins = sum(p < 1.0 for p in paired)
-        kept = ratio < 1.0 - margin and wins >= rounds - rounds // 4
+        ratios, wins = [], []
+        for k in range(1, len(times)):
+            paired = sorted(b / a for a, b in zip(times[0], times[k], strict=True))
+            ratios.append(float(paired[len(paired) // 2]))
+            wins.append(sum(p < 1.0 for p in paired))
+        passed = [
+            k for k in range(len(candidates))
+            if ratios[k] < 1.0 - margin and wins[k] >= rounds - rounds // 4
+        ]  # fmt: skip
+        choice = min(passed, key=lambda k: ratios[k]) if passed else -1
+        shown = max(choice, 0)
         verdict = {
             "graph_guard": key,
-            "kept": bool(kept),
-            "ratio": ratio,
-            "wins": wins,
+            "kept": choice >= 0,
+            "choice": choice,
+            "ratio": ratios[shown],
+            "wins": wins[shown],
+            "ratios": ratios,
+            "wins_each": wins,
             "rounds": rounds,
             "analytical_s": times[0],
-            "tuned_s": times[1],
+            "tuned_s": times[1:],
             "guard_s": time.perf_counter() - t0,
             "timestamp": time.time(),
         }
         _verdicts[key] = verdict
         if log:
             record.append(log, [verdict])
+    choice = verdict.get("choice", 0 if verdict["kept"] else -1)
     if progress:
         med = sorted(verdict["analytical_s"])[len(verdict["analytical_s"]) // 2]
-        choice = "tuned schedule kept" if verdict["kept"] else "analytical kept"
+        names = ["all tuned tasks", "the clear wins only"]
+        tried = ", ".join(
+            f"{names[min(k, 1)]} {r:.3f} (faster in {w})"
+            for k, (r, w) in enumerate(zip(verdict["ratios"], verdict["wins_each"], strict=True))
+        )
         print(
-            f"tuning guard: tuned graph / analytical {verdict['ratio']:.3f} (median of "
-            f"{verdict['rounds']} paired rounds, faster in {verdict['wins']}; analytical "
-            f"{med * 1e3:.2f} ms): {choice}",
+            f"tuning guard: tuned graph / analytical, median of {verdict['rounds']} paired "
+            f"rounds (analytical {med * 1e3:.2f} ms): {tried}: "
+            f"{names[min(choice, 1)] + ' kept' if choice >= 0 else 'analytical kept'}",
             flush=True,
         )
-    return config if verdict["kept"] else None
+    return candidates[choice] if choice >= 0 and choice < len(candidates) else None
 
 
 def graph_tuning(

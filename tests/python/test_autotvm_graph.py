@@ -264,7 +264,7 @@ def test_guard_keeps_a_tuned_graph_only_if_it_wins_end_to_end(tmp_path, monkeypa
             calls.append(configs)
             # both graphs really build from the bench (placeholders first, then outputs)
             assert bench.is_output[-1] and not bench.is_output[0]
-            assert [bench.instantiate(c)[1] is bench.args for c in configs] == [True, True]
+            assert all(bench.instantiate(c)[1] is bench.args for c in configs)
             return times
 
         return measure_in_process
@@ -293,3 +293,37 @@ def test_guard_keeps_a_tuned_graph_only_if_it_wins_end_to_end(tmp_path, monkeypa
     assert guard(outputs, config, log=str(logs[0])) is None
     assert guard(outputs, config, log=str(logs[2])) == config
     assert len(calls) == 3
+    # the whole set loses, an alternative (here the analytical point itself, a valid config)
+    # wins: the alternative is kept, the verdict says which
+    from pytvmbridge.autoschedule import auto_schedule_space
+
+    alt = auto_schedule_space(list(outputs))["default"]
+    assert alt != config
+    slower, faster = [1.05] * 7, [0.9] * 7
+    monkeypatch.setattr(measure, "measure_in_process", fake([analytical, slower, faster]))
+    assert guard(outputs, config, log=str(logs[0]), alternatives=[alt]) == alt
+    verdict = json.loads(logs[0].read_text().splitlines()[-1])
+    assert verdict["choice"] == 1 and verdict["ratios"] == pytest.approx([1.05, 0.9])
+
+
+def test_verified_ratio_of_a_chosen_record(tmp_path):
+    """The guard's second candidate takes the choices whose verification found them clearly
+    faster: the ratio is the chosen record's median over the analytical one's, same batch."""
+    from pytvmbridge.autotvm.graph_tuning import _verified_ratio, blocked_conv_tasks
+
+    _, _, _, outputs = _blocked_graph()
+    task = blocked_conv_tasks(outputs)[1][0]
+    default = task.canonical(task.space.default())
+    other = task.canonical(task.space.sample(random.Random(5)))
+    log = tmp_path / "v.json"
+    mk = record.make_record
+    key, desc = task.workload_key, task.description
+    record.append(log, [
+        mk(key, desc, "auto", "llvm", default, [2.0, 2.2, 2.1], 0, verified=7.0),
+        mk(key, desc, "auto", "llvm", other, [1.5, 1.4, 1.6], 0, verified=7.0, chosen=True),
+        # another verification's analytical record (same config, another batch): not paired
+        mk(key, desc, "auto", "llvm", default, [9.0], 0, verified=3.0),
+    ])  # fmt: skip
+    ctx = record.apply_history_best(str(log))
+    assert _verified_ratio(ctx, task) == pytest.approx(1.5 / 2.1)
+    assert _verified_ratio(None, task) == float("inf")

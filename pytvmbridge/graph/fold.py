@@ -42,6 +42,7 @@ from typing import Any, Union
 import torch
 
 from ..topi.nn.dense import dense_pack_block
+from .huge_pages import huge_page_copy
 from .prepack import pack_weight
 
 aten = torch.ops.aten
@@ -151,7 +152,8 @@ class DerivedCache:
                     break
             else:
                 return entry[1]
-        value = materialize(derived, inputs)
+        # Read on every call, from beyond L2 when large: huge pages spare the page walks.
+        value = huge_page_copy(materialize(derived, inputs))
         stamps = [
             (inputs[i], inputs[i]._version, inputs[i].data_ptr(), i) for i in derived.leaves()
         ]

@@ -167,3 +167,41 @@ def test_padded_channel_blocks_match_eager(batch):
     # proj and proj2 (c outputs) run blocked, their weights in one zero-padded panel
     packs = [d for d in graphs[0].derived_inputs if d.kind == "conv_pack" and d.params == (block,)]
     assert len(packs) >= 2
+
+
+def _blocked_1x1(batch, cin, cout, size, config=None):
+    """A 1x1 convolution in the blocked layout (input, weight and output blocked), its default
+    loop order and its values against ``torch.conv2d``."""
+    import pytvmbridge as tvm
+    from pytvmbridge import te
+    from pytvmbridge.graph import layout
+
+    b = channel_block(cout, LANES)
+    with layout.blocking(LANES):
+        xb = te.placeholder((batch, cin // b, size, size, b), name="xb")
+        w = te.placeholder((cout // b, cin, 1, 1, b), name="w")
+        y = layout.conv2d_nchwc(layout.unpack(xb), w, None, (1, 1), (0, 0), (1, 1), 1, b)
+        out = layout.blocked_source(y)
+    order = tvm.auto_schedule_space(out)["default"]["T_conv2d_NCHWc"]["streamed_outer"]
+    f = tvm.build(tvm.auto_schedule(out, "llvm", config), [xb, w, out], name="conv1x1")
+    torch.manual_seed(2)
+    x, weight = torch.randn(batch, cin, size, size), torch.randn(cout, cin, 1, 1) / cin**0.5
+    blocked = torch.empty([int(d) for d in out.shape])
+    packed_x = x.view(batch, cin // b, b, size, size).permute(0, 1, 3, 4, 2).contiguous()
+    packed_w = weight.view(cout // b, b, cin, 1, 1).permute(0, 2, 3, 4, 1).contiguous()
+    f(packed_x, packed_w, blocked)
+    got = blocked.permute(0, 1, 4, 2, 3).reshape(batch, cout, size, size)
+    torch.testing.assert_close(got, torch.conv2d(x, weight), rtol=1e-4, atol=1e-4)
+    return order
+
+
+def test_blocked_conv_loop_order_follows_the_cache():
+    # One image's input (256 x 36 x 36, 1.3 MB) does not stay in cache, the weight (64 KB)
+    # does: the weight's panels innermost (2), each input row read once.
+    assert _blocked_1x1(2, 256, 64, 36) == 2
+    # A 2 MB weight against 200 KB images: axis order (0), the weight swept once per image
+    # rather than every image's input once per panel.
+    assert _blocked_1x1(8, 1024, 512, 7) == 0
+    # Every order computes the same values.
+    for order in (0, 1, 2):
+        _blocked_1x1(2, 256, 64, 36, {"T_conv2d_NCHWc": {"streamed_outer": order}})

@@ -52,7 +52,8 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 
 }  // namespace
 
-std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached) {
+std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached,
+                                          int64_t row_block) {
   // Held: rfactor below replaces st->op, which may be the only owner of this op (one a rule
   // rewrote, rule_row_attach.cc's share_summand).
   Operation op = st->op;
@@ -196,6 +197,7 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     // scalar operations per output element (64 for a float row: a max is 4-6 cycles of latency
     // each, most of the time of a max over 768-element rows).
     std::vector<Stage> tree;
+    IterVar block_loop;
     int64_t width = whole_axis ? *inner_extent : lanes * vectors;
     if (per_element && width >= 4 && width % 2 == 0 && ctx.knob(st, "lanes_tree", 1, {0, 1}) == 1) {
       for (; width >= 4 && width % 2 == 0; width /= 2) {
@@ -223,7 +225,18 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
       loops = parallelize(ctx, epilogue, loops, work, st);
       compute_at(st, epilogue, loops.back());
     } else if (!attached) {
-      outer = parallelize(ctx, st, outer, work);
+      auto last_extent = outer.empty() ? std::nullopt : const_extent(outer.back());
+      if (row_block > 1 && last_extent && *last_extent % row_block == 0 &&
+          *last_extent > row_block) {
+        auto [bo, bi] =
+            split(st, outer.back(), make_const(outer.back()->var.dtype(), row_block), Expr());
+        outer.back() = bo;
+        outer = parallelize(ctx, st, outer, work);
+        block_loop = outer.back();
+        outer.push_back(bi);
+      } else {
+        outer = parallelize(ctx, st, outer, work);
+      }
     }
     // Each stage's loops: its data axes (one iteration each inside st's loop), the reductions,
     // then the lanes, vectorized. Returns the loop over its output element.
@@ -245,7 +258,18 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
     chain.insert(chain.end(), tree.begin(), tree.end());
     std::vector<IterVar> element_loop;
     for (const Stage& s : chain) element_loop.push_back(lane_loops(s));
-    if (!outer.empty()) compute_at(chain.back(), st, outer.back());
+    // In blocks, each stage computes the block's elements before the next stage reads them: it
+    // is attached outside its reader's loop over the elements (that loop split by the block:
+    // one iteration).
+    if (block_loop) {
+      for (size_t i = 0; i < chain.size() && element_loop[i]; ++i) {
+        const IterVar& e = element_loop[i];
+        auto [eo, ei] = split(chain[i], e, make_const(e->var.dtype(), row_block), Expr());
+        (void)ei;
+        element_loop[i] = eo;
+      }
+    }
+    if (!outer.empty()) compute_at(chain.back(), st, block_loop ? block_loop : outer.back());
     for (size_t i = 0; i + 1 < chain.size(); ++i) {
       compute_at(chain[i], chain[i + 1], element_loop[i + 1]);
     }

@@ -44,11 +44,15 @@ void schedule_injective(Context& ctx, const Stage& st);
 // parallel itself.
 // Returns where a statistic the reduction reads once per output element can be computed (the
 // rfactor stage's loop over that element), when the contiguous axis was reduced in lanes.
+// With `row_block` > 1 (dividing st's last data axis), st's loop over output elements runs in
+// blocks of that many: the reduction is computed for a block at a time (each element's chain of
+// steps independent of the next one's), and the site is rf's loop over the block.
 struct RowSite {
   Stage stage;
   IterVar at;
 };
-std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached = false);
+std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached = false,
+                                          int64_t row_block = 1);
 
 // ---- rule_row_attach.cc ----
 

@@ -818,6 +818,33 @@ def test_chained_row_statistics_are_computed_for_a_block_of_rows():
     )
 
 
+def test_arg_reductions_compute_two_rows_maxima_before_their_index_searches():
+    # argmax/argmin: the extreme values of two rows, then both rows' index searches (each row's
+    # maximum is a chain its search waits for). NumPy's indices with NaN, +inf and -inf in
+    # rows, for row blocks 1, 2 and 4 and the naive schedule; an odd row axis is not blocked.
+    for fn, ref in ((topi.argmax, np.argmax), (topi.argmin, np.argmin)):
+        x = tvm.placeholder((3, 6, 100), name="x")
+        y = fn(x, axis=-1)
+        assert tvm.auto_schedule_space(y)["default"][y.op.name]["row_block"] == 2
+        text = str(tvm.lower(tvm.auto_schedule(y), [x, y]))
+        assert f"allocate {y.op.name}_value[float32 * 1 * 2 * 1]" in text
+        a = rand(3, 6, 100)
+        a[0, 1, 40] = np.nan
+        a[0, 1, 70] = np.nan
+        a[1, 2, :] = -np.inf
+        a[1, 3, :] = np.inf
+        a[2, 4, 9] = np.inf
+        a[2, 5, 11] = -np.inf
+        schedules = [tvm.auto_schedule(y, config={y.op.name: {"row_block": b}}) for b in (1, 2, 4)]
+        for s in [*schedules, tvm.create_schedule(y.op)]:
+            (out,) = run(s, [x, y], [a])
+            np.testing.assert_array_equal(out, ref(a, axis=-1))
+        xo = tvm.placeholder((3, 5, 100), name="x")
+        odd = fn(xo, axis=-1)
+        text = str(tvm.lower(tvm.auto_schedule(odd), [xo, odd]))
+        assert f"allocate {odd.op.name}_value[float32 * 1 * 1 * 1]" in text
+
+
 def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
     # mean over the middle axis of (2, 9, 128): the columns are reduced 64 at a time (four
     # vectors of one row per step of the reduce loop), 16 at a time when 64 does not divide.

@@ -34,13 +34,18 @@ had been measured already ("dup").
 ``--resnet``: ResNet-18 (batch 1) end to end through ``torch.compile``: eager, Inductor with
 freezing, pytvmbridge untuned, then pytvmbridge with ``options={"tuning_n_trials": N,
 "tuning_log_file": log}`` (the graph's distinct convolution and matmul workloads tuned with the
-budget split by the task scheduler, then compiled with the log), timed in the same run (target:
-tuned at least 10% below Inductor). JSON: benchmarks/results/tuning_resnet18.json.
+budget split by the task scheduler, the whole-graph guard deciding what is kept, then compiled
+with the log), and the same log replayed without the guard; every variant is compiled first,
+then all are timed interleaved (7 rounds, the order rotating, medians), with the paired
+tuned/untuned ratios and the guard's verdicts (target: tuned at least 10% below Inductor).
+JSON: benchmarks/results/tuning_resnet18.json.
 
-``--pipeline-ab``: the search's wall time on conv2d 128x28x28 k3s1 (40 trials, four pairs,
-the order alternating) with the batch's builds overlapping the tuner's next proposals
-(``LocalRunner.submit/collect``) and without (a runner seen through ``run`` only), and the
-share of it spent measuring. JSON: benchmarks/results/tuning_pipeline.json.
+``--pipeline-ab``: the search's wall time on conv2d 128x28x28 k3s1 (40 trials, three rounds,
+the order rotating) with the runner seen through ``run`` only, with the batch's builds
+overlapping the tuner's next proposals (``LocalRunner.submit/collect``, the default), and with
+the next batch built while this one is measured (``MeasureOption(overlap_builds=True)``); the
+share of each spent measuring; and how much slower a kernel times while two candidates compile
+than alone (10 paired rounds). JSON: benchmarks/results/tuning_pipeline.json.
 """
 
 from __future__ import annotations

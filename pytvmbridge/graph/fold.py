@@ -199,6 +199,20 @@ def _static_shape(node: Any) -> list[int] | None:
     return list(val.shape)
 
 
+def _rows(x: Any) -> int | None:
+    """The row count of a linear layer's input (every dimension but the last), when static:
+    the panel width depends on it (see ``dense_pack_block``)."""
+    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or val.dim() < 2:
+        return None
+    rows = 1
+    for d in val.shape[:-1]:
+        if not isinstance(d, int):
+            return None
+        rows *= d
+    return rows
+
+
 def _is_weight_transpose(node: Any, inputs: dict[torch.fx.Node, int]) -> bool:
     if not isinstance(node, torch.fx.Node) or node.target not in _TRANSPOSES:
         return False
@@ -230,7 +244,7 @@ def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan
         weight = wt.args[0]
         n, k = _static_shape(weight)
         one_d_bias = bias is not None and len(bias.meta["val"].shape) == 1
-        block = dense_pack_block(n)
+        block = dense_pack_block(n, _rows(x))
         if not block:
             _plan_transposed(plan, node, inputs[weight], f"{weight.name}_t", [k, n], x, bias)
             continue
@@ -258,7 +272,7 @@ def _plan_linear(node: Any, inputs: dict[torch.fx.Node, int], plan: FoldPlan) ->
     if weight not in inputs:
         return
     n, k = _static_shape(weight)
-    block = dense_pack_block(n)
+    block = dense_pack_block(n, _rows(x))
     if not block:
         name, shape = f"{weight.name}_t", [k, n]
         plan.derived[name] = (Derived("transpose", (inputs[weight],)), shape)

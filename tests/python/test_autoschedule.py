@@ -553,6 +553,26 @@ def test_prepacked_dense_panels_as_wide_as_the_tile_take_it():
     assert narrow["tile_vectors"] == 32 // (16 if avx512 else 8)
 
 
+def test_eight_row_dense_takes_narrow_panels():
+    # 7 or 8 rows: 32-wide panels, whose 8 x 2 tile reads each panel once (the 64-wide panels'
+    # 6 x 4 tile would read it twice); other row counts keep the host's block.
+    from pytvmbridge.topi.nn.dense import DENSE_PACK_BLOCK, dense_pack_block
+
+    assert [dense_pack_block(1024, rows) for rows in (7, 8)] == [32, 32]
+    assert [dense_pack_block(1024, r) for r in (None, 1, 6, 9, 128)] == [DENSE_PACK_BLOCK] * 5
+    assert dense_pack_block(1000, 8) == 0
+    X = tvm.placeholder((8, 256), name="X")
+    Wp = tvm.placeholder((512 // 32, 256, 32), name="Wp")
+    Y = topi.nn.dense_pack(X, Wp)
+    point = tvm.auto_schedule_space(Y)["default"]["T_dense_pack"]
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert (point["tile_rows"], point["tile_vectors"]) == (8, 2)
+    x, w = rand(8, 256), rand(512, 256)
+    wp = np.ascontiguousarray(w.reshape(16, 32, 256).transpose(0, 2, 1))
+    (y,) = run(tvm.auto_schedule(Y), [X, Wp, Y], [x, wp])
+    np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
+
+
 def test_bad_configs_are_value_and_type_errors():
     args, _ = matmul_relu(32, 32, 32)
     with pytest.raises(ValueError, match="knob 'tile_rows' is 999, which is not one of"):

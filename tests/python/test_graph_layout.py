@@ -205,3 +205,43 @@ def test_blocked_conv_loop_order_follows_the_cache():
     # Every order computes the same values.
     for order in (0, 1, 2):
         _blocked_1x1(2, 256, 64, 36, {"T_conv2d_NCHWc": {"streamed_outer": order}})
+
+
+def _operation_names(t):
+    names, stack, seen = set(), [t], set()
+    while stack:
+        u = stack.pop()
+        if u.op.name in seen:
+            continue
+        seen.add(u.op.name)
+        names.add(u.op.name)
+        stack.extend(getattr(u.op, "input_tensors", []))
+    return names
+
+
+@pytest.mark.parametrize("cin,cout,subsampled", [(512, 1024, True), (64, 128, False)])
+def test_strided_1x1_reads_a_compact_copy_when_its_weight_is_large(cin, cout, subsampled):
+    # A 2 MB weight (512 -> 1024) reads a stored copy of every other pixel; a small one reads
+    # its input in place. Both against torch.conv2d (stride 2, bias).
+    import pytvmbridge as tvm
+    from pytvmbridge import te
+    from pytvmbridge.graph import layout
+
+    b, batch, size = channel_block(cout, LANES), 2, 9
+    with layout.blocking(LANES):
+        xb = te.placeholder((batch, cin // b, size, size, b), name="xb")
+        w = te.placeholder((cout // b, cin, 1, 1, b), name="w")
+        bias = te.placeholder((cout,), name="bias")
+        y = layout.conv2d_nchwc(layout.unpack(xb), w, bias, (2, 2), (0, 0), (1, 1), 1, b)
+        out = layout.blocked_source(y)
+    assert ("nchwc_subsample" in _operation_names(out)) == subsampled
+    f = tvm.build(tvm.auto_schedule(out), [xb, w, bias, out], name="strided1x1")
+    torch.manual_seed(3)
+    x, weight = torch.randn(batch, cin, size, size), torch.randn(cout, cin, 1, 1) / cin**0.5
+    bias_t = torch.randn(cout)
+    blocked = torch.empty([int(d) for d in out.shape])
+    packed_x = x.view(batch, cin // b, b, size, size).permute(0, 1, 3, 4, 2).contiguous()
+    packed_w = weight.view(cout // b, b, cin, 1, 1).permute(0, 2, 3, 4, 1).contiguous()
+    f(packed_x, packed_w, bias_t, blocked)
+    got = blocked.permute(0, 1, 4, 2, 3).reshape(batch, cout, 5, 5)
+    torch.testing.assert_close(got, torch.conv2d(x, weight, bias_t, 2), rtol=1e-4, atol=1e-4)

@@ -54,3 +54,24 @@ def test_graph_break_model_takes_both_branches():
             seen.add(bool(torch.relu(model.encode(xs)).mean() > 0.2))
             torch.testing.assert_close(compiled(xs), model(xs), rtol=1e-4, atol=1e-4)
     assert seen == {True, False}
+
+
+def test_bert_pieces_add_up_to_the_layer():
+    """benchmarks/model_pieces.py cuts the BERT layer at its tensors: chained in eager, the
+    pieces give the layer's output, and compiled alone each matches its eager self."""
+    from benchmarks.model_pieces import WHOLE, bert_pieces
+
+    torch._dynamo.reset()
+    layer, x = build("bert_layer", batch=2, small=True)
+    with torch.no_grad():
+        pieces = bert_pieces(layer, x)
+        p = {name: pieces[name][0] for name in WHOLE}
+        ctx = p["attention"](p["qkv"](x))
+        x1 = p["out_proj_norm"](ctx, x)
+        out = p["ffn2_norm"](p["ffn1_gelu"](x1), x1)
+        torch.testing.assert_close(out, layer(x), rtol=1e-5, atol=1e-5)
+        for name in ("attention", "ffn2_norm"):
+            module, args = pieces[name]
+            torch._dynamo.reset()
+            compiled = torch.compile(module, backend="pytvmbridge")
+            torch.testing.assert_close(compiled(*args), module(*args), rtol=1e-4, atol=1e-4)

@@ -117,8 +117,12 @@ std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::
       b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
   llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
   r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
-  llvm::Value* p =
-      b.CreateFAdd(constant(ty, 1.0f), fmuladd(b, b.CreateFMul(r, r), horner(b, r, kExpQ), r));
+  // 1 + r + r^2 Q(r) as one Horner chain, 1 + r (1 + r (q0 + r (q1 + ...))): six FMAs where
+  // r^2, Q, an FMA and the add of 1 were seven vector operations; as accurate (within 1 ulp of
+  // exp on a dense grid of [-87, 88], emulated in float64).
+  llvm::Value* q = horner(b, r, kExpQ);
+  llvm::Value* one = constant(ty, 1.0f);
+  llvm::Value* p = fmuladd(b, fmuladd(b, q, r, one), r, one);
   return {fn, p};
 }
 

@@ -573,6 +573,26 @@ def test_eight_row_dense_takes_narrow_panels():
     np.testing.assert_allclose(y, x @ w.T, rtol=1e-3, atol=1e-3)
 
 
+def test_symbolic_row_count_keeps_row_tiles_serial():
+    # A dynamic batch: only the panel loop is parallel, so lowering peels the last, partial
+    # row tile off a guard-free main body (fused into the parallel loop, every row was tested).
+    n = tvm.var("n")
+    X = tvm.placeholder((n, 64), name="X")
+    Wp = tvm.placeholder((4, 64, 32), name="Wp")
+    B = tvm.placeholder((128,), name="B")
+    Y = topi.nn.relu(topi.nn.dense_pack(X, Wp, B))
+    point = tvm.auto_schedule_space(Y)["default"]["T_dense_pack"]
+    assert point["tile_rows"] > 1 and point["parallel_depth"] == 1
+    f = tvm.build(tvm.auto_schedule(Y), [X, Wp, B, Y])
+    w, b = rand(128, 64), rand(128)
+    wp = np.ascontiguousarray(w.reshape(4, 32, 64).transpose(0, 2, 1))
+    for rows in (1, 7, 8, 13):
+        x = rand(rows, 64)
+        y = np.empty((rows, 128), "float32")
+        f(x, wp, b, y)
+        np.testing.assert_allclose(y, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_bad_configs_are_value_and_type_errors():
     args, _ = matmul_relu(32, 32, 32)
     with pytest.raises(ValueError, match="knob 'tile_rows' is 999, which is not one of"):

@@ -4,7 +4,11 @@ Per model (benchmarks/models/, random weights) and batch size (1 and 8), float32
 median latency of eager PyTorch, of ``torch.compile(backend="inductor")`` with
 ``torch._inductor.config.freezing = True`` and of ``torch.compile(backend="pytvmbridge")``,
 plus the compile time (first call) of each compiled variant, all in one run, under
-``torch.no_grad()``. Prints a table and writes benchmarks/results/models.json.
+``torch.no_grad()``. The three are compiled first and then timed in interleaved rounds (the
+order rotating from round to round, each round a median over enough calls to fill its share of
+the time), and each figure is the median of its rounds: a drift of the machine's speed during
+the run then affects all three alike instead of whichever was timed last. Prints a table and
+writes benchmarks/results/models.json.
 
     .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
         [--threads N] [--cpu-time] [--layout NCHWc|NCHW]
@@ -35,7 +39,14 @@ from benchmarks.models import MODELS, build
 _clock = time.perf_counter
 
 
+ROUNDS = 7
+"""Interleaved timing rounds per model and batch (each variant's figure: the median of its
+rounds' medians)."""
+
+
 def median_ms(fn, x, min_time: float, min_runs: int, max_runs: int) -> float:
+    """Median milliseconds per call of ``fn(x)`` over at least ``min_runs`` calls, going on for
+    up to ``min_time`` seconds or ``max_runs`` calls."""
     fn(x)
     samples, start = [], time.perf_counter()
     while len(samples) < min_runs or (
@@ -47,8 +58,28 @@ def median_ms(fn, x, min_time: float, min_runs: int, max_runs: int) -> float:
     return statistics.median(samples)
 
 
-def compiled(model, backend: str, options: dict | None = None):
-    torch._dynamo.reset()
+def interleaved_ms(
+    fns: dict, x, min_time: float, min_runs: int, max_runs: int, rounds: int = ROUNDS
+) -> dict:
+    """Per name in ``fns``: the median over ``rounds`` rounds of :func:`median_ms`, the variants
+    timed one after the other within a round and the order rotated from round to round, each
+    round given ``min_time / rounds`` seconds."""
+    names = list(fns)
+    per_round: dict = {n: [] for n in names}
+    runs = max(1, min_runs // 2)
+    for r in range(rounds):
+        for n in names[r % len(names) :] + names[: r % len(names)]:
+            per_round[n].append(
+                median_ms(fns[n], x, min_time / rounds, runs, max(runs, max_runs // rounds))
+            )
+    return {n: statistics.median(v) for n, v in per_round.items()}
+
+
+def compiled(model, backend: str, options: dict | None = None, reset: bool = True):
+    # Reset before the first compile of a model (no earlier model's caches), not between its
+    # two: both compiled variants stay in Dynamo's cache for the interleaved rounds.
+    if reset:
+        torch._dynamo.reset()
     fn = torch.compile(model, backend=backend, options=options)
     return fn
 
@@ -92,14 +123,19 @@ def main() -> None:
         for batch in batches:
             model, x = build(name, batch=batch, small=opts.quick)
             with torch.no_grad():
-                eager = median_ms(model, x, min_time, min_runs, max_runs)
                 ind = compiled(model, "inductor")
                 ind_compile = first_call_s(ind, x)
-                ind_ms = median_ms(ind, x, min_time, min_runs, max_runs)
-                ours = compiled(model, "pytvmbridge", {"layout": opts.layout})
+                ours = compiled(model, "pytvmbridge", {"layout": opts.layout}, reset=False)
                 ours_compile = first_call_s(ours, x)
                 torch.testing.assert_close(ours(x), model(x), rtol=1e-3, atol=1e-3)
-                ours_ms = median_ms(ours, x, min_time, min_runs, max_runs)
+                ms = interleaved_ms(
+                    {"eager": model, "inductor": ind, "ours": ours},
+                    x,
+                    3 * min_time,
+                    min_runs,
+                    max_runs,
+                )
+                eager, ind_ms, ours_ms = ms["eager"], ms["inductor"], ms["ours"]
             row = {
                 "model": name,
                 "batch": batch,

@@ -43,11 +43,17 @@ ROUNDS = 7
 """Interleaved timing rounds per model and batch (each variant's figure: the median of its
 rounds' medians)."""
 
+WARMUP_CALLS = 3
+"""Untimed calls before each timed stretch: the variant timed before leaves the caches full of
+its own weights and its library's idle threads spinning on the cores for a moment, which the
+first calls of the next one would otherwise pay for."""
+
 
 def median_ms(fn, x, min_time: float, min_runs: int, max_runs: int) -> float:
     """Median milliseconds per call of ``fn(x)`` over at least ``min_runs`` calls, going on for
     up to ``min_time`` seconds or ``max_runs`` calls."""
-    fn(x)
+    for _ in range(WARMUP_CALLS):
+        fn(x)
     samples, start = [], time.perf_counter()
     while len(samples) < min_runs or (
         time.perf_counter() - start < min_time and len(samples) < max_runs
@@ -104,7 +110,8 @@ def main() -> None:
     if opts.cpu_time:
         _clock = time.process_time
     batches = [int(b) for b in (opts.batches or ("1" if opts.quick else "1,8")).split(",")]
-    min_time, min_runs, max_runs = (0.2, 3, 10) if opts.quick else (1.5, 5, 50)
+    # Calls per variant: enough for the time (sub-millisecond models included), at least a few.
+    min_time, min_runs, max_runs = (0.2, 3, 10) if opts.quick else (1.5, 5, 5000)
     torch.set_num_threads(opts.threads)
     tvm.set_num_threads(opts.threads)
     import torch._inductor.config as inductor_config

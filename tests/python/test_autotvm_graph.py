@@ -206,20 +206,27 @@ def test_blocked_convolutions_are_tuned_as_the_graph_computes_them():
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_blocked_task_records_become_the_graph_schedule(tmp_path):
-    from pytvmbridge.autotvm.graph_tuning import blocked_conv_tasks
-
-    model, x, gm, outputs = _blocked_graph()
-    task = blocked_conv_tasks(outputs)[1][0]
+def _log_a_non_default_record(task, log):
+    """Writes one valid record for ``task`` whose convolution knobs differ from the analytical
+    point (a seeded sample of its space) and returns that configuration."""
     rng = random.Random(3)
     default = task.space.default()
     for _ in range(200):
         good = task.canonical(task.space.sample(rng))
         if good["T_conv2d_NCHWc"] != default["T_conv2d_NCHWc"]:
             break
-    log = tmp_path / "blocked.json"
     mk = record.make_record
     record.append(log, [mk(task.workload_key, task.description, "auto", "llvm", good, [1e-6], 0)])
+    return good
+
+
+def test_blocked_task_records_become_the_graph_schedule(tmp_path):
+    from pytvmbridge.autotvm.graph_tuning import blocked_conv_tasks
+
+    model, x, gm, outputs = _blocked_graph()
+    task = blocked_conv_tasks(outputs)[1][0]
+    log = tmp_path / "blocked.json"
+    good = _log_a_non_default_record(task, log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the other two workloads have no record
         config = graph_config(gm, outputs, tuning_log_file=log, verify=False)
@@ -244,15 +251,8 @@ def test_guard_keeps_a_tuned_graph_only_if_it_wins_end_to_end(tmp_path, monkeypa
 
     _, _, gm, outputs = _blocked_graph()
     task = blocked_conv_tasks(outputs)[1][0]
-    rng = random.Random(3)
-    default = task.space.default()
-    for _ in range(200):
-        good = task.canonical(task.space.sample(rng))
-        if good["T_conv2d_NCHWc"] != default["T_conv2d_NCHWc"]:
-            break
     log = tmp_path / "guarded.json"
-    mk = record.make_record
-    record.append(log, [mk(task.workload_key, task.description, "auto", "llvm", good, [1e-6], 0)])
+    _log_a_non_default_record(task, log)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         config = graph_config(gm, outputs, tuning_log_file=log, verify=False)

@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -202,15 +203,8 @@ def _static_shape(node: Any) -> list[int] | None:
 def _rows(x: Any) -> int | None:
     """The row count of a linear layer's input (every dimension but the last), when static:
     the panel width depends on it (see ``dense_pack_block``)."""
-    val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or val.dim() < 2:
-        return None
-    rows = 1
-    for d in val.shape[:-1]:
-        if not isinstance(d, int):
-            return None
-        rows *= d
-    return rows
+    shape = _static_shape(x)
+    return math.prod(shape[:-1]) if shape is not None and len(shape) >= 2 else None
 
 
 def _is_weight_transpose(node: Any, inputs: dict[torch.fx.Node, int]) -> bool:

@@ -77,21 +77,26 @@ bool spin_until(Pred done) {
 }
 
 // The job state in one atomic word: [generation:40][unused:24]. A new generation tells the
-// workers that a job is waiting; the job's chunks are claimed through claimed_ (below).
+// workers that a job is waiting; the job's chunks are claimed through ranges_ (below).
 constexpr int kGenerationShift = 24;
-constexpr int kMaxChunks = 4095;
+constexpr int kMaxChunks = 1 << 20;
+// Chunks per thread: a thread's share of a loop is split in a few pieces, so that a thread that
+// falls behind (preempted mid-chunk, woken late, or reading its data from the other core's
+// cache) holds up at most one piece while the others take the rest of its share.
+constexpr int kChunksPerThread = 4;
 
 uint64_t pack(uint64_t generation) { return generation << kGenerationShift; }
 uint64_t generation_of(uint64_t s) { return s >> kGenerationShift; }
 
-// Chunks are claimed dynamically by the caller and the workers alike: the caller never waits for
-// a worker to wake up (on a busy machine it may run every chunk itself), only for chunks that a
-// worker has already started. Each thread first claims its own chunk (the caller chunk 0, worker
-// i chunk i), as OpenMP's static schedule assigns them, and only then takes what is left: a
-// kernel called again (a benchmark loop, the next layer over the same tensor) then finds its
-// part of the data in the cache of the core that touched it last. With first-come claims the
-// caller and a spinning worker raced for chunk 0, so the halves of a 1.5 MB operand swapped
-// cores from call to call and were read from the other core's L2.
+// A thread's unclaimed chunks [begin, end) in one word: [begin:32][end:32].
+uint64_t pack_range(uint64_t begin, uint64_t end) { return begin << 32 | end; }
+
+// Each thread owns a contiguous share of the chunks (the caller the first, worker i the i-th),
+// as OpenMP's static schedule assigns them, and runs it front to back: a kernel called again (a
+// benchmark loop, the next layer over the same tensor) then finds its part of the data in the
+// cache of the core that touched it last. A thread that has finished its share takes chunks
+// from the back of the others' shares, so the caller never waits for a worker to wake up (on a
+// busy machine it may run every chunk itself), only for the chunks a worker has started.
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads) : num_threads_(num_threads) {}
@@ -121,20 +126,21 @@ class ThreadPool {
     }
     if (static_cast<int>(workers_.size()) != threads - 1) start_workers(threads - 1);
 
-    // Publish the job, then the state that names it: a thread that claims a chunk of this
-    // generation (acquire) sees the job (release). The job stays unchanged until every chunk
-    // is done, so a claimed chunk always reads its own job.
+    // Publish the job, then the shares that name its chunks, then the generation that wakes
+    // the workers: a thread that claims a chunk (acquire) sees the job (release). The job stays
+    // unchanged until every chunk is done, so a claimed chunk always reads its own job.
     job_n_ = n;
     job_fn_ = fn;
     job_closure_ = closure;
     job_error_ = nullptr;
-    int chunks = static_cast<int>(std::min<int64_t>({n, threads, kMaxChunks}));
+    int chunks = static_cast<int>(
+        std::min<int64_t>({n, static_cast<int64_t>(threads) * kChunksPerThread, kMaxChunks}));
     job_chunks_ = chunks;
     done_.store(0, std::memory_order_relaxed);
-    // One flag per thread; the flags past this job's chunks start claimed, so that a worker that
-    // read an older job's chunk count claims nothing that does not exist.
-    for (size_t k = 0; k < claimed_.size(); ++k) {
-      claimed_[k].store(static_cast<int>(k) >= chunks, std::memory_order_release);
+    for (int t = 0; t < threads; ++t) {
+      uint64_t begin = static_cast<uint64_t>(chunks) * t / threads;
+      uint64_t end = static_cast<uint64_t>(chunks) * (t + 1) / threads;
+      shares_[t].range.store(pack_range(begin, end), std::memory_order_release);
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -143,7 +149,7 @@ class ThreadPool {
     wake_cv_.notify_all();
 
     t_in_parallel = true;
-    run_chunks(generation_, 0);
+    run_chunks(0);
     t_in_parallel = false;
 
     // Wait for chunks that workers are still running, even after an exception: the closure
@@ -157,33 +163,54 @@ class ThreadPool {
   }
 
  private:
-  // Claims and runs chunks of job `generation` until none is left: chunk `own` first, then any.
-  // A claimed flag is always a chunk of the job published before it was reset (claiming it
-  // acquires that job), even if this thread was slow and the job it checked has since ended.
-  void run_chunks(uint64_t generation, int own) {
+  // One thread's share, on its own cache line: its owner claims from it without sharing the
+  // line with the other owners.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+
+  // Claims the first chunk of the share (its owner); -1 when none is left. begin may pass end
+  // by one here, which leaves the share empty.
+  static int take_front(Share& s) {
+    uint64_t v = s.range.fetch_add(uint64_t{1} << 32, std::memory_order_acq_rel);
+    uint64_t begin = v >> 32, end = v & 0xffffffffu;
+    return begin < end ? static_cast<int>(begin) : -1;
+  }
+
+  // Claims the last chunk of the share (another thread); -1 when none is left.
+  static int take_back(Share& s) {
+    uint64_t v = s.range.load(std::memory_order_relaxed);
     for (;;) {
-      if (generation_of(state_.load(std::memory_order_acquire)) != generation) return;
-      int chunk = -1;
-      if (own < static_cast<int>(claimed_.size()) &&
-          !claimed_[own].exchange(true, std::memory_order_acq_rel)) {
-        chunk = own;
-      } else {
-        for (size_t k = 0; k < claimed_.size(); ++k) {
-          if (!claimed_[k].load(std::memory_order_relaxed) &&
-              !claimed_[k].exchange(true, std::memory_order_acq_rel)) {
-            chunk = static_cast<int>(k);
-            break;
-          }
-        }
+      uint64_t begin = v >> 32, end = v & 0xffffffffu;
+      if (begin >= end) return -1;
+      if (s.range.compare_exchange_weak(v, pack_range(begin, end - 1), std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+        return static_cast<int>(end - 1);
       }
-      if (chunk < 0) return;
-      const int chunks = job_chunks_;
-      run_chunk(chunk, chunks);
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
-        // Taking the lock orders this notify after a waiting caller's check of done_ under it.
-        std::lock_guard<std::mutex> lock(mu_);
-        done_cv_.notify_one();
+    }
+  }
+
+  // Runs the thread's own chunks, then any other thread's, until none is left, and then counts
+  // them done. Every claimed chunk belongs to the job published before the share was last
+  // reset (claiming acquires that job), even if this thread was slow and saw an older
+  // generation: the next job is published only after this thread has counted its chunks.
+  void run_chunks(int own) {
+    int ran = 0;
+    int others = static_cast<int>(shares_.size());
+    for (;;) {
+      int chunk = own < others ? take_front(shares_[own]) : -1;
+      for (int k = 1; chunk < 0 && k < others; ++k) {
+        chunk = take_back(shares_[(own + k) % others]);
       }
+      if (chunk < 0) break;
+      run_chunk(chunk, job_chunks_);
+      ++ran;
+    }
+    if (ran == 0) return;
+    if (done_.fetch_add(ran, std::memory_order_acq_rel) + ran == job_chunks_) {
+      // Taking the lock orders this notify after a waiting caller's check of done_ under it.
+      std::lock_guard<std::mutex> lock(mu_);
+      done_cv_.notify_one();
     }
   }
 
@@ -213,15 +240,14 @@ class ThreadPool {
       }
       if (stop_.load(std::memory_order_acquire)) return;
       seen = generation_of(state_.load(std::memory_order_acquire));
-      run_chunks(seen, own);
+      run_chunks(own);
     }
   }
 
   // Called with submit_mu_ held, so no job is running.
   void start_workers(int count) {
     stop_workers();
-    claimed_ = std::vector<std::atomic<bool>>(count + 1);
-    for (std::atomic<bool>& c : claimed_) c.store(true, std::memory_order_relaxed);
+    shares_ = std::vector<Share>(count + 1);
     workers_.reserve(count);
     for (int i = 0; i < count; ++i) {
       workers_.emplace_back([this, g = generation_, own = i + 1] { worker_loop(g, own); });
@@ -245,7 +271,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   uint64_t generation_ = 0;  // the last job's; written under submit_mu_
 
-  // The current job: written by the submitter before state_ names it.
+  // The current job: written by the submitter before the shares name its chunks.
   int64_t job_n_ = 0;
   int job_chunks_ = 0;
   ParallelBody job_fn_ = nullptr;
@@ -254,9 +280,9 @@ class ThreadPool {
   std::mutex error_mu_;
 
   std::atomic<uint64_t> state_{0};
-  // claimed_[k]: chunk k of the current job is taken (one flag per thread; resized only while
-  // no worker runs).
-  std::vector<std::atomic<bool>> claimed_;
+  // shares_[t]: thread t's unclaimed chunks of the current job (one per thread, the caller's
+  // first; resized only while no worker runs).
+  std::vector<Share> shares_;
   std::atomic<int> done_{0};
   std::mutex mu_;  // guards sleeping: wake_cv_ and done_cv_
   std::condition_variable wake_cv_, done_cv_;

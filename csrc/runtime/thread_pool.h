@@ -1,10 +1,10 @@
 // The project's persistent thread pool, used by parallel loops of generated code.
 //
 // One pool per process, created on first use with PYTVMBRIDGE_NUM_THREADS threads (or one per
-// CPU this process may run on). A parallel_for splits [0, n) into one contiguous chunk per thread
-// (equal sizes: the loops it runs are regular) that the workers and the calling thread claim as
-// they become free. Idle workers spin briefly, then sleep. After fork() the child starts a fresh
-// pool; at exit the pool is left to the OS rather than joined.
+// CPU this process may run on). A parallel_for splits [0, n) into a few contiguous chunks per
+// thread (equal sizes: the loops it runs are regular); each thread runs its own share in order,
+// then takes what is left of the others'. Idle workers spin briefly, then sleep. After fork() the
+// child starts a fresh pool; at exit the pool is left to the OS rather than joined.
 #pragma once
 
 #include <cstdint>

@@ -50,23 +50,30 @@ TEST_F(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
   }
 }
 
-TEST_F(ThreadPoolTest, ChunksAreContiguousAndOnePerThread) {
+TEST_F(ThreadPoolTest, ChunksAreContiguousAndAFewPerThread) {
   set_num_threads(3);
   struct Seen {
     std::mutex mu;
     std::vector<std::pair<int64_t, int64_t>> chunks;
   } seen;
   parallel_for(
-      10,
+      30,
       [](int64_t b, int64_t e, void* p) {
         auto* s = static_cast<Seen*>(p);
         std::lock_guard<std::mutex> lock(s->mu);
         s->chunks.emplace_back(b, e);
       },
       &seen);
-  ASSERT_EQ(seen.chunks.size(), 3u);
+  // Four chunks per thread, sizes differing by at most one (30 = 6 x 3 + 6 x 2).
   std::set<std::pair<int64_t, int64_t>> chunks(seen.chunks.begin(), seen.chunks.end());
-  EXPECT_EQ(chunks, (std::set<std::pair<int64_t, int64_t>>{{0, 4}, {4, 7}, {7, 10}}));
+  std::set<std::pair<int64_t, int64_t>> expected;
+  for (int64_t b = 0, k = 0; k < 12; ++k) {
+    int64_t e = b + (k < 6 ? 3 : 2);
+    expected.insert({b, e});
+    b = e;
+  }
+  EXPECT_EQ(seen.chunks.size(), 12u);
+  EXPECT_EQ(chunks, expected);
 }
 
 void nested_outer(int64_t begin, int64_t end, void* p) {
@@ -134,15 +141,16 @@ TEST_F(ThreadPoolTest, SetNumThreadsChangesTheChunking) {
   set_num_threads(3);
   EXPECT_EQ(get_num_threads(), 3);
   Calls three = record_calls(64);
-  EXPECT_EQ(three.calls, 3);  // one chunk per thread
+  EXPECT_EQ(three.calls, 12);  // four chunks per thread
   EXPECT_LE(three.threads.size(), 3u);
+  EXPECT_EQ(record_calls(5).calls, 5);  // fewer iterations than that: one chunk each
   set_num_threads(1);
   EXPECT_EQ(get_num_threads(), 1);
   Calls one = record_calls(64);
   EXPECT_EQ(one.calls, 1);
   EXPECT_EQ(one.threads, std::set<std::thread::id>{std::this_thread::get_id()});
   set_num_threads(2);
-  EXPECT_EQ(record_calls(64).calls, 2);
+  EXPECT_EQ(record_calls(64).calls, 8);
 }
 
 TEST_F(ThreadPoolTest, ChunksRunConcurrently) {
@@ -167,6 +175,42 @@ TEST_F(ThreadPoolTest, ChunksRunConcurrently) {
       },
       &ctx);
   EXPECT_EQ(met.load(), 2);
+}
+
+TEST_F(ThreadPoolTest, AThreadThatFallsBehindHasTheRestOfItsShareTaken) {
+  // Eight chunks, the worker's share 4..7. While the worker is held in its first chunk, the
+  // caller must run the worker's last one (or the worker never started and the caller runs all).
+  set_num_threads(2);
+  std::atomic<bool> last_ran{false};
+  std::atomic<int> waited_in_vain{0};
+  struct Ctx {
+    std::atomic<bool>* last_ran;
+    std::atomic<int>* waited_in_vain;
+    std::thread::id caller;
+  } ctx{&last_ran, &waited_in_vain, std::this_thread::get_id()};
+  Counts c(8);
+  struct Both {
+    Ctx* ctx;
+    Counts* counts;
+  } both{&ctx, &c};
+  parallel_for(
+      8,
+      [](int64_t b, int64_t e, void* p) {
+        auto* both = static_cast<Both*>(p);
+        Ctx* x = both->ctx;
+        if (b == 4 && std::this_thread::get_id() != x->caller) {
+          auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (!x->last_ran->load() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::yield();
+          }
+          if (!x->last_ran->load()) x->waited_in_vain->fetch_add(1);
+        }
+        count_chunk(b, e, both->counts);
+        if (b == 7) x->last_ran->store(true);
+      },
+      &both);
+  expect_each_once(c);
+  EXPECT_EQ(waited_in_vain.load(), 0);
 }
 
 TEST_F(ThreadPoolTest, RejectsFewerThanOneThread) {

@@ -192,9 +192,11 @@ int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
 // 0.94-0.95x vs 0.93x on one (8 x 2: 0.90x, 0.88x); dense 1024x768->768 1.02x vs 0.91x and
 // 0.98-0.99x vs 0.95-0.96x, 1024x768->3072 0.96x vs 0.94-0.95x and 0.93-0.96x vs 0.94-0.96x.
 // The packing copy is a scalar, guarded pass that the contiguous broadcasts do not repay.
-int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const TiledPlan& plan,
-                            std::optional<int64_t> vext, const std::vector<int64_t>& vectors) {
-  if (plan.row_axis < 0 || c->reduce_axis.size() != 1) return 0;
+// The one operand a matrix product broadcasts its rows from (a single reduction; the operand
+// alone depends on the rows, indexed by them exactly, and is not the streamed one: matmul,
+// dense, batch_matmul, never a convolution); null for anything else.
+const TensorRead* row_operand(const ComputeOpNode* c, const TiledPlan& plan) {
+  if (plan.row_axis < 0 || c->reduce_axis.size() != 1) return nullptr;
   const Expr& rvar = c->axis[plan.row_axis]->var;
   int readers = 0, row_dim = -1;
   const TensorRead* row_read = nullptr;
@@ -204,7 +206,14 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
     row_read = r;
     row_dim = exact_dim(r, rvar);
   }
-  if (readers != 1 || row_dim < 0 || row_read == plan.streamed) return 0;
+  if (readers != 1 || row_dim < 0 || row_read == plan.streamed) return nullptr;
+  return row_read;
+}
+
+int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const TiledPlan& plan,
+                            std::optional<int64_t> vext, const std::vector<int64_t>& vectors) {
+  const TensorRead* row_read = row_operand(c, plan);
+  if (!row_read) return 0;
   // Whatever the row operand's size (it is read in place). One thread, 6 x 4 against 8 x 2, in
   // PyTorch's time: 2048x1024 @ 1024x1024 (8 MiB of rows) 0.96x vs 0.86x, 2048x1536 @
   // 1536x1024 (12 MiB) 0.99x vs 0.92x, pre-packed dense 1024x3072->768 (12 MiB) 1.02x vs 0.93x.
@@ -608,9 +617,26 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   }
   int64_t k_block = ctx.knob(st, "k_block", 0, k_candidates);
   bool inner_pack = false;
+  // "pack_inner" 2: the streamed operand's panel is packed at the panel loop itself, the tile
+  // keeping its register-sized buffer (no panel-high accumulators): the row tiles of the panel
+  // then read a packed copy just written to cache, and the separate packing pass (its round
+  // trip through memory and its own parallel loop) is gone. The default for matrix products
+  // with at least kPackedRowsPanels panel iterations to share among threads (where "pack_inner"
+  // 1 does not pay). One thread, CPU time, paired against the separate pass in PyTorch's time
+  // (loaded machine): SGEMM 1024^3 0.88x/0.95x -> 0.93x/0.98x, batch_matmul 12x128x64 QK^T
+  // 1.05x -> 1.16-1.24x, dense 1024x768->768 0.99x -> 1.06x, 1024x768->3072 0.94-0.99x ->
+  // 0.95-0.97x.
+  bool panel_pack = false;
+  bool panel_pack_pays = false;
   if (stream_pack) {
     std::vector<int64_t> candidates = {0};
     if (can_region) candidates.push_back(1);
+    if (order == 1 && block == 0 && !first.empty() && k_block == 0) {
+      candidates.push_back(2);
+      auto panel_iterations = const_product(first);
+      panel_pack_pays =
+          row_operand(c, plan) && panel_iterations && *panel_iterations >= kPackedRowsPanels;
+    }
     // On by default when the streamed operand does not stay in cache and the reduction is
     // longer than the rows (a BERT dense layer at batch 1: 128 rows, 768 or 3072 long): then
     // its round trip through memory costs more than the panel-high buffer's (about the
@@ -618,7 +644,9 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     // 0.67x -> 0.87x; 1024x3072->768 and SGEMM 1024^3 unchanged (0.90x/0.91x, 0.84x/0.83x).
     auto sbytes = bytes_of(plan.streamed);
     bool pays_inner = can_region && (!sbytes || *sbytes > kCachedBytes) && *kext > *rext;
-    inner_pack = ctx.knob(st, "pack_inner", pays_inner ? 1 : 0, candidates) == 1;
+    int64_t mode = ctx.knob(st, "pack_inner", pays_inner ? 1 : panel_pack_pays ? 2 : 0, candidates);
+    inner_pack = mode == 1;
+    panel_pack = mode == 2;
   }
   bool region = inner_pack || k_block > 0;
   std::vector<IterVar> outer = first;
@@ -649,6 +677,13 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     compute_at(compute, epilogue, head.back());
     outer = head;
     outer.insert(outer.end(), second.begin(), second.end());
+  } else if (panel_pack) {
+    // Only the panel loops run in parallel, each thread packing the panels it computes.
+    std::vector<IterVar> head = parallelize(ctx, epilogue, first, work, st);
+    outer = head;
+    outer.insert(outer.end(), second.begin(), second.end());
+    compute_at(compute, epilogue, outer.back());
+    compute_at(stream_pack, epilogue, head.back());
   } else {
     // The tile's default product (see packed_rows_default) with rows that the tile does not
     // divide: only the panel loops run in parallel by default, so that the row tiles stay a
@@ -671,7 +706,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
       parallelize(ctx, stream_pack, {pack_outer.front()}, output_size(as_compute(stream_pack->op)));
     }
   }
-  if (!region) compute_at(compute, epilogue, outer.back());
+  if (!region && !panel_pack) compute_at(compute, epilogue, outer.back());
 
   // The block's loops: the other axes (one iteration each), the reductions, the rows
   // (unrolled), the vectors.

@@ -34,6 +34,26 @@ void check_inlinable(const Stage& stage) {
   }
 }
 
+// Whether a stage that reads `stage` is computed (directly or through stages computed inside
+// one another) at `leaf` of `target` or at a loop inside it: `stage` may then be computed at
+// that loop even where `target` itself does not read it (a packed panel shared by the tiles
+// computed inside the panel loop).
+bool consumer_inside(const Schedule& sch, const Stage& target, const IterVar& leaf,
+                     const Stage& stage) {
+  size_t pos = target->leaf_position(leaf, "compute_at");
+  for (const Stage& s : sch->stages) {
+    if (s == stage || !reads_through_inline(sch, s, stage)) continue;
+    for (Stage c = s; c && c->attach_type == AttachType::kScope; c = c->attach_stage) {
+      if (c == stage) break;
+      if (c->attach_stage == target) {
+        if (target->leaf_position(c->attach_ivar, "compute_at") >= pos) return true;
+        break;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 // A scan or extern stage computed at a loop runs whole in each iteration of it (as in TVM: its
@@ -68,9 +88,9 @@ void compute_at(const Stage& stage, const Stage& target, const IterVar& axis) {
   if (target->attach_type == AttachType::kInline) {
     value_error(where(), ": ", target->describe(), " is inlined and has no loops");
   }
-  if (!reads_through_inline(sch, target, stage)) {
+  if (!reads_through_inline(sch, target, stage) && !consumer_inside(sch, target, leaf, stage)) {
     value_error(where(), ": ", target->describe(), " does not read ", stage->describe(),
-                " (compute_at needs a consumer of the stage)");
+                " (compute_at needs a consumer of the stage, or a loop a consumer is computed in)");
   }
   for (Stage s = target; s && s->attach_type == AttachType::kScope; s = s->attach_stage) {
     if (s->attach_stage == stage) {

@@ -69,7 +69,9 @@ void validate_attachment(const Schedule& sch, const StageBodies& bodies, const S
     if (s == st) value_error(where(), ", which is itself computed inside ", st->describe());
   }
   std::vector<Stage> consumers = effective_consumers(sch, bodies, st);
-  if (std::find(consumers.begin(), consumers.end(), target) == consumers.end()) {
+  bool reads = std::find(consumers.begin(), consumers.end(), target) != consumers.end();
+  if (!reads && std::none_of(consumers.begin(), consumers.end(),
+                             [&](const Stage& c) { return inside_attach_loop(c, st); })) {
     value_error(where(), ", which does not read it; compute_at needs a consumer");
   }
   // A scan reads its own earlier steps, and so do the stages of its group computed inside it.

@@ -163,9 +163,12 @@ def test_matmul_decisions_in_lower():
     # The matmul is computed per tile into a block (never the whole 128 x 256 intermediate)...
     assert "allocate C.local[float32 * " in text
     assert "allocate C[" not in text
-    # ...inside the one parallel loop of the epilogue, whose relu reads the block.
+    # ...inside the one parallel loop of the epilogue, whose relu reads the block: over the
+    # column panels (8 of them), each packing its panel of B before its row tiles read it.
     main = text[text.index("allocate C.local") :]
-    assert "parallel (j.outer.i.outer.fused" in text  # column panels outermost, then rows
+    assert text.count("parallel (") == 1
+    assert text.index("parallel (j.outer") < text.index("allocate B.packed[float32 * 1 * ")
+    assert text.index("allocate B.packed") < text.index("for (i.outer")
     assert "max((C.local[" in main
     # The block's vectors are contiguous loads and stores; the rows are unrolled.
     assert "C.local[ramp(0i64, 1i64, " in main
@@ -419,7 +422,7 @@ def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
     # (see the test below), packed inside the parallel loop over their panels (never whole),
     # 6 x 4 tiles over the 384 weight rows; streaming the weight instead, the weight is packed
     # that way, with 8 x 2 tiles (6 does not divide 512). SGEMM 1024^3, as long as it is high,
-    # keeps the separate pass.
+    # packs each panel at the panel loop instead, with tile-sized accumulators (value 2).
     from pytvmbridge import topi
 
     X = tvm.placeholder((512, 1024), name="X")
@@ -447,7 +450,58 @@ def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
     A = tvm.placeholder((1024, 1024), name="A")
     B = tvm.placeholder((1024, 1024), name="B")
     mm = topi.matmul(A, B)
-    assert tvm.auto_schedule_space(mm)["default"]["T_matmul"]["pack_inner"] == 0
+    assert tvm.auto_schedule_space(mm)["default"]["T_matmul"]["pack_inner"] == 2
+
+
+@pytest.mark.parametrize(
+    "shape, change",
+    [
+        ((1024, 1024, 256), {}),  # rows the 6 x 4 tile does not divide: the last tile peeled
+        ((100, 200, 96), {"pack_inner": 2}),  # last panel partly zero padding
+        ((100, 200, 96), {"pack_inner": 2, "parallel_depth": 0}),
+        ((64, 512, 64), {"pack_inner": 2, "tile_rows": 3, "tile_vectors": 1}),
+    ],
+)
+def test_panel_packed_at_the_panel_loop_computes_the_same_values(shape, change):
+    # "pack_inner" 2: each panel of the streamed operand is packed inside the (parallel) loop
+    # over panels, just before its row tiles, which keep tile-sized accumulators; no separate
+    # packing pass, no panel-high block.
+    from pytvmbridge import topi
+
+    m, n, k = shape
+    A = tvm.placeholder((m, k), name="A")
+    B = tvm.placeholder((k, n), name="B")
+    mm = topi.matmul(A, B)
+    point = tvm.auto_schedule_space(mm, config={"T_matmul": change})["default"]["T_matmul"]
+    assert point["pack_inner"] == 2
+    s = tvm.auto_schedule(mm, config={"T_matmul": change})
+    text = str(tvm.lower(s, [A, B, mm]))
+    assert text.count("parallel (") == (0 if change.get("parallel_depth") == 0 else 1)
+    # One panel at a time (never the whole operand), allocated inside the loop over panels.
+    assert f"allocate B.packed[float32 * 1 * {k} * " in text
+    assert text.index("for (i.outer") > text.index("allocate B.packed")
+    assert f"allocate T_matmul.local[float32 * {m} * " not in text  # tile-sized, not panel-high
+    a, b = rand(m, k), rand(k, n)
+    (c,) = run(s, [A, B, mm], [a, b])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+
+
+def test_batch_matmul_packs_each_heads_panel_in_the_parallel_loop():
+    # QK^T of 12 heads (128 x 64 each): 48 (head, panel) iterations, each packing its 64 x 32
+    # slice of K (a transposing gather) right before its 16 row tiles read it.
+    from pytvmbridge import topi
+
+    Q = tvm.placeholder((12, 128, 64), name="Q")
+    K = tvm.placeholder((12, 128, 64), name="K")
+    bmm = topi.nn.batch_matmul(Q, K)
+    assert tvm.auto_schedule_space(bmm)["default"]["T_batch_matmul"]["pack_inner"] == 2
+    s = tvm.auto_schedule(bmm)
+    text = str(tvm.lower(s, [Q, K, bmm]))
+    assert text.count("parallel (") == 1
+    assert text.index("parallel (") < text.index("allocate K.packed[float32 * 1 * 1 * 64 * ")
+    q, kk = rand(12, 128, 64), rand(12, 128, 64)
+    (c,) = run(s, [Q, K, bmm], [q, kk])
+    np.testing.assert_allclose(c, q @ kk.transpose(0, 2, 1), rtol=1e-3, atol=1e-3)
 
 
 def test_dense_streams_the_smaller_operand_when_both_hold_the_reduction_contiguous():
@@ -506,7 +560,8 @@ def test_wide_matrix_product_takes_a_tile_of_four_vectors_with_panel_parallel_lo
     (c,) = run(s, [A, B, mm], [a, b])
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
     # The packed rows stay in the space for the tuner, and compute the same product.
-    s = tvm.auto_schedule(mm, config={"T_matmul": {"pack_rows": 1, "parallel_depth": 2}})
+    config = {"T_matmul": {"pack_rows": 1, "pack_inner": 0, "parallel_depth": 2}}
+    s = tvm.auto_schedule(mm, config=config)
     assert "A.packed" in str(tvm.lower(s, [A, B, mm]))
     (c,) = run(s, [A, B, mm], [a, b])
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)

@@ -274,6 +274,36 @@ def test_cache_write_compute_at(shape):
     run_matmul(s, A, B, C, n, m, k)
 
 
+def test_compute_at_a_loop_enclosing_the_consumer():
+    # B (a copy of A's panel) computed at C's outer loop, where the cache CC that reads it is
+    # computed deeper (at yo): C itself does not read B, and B's region is what CC reads over
+    # every loop inside xo: 8 rows of A (a GEMM's panel packed once for all its tiles).
+    n, m, k = 33, 40, 12
+    A = tvm.placeholder((n, k), name="A")
+    Bw = tvm.placeholder((k, m), name="Bw")
+    AP = tvm.compute((n, k), lambda i, r: A[i, r] + 0.0, name="AP")
+    r = tvm.reduce_axis((0, k), name="k")
+    C = tvm.compute((n, m), lambda i, j: tvm.sum(AP[i, r] * Bw[r, j], axis=r), name="C")
+    s = tvm.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    xo, yo, _xi, _yi = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 16)
+    s[CC].compute_at(s[C], yo)
+    s[AP].compute_at(s[C], xo)
+    text = str(tvm.lower(s, [A, Bw, C]))
+    assert f"allocate AP[float32 * 8 * {k}]" in text, text
+    assert text.index("allocate AP") < text.index("for (j.outer")
+    f = tvm.build(s, [A, Bw, C])
+    a, b = np.random.rand(n, k).astype("float32"), np.random.rand(k, m).astype("float32")
+    c = np.empty((n, m), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5)
+    # With no consumer inside that loop (the cache computed at root) it stays an error.
+    s = tvm.create_schedule(C.op)
+    s.cache_write(C, "local")
+    with pytest.raises(ValueError, match="does not read"):
+        s[AP].compute_at(s[C], s[C].op.axis[0])
+
+
 def test_cache_read():
     A, B, C = matmul(20, 24, 10)
     s = tvm.create_schedule(C.op)

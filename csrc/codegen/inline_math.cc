@@ -44,6 +44,9 @@ constexpr float kLog2E = 0x1.715476p+0f;
 // exp(x) is inf above 88.73 and rounds to 0 below -103.98: clamped to a little beyond, the
 // scaling by 2^n then overflows or underflows by itself.
 constexpr float kExpHi = 89.0f, kExpLo = -104.0f;
+// 1.5 * 2^23: adding it to a float of magnitude below 2^22 rounds that float to an integer (the
+// spacing of floats there is 1), subtracting it gives that integer back exactly.
+constexpr float kRoundMagic = 0x1.8p+23f;
 
 llvm::Value* constant(llvm::Type* ty, float v) {
   return llvm::ConstantFP::get(ty, static_cast<double>(v));
@@ -113,8 +116,11 @@ llvm::Value* reciprocal(llvm::IRBuilderBase& b, llvm::Value* d, bool avx512) {
 // they clamp (NaN) and how they scale by 2^n.
 std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::Value* xc) {
   llvm::Type* ty = xc->getType();
-  llvm::Value* fn =
-      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, constant(ty, kLog2E)));
+  // n = x log2(e) rounded to an integer by adding and subtracting kRoundMagic: an FMA and a
+  // subtraction, where vmulps and vrndscaleps were three micro-ops on AVX-512 (vrndscaleps
+  // takes two). Under contraction only, LLVM keeps the pair (no reassociation).
+  llvm::Value* magic = constant(ty, kRoundMagic);
+  llvm::Value* fn = b.CreateFSub(fmuladd(b, xc, constant(ty, kLog2E), magic), magic);
   llvm::Value* r = fmuladd(b, fn, constant(ty, -kLn2Hi), xc);
   r = fmuladd(b, fn, constant(ty, -kLn2Lo), r);
   // 1 + r + r^2 Q(r) as one Horner chain, 1 + r (1 + r (q0 + r (q1 + ...))): six FMAs where
@@ -133,6 +139,7 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
   llvm::Type* ty = x->getType();
   if (avx512 && splits_into_zmm(ty)) {
     // Clamped so that x - n ln2 stays finite (inf - inf is NaN); NaN fails both comparisons.
+    // (vrangeps would clamp both ends in one instruction, but it turns NaN into the bound.)
     llvm::Value* xc = nonpositive ? x
                                   : b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)),
                                                    constant(ty, kExpHi), x);

@@ -486,6 +486,22 @@ def test_panel_packed_at_the_panel_loop_computes_the_same_values(shape, change):
     np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("shape", [(2, 16, 9, 9, 48, 3, 3, 1, 1), (1, 8, 15, 15, 40, 3, 3, 2, 1)])
+def test_conv_with_its_weight_packed_at_the_panel_loop(shape):
+    # Not a default for convolutions (several reductions), but a point the tuner may take: the
+    # panel of weights (output channels, padded past 48 or 40) packed per panel iteration.
+    n, c, h, w_, o, kh, kw, stride, pad = shape
+    args = conv_bias_relu(*shape)
+    assert tvm.auto_schedule_space(args[-1])["default"]["conv"]["pack_inner"] == 0
+    config = {"conv": {"streamed_outer": 1, "pack_inner": 2}}
+    s = tvm.auto_schedule(args[-1], config=config)
+    text = str(tvm.lower(s, args))
+    assert text.index("parallel (") < text.index("allocate W.packed")
+    x, w, b = rand(n, c, h, w_), rand(o, c, kh, kw), rand(o)
+    (y,) = run(s, args, [x, w, b])
+    np.testing.assert_allclose(y, conv_reference(x, w, b, stride, pad), rtol=1e-3, atol=1e-3)
+
+
 def test_batch_matmul_packs_each_heads_panel_in_the_parallel_loop():
     # QK^T of 12 heads (128 x 64 each): 48 (head, panel) iterations, each packing its 64 x 32
     # slice of K (a transposing gather) right before its 16 row tiles read it.

@@ -32,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import multiprocessing as mp
 import os
@@ -179,12 +180,14 @@ def _worker(conn: Any, task: Any, inputs: list[Any], ref: list[Any], opt: Measur
         if msg[0] == "stop":
             return
         if msg[0] == "build":
-            config, known = msg[1], msg[2]
+            config, known, hint = msg[1], msg[2], msg[3]
             start = time.perf_counter()
             try:
                 s, args = task.instantiate(config)
                 feats = loop_features(str(lower(s, args, simple_mode=True)))
-                sched = schedule_hash(s, args, task.target)
+                # the tuner's hash of this config, computed in the process this one was
+                # forked from (the same code): no second fingerprint of the lowered function
+                sched = hint or schedule_hash(s, args, task.target)
             except Exception as err:  # the candidate's failure, reported
                 conn.send(("built", INSTANTIATE_ERROR, _describe(err), [], 0.0, "", False))
                 continue
@@ -268,6 +271,8 @@ class LocalRunner:
         # schedule_hash values already measured: a candidate that builds one of them is
         # answered as a duplicate without compiling (the tuner sets this before each run).
         self.known_schedules: set[str] = set()
+        # config key (JSON, sorted keys) -> its schedule_hash, where the tuner computed it
+        self.schedule_hints: dict[str, str] = {}
         self._ctx = mp.get_context("fork")
         # With overlap_builds, two sets of n_parallel workers: one builds the next batch while
         # the other's candidates (each held built in its worker) are measured.
@@ -370,7 +375,8 @@ class LocalRunner:
             k = free[i]
             w = self._workers[k] or self._start(k)
             try:
-                w[1].send(("build", c, self.known_schedules))
+                hint = self.schedule_hints.get(json.dumps(c, sort_keys=True))
+                w[1].send(("build", c, self.known_schedules, hint))
                 sent.append((i, k))
                 self._busy.add(k)
             except (OSError, BrokenPipeError):

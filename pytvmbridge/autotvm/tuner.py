@@ -78,6 +78,11 @@ class Tuner:
         self._hash_of: dict[str, str | None] = {}  # config key -> schedule_hash (None: fails)
         self._seen_schedules: set[str] = set()  # schedules measured or about to be
         self._pending: set[str] = set()  # config keys proposed, not yet measured
+        self._proposed_schedules: set[str] = set()  # hashes of the code of every proposal
+
+    # next_batch calls one proposal may take when its candidates repeat measured code (a
+    # space whose remaining points all do then ends the search)
+    PROPOSE_ROUNDS = 50
 
     # --- to override ---
     def next_batch(self, n: int) -> list[Any]:
@@ -103,17 +108,48 @@ class Tuner:
         return config
 
     def _propose(self, n: int) -> list[Any]:
-        """``next_batch(n)``, its configurations marked as being measured."""
-        configs = self.next_batch(n)
-        self._pending.update(_key(c) for c in configs)
-        return configs
+        """Up to ``n`` configurations from ``next_batch``, marked as being measured, none of
+        which builds code measured or proposed already.
+
+        Different configurations often build the same code (a knob that does nothing at this
+        shape, a tile size repaired to the same one). Left to the runner, such a proposal
+        still takes a worker: it lowers and hashes there and answers "duplicate" while the
+        other worker of its batch builds alone, so a batch with a duplicate yields one trial
+        for the wall time of two. Hashing here (the lowering the compile cache fingerprints,
+        a few milliseconds, against a build's tens) lets every submitted slot build new code;
+        the runner is handed the hashes so its workers do not compute them again. Only for
+        the automatic scheduler's space (``kind == "auto"``), whose candidates this process
+        lowers for the cost model's features anyway: a template is user code that may crash
+        or hang, so it runs in the workers alone."""
+        out: list[Any] = []
+        in_process = getattr(self.task, "kind", None) == "auto"
+        for _ in range(self.PROPOSE_ROUNDS if in_process else 1):
+            configs = self.next_batch(n - len(out))
+            if not configs:
+                break
+            for c in configs:
+                key = _key(c)
+                h = self._schedule_of(c) if in_process else None
+                if h is not None and (h in self._seen_schedules or h in self._proposed_schedules):
+                    self.visited.add(key)
+                    self.duplicates += 1
+                    continue
+                if h is not None:
+                    self._proposed_schedules.add(h)
+                self._pending.add(key)
+                out.append(c)
+            if len(out) >= n:
+                break
+        return out
 
     def _share_schedules(self, runner: Any) -> None:
         if hasattr(runner, "known_schedules"):
-            # Different configurations often build the same code (a knob that does nothing
-            # at this shape, a tile size repaired to the same one): the runner skips those
-            # before compiling, so every trial measures a new schedule.
+            # The runner still skips code measured already before compiling (a proposal made
+            # without a hash, or a runner used without this tuner), and takes the hashes
+            # computed here instead of lowering again.
             runner.known_schedules = set(self._seen_schedules)
+        if hasattr(runner, "schedule_hints"):
+            runner.schedule_hints = {k: h for k, h in self._hash_of.items() if k in self._pending}
 
     def _observe(self, config: Any, cost: float, rec: dict[str, Any] | None) -> None:
         self.visited.add(_key(config))
@@ -209,6 +245,7 @@ class Tuner:
         done = 0
         idle_batches = 0
         self._pending = set()
+        self._proposed_schedules = set()
         inflight: Any = None
         inflight_n = 0
         try:

@@ -564,3 +564,48 @@ def test_tuning_bar_only_where_watched(tmp_path, monkeypatch, env, shown):
     autotvm.GridSearchTuner(task).tune(2, measure_option=opt, log_file=log, n_parallel=1)
     assert len(list(record.load(log, verified=False))) == 2
     assert ("tuning test_matmul" in err.getvalue()) == shown
+
+
+def test_repeated_code_is_skipped_before_it_takes_a_worker(tmp_path):
+    # The automatic space's knobs often build the same code at a shape (here, an elementwise
+    # scale): the tuner hashes its proposals and hands the runner only new code, so no worker
+    # slot of a batch is spent answering "duplicate" while the other builds alone.
+    def scale(n):
+        A = tvm.placeholder((n,), name="A")
+        return [A, tvm.compute((n,), lambda i: A[i] * 3.0, name="B")]
+
+    task = autotvm.auto_task(scale, (4096,))
+    want, seen, keys, skipped = [], set(), set(), 0
+    for c in task.space.grid():  # the grid in order, as GridSearchTuner walks it
+        c = task.canonical(c)
+        if json.dumps(c, sort_keys=True) in keys:
+            continue
+        keys.add(json.dumps(c, sort_keys=True))
+        h = schedule_hash(*task.instantiate(c))
+        if h in seen:
+            skipped += 1
+            continue
+        seen.add(h)
+        want.append(c)
+        if len(want) == 4:
+            break
+    assert skipped > 0  # the space does repeat itself (else this test checks nothing)
+    log = tmp_path / "log.json"
+    answered = []
+    with autotvm.LocalRunner(task, n_parallel=2, option=MeasureOption(repeat=1)) as runner:
+        collect = runner.collect
+
+        def spy(*a, **k):
+            out = collect(*a, **k)
+            answered.extend(out)
+            return out
+
+        runner.collect = spy
+        tuner = autotvm.GridSearchTuner(task)
+        tuner.tune(4, log_file=log, runner=runner, progress=False, verify=False)
+    recs = list(record.load(log, verified=False))
+    assert [r["config"] for r in recs] == want
+    assert [r["schedule"] for r in recs] == [schedule_hash(*task.instantiate(c)) for c in want]
+    assert all(r["error"] == OK for r in recs)  # each checked against the reference output
+    assert not any(r.duplicate for r in answered)  # no worker answered "duplicate"
+    assert tuner.duplicates == skipped

@@ -285,6 +285,25 @@ TEST(BackendApi, LargeBlocksAreReusedAcrossCalls) {
   EXPECT_EQ(workspace_cached_bytes(), 0);
 }
 
+TEST(BackendApi, HugePageSizedBlocksStartOnAHugePageAndAreReused) {
+  workspace_release();
+  // A block of 2 MiB or more lies in whole, aligned huge pages (its header first), and a request
+  // of the same size gets it back although the pages behind it are larger than asked for.
+  const int64_t huge = int64_t{2} << 20;
+  const int64_t size = huge + huge / 16;
+  auto* a = static_cast<float*>(ptb_alloc(size));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % huge, 64u);
+  a[size / 4 - 1] = 3.5f;
+  ptb_free(a);
+  EXPECT_EQ(workspace_cached_bytes(), size);
+  auto* a2 = static_cast<float*>(ptb_alloc(size));
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(a2[size / 4 - 1], 3.5f);
+  ptb_free(a2);
+  workspace_release();
+}
+
 TEST(BackendApi, CacheStaysUnderItsLimit) {
   workspace_release();
   const int64_t block = kMaxCachedBytes / 4;

@@ -1,6 +1,9 @@
 // Injective stages at root (outputs, and intermediates kept stored): vectorize the innermost
 // axis (the output is row-major, so its innermost axis is the contiguous one), run the outer
 // loops in parallel.
+#include <algorithm>
+#include <optional>
+
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
 #include "ir/op.h"
@@ -28,6 +31,29 @@ bool streaming_arithmetic(const Context& ctx, const ComputeOpNode* c) {
     }
   }
   return true;
+}
+
+// Elements the stage streams through, for the decision to run it in parallel: its output, or
+// more where it reads a larger tensor (a strided slice reads every other row of an input four
+// times its size, and the prefetchers fetch most of the rows between), counted up to four
+// times the output (a gather reads only the rows it selects of a large table). nullopt when
+// the output's size is symbolic.
+std::optional<int64_t> streamed_size(const ComputeOpNode* c) {
+  auto size = output_size(c);
+  if (!size) return size;
+  int64_t most = *size;
+  for (const Expr& body : c->body) {
+    for (const TensorRead* read : tensor_reads(body)) {
+      int64_t n = 1;
+      for (const Expr& e : read->op->output_shape(read->value_index)) {
+        auto v = as_const_int(e);
+        n = v ? n * *v : 0;
+        if (!v) break;
+      }
+      most = std::max(most, std::min(n, 4 * *size));
+    }
+  }
+  return most;
 }
 
 }  // namespace
@@ -73,7 +99,7 @@ void schedule_injective(Context& ctx, const Stage& st) {
   // A nest too small to run in parallel stays one serial loop nest of constant trip counts,
   // which LLVM unrolls completely: one vector per iteration keeps that code (and its compile
   // time: 100 ms for a (8, 768) mean's division at four vectors) small.
-  auto size = output_size(c);
+  auto size = streamed_size(c);
   bool serial = size && *size < kMinParallelWork;
   if (serial && factor > lanes && extent && *extent % lanes == 0) factor = lanes;
   // With 512-bit registers, elementwise and broadcast arithmetic (no math calls, whose inline

@@ -1,6 +1,7 @@
 #include "codegen/codegen_llvm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -1116,6 +1117,7 @@ class CodeGenLLVM {
         return b_.CreateNot(emit(e.as<Not>()->a));
       case ExprKind::kSelect: {
         const auto* op = e.as<Select>();
+        if (llvm::Value* v = emit_select_of_masked_load(op)) return v;
         llvm::Value* cond = emit(op->condition);
         if (llvm::Value* v = emit_select_of_operand(cond, op->true_value, op->false_value)) {
           return v;
@@ -1184,6 +1186,23 @@ class CodeGenLLVM {
   // passes, so the adds keep their written order (the long-sum regrouping never sees them).
   // x is matched by node identity (a shared subexpression is one node). nullptr when the sides
   // are not of that form.
+  // select(c, x[i] if c, 0): the lanes of a load under c where c is false read nothing and are
+  // zero, so the select is the load itself. (A padded row, topi's global pool of an odd
+  // width, otherwise costs a blend with zero after each row's masked load.)
+  llvm::Value* emit_select_of_masked_load(const Select* op) {
+    const auto* load = op->true_value.as<Load>();
+    if (load == nullptr || load->dtype.lanes() == 1 || !load->predicate.defined() ||
+        !masks_.empty()) {
+      return nullptr;
+    }
+    Expr f = op->false_value;
+    if (const auto* bc = f.as<Broadcast>()) f = bc->value;
+    const auto* fz = f.as<FloatImm>();
+    bool zero = fz ? fz->value == 0.0 && !std::signbit(fz->value) : is_const_int(f, 0);
+    if (!zero || !structurally_equal(load->predicate, op->condition)) return nullptr;
+    return emit_load(load);
+  }
+
   llvm::Value* emit_select_of_operand(llvm::Value* cond, const Expr& t, const Expr& f) {
     DataType type = t.dtype();
     if (!(type.is_float() || type.is_integer())) return nullptr;

@@ -746,15 +746,16 @@ def test_strided_variant_is_compiled_on_first_strided_call():
 
 def test_unit_inner_axes_move_outside_the_vector_axis():
     # A pooled (8, 16, 1, 1) output: the injective rule vectorizes the channel axis, moving the
-    # two unit axes outside it (not one scalar loop per image).
+    # two unit axes outside it (not one scalar loop per image). (An odd image width pads its
+    # rows to whole vectors and divides inside the sum's loop instead: 4x4 here.)
     from pytvmbridge import topi
 
-    x = tvm.placeholder((8, 16, 5, 5), name="x")
+    x = tvm.placeholder((8, 16, 4, 4), name="x")
     y = topi.nn.adaptive_avg_pool2d(x, (1, 1))
     s = tvm.auto_schedule([y])
     text = str(tvm.lower(s, [x, y]))
-    assert "x16(25.0)" in text or "x8(25.0)" in text  # the division is vectorized
-    data = np.random.default_rng(0).standard_normal((8, 16, 5, 5), dtype="float32")
+    assert "x16(16.0)" in text or "x8(16.0)" in text  # the division is vectorized
+    data = np.random.default_rng(0).standard_normal((8, 16, 4, 4), dtype="float32")
     out = np.zeros((8, 16, 1, 1), "float32")
     tvm.build(s, [x, y])(data, out)
     np.testing.assert_allclose(out, data.mean(axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
@@ -972,8 +973,8 @@ def test_sum_over_an_outer_axis_reads_four_vectors_per_row():
 def test_a_sums_elementwise_consumer_computes_it_in_its_own_loop():
     # mean over an outer axis: the division by the count computes each block of 64 column sums
     # in its own parallel loop (a 64-element buffer, no stored (4, 256) intermediate, no second
-    # pass); a global average pool: each channel's sum (7-wide image rows added as vectors)
-    # inside the division's loop. Same values with fuse_epilogue = 0 and the naive schedule.
+    # pass); a global average pool: each channel's sum (7-wide image rows added as vectors of
+    # eight lanes) inside the division's loop. Same values with fuse_epilogue = 0 and the naive schedule.
     x = tvm.placeholder((4, 64, 256), name="x")
     m = topi.mean(x, axis=1)
     sum_stage = m.op.input_tensors[0].op.name
@@ -995,7 +996,8 @@ def test_a_sums_elementwise_consumer_computes_it_in_its_own_loop():
     rules = tvm.auto_schedule_space(p)["rules"]
     assert rules[pool_sum + "#2"] == "epilogue" and rules[pool_sum + ".rf"] == "reduction_lanes"
     text = str(tvm.lower(tvm.auto_schedule(p), [img, p]))
-    assert text.count("parallel (") == 1 and "x7(0.0)" in text  # a row of seven is one vector
+    # a row of seven is one vector, padded to eight lanes (a tree of three steps per channel)
+    assert text.count("parallel (") == 1 and "x8(0.0)" in text and "x4(0.0)" in text
     b = rand(4, 512, 7, 7)
     cfg = {pool_sum: {"fuse_epilogue": 0}}
     for s in (tvm.auto_schedule(p), tvm.auto_schedule(p, config=cfg), tvm.create_schedule(p.op)):

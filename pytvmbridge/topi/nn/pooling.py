@@ -256,6 +256,14 @@ def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tens
             # vector (rule_reduction.cc). (One reduce axis over h * w would be contiguous too,
             # but its vector index k // w, k % w is emitted as a gather: 3x slower.)
             gy = te.reduce_axis((0, h), name="ry")
+            cw = const_int(w)
+            if cw is not None and cw % 2 == 1 and 3 <= cw < 16:
+                # An odd row (a 7x7 image's): padded to the next power of two with the
+                # reducer's identity, so its lanes end in a tree of log2 steps instead of a
+                # chain of w scalar ones; the pad is a masked-off lane of the row's one load.
+                gx = te.reduce_axis((0, 1 << (cw - 1).bit_length()), name="rx")
+                row = te.if_then_else(gx < cw, data[b, ch, gy, gx], fill)
+                return reducer(row, axis=[gy, gx])
             gx = te.reduce_axis((0, w), name="rx")
             return reducer(data[b, ch, gy, gx], axis=[gy, gx])
         ys, ye = window(y, h, oh)

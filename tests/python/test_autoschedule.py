@@ -974,7 +974,8 @@ def test_a_sums_elementwise_consumer_computes_it_in_its_own_loop():
     # mean over an outer axis: the division by the count computes each block of 64 column sums
     # in its own parallel loop (a 64-element buffer, no stored (4, 256) intermediate, no second
     # pass); a global average pool: each channel's sum (7-wide image rows added as vectors of
-    # eight lanes) inside the division's loop. Same values with fuse_epilogue = 0 and the naive schedule.
+    # eight lanes) inside the division's loop. Same values with fuse_epilogue = 0 and the naive
+    # schedule.
     x = tvm.placeholder((4, 64, 256), name="x")
     m = topi.mean(x, axis=1)
     sum_stage = m.op.input_tensors[0].op.name

@@ -207,7 +207,10 @@ class ThreadPool {
       ++ran;
     }
     if (ran == 0) return;
-    if (done_.fetch_add(ran, std::memory_order_acq_rel) + ran == job_chunks_) {
+    // Read before the count is added: once every chunk is counted, the caller may return and
+    // publish the next job over it.
+    const int chunks = job_chunks_;
+    if (done_.fetch_add(ran, std::memory_order_acq_rel) + ran == chunks) {
       // Taking the lock orders this notify after a waiting caller's check of done_ under it.
       std::lock_guard<std::mutex> lock(mu_);
       done_cv_.notify_one();

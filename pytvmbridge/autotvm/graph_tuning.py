@@ -346,12 +346,15 @@ def graph_config(
     tuning_n_trials: int = 0,
     progress: bool = True,
     verify: bool = True,
+    build_args: list[Any] | None = None,
+    name: str = "",
 ) -> dict[str, dict[str, int]] | None:
     """The ``auto_schedule`` config of a whole graph (``outputs``, imported from ``gm``) from its
     tasks' best records: tuned now when ``tuning_n_trials`` exceeds the trials already in the
     log, read from ``tuning_log_file`` or the active ``apply_history_best``. ``None``: the
     analytical schedule (nothing tuned applies). ``verify``: the tuned graph is used only if it
-    beats the analytical one end to end (:func:`guard`)."""
+    beats the analytical one end to end (:func:`guard`; ``build_args`` and ``name``, the
+    compiler's kernel arguments and name, let its builds go through the compile cache)."""
     from ..autoschedule import auto_schedule_space
     from ..schedule import create_schedule
     from .space import repair
@@ -426,7 +429,8 @@ def graph_config(
             alternatives.append(merge(strong))
         except ValueError:
             pass
-    return guard(list(outputs), tuned, target, log, progress, alternatives=alternatives)
+    return guard(list(outputs), tuned, target, log, progress, alternatives=alternatives,
+                 build_args=build_args, name=name)  # fmt: skip
 
 
 # A task's choice whose verification ratio (chosen / analytical, alone) is at most this makes
@@ -454,9 +458,15 @@ class _GraphBench:
     its computation reads, then its computed outputs, built at a given ``auto_schedule``
     config."""
 
-    def __init__(self, outputs: list[Any], target: str) -> None:
+    def __init__(
+        self, outputs: list[Any], target: str, build_args: list[Any] | None = None, name: str = ""
+    ) -> None:
         self.outputs = [t for t in outputs if not _is_placeholder(t)]
         self.target = target
+        # The compiler's own build arguments and kernel name: built as it builds the graph
+        # (through the compile cache), the analytical graph timed here is the one an untuned
+        # compile stored, and the one the guard keeps is stored for the compile that follows.
+        self._build_as = (list(build_args), name) if build_args and name else None
         seen: set[Any] = set()
         inputs: list[Any] = []
         stack = [t.op for t in reversed(self.outputs)]
@@ -473,6 +483,15 @@ class _GraphBench:
                 else:
                     stack.append(t.op)
         self.args = inputs + self.outputs
+        if self._build_as is not None:
+            given = self._build_as[0]
+            same = len(given) == len(self.args) and {t.op for t in given} == {
+                t.op for t in self.args
+            }
+            if same and all(not _is_placeholder(t) for t in given[len(inputs) :]):
+                self.args = given
+            else:
+                self._build_as = None
         self.is_output = [False] * len(inputs) + [True] * len(self.outputs)
         self.arg_shapes = [(tuple(int(d) for d in t.shape), str(t.dtype)) for t in self.args]
         # integer inputs are zeros: an index is then in range whatever it indexes
@@ -485,6 +504,18 @@ class _GraphBench:
         s = create_schedule([t.op for t in self.outputs])
         auto_schedule(s, target=self.target, config=config)
         return s, self.args
+
+    def build(self, config: Any) -> Any:
+        """The module of the graph at ``config``, built as ``instantiate`` + ``build`` would
+        be, through the compile cache when the compiler's arguments are known."""
+        from .. import cache
+        from ..build import build
+
+        if self._build_as is None:
+            s, args = self.instantiate(config)
+            return build(s, args, target=self.target)
+        args, name = self._build_as
+        return cache.build_auto(args, target=self.target, name=name, config=config)
 
 
 def _guard_key(outputs: list[Any], config: Any, target: str) -> str:
@@ -537,6 +568,8 @@ def guard(
     min_repeat_ms: float = 50.0,
     margin: float = 0.01,
     alternatives: Sequence[Any] = (),
+    build_args: list[Any] | None = None,
+    name: str = "",
 ) -> Any:
     """``config`` (the tuned point of a whole graph) if the graph built with it beats the
     analytical graph end to end, else the best of ``alternatives`` that does, else ``None``
@@ -560,7 +593,7 @@ def guard(
     if verdict is None:
         t0 = time.perf_counter()
         try:
-            bench = _GraphBench(outputs, target)
+            bench = _GraphBench(outputs, target, build_args, name)
             times = measure_in_process(bench, [None, *candidates], rounds, min_repeat_ms)
         except Exception as err:  # symbolic sizes, or a graph not built here: the analytical
             warnings.warn(f"tuning guard: timing the graph failed ({err}); analytical schedule",
@@ -613,10 +646,10 @@ def guard(
 
 def graph_tuning(
     gm: torch.fx.GraphModule, target: str, options: dict[str, Any]
-) -> Callable[[list[Any], dict[str, int]], Any] | None:
+) -> Callable[..., Any] | None:
     """For ``compile_graph``: ``None`` when nothing is tuned (no ``tuning_n_trials``, no
     ``tuning_log_file``, no active ``apply_history_best``), else a function ``(outputs,
-    prepacked) -> config`` (see :func:`graph_config`)."""
+    prepacked, build_args, name) -> config`` (see :func:`graph_config`)."""
     log = options.get("tuning_log_file")
     n = options.get("tuning_n_trials") or 0
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -626,7 +659,14 @@ def graph_tuning(
     if not n and not log and record.current() is None:
         return None
 
-    def config(outputs: list[Any], prepacked: dict[str, int]) -> Any:
-        return graph_config(gm, outputs, target, prepacked, log, n)
+    def config(
+        outputs: list[Any],
+        prepacked: dict[str, int],
+        build_args: list[Any] | None = None,
+        name: str = "",
+    ) -> Any:
+        return graph_config(
+            gm, outputs, target, prepacked, log, n, build_args=build_args, name=name
+        )
 
     return config

@@ -392,7 +392,9 @@ def compile_graph(
     # Tuning options / apply_history_best: each operator's best record (autotvm.graph_tuning).
     # A batch-norm-folded weight "W_bn" is packed like the task's convolution weight "W".
     aliases = {k.removesuffix("_bn"): w for k, w in prepacked.items() if k in plan.derived}
-    config = tuning(unique, {**aliases, **prepacked}) if tuning else None
+    config = None
+    if tuning:  # the kernel's own arguments and name: the guard's builds go through the cache
+        config = tuning(unique, {**aliases, **prepacked}, kernel_args + unique, name)
     # _schedule(unique, target, config) through the on-disk cache, keyed before scheduling: a
     # partition another process compiled is loaded.
     module = cache.build_auto(kernel_args + unique, target=target, name=name, config=config)

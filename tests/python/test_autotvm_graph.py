@@ -85,7 +85,8 @@ def test_log_records_become_the_graph_schedule(tmp_path):
     other["target"]["cpu"] = "some other CPU"
     record.append(log, [*rec, other])
     _, outputs, _ = import_graph(gm)
-    config = graph_config(gm, outputs, tuning_log_file=log)
+    # verify=False: whether the guard keeps the point is a timing (its own test fakes it)
+    config = graph_config(gm, outputs, tuning_log_file=log, verify=False)
     # Both 3x3 convolutions (stages T_conv2d_nchw and #2) take the logged point's knobs.
     for stage in ("T_conv2d_nchw", "T_conv2d_nchw#2"):
         for knob, value in good["T_conv2d_nchw"].items():
@@ -327,3 +328,48 @@ def test_verified_ratio_of_a_chosen_record(tmp_path):
     ctx = record.apply_history_best(str(log))
     assert _verified_ratio(ctx, task) == pytest.approx(1.5 / 2.1)
     assert _verified_ratio(None, task) == float("inf")
+
+
+def test_guard_builds_go_through_the_compile_cache(tmp_path, monkeypatch):
+    # The guard builds the whole graph as the compiler does (its kernel arguments and name,
+    # through the compile cache): the analytical graph an untuned compile stored is loaded,
+    # and the compile after the verdict loads the graph the guard built.
+    from pytvmbridge import cache
+    from pytvmbridge.autotvm import graph_tuning
+
+    tasks = []
+    cut = graph_tuning.blocked_conv_tasks
+
+    def spy(*a, **k):
+        out = cut(*a, **k)
+        tasks.append(out)
+        return out
+
+    monkeypatch.setattr(graph_tuning, "blocked_conv_tasks", spy)
+    model, x = _blocked_graph()[:2]
+    log = tmp_path / "cached.json"
+    opts = {"tuning_log_file": str(log)}
+    cache.set_dir(tmp_path / "cache")
+    cache.enable(True)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # records missing: the analytical schedule
+            torch._dynamo.reset()
+            f = torch.compile(model, backend="pytvmbridge", options=opts)
+            torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
+            # a record for the compiled graph's second convolution, as its task is cut
+            _log_a_non_default_record(tasks[-1][1][0], log)
+            before = cache.stats()
+            torch._dynamo.reset()
+            g = torch.compile(model, backend="pytvmbridge", options=opts)
+            torch.testing.assert_close(g(x), model(x), rtol=1e-4, atol=1e-4)
+            after = cache.stats()
+    finally:
+        cache.set_dir(None)
+        cache.enable(None)
+    verdicts = [json.loads(line) for line in log.read_text().splitlines() if "graph_guard" in line]
+    assert len(verdicts) == 1  # the guard timed the tuned graph against the analytical one
+    # built by the guard: the analytical graph (loaded) and the tuned one (stored); built by the
+    # compile: whichever the guard kept (loaded)
+    assert after["writes"] - before["writes"] == 1
+    assert after["hits"] - before["hits"] == 2

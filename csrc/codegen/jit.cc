@@ -33,6 +33,7 @@
 #include "codegen/optimize.h"
 #include "runtime/backend_api.h"
 #include "support/error.h"
+#include "support/phase_timer.h"
 
 namespace ptb {
 
@@ -183,6 +184,7 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
                                               const Target& target,
                                               const std::string& module_name) {
   std::lock_guard<std::mutex> lock(llvm_mutex());
+  PhaseTimer timer("llvm " + module_name);
   auto impl = std::make_unique<Impl>();
   impl->target = target;
 
@@ -191,20 +193,26 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
   std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(target);
   module->setTargetTriple(tm->getTargetTriple().str());
   module->setDataLayout(tm->createDataLayout());
+  timer.mark("target");
 
   emit_lowered_funcs(*module, *tm, target, funcs);
+  timer.mark("emit_ir");
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream)) {
     problem_stream.flush();
     internal_error(__FILE__, __LINE__, "codegen produced invalid LLVM IR: ", problems);
   }
+  timer.mark("verify");
   optimize_module(*module, *tm);
+  timer.mark("optimize");
   impl->bitcode = write_bitcode(*module);
+  timer.mark("bitcode");
 
   llvm::SmallVector<char, 0> object =
       emit_machine_code(*module, *tm, llvm::CodeGenFileType::ObjectFile);
   impl->object.assign(object.begin(), object.end());
+  timer.mark("codegen");
   impl->jit = make_jit(target, module->getDataLayout());
   check(impl->jit->addObjectFile(std::make_unique<llvm::SmallVectorMemoryBuffer>(
             std::move(object), module_name, /*RequiresNullTerminator=*/false)),
@@ -216,6 +224,7 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
     impl->names.push_back(f.name);
     impl->functions[f.name] = addr.toPtr<KernelFn>();
   }
+  timer.mark("link");
   return std::shared_ptr<JITModule>(new JITModule(std::move(impl)));
 }
 

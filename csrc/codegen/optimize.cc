@@ -1,5 +1,7 @@
 #include "codegen/optimize.h"
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include <llvm/Analysis/CGSCCPassManager.h>
@@ -9,10 +11,12 @@
 #include <llvm/IR/PassManager.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Error.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
 
 #include "codegen/libmvec.h"
+#include "support/error.h"
 
 namespace ptb {
 
@@ -37,6 +41,82 @@ std::unique_ptr<llvm::TargetLibraryInfoImpl> make_library_info(const llvm::Targe
   return tlii;
 }
 
+namespace {
+
+// Shorthands for the parameter lists LLVM's O2 gives these passes (printed by
+// `opt -passes='default<O2>' -print-pipeline-passes`).
+#define PTB_SIMPLIFYCFG(flags) "simplifycfg<bonus-inst-threshold=1;" flags ">"
+#define PTB_CFG_KEEP_LOOPS                                                                \
+  "no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;no-hoist-"  \
+  "common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-branch;no-speculate-" \
+  "unpredictables"
+#define PTB_INSTCOMBINE "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>"
+
+// LLVM's O2 pipeline for a module without calls to inline, its function passes in O2's order,
+// less what does nothing for the IR codegen_llvm emits:
+// - the inter-procedural passes around the inliner (inliner, function-attrs, globalopt,
+//   deadargelim, globaldce...): a module here is one kernel and its outlined loop bodies,
+//   called through pointers or marked noinline; only ipsccp (constant arguments of the bodies)
+//   and globaldce are kept;
+// - three of O2's eight instcombine runs and two of its four LICM runs, which follow passes
+//   that leave nothing new for them here, and passes for other languages and targets
+//   (coroutines, auto-init, divergent targets, libcall shrink-wrapping).
+// Checked on the 105 kernels of benchmarks/ops.py (batch 1 and 8): the same instructions as
+// O2 in every function. Taking out more changed some of them: the instcombine after the
+// loop-rotate/LICM group (dense), the one after unrolling (group_norm, batch_matmul), GVN's
+// PRE (argmax, batch_matmul) and the last LICM (dense, argmax).
+const char* const kPipeline =
+    "function<eager-inv>(" PTB_SIMPLIFYCFG(
+        "no-forward-switch-cond;no-switch-range-to-icmp;no-switch-to-lookup;keep-loops;no-"
+        "hoist-common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-branch;no-"
+        "speculate-unpredictables") ",sroa<modify-cfg>,early-cse<>),"
+    "ipsccp,"
+    "function<eager-inv>("
+    "mem2reg," PTB_INSTCOMBINE "," PTB_SIMPLIFYCFG(PTB_CFG_KEEP_LOOPS) ","
+    "sroa<modify-cfg>,early-cse<memssa>,jump-threading,correlated-propagation," PTB_SIMPLIFYCFG(
+        PTB_CFG_KEEP_LOOPS) "," PTB_INSTCOMBINE ",aggressive-instcombine,tailcallelim," PTB_SIMPLIFYCFG(PTB_CFG_KEEP_LOOPS) ","
+    "reassociate,constraint-elimination,"
+    "loop-mssa(loop-instsimplify,loop-simplifycfg,loop-rotate<header-duplication;no-prepare-for-"
+    "lto>,licm<allowspeculation>,simple-loop-unswitch<no-nontrivial;trivial>)," PTB_SIMPLIFYCFG(
+        PTB_CFG_KEEP_LOOPS) "," PTB_INSTCOMBINE ","
+    "loop(loop-idiom,indvars,simple-loop-unswitch<no-nontrivial;trivial>,loop-deletion,loop-"
+    "unroll-full),"
+    "sroa<modify-cfg>,vector-combine,mldst-motion<no-split-footer-bb>,gvn<>,sccp,bdce," PTB_INSTCOMBINE
+    ",jump-threading,correlated-propagation,adce,memcpyopt,dse,loop-mssa(licm<allowspeculation>)," PTB_SIMPLIFYCFG(
+        "no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;hoist-"
+        "common-insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-speculate-"
+        "unpredictables") "),"
+    "function<eager-inv>("
+    "float2int,lower-constant-intrinsics,loop(loop-rotate<header-duplication;no-prepare-for-lto>,"
+    "loop-deletion),loop-distribute,inject-tli-mappings,"
+    "loop-vectorize<no-interleave-forced-only;no-vectorize-forced-only;>,infer-alignment,"
+    "loop-load-elim," PTB_SIMPLIFYCFG(
+        "forward-switch-cond;switch-range-to-icmp;switch-to-lookup;no-keep-loops;hoist-common-"
+        "insts;sink-common-insts;speculate-blocks;simplify-cond-branch;no-speculate-"
+        "unpredictables") ",slp-vectorizer,vector-combine,loop-unroll<O2>,transform-warning,"
+    "sroa<preserve-cfg>,infer-alignment," PTB_INSTCOMBINE ",alignment-from-assumptions,loop-sink,instsimplify,div-"
+    "rem-pairs,tailcallelim," PTB_SIMPLIFYCFG(
+        "no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;no-hoist-"
+        "common-insts;no-sink-common-insts;speculate-blocks;simplify-cond-branch;speculate-"
+        "unpredictables") "),"
+    "globaldce";  // the runtime functions a kernel does not call, out of its printed IR
+
+#undef PTB_SIMPLIFYCFG
+#undef PTB_CFG_KEEP_LOOPS
+#undef PTB_INSTCOMBINE
+
+// PYTVMBRIDGE_LLVM_PIPELINE replaces the pipeline (for comparisons): "O2" is LLVM's own,
+// anything else an `opt -passes=` text. Read once per process.
+const std::string& pipeline_text() {
+  static const std::string text = [] {
+    const char* env = std::getenv("PYTVMBRIDGE_LLVM_PIPELINE");
+    return std::string(env != nullptr && *env != '\0' ? env : kPipeline);
+  }();
+  return text;
+}
+
+}  // namespace
+
 void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
   std::unique_ptr<llvm::TargetLibraryInfoImpl> tlii = make_library_info(tm);
 
@@ -60,12 +140,14 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
 
-  // O2, not O3: for these kernels the two differ only in how far loops are unrolled (O3's
-  // threshold is twice O2's). Elementwise, dense, matmul, softmax and 1x1 convolution kernels
-  // come out as the same machine code; the 3x3 and 7x7 convolutions, layer_norm and argmax
-  // get their small constant loops left rolled instead of copied, which measured no slower and
-  // compiles in 20-35% less time (conv2d 3x224x224 k7 b8: 73-82 -> 47-63 ms).
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  llvm::ModulePassManager mpm;
+  const std::string& text = pipeline_text();
+  if (text == "O2") {
+    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  } else if (llvm::Error err = pb.parsePassPipeline(mpm, text)) {
+    value_error("PYTVMBRIDGE_LLVM_PIPELINE: LLVM cannot parse '", text,
+                "': ", llvm::toString(std::move(err)));
+  }
   // Vector math intrinsics the pipeline created (llvm.exp.v8f32...) become libmvec calls.
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::ReplaceWithVeclib()));
   mpm.run(module, mam);

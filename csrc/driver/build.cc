@@ -9,6 +9,7 @@
 #include "ir/visitor.h"
 #include "lower/lower.h"
 #include "support/error.h"
+#include "support/phase_timer.h"
 #include "support/stack.h"
 
 namespace ptb {
@@ -30,8 +31,11 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
                                                  const std::string& name) {
   auto start = std::chrono::steady_clock::now();
   Target tgt = Target::parse(target);
+  PhaseTimer timer("lower " + name);  // the LLVM phases print their own line
   LoweredFunc generic = lower(sch, args, name);
+  timer.mark("lower");
   LoweredFunc compact = specialize_compact(generic, name + "_compact");
+  timer.mark("specialize");
 
   std::vector<ArgSpec> specs;
   for (size_t i = 0; i < args.size(); ++i) {

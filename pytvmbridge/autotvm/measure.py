@@ -164,16 +164,34 @@ class MeasureOption:
     overlap_builds: bool = False
 
 
-def _worker(conn: Any, task: Any, inputs: list[Any], ref: list[Any], opt: MeasureOption) -> None:
+def _worker(
+    conn: Any,
+    inherited: list[Any],
+    tuner_pid: int,
+    task: Any,
+    inputs: list[Any],
+    ref: list[Any],
+    opt: MeasureOption,
+) -> None:
     import faulthandler
 
     faulthandler.disable()  # a crashing candidate is reported by the tuner, not dumped here
+    # The fork copied the tuner's ends of this worker's pipe and of the workers started before
+    # it: closed here, so that this worker reads end-of-file when the tuner dies (kept open,
+    # they kept every worker of a killed tuner alive, waiting on a pipe it held itself).
+    for end in inherited:
+        end.close()
     from ..build import build, lower
     from .features import loop_features
 
     module = None
     while True:
         try:
+            # Any other process forked from the tuner may still hold its end: a worker whose
+            # tuner is gone (re-parented) stops too.
+            while not conn.poll(1.0):
+                if os.getppid() != tuner_pid:
+                    return
             msg = conn.recv()
         except EOFError:
             return
@@ -294,9 +312,10 @@ class LocalRunner:
 
     def _start(self, k: int) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
+        inherited = [parent] + [w[1] for w in self._workers if w is not None]
         proc = self._ctx.Process(
             target=_worker,
-            args=(child, self.task, self.inputs, self.ref, self.option),
+            args=(child, inherited, os.getpid(), self.task, self.inputs, self.ref, self.option),
             daemon=True,
         )
         with warnings.catch_warnings():

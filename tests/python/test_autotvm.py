@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import random
 import sys
 
@@ -609,3 +610,59 @@ def test_repeated_code_is_skipped_before_it_takes_a_worker(tmp_path):
     assert all(r["error"] == OK for r in recs)  # each checked against the reference output
     assert not any(r.duplicate for r in answered)  # no worker answered "duplicate"
     assert tuner.duplicates == skipped
+
+
+_KILLED_TUNER = """
+import os, sys
+from pytvmbridge import autotvm
+from pytvmbridge.autotvm.measure import LocalRunner, MeasureOption
+import tests.python.test_autotvm  # registers the templates
+
+task = autotvm.task.create("test_wrong_after_first", args=(256,))
+runner = LocalRunner(task, n_parallel=2, option=MeasureOption(repeat=1, min_repeat_ms=1))
+results = runner.run([{"mode": 0}, {"mode": 0}])
+assert [r.error for r in results] == [0, 0], results
+if sys.argv[1] == "hold" and os.fork() == 0:  # a child of the tuner holding its pipe ends
+    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(20)"])
+print(" ".join(str(w[0].pid) for w in runner._workers), flush=True)
+os.kill(os.getpid(), 9)  # the tuner dies without closing its runner
+"""
+
+
+def _finished(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")  # exited, not reaped
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("other_holder", [False, True])
+def test_workers_of_a_killed_tuner_exit(other_holder, tmp_path):
+    # A tuner killed mid-run (Ctrl-C twice, the OOM killer, a notebook restart) must not leave
+    # its build workers behind: each held its own pipe's other end, so none ever read EOF.
+    import subprocess
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "pids.txt"  # a file, not a pipe: a surviving worker would hold a pipe open
+    with open(out, "w") as f:
+        proc = subprocess.run(
+            [sys.executable, "-c", _KILLED_TUNER, "hold" if other_holder else "alone"],
+            cwd=root,
+            stdout=f,
+            stderr=subprocess.DEVNULL,
+            timeout=120,
+        )
+    text = out.read_text()
+    assert proc.returncode == -9, text
+    pids = [int(p) for p in text.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while not all(_finished(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in pids if not _finished(p)]
+    for p in left:
+        os.kill(p, 9)
+    assert not left, f"workers {left} outlived their tuner"

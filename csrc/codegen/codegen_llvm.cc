@@ -806,6 +806,19 @@ class CodeGenLLVM {
     return {AccessKind::kGather, b_.CreateInBoundsGEP(elem, base, offsets)};
   }
 
+  // Whether a contiguous vector access of `buf` at `index` lies inside a stack allocation:
+  // its ramp starts at a constant and its lanes end within the allocation's bytes.
+  bool within_stack_buffer(const Buffer& buf, const Expr& index, int lanes) {
+    const auto* a = llvm::dyn_cast<llvm::AllocaInst>(lookup(buf->data.as<Var>()));
+    const auto* ramp = index.as<Ramp>();
+    if (!a || !ramp || buf->dtype.lanes() != 1) return false;
+    auto base = as_const_int(ramp->base);
+    auto size = a->getAllocationSize(a->getModule()->getDataLayout());
+    if (!base || *base < 0 || !size || size->isScalable()) return false;
+    int64_t end = (*base + lanes) * buf->dtype.bytes();
+    return end <= static_cast<int64_t>(size->getFixedValue());
+  }
+
   // Element alignment only: arrays from users are not guaranteed to be more aligned.
   llvm::Align element_align(const Buffer& buf) {
     return llvm::Align(std::max(1, buf->dtype.bytes()));
@@ -1028,6 +1041,15 @@ class CodeGenLLVM {
         s = b_.CreateAlignedStore(value, addr.ptr, align);
         break;
       case AccessKind::kContiguous:
+        if (mask && within_stack_buffer(op->buffer, op->index, lanes)) {
+          // A stack buffer is this thread's own and every lane lies inside it: keep the
+          // unselected lanes' old values and store whole. A masked store there (a reduction
+          // tail's partial accumulator) keeps the buffer in memory, and the full-width reads
+          // after it miss store forwarding.
+          llvm::Value* old = b_.CreateAlignedLoad(value->getType(), addr.ptr, align);
+          value = b_.CreateSelect(mask, value, old);
+          mask = nullptr;
+        }
         s = mask ? static_cast<llvm::Value*>(b_.CreateMaskedStore(value, addr.ptr, align, mask))
                  : b_.CreateAlignedStore(value, addr.ptr, align);
         break;

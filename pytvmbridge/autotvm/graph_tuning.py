@@ -429,8 +429,16 @@ def graph_config(
             alternatives.append(merge(strong))
         except ValueError:
             pass
-    return guard(list(outputs), tuned, target, log, progress, alternatives=alternatives,
-                 build_args=build_args, name=name)  # fmt: skip
+    return guard(
+        list(outputs),
+        tuned,
+        target,
+        log,
+        progress,
+        alternatives=alternatives,
+        build_args=build_args,
+        name=name,
+    )
 
 
 # A task's choice whose verification ratio (chosen / analytical, alone) is at most this makes

@@ -149,7 +149,9 @@ class Tuner:
             # computed here instead of lowering again.
             runner.known_schedules = set(self._seen_schedules)
         if hasattr(runner, "schedule_hints"):
-            runner.schedule_hints = {k: h for k, h in self._hash_of.items() if k in self._pending}
+            runner.schedule_hints = {
+                k: h for k in self._pending if (h := self._hash_of.get(k)) is not None
+            }
 
     def _observe(self, config: Any, cost: float, rec: dict[str, Any] | None) -> None:
         self.visited.add(_key(config))

@@ -413,6 +413,72 @@ bool schedule_row_group(Context& ctx, const Stage& out,
 
 namespace ptb::autoschedule {
 
+namespace {
+
+// A small window reduction (a separable max pool's maximum across the window's columns) that
+// reads, at its own leading axes, another small window reduction over the last axis only read
+// by it (the maximum down each column, topi's "pool_max_rows"): st is scheduled as any
+// reduction, and the producer is computed for one output row at a time, in st's loop over
+// rows, into a row buffer (its columns vectorized). Stored whole, it was a second pass over a
+// tensor larger than the output. Returns false (nothing changed) when there is no such producer
+// or the knob "window_rows" is 0.
+bool schedule_window_rows(Context& ctx, const Stage& st,
+                          const std::unordered_set<const StageNode*>& tiled,
+                          const StageBodies& bodies) {
+  const ComputeOpNode* sc = as_compute(st->op);
+  size_t rank = sc->axis.size();
+  auto small = [](const ComputeOpNode* c) {
+    if (c->reduce_axis.empty()) return false;
+    for (const IterVar& r : c->reduce_axis) {
+      auto e = const_extent(r);
+      if (!e || *e > 8) return false;
+    }
+    return true;
+  };
+  if (rank < 2 || !small(sc)) return false;
+  Stage rows;
+  for (const Stage& p : ctx.sch->stages) {
+    if (p == st || ctx.settled.count(p.get()) || tiled.count(p.get()) || p->is_output) continue;
+    if (classify(p) != StageKind::kReduction || p->attach_type != AttachType::kRoot ||
+        !p->relations.empty()) {
+      continue;
+    }
+    std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, p);
+    if (consumers.size() != 1 || consumers[0] != st) continue;
+    const ComputeOpNode* pc = as_compute(p->op);
+    if (pc->axis.size() != rank || !small(pc)) continue;
+    bool same = true;
+    for (size_t d = 0; same && d + 1 < rank; ++d) same = same_extent(pc->shape[d], sc->shape[d]);
+    // Every read of p: st's own axes but the last (one row of p per row of st).
+    for (const Expr& body : bodies.at(st.get())) {
+      for (const TensorRead* r : tensor_reads(body)) {
+        if (r->op != p->origin_op) continue;
+        for (size_t d = 0; same && d + 1 < rank; ++d) {
+          same = r->indices[d].get() == sc->axis[d]->var.get();
+        }
+      }
+    }
+    if (same) {
+      rows = p;
+      break;
+    }
+  }
+  if (!rows || ctx.knob(st, "window_rows", 1, {0, 1}) == 0) return false;
+  schedule_reduction(ctx, st);
+  // st's loop over one output row: the data loop outside its innermost (vectorized) one.
+  std::vector<IterVar> data;
+  for (const IterVar& iv : st->leaf_iter_vars) {
+    if (iv->kind != IterKind::kReduce) data.push_back(iv);
+  }
+  if (data.size() < 2) return true;
+  compute_at(rows, st, data[data.size() - 2]);
+  schedule_reduction(ctx, rows, /*attached=*/true);
+  ctx.rule(rows, "window_rows");
+  return true;
+}
+
+}  // namespace
+
 bool schedule_reduction_rows(Context& ctx, const Stage& st,
                              const std::unordered_set<const StageNode*>& tiled) {
   if (classify(st) != StageKind::kReduction || tiled.count(st.get()) ||
@@ -444,7 +510,7 @@ bool schedule_reduction_rows(Context& ctx, const Stage& st,
     }
     if (same) group.push_back(p);
   }
-  if (group.empty()) return false;
+  if (group.empty()) return schedule_window_rows(ctx, st, tiled, bodies);
   // Two output elements (rows) at a time: their statistics, then their reduction (argmax's
   // maximum, then its index search). As for softmax (schedule_row_group): one row's maximum is
   // a chain of dependent steps that the row's second pass waits for; for two rows the chains

@@ -129,3 +129,53 @@ def test_auto_scheduled_max_pool_propagates_nan():
     assert np.isnan(ref).any()
     out = topi.nn.max_pool2d(A, (3, 3), (2, 2), (1, 1))
     run([A], out, [a], ref, rtol=0, atol=0, schedule="auto")
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "ceil_mode", "dilation"),
+    [
+        ((2, 3, 20, 37), 3, 2, 1, False, 1),
+        ((1, 4, 13, 50), (2, 3), (2, 2), (0, 1), True, 1),
+        ((1, 2, 17, 60), 3, (1, 3), 1, False, 2),
+        ((1, 2, 12, 70), 5, 2, 0, False, 1),
+        ((1, 2, 9, 33), (4, 2), (3, 2), (1, 0), True, 1),
+    ],
+)
+def test_separable_max_pool_row_buffer(shape, kernel, stride, padding, ceil_mode, dilation):
+    # A max pool with a stride across the columns is two maxima: down each column of the
+    # window's rows (pool_max_rows), then across the columns at the stride. The auto schedule
+    # computes the column maxima for one output row into a row buffer inside the output's loop
+    # over rows ("window_rows"); the same values as PyTorch, exactly (a maximum), with
+    # infinities, and with the knob off (the buffer stored whole) and the default schedule.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding, dilation, ceil_mode)
+    assert Y.op.tag == "pool_max"
+    assert tvm.auto_schedule_space(Y)["rules"]["pool_max_rows"] == "window_rows"
+    text = str(tvm.lower(tvm.auto_schedule(Y), [X, Y]))
+    assert "allocate pool_max_rows[float32 * 1 * 1 * 1 * " in text
+    off = tvm.auto_schedule(Y, config={Y.op.name: {"window_rows": 0}})
+    assert "allocate pool_max_rows[float32 * 1 * 1 * 1 * " not in str(tvm.lower(off, [X, Y]))
+    x = random(shape, "float32") * 10
+    x[0, 0, 1, :5] = -np.inf
+    x[0, -1, -1, -3:] = np.inf
+    ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation, ceil_mode).numpy()
+    for schedule in (tvm.auto_schedule(Y), off, tvm.create_schedule(Y.op)):
+        f = tvm.build(schedule, [X, Y])
+        out = np.empty(ref.shape, "float32")
+        f(x, out)
+        np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((1, 2, 56, 56), 2, 2, 0), ((1, 2, 112, 112), 3, 2, 0), ((1, 2, 28, 28), 3, 2, 1)],
+)
+def test_max_pool_stays_one_stage_where_separable_is_slower(shape, kernel, stride, padding):
+    # Unpadded 2x2 and 3x3 stride-2 pools and output rows under 16 columns keep the single
+    # stage (the row buffer was measured slower there); same values as PyTorch.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding)
+    assert "pool_max_rows" not in tvm.auto_schedule_space(Y)["rules"]
+    x = random(shape, "float32")
+    ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
+    run([X], Y, [x], ref, rtol=0, atol=0, schedule="auto")

@@ -9,6 +9,13 @@ AVX2's 16 of 8, sized from the host's features by ``register_tile``). Each step 
 time and GFLOPS; JSON goes to benchmarks/results/gemm.json.
 
     .venv/bin/python benchmarks/gemm.py [--quick] [--size 1024] [--threads N] [--steps a,b]
+    .venv/bin/python benchmarks/gemm.py --auto [--shape 1024x1024x1024] [--config JSON ...]
+
+``--auto``: the automatic scheduler's GEMM (its analytical point, and each ``--config``: knob
+overrides as JSON, ``{"C/tile_rows": 8, "C/tile_vectors": 2}``, checked against NumPy) against
+torch.matmul on one thread, timed by the thread's CPU time, alternating (the order rotating
+every round), so that the load of a shared machine counts for neither: the way to compare a
+micro-kernel or a knob with MKL on a busy machine. Prints GFLOPS and torch's time over each.
 
 The schedule functions are imported by tests/python/test_schedule_gemm.py, which checks every
 step against NumPy at sizes that are and are not multiples of the tiles.
@@ -224,14 +231,83 @@ def interleaved_medians(
     return {name: statistics.median(r) for name, r in rounds.items()}
 
 
+def auto_main(shape: str, overrides: list[str], rounds: int) -> None:
+    """``--auto`` (see the module documentation)."""
+    import numpy as np
+    import torch
+
+    tvm = _tvm()
+    from pytvmbridge import autotvm
+
+    torch.set_num_threads(1)
+    tvm.set_num_threads(1)
+    dims = [int(x) for x in shape.lower().split("x")]
+    M, N, K = dims if len(dims) == 3 else dims * 3
+
+    def mm(m: int, n: int, k: int) -> list:
+        A, B, C, _ = matmul(m, n, k)
+        return [A, B, C]
+
+    task = autotvm.auto_task(mm, (M, N, K))
+    rng = np.random.default_rng(0)
+    a = rng.random((M, K), dtype=np.float32)
+    b = rng.random((K, N), dtype=np.float32)
+    reference = a @ b
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    tc = torch.empty(M, N)
+    candidates: dict[str, Callable[[], None]] = {}
+    for text in ["{}", *overrides]:
+        config = task.space.default()
+        for key, value in json.loads(text).items():
+            stage, knob = key.rsplit("/", 1)
+            config.setdefault(stage, {})[knob] = int(value)
+        config = task.canonical(config)
+        sch, args = task.instantiate(config)
+        f = tvm.build(sch, args)
+        c = np.zeros((M, N), dtype=np.float32)
+        f(a, b, c)
+        np.testing.assert_allclose(c, reference, rtol=1e-3, atol=1e-3 * K, err_msg=text)
+        name = "analytical" if text == "{}" else text
+        candidates[name] = lambda f=f, c=c: f(a, b, c)
+    candidates["torch.matmul"] = lambda: torch.matmul(ta, tb, out=tc)
+    print(f"GEMM {M}x{N}x{K} float32, 1 thread, thread CPU time, median of {rounds} rounds")
+    print(f"analytical point: {task.space.default()}")
+    names = list(candidates)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for j in range(len(names)):
+            name = names[(j + r) % len(names)]
+            fn = candidates[name]
+            fn()
+            start = time.thread_time()
+            calls = 0
+            while calls < 3 or time.thread_time() - start < 0.05:
+                fn()
+                calls += 1
+            samples[name].append((time.thread_time() - start) / calls)
+    torch_s = statistics.median(samples["torch.matmul"])
+    for name in names:
+        sec = statistics.median(samples[name])
+        print(
+            f"{name:>40}: {sec * 1e3:9.3f} ms {2.0 * M * N * K / sec / 1e9:8.1f} GFLOPS"
+            f"  torch/this {torch_s / sec:.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--auto", action="store_true", help="auto_schedule vs torch, 1 thread")
+    parser.add_argument("--shape", default="1024x1024x1024", help="--auto: MxNxK")
+    parser.add_argument("--config", action="append", default=[], help="--auto: knob overrides")
     parser.add_argument("--quick", action="store_true", help="256^3 and fewer repeats")
     parser.add_argument("--size", type=int, default=None, help="M = N = K (default 1024)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for all")
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated step names")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "gemm.json"))
     args = parser.parse_args()
+    if args.auto:
+        auto_main(args.shape, args.config, 3 if args.quick else 7)
+        return
     size = args.size or (256 if args.quick else 1024)
     repeat = 3 if args.quick else 7
     min_time = 0.05 if args.quick else 0.3

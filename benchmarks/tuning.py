@@ -203,15 +203,19 @@ def tune_one(w: dict[str, Any], checkpoints: list[int], budget_s: float, log: st
     runner = autotvm.LocalRunner(task, option=opt)
     n_parallel = runner.n_parallel
     try:
-        while tuner.trials < checkpoints[-1] and tuner.has_next():
-            if time.perf_counter() - start > budget_s:
-                break
-            before = tuner.trials
-            tuner.tune(
-                n_parallel, log_file=log, runner=runner, progress=False, resume=False, verify=False
-            )
-            if tuner.trials == before:
-                break
+        # One call with the budget: the tuner proposes the next batch while this one builds.
+        # (This loop used to call tune() for one batch at a time to check the clock, so the
+        # pipeline never filled: each proposal waited for the last measurement, and the
+        # workers for each proposal.)
+        tuner.tune(
+            checkpoints[-1],
+            log_file=log,
+            runner=runner,
+            progress=False,
+            resume=False,
+            verify=False,
+            time_budget_s=max(0.0, budget_s - (time.perf_counter() - start)),
+        )
     finally:
         runner.close()
     search_wall = time.perf_counter() - start

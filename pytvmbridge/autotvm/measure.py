@@ -198,11 +198,17 @@ def _worker(
         if msg[0] == "stop":
             return
         if msg[0] == "build":
-            config, known, hint = msg[1], msg[2], msg[3]
+            config, known, hint, feats_hint = msg[1], msg[2], msg[3], msg[4]
             start = time.perf_counter()
             try:
                 s, args = task.instantiate(config)
-                feats = loop_features(str(lower(s, args, simple_mode=True)))
+                # the tuner's loop features of this config, where it computed them (the same
+                # function of the same lowering): no second lowering here
+                feats = (
+                    list(feats_hint)
+                    if feats_hint is not None
+                    else loop_features(str(lower(s, args, simple_mode=True)))
+                )
                 # the tuner's hash of this config, computed in the process this one was
                 # forked from (the same code): no second fingerprint of the lowered function
                 sched = hint or schedule_hash(s, args, task.target)
@@ -291,6 +297,8 @@ class LocalRunner:
         self.known_schedules: set[str] = set()
         # config key (JSON, sorted keys) -> its schedule_hash, where the tuner computed it
         self.schedule_hints: dict[str, str] = {}
+        # config key -> its loop features (features.loop_features), where the tuner has them
+        self.feature_hints: dict[str, list[float]] = {}
         self._ctx = mp.get_context("fork")
         # With overlap_builds, two sets of n_parallel workers: one builds the next batch while
         # the other's candidates (each held built in its worker) are measured.
@@ -394,8 +402,9 @@ class LocalRunner:
             k = free[i]
             w = self._workers[k] or self._start(k)
             try:
-                hint = self.schedule_hints.get(json.dumps(c, sort_keys=True))
-                w[1].send(("build", c, self.known_schedules, hint))
+                key = json.dumps(c, sort_keys=True)
+                hint, feats = self.schedule_hints.get(key), self.feature_hints.get(key)
+                w[1].send(("build", c, self.known_schedules, hint, feats))
                 sent.append((i, k))
                 self._busy.add(k)
             except (OSError, BrokenPipeError):

@@ -152,6 +152,11 @@ class Tuner:
             runner.schedule_hints = {
                 k: h for k in self._pending if (h := self._hash_of.get(k)) is not None
             }
+        if hasattr(runner, "feature_hints"):
+            # the loop features the cost model computed for these proposals: the workers
+            # record them instead of lowering each candidate once more
+            loop = getattr(self, "_loop_features", {})
+            runner.feature_hints = {k: f for k in self._pending if (f := loop.get(k)) is not None}
 
     def _observe(self, config: Any, cost: float, rec: dict[str, Any] | None) -> None:
         self.visited.add(_key(config))
@@ -208,6 +213,7 @@ class Tuner:
         progress: bool = True,
         resume: bool = True,
         verify: bool = True,
+        time_budget_s: float | None = None,
     ) -> dict[str, Any] | None:
         """Measure up to ``n_trial`` new candidates; returns the best valid record (or ``None``).
 
@@ -216,10 +222,22 @@ class Tuner:
         trials without improvement. ``runner``: ``"local"`` (worker processes on this machine),
         ``"ray"`` (a Ray cluster, see ``ray_runner``), or a runner object with
         ``run(configs, best)``. ``verify``: end with :meth:`verify` (the best candidates and the
-        analytical schedule re-measured together in this process).
+        analytical schedule re-measured together in this process). ``time_budget_s``: no new
+        batch is proposed once that many seconds of searching have passed (the batches under
+        way are measured; the verification is not counted). One call with a budget keeps the
+        pipeline full; calling ``tune`` again and again for one batch each (to check a clock
+        between them) made every proposal wait for the last batch's measurement and the
+        workers wait for every proposal.
         """
         if n_trial < 0:
             raise TVMValueError(f"n_trial must be >= 0, got {n_trial}")
+        if time_budget_s is not None and not time_budget_s >= 0:
+            raise TVMValueError(f"time_budget_s must be >= 0 or None, got {time_budget_s!r}")
+        deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
+
+        def in_time() -> bool:
+            return deadline is None or time.monotonic() < deadline
+
         log_file = os.fspath(log_file) if log_file is not None else None
         if log_file and resume:
             self.resume(log_file)
@@ -253,7 +271,7 @@ class Tuner:
         try:
             while True:
                 if inflight is None:
-                    if done >= n_trial or not self.has_next():
+                    if done >= n_trial or not self.has_next() or not in_time():
                         break
                     configs = self._propose(min(batch, n_trial - done))
                     if not configs:
@@ -264,7 +282,7 @@ class Tuner:
                     else:
                         inflight, inflight_n = configs, len(configs)
                 upcoming: list[Any] = []
-                if pipelined and done + inflight_n < n_trial and self.has_next():
+                if pipelined and done + inflight_n < n_trial and self.has_next() and in_time():
                     upcoming = self._propose(min(batch, n_trial - done - inflight_n))
                 best = self.best_cost if math.isfinite(self.best_cost) else None
                 ahead: Any = None
@@ -576,6 +594,7 @@ class EvolutionaryTuner(Tuner):
         self.plan_size = max(1, plan_size)
         self.model = CostModel(seed)
         self._features: dict[str, list[float]] = {}
+        self._loop_features: dict[str, list[float]] = {}  # the loop part of _features
         self._trained = False
         self._fitted_at = -1  # len(history) at the last fit
         self._plan: list[Any] = []
@@ -589,6 +608,7 @@ class EvolutionaryTuner(Tuner):
             try:
                 s, args = self.task.instantiate(config)
                 f = loop_features(str(lower(s, args, simple_mode=True)))
+                self._loop_features[key] = f
             except Exception:
                 f = [0.0] * 13
             f = f + self.task.space.vector(config)

@@ -666,3 +666,60 @@ def test_workers_of_a_killed_tuner_exit(other_holder, tmp_path):
     for p in left:
         os.kill(p, 9)
     assert not left, f"workers {left} outlived their tuner"
+
+
+def _mm_task(n: int = 64):
+    def mm(n):
+        A = tvm.placeholder((n, n), name="A")
+        B = tvm.placeholder((n, n), name="B")
+        k = tvm.reduce_axis((0, n), name="k")
+        return [A, B, tvm.compute((n, n), lambda i, j: tvm.sum(A[i, k] * B[k, j], axis=k))]
+
+    return autotvm.auto_task(mm, (n,))
+
+
+def test_time_budget_ends_the_search(tmp_path):
+    task = _mm_task()
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    log = tmp_path / "log.json"
+    tuner = autotvm.RandomTuner(task, seed=0)
+    # no time: no batch is proposed, nothing measured
+    assert tuner.tune(50, opt, log_file=log, progress=False, verify=False, time_budget_s=0) is None
+    assert tuner.trials == 0 and not log.exists()
+    with pytest.raises(ValueError, match="time_budget_s"):
+        tuner.tune(4, opt, progress=False, time_budget_s=-1.0)
+    # a generous budget: the trial count ends the search, as without one
+    tuner.tune(4, opt, log_file=log, n_parallel=2, progress=False, verify=False, time_budget_s=600)
+    recs = list(record.load(log, verified=False))
+    assert len(recs) == 4 and all(r["error"] == OK for r in recs)
+
+
+def test_worker_records_the_tuners_loop_features(tmp_path):
+    # The evolutionary tuner hands the runner the loop features it computed for its proposals;
+    # every record's features must still be those of the code its configuration lowers to.
+    from pytvmbridge.autotvm.features import loop_features
+
+    task = _mm_task()
+    tuner = autotvm.EvolutionaryTuner(task, seed=0, min_train=4)
+    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    log = tmp_path / "log.json"
+    tuner.tune(12, opt, log_file=log, n_parallel=2, progress=False, verify=False)
+    recs = list(record.load(log, verified=False))
+    assert len(recs) >= 8
+    assert any(json.dumps(r["config"], sort_keys=True) in tuner._loop_features for r in recs)
+    for r in recs:
+        s, args = task.instantiate(r["config"])
+        assert r["features"] == loop_features(str(tvm.lower(s, args)))
+
+
+def test_canonical_points_are_cached_and_copied():
+    task = _mm_task()
+    fresh = _mm_task()
+    rng = random.Random(3)
+    for _ in range(20):
+        c = task.space.sample(rng)
+        first = task.canonical(c)
+        again = task.canonical(c)
+        assert first == again == fresh.canonical(c)  # the cache answers as a fresh space does
+        again[next(iter(again))]["x"] = 1  # the caller's copy, not the cache's
+        assert task.canonical(c) == first

@@ -103,6 +103,31 @@ def cuts(outputs: list[Any]) -> list[tuple[str, str, Any]]:
     return found
 
 
+def build_prefixes(
+    inputs: list[Any],
+    outputs: list[Any],
+    stages: list[tuple[str, str, Any]],
+    values: list[torch.Tensor],
+    config: dict | None = None,
+) -> list[tuple[Any, list[torch.Tensor]]]:
+    """One kernel per cut, computing everything up to it with the cut stage as its output, and
+    its arguments (``values`` for ``inputs``, then a fresh output tensor). ``config`` (a point
+    of the whole kernel's space) gives the knobs of the stages a prefix has."""
+    kernels = []
+    for k, (_, _, tensor) in enumerate(stages):
+        sub = [t for t in outputs if t is tensor] or [tensor]
+        space = tvm.auto_schedule_space(sub)["default"]
+        point = None
+        if config is not None:
+            point = {
+                s: {n: v for n, v in config.get(s, c).items() if n in c} for s, c in space.items()
+            }
+        module = cache.build_auto(inputs + sub, name=f"prefix_{k}", config=point)
+        out = torch.empty([int(d) for d in tensor.shape])
+        kernels.append((module, [*values, out]))
+    return kernels
+
+
 def product_flops(tensor: Any) -> float:
     """2 x output elements x reduction length for a product (0 for other stages)."""
     red = tensor.op.reduce_axis
@@ -157,22 +182,7 @@ def main() -> None:
         default = tvm.auto_schedule_space(outputs)["default"]
         variants.append(with_knobs(default, opts.knob))
 
-    # One kernel per (variant, prefix); each writes its last stage into a tensor of its own.
-    kernels: list[list[tuple[Any, list[torch.Tensor]]]] = []
-    for v, config in enumerate(variants):
-        row = []
-        for k, (_, _, tensor) in enumerate(stages):
-            sub = [t for t in outputs if t is tensor] or [tensor]
-            space = tvm.auto_schedule_space(sub)["default"]
-            point = None
-            if config is not None:  # the knobs of the stages this prefix has
-                point = {s: dict(config.get(s, c)) for s, c in space.items()}
-                point = {s: {n: val for n, val in c.items() if n in space[s]}
-                         for s, c in point.items()}  # fmt: skip
-            module = cache.build_auto(inputs + sub, name=f"prefix{v}_{k}", config=point)
-            out = torch.empty([int(d) for d in tensor.shape])
-            row.append((module, [*inputs_values, out]))
-        kernels.append(row)
+    kernels = [build_prefixes(inputs, outputs, stages, inputs_values, c) for c in variants]
     # The last prefix is the layer: check it.
     for row in kernels:
         module, tensors = row[-1]

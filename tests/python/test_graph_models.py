@@ -117,3 +117,14 @@ def test_bert_stage_prefixes_compute_the_layers_intermediates():
             module, tensors = kernels[keys.index(key)]
             module(*tensors)
             torch.testing.assert_close(tensors[-1].reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+def test_model_names_take_unambiguous_prefixes():
+    """benchmarks/models.py --models: a prefix names the one model it starts (``bert``)."""
+    from benchmarks.models import model_names
+
+    assert model_names("bert,mlp") == ["bert_layer", "mlp"]
+    assert model_names("resnet18") == ["resnet18"]
+    for bad in ("resnet", "vgg"):
+        with pytest.raises(ValueError, match="the models are"):
+            model_names(bad)

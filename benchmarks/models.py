@@ -34,7 +34,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pytvmbridge as tvm
-from benchmarks.models import MODELS, build
+from benchmarks.models import MODELS, build, model_names
 
 _clock = time.perf_counter
 
@@ -106,6 +106,10 @@ def main() -> None:
     parser.add_argument("--layout", default="NCHWc", choices=["NCHWc", "NCHW"])
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "models.json"))
     opts = parser.parse_args()
+    try:
+        names = model_names(opts.models)
+    except ValueError as e:
+        parser.error(str(e))
     global _clock
     if opts.cpu_time:
         _clock = time.process_time
@@ -126,7 +130,7 @@ def main() -> None:
     clock = "process CPU time" if opts.cpu_time else "wall time"
     print(f"torch {torch.__version__}, {opts.threads} threads, float32, no_grad, {clock}")
     print(header)
-    for name in opts.models.split(","):
+    for name in names:
         for batch in batches:
             model, x = build(name, batch=batch, small=opts.quick)
             with torch.no_grad():

@@ -70,4 +70,17 @@ def _randomize_norms(model: torch.nn.Module) -> None:
             m.bias.data.uniform_(-0.2, 0.2)
 
 
-__all__ = ["MODELS", "build"]
+def model_names(text: str) -> list[str]:
+    """The models named in a comma-separated list; a name may be any unambiguous prefix of one
+    (``bert`` is ``bert_layer``). ValueError for a name that matches none or several."""
+    names = []
+    for given in text.split(","):
+        found = [given] if given in MODELS else [m for m in MODELS if m.startswith(given)]
+        if len(found) != 1:
+            what = "matches none" if not found else f"matches {', '.join(found)}"
+            raise ValueError(f"model {given!r} {what}; the models are {', '.join(MODELS)}")
+        names.append(found[0])
+    return names
+
+
+__all__ = ["MODELS", "build", "model_names"]

@@ -8,6 +8,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import pytvmbridge as tvm
 from benchmarks.models import MODELS, build
 from pytvmbridge.graph import partition
 
@@ -75,3 +76,55 @@ def test_bert_pieces_add_up_to_the_layer():
             torch._dynamo.reset()
             compiled = torch.compile(module, backend="pytvmbridge")
             torch.testing.assert_close(compiled(*args), module(*args), rtol=1e-4, atol=1e-4)
+
+
+def test_bert_stage_prefixes_compute_the_layers_intermediates():
+    """benchmarks/model_stages.py cuts the layer's one kernel at the stages it writes: the
+    prefix kernels give the layer's own intermediates (against eager PyTorch), with and without
+    a scheduler knob changed."""
+    import math
+
+    from benchmarks.model_stages import build_prefixes, capture_kernel, cuts, with_knobs
+    from pytvmbridge.te import PlaceholderOp
+
+    layer, x = build("bert_layer", batch=2, small=True)
+    with torch.no_grad():
+        args, values, _ = capture_kernel(layer, x)
+        b, s, h = x.shape
+        q, k, _ = layer.qkv(x).split(h, dim=-1)
+        heads = lambda t: t.reshape(b, s, layer.heads, layer.head_dim).transpose(1, 2)  # noqa: E731
+        scores = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(layer.head_dim)
+        expected = {
+            "T_dense_pack": torch.nn.functional.linear(x, layer.qkv.weight),
+            "T_softmax_norm": torch.softmax(scores, dim=-1).reshape(-1, s, s),
+            "T_layer_norm#2": layer(x),
+        }
+    inputs = [a for a in args if isinstance(a.op, PlaceholderOp)]
+    outputs = [a for a in args if not isinstance(a.op, PlaceholderOp)]
+    stages = cuts(outputs)
+    keys = [key for key, _, _ in stages]
+    assert keys[0] == "T_dense_pack" and keys[-1] == "T_layer_norm#2"
+    assert [key for key, rule, _ in stages if rule == "tiled_reduction"] == [
+        "T_dense_pack", "T_batch_matmul", "T_batch_matmul#2", "T_dense_pack#2", "T_dense_pack#3",
+        "T_dense_pack#4",
+    ]  # fmt: skip
+    default = tvm.auto_schedule_space(outputs)["default"]
+    knobbed = with_knobs(default, [("T_dense_pack", "parallel_depth", 2)])
+    assert knobbed["T_dense_pack#4"]["parallel_depth"] == 2
+    for config in (None, knobbed):
+        kernels = build_prefixes(inputs, outputs, stages, values[: len(inputs)], config)
+        for key, want in expected.items():
+            module, tensors = kernels[keys.index(key)]
+            module(*tensors)
+            torch.testing.assert_close(tensors[-1].reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+def test_model_names_take_unambiguous_prefixes():
+    """benchmarks/models.py --models: a prefix names the one model it starts (``bert``)."""
+    from benchmarks.models import model_names
+
+    assert model_names("bert,mlp") == ["bert_layer", "mlp"]
+    assert model_names("resnet18") == ["resnet18"]
+    for bad in ("resnet", "vgg"):
+        with pytest.raises(ValueError, match="the models are"):
+            model_names(bad)

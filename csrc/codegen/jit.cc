@@ -147,13 +147,19 @@ int compile_threads() {
 // optimisation and code generation of one function do not look at another. So the defined
 // functions are dealt into two groups of about equal cost, and the second group is optimised
 // and compiled on a second thread in a context of its own (LLVM's contexts are not shared
-// between threads), from a bitcode copy of the module. Measured cost of a function (opt and llc
-// -time-passes on the ops.py convolutions): about as much fixed cost as 400 instructions of
-// freshly emitted IR, plus its instructions.
-//
+// between threads), from a bitcode copy of the module. The cost of a function, fitted to opt +
+// llc -time-passes of each function alone of ten ops.py kernels (conv2d, dense, softmax,
+// layer_norm, relu; 3.5-26 ms each): about 2 ms, plus 6 us per instruction of the IR as
+// emitted, plus 0.5 ms per basic block (its loops, which the loop passes, the vectorizer and
+// instruction selection work on); in units of one instruction:
+constexpr size_t kFunctionCost = 300;
+constexpr size_t kBlockCost = 80;
+constexpr size_t kMinSplitCost = 2500;
+
 // Returns the names of the functions the second thread compiles; empty when the module is not
-// worth splitting (fewer than two defined functions) or holds a mutable global, which two
-// objects would each get a copy of.
+// worth splitting (see below) or holds a mutable global, which two objects would each get a
+// copy of.
+
 std::unordered_set<std::string> second_thread_functions(const llvm::Module& module) {
   std::unordered_set<std::string> second;
   for (const llvm::GlobalVariable& g : module.globals()) {
@@ -162,7 +168,7 @@ std::unordered_set<std::string> second_thread_functions(const llvm::Module& modu
   std::vector<std::pair<size_t, const llvm::Function*>> costs;
   for (const llvm::Function& f : module) {
     if (f.isDeclaration()) continue;
-    costs.emplace_back(400 + f.getInstructionCount(), &f);
+    costs.emplace_back(kFunctionCost + f.getInstructionCount() + kBlockCost * f.size(), &f);
   }
   if (costs.size() < 2) return second;
   // Largest first, each to the lighter group; the sort is stable, so ties keep module order and
@@ -177,6 +183,13 @@ std::unordered_set<std::string> second_thread_functions(const llvm::Module& modu
       second_cost += cost;
       second.insert(f->getName().str());
     }
+  }
+  // The second thread costs about 2-4 ms of CPU (a copy of the functions, a TargetMachine, the
+  // pipeline's set-up): worth it only where the build is long (2500 units, about 15 ms of LLVM)
+  // and the second group takes a quarter of it or more (not a kernel whose outlined body is
+  // nearly all of it, as a dense layer's or softmax's).
+  if (first_cost + second_cost < kMinSplitCost || 4 * second_cost < first_cost + second_cost) {
+    second.clear();
   }
   return second;
 }

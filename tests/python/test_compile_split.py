@@ -133,14 +133,20 @@ FORK_SCRIPT = textwrap.dedent(
     import pytvmbridge as tvm
 
     def build_and_run(tag):
-        n = 512  # enough work for a parallel loop: the kernel and its outlined body
-        A = tvm.placeholder((n, n), name="A")
-        B = tvm.compute((n, n), lambda i, j: A[i, j] * 2.0 + 1.0, name="B_" + tag)
-        f = tvm.build(tvm.auto_schedule([B]), [A, B], name="k_" + tag)
-        a = np.arange(n * n, dtype="float32").reshape(n, n)
-        b = np.empty((n, n), "float32")
-        f(a, b)
-        np.testing.assert_array_equal(b, a * 2.0 + 1.0)
+        # A convolution: the kernel, padding and packing nests and the micro-kernel, enough
+        # work for a split build.
+        from pytvmbridge import topi
+
+        x = tvm.placeholder((2, 16, 12, 12), name="x")
+        w = tvm.placeholder((32, 16, 1, 1), name="w")
+        y = topi.nn.conv2d(x, w, strides=1, padding=1)
+        f = tvm.build(tvm.auto_schedule([y]), [x, w, y], name="k_" + tag)
+        xa = np.arange(2 * 16 * 144, dtype="float32").reshape(2, 16, 12, 12) % 7
+        wa = np.arange(32 * 16, dtype="float32").reshape(32, 16, 1, 1) % 5
+        ya = np.empty((2, 32, 14, 14), "float32")
+        f(xa, wa, ya)
+        xp = np.pad(xa, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        np.testing.assert_array_equal(ya, np.einsum("nchw,oc->nohw", xp, wa[:, :, 0, 0]))
 
     build_and_run("parent")
     sys.stderr.flush()

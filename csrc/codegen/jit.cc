@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -127,19 +129,36 @@ llvm::SmallVector<char, 0> emit_machine_code(llvm::Module& module, llvm::TargetM
   return out;
 }
 
-// How many threads one build may optimise and compile on: PYTVMBRIDGE_COMPILE_THREADS (1 or
-// 2); by default 2 where the machine has two hardware threads or more, except in a process
-// forked from one that had loaded this library: forked workers (autotvm's LocalRunner) build
-// their candidates side by side already, and a second thread per build would cost them CPU
-// time (the split build takes about a quarter more CPU in all for a third less wall time).
+// Whether a core is free at this moment: the number of runnable threads in the system
+// (/proc/loadavg's fourth field, this one included) is below the number of hardware threads.
+// True when it cannot be read.
+bool core_free_now() {
+  static const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return true;
+  double l1 = 0, l5 = 0, l15 = 0;
+  unsigned running = 0, total = 0;
+  int read = std::fscanf(f, "%lf %lf %lf %u/%u", &l1, &l5, &l15, &running, &total);
+  std::fclose(f);
+  return read != 5 || running < cores;
+}
+
+// How many threads one build may optimise and compile on. Never 2 in a process forked from one
+// that had loaded this library: forked workers (autotvm's LocalRunner) build their candidates
+// side by side already. Otherwise PYTVMBRIDGE_COMPILE_THREADS=1 or 2 says; by default 2 where
+// the machine has two hardware threads or more and one of them is idle when the build starts.
+// A split build costs 5-10% more CPU time in all (a second TargetMachine and pipeline set-up,
+// a copy of the functions) for a third less time on its longer thread, so it pays only on a
+// free core. Either way the machine code is the same.
 int compile_threads() {
   static const int threads = [] {
     const char* env = std::getenv("PYTVMBRIDGE_COMPILE_THREADS");
     if (env != nullptr && *env != '\0') return std::strcmp(env, "1") == 0 ? 1 : 2;
-    return std::thread::hardware_concurrency() >= 2 ? 0 : 1;  // 0: 2 unless forked
+    return std::thread::hardware_concurrency() >= 2 ? 0 : 1;  // 0: decided per build
   }();
-  if (threads != 0) return threads;
-  return forked_child.load(std::memory_order_relaxed) ? 1 : 2;
+  if (threads == 1 || forked_child.load(std::memory_order_relaxed)) return 1;
+  if (threads == 2) return 2;
+  return core_free_now() ? 2 : 1;
 }
 
 // Two-thread builds. A module is a kernel and its outlined loop bodies (and packing or padding
@@ -346,27 +365,29 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
 
   std::unique_ptr<SecondThread> second;
   std::thread worker;
-  if (compile_threads() > 1) {
-    std::unordered_set<std::string> names = second_thread_functions(*module);
-    if (!names.empty()) {
-      for (llvm::Function& f : *module) {
-        if (!f.isDeclaration()) f.setLinkage(llvm::GlobalValue::ExternalLinkage);
-      }
-      second = std::make_unique<SecondThread>();
-      // Only the second thread's functions travel (as bitcode: a context is one thread's).
-      llvm::ValueToValueMapTy map;
-      std::unique_ptr<llvm::Module> copy =
-          llvm::CloneModule(*module, map, [&names](const llvm::GlobalValue* g) {
-            return !llvm::isa<llvm::Function>(g) || names.count(g->getName().str()) != 0;
-          });
-      second->input = write_bitcode(*copy);
-      copy.reset();
-      second->functions = std::move(names);
-      second->name = module_name;
-      keep_functions(*module, second->functions, /*keep_named=*/false);
-      worker = std::thread([&second, &target] { second->run(target); });
-      timer.mark("split");
+  std::unordered_set<std::string> names = second_thread_functions(*module);
+  if (!names.empty() && compile_threads() > 1) {
+    for (llvm::Function& f : *module) {
+      if (!f.isDeclaration()) f.setLinkage(llvm::GlobalValue::ExternalLinkage);
     }
+    second = std::make_unique<SecondThread>();
+    // Only the second thread's functions travel (as bitcode: a context is one thread's).
+    llvm::ValueToValueMapTy map;
+    std::unique_ptr<llvm::Module> copy =
+        llvm::CloneModule(*module, map, [&names](const llvm::GlobalValue* g) {
+          return !llvm::isa<llvm::Function>(g) || names.count(g->getName().str()) != 0;
+        });
+    second->input = write_bitcode(*copy);
+    copy.reset();
+    second->functions = std::move(names);
+    second->name = module_name;
+    keep_functions(*module, second->functions, /*keep_named=*/false);
+    try {
+      worker = std::thread([&second, &target] { second->run(target); });
+    } catch (const std::system_error&) {
+      second->run(target);  // no thread to be had: the same work, on this one
+    }
+    timer.mark("split");
   }
   // The second thread is joined before anything below may throw past it.
   std::exception_ptr error;

@@ -173,7 +173,7 @@ int compile_threads() {
 // instruction selection work on); in units of one instruction:
 constexpr size_t kFunctionCost = 300;
 constexpr size_t kBlockCost = 80;
-constexpr size_t kMinSplitCost = 2500;
+constexpr size_t kMinSplitCost = 3000;
 
 // Returns the names of the functions the second thread compiles; empty when the module is not
 // worth splitting (see below) or holds a mutable global, which two objects would each get a
@@ -204,7 +204,7 @@ std::unordered_set<std::string> second_thread_functions(const llvm::Module& modu
     }
   }
   // The second thread costs about 2-4 ms of CPU (a copy of the functions, a TargetMachine, the
-  // pipeline's set-up): worth it only where the build is long (2500 units, about 15 ms of LLVM)
+  // pipeline's set-up): worth it only where the build is long (3000 units, about 18 ms of LLVM)
   // and the second group takes a quarter of it or more (not a kernel whose outlined body is
   // nearly all of it, as a dense layer's or softmax's).
   if (first_cost + second_cost < kMinSplitCost || 4 * second_cost < first_cost + second_cost) {

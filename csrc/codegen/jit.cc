@@ -166,7 +166,7 @@ int compile_threads() {
 // optimisation and code generation of one function do not look at another. So the defined
 // functions are dealt into two groups of about equal cost, and the second group is optimised
 // and compiled on a second thread in a context of its own (LLVM's contexts are not shared
-// between threads), from a bitcode copy of the module. The cost of a function, fitted to opt +
+// between threads), from a bitcode copy of its functions. The cost of a function, fitted to opt +
 // llc -time-passes of each function alone of ten ops.py kernels (conv2d, dense, softmax,
 // layer_norm, relu; 3.5-26 ms each): about 2 ms, plus 6 us per instruction of the IR as
 // emitted, plus 0.5 ms per basic block (its loops, which the loop passes, the vectorizer and
@@ -178,7 +178,6 @@ constexpr size_t kMinSplitCost = 3000;
 // Returns the names of the functions the second thread compiles; empty when the module is not
 // worth splitting (see below) or holds a mutable global, which two objects would each get a
 // copy of.
-
 std::unordered_set<std::string> second_thread_functions(const llvm::Module& module) {
   std::unordered_set<std::string> second;
   for (const llvm::GlobalVariable& g : module.globals()) {
@@ -236,7 +235,7 @@ std::unique_ptr<llvm::Module> read_parts(const std::vector<std::string>& parts,
 
 // What the second thread of a build does: its own context, TargetMachine and pipeline.
 struct SecondThread {
-  std::string input;  // bitcode of the whole module as emitted
+  std::string input;  // bitcode of a copy of the module as emitted, with only its functions
   std::unordered_set<std::string> functions;
   std::string name;
   std::string bitcode;  // the optimised piece

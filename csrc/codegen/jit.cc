@@ -147,9 +147,11 @@ bool core_free_now() {
 // that had loaded this library: forked workers (autotvm's LocalRunner) build their candidates
 // side by side already. Otherwise PYTVMBRIDGE_COMPILE_THREADS=1 or 2 says; by default 2 where
 // the machine has two hardware threads or more and one of them is idle when the build starts.
-// A split build costs 5-10% more CPU time in all (a second TargetMachine and pipeline set-up,
-// a copy of the functions) for a third less time on its longer thread, so it pays only on a
-// free core. Either way the machine code is the same.
+// A split build costs CPU time: 7-10% more when its threads take turns on a busy machine (a
+// second TargetMachine and pipeline set-up, a copy of the functions), 20-30% more when they run
+// at once on this project's 2-core VM (each runs slower beside the other), for 10-15% less
+// wall time of a convolution's build on an idle machine. So it runs only on a free core, where
+// that CPU would go unused. Either way the machine code is the same.
 int compile_threads() {
   static const int threads = [] {
     const char* env = std::getenv("PYTVMBRIDGE_COMPILE_THREADS");

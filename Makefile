@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := llvm-19-dev libdlpack-dev libgtest-dev clang-format-19
 PY_DEPS := numpy torch==2.13.0 jax pytest hypothesis pybind11 scikit-build-core ninja ruff mpmath \
-	tqdm matplotlib nbclient nbformat ipykernel xgboost-cpu ray
+	tqdm matplotlib nbclient nbformat ipykernel xgboost-cpu ray pytest-xdist
 BUILD_DIR := build/dev
 SOURCES := $(shell find csrc tests/cpp -name '*.cc' -o -name '*.h' 2>/dev/null) \
 	$(shell find pytvmbridge -name '*.py' 2>/dev/null) CMakeLists.txt pyproject.toml
@@ -49,8 +49,13 @@ $(BUILD_DIR)/.installed: $(VENV)/.deps $(SOURCES)
 test-cpp: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2
 
+# The Python suite runs in PYTEST_WORKERS processes (pytest-xdist), one test file per process at
+# a time (--dist loadfile: a file's module fixtures are made once, its tests keep their order). Its
+# tests are CPU-bound and single-threaded for most of their time, so two workers on two cores take
+# about half the wall time of one; PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
 test-python: build
-	$(VENV)/bin/pytest -q -p no:cacheprovider tests/python
+	$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile tests/python
 
 # MXNet 1.9.1 (the last on PyPI) needs NumPy < 1.24, so its tests run in a virtual environment
 # of their own. It uses the extension built for .venv (same interpreter): a small import hook,

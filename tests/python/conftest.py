@@ -14,6 +14,10 @@ import tempfile
 _CACHE_DIR = tempfile.mkdtemp(prefix="pytvmbridge-test-cache-")
 os.environ["PYTVMBRIDGE_CACHE_DIR"] = _CACHE_DIR
 os.environ.pop("PYTVMBRIDGE_CACHE", None)
+# TorchInductor compiles in this process rather than in a pool of worker processes that it starts
+# (each imports torch: seconds of start-up per test process that calls torch.compile, for kernels
+# that are small here). Subprocesses started by tests inherit it too.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 
 def pytest_sessionfinish(session, exitstatus):

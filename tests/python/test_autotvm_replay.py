@@ -32,8 +32,14 @@ def _tuned_log(tmp_path, n=64, trials=6):
     return task, log
 
 
-def test_every_record_replays_to_the_schedule_it_measured(tmp_path):
-    task, log = _tuned_log(tmp_path)
+@pytest.fixture(scope="module")
+def tuned_log(tmp_path_factory):
+    """One tuning run, read (never written) by the tests below: each tuning takes seconds."""
+    return _tuned_log(tmp_path_factory.mktemp("replay"))
+
+
+def test_every_record_replays_to_the_schedule_it_measured(tuned_log):
+    task, log = tuned_log
     recs = [r for r in record.load(log) if r["error"] == 0]
     assert len(recs) >= 6  # the search's trials and the verification's re-measurements
     hashes = set()
@@ -45,8 +51,8 @@ def test_every_record_replays_to_the_schedule_it_measured(tmp_path):
     assert len(hashes) > 1  # distinct candidates really are distinct schedules
 
 
-def test_apply_history_best_builds_the_measured_schedule_and_computes_the_product(tmp_path):
-    task, log = _tuned_log(tmp_path)
+def test_apply_history_best_builds_the_measured_schedule_and_computes_the_product(tuned_log):
+    task, log = tuned_log
     best = record.best_records(record.load(log))[task.workload_key]
     assert best["chosen"]  # the verification's choice
     # what a compiler does under apply_history_best: fresh tensors, the config it is given

@@ -134,7 +134,7 @@ def programs(draw):
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 @given(programs(), st.integers(1, 4), st.integers(1, 4))
 def test_random_programs_compile_and_run_or_fail_cleanly(source, n, m):

@@ -152,12 +152,23 @@ bool core_free_now() {
 // at once on this project's 2-core VM (each runs slower beside the other), for 10-15% less
 // wall time of a convolution's build on an idle machine. So it runs only on a free core, where
 // that CPU would go unused. Either way the machine code is the same.
-int compile_threads() {
+// What PYTVMBRIDGE_COMPILE_THREADS asks for (read once; 0: decided per build). Every build reads
+// it, so a bad value is an error at the first build, not only at the first long one.
+int requested_compile_threads() {
   static const int threads = [] {
     const char* env = std::getenv("PYTVMBRIDGE_COMPILE_THREADS");
-    if (env != nullptr && *env != '\0') return std::strcmp(env, "1") == 0 ? 1 : 2;
+    if (env != nullptr && *env != '\0') {
+      if (std::strcmp(env, "1") == 0) return 1;
+      if (std::strcmp(env, "2") == 0) return 2;
+      value_error("PYTVMBRIDGE_COMPILE_THREADS: expected 1 or 2 (or unset), found '", env, "'");
+    }
     return std::thread::hardware_concurrency() >= 2 ? 0 : 1;  // 0: decided per build
   }();
+  return threads;
+}
+
+int compile_threads() {
+  const int threads = requested_compile_threads();
   if (threads == 1 || forked_child.load(std::memory_order_relaxed)) return 1;
   if (threads == 2) return 2;
   return core_free_now() ? 2 : 1;
@@ -366,6 +377,7 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
 
   std::unique_ptr<SecondThread> second;
   std::thread worker;
+  requested_compile_threads();
   std::unordered_set<std::string> names = second_thread_functions(*module);
   if (!names.empty() && compile_threads() > 1) {
     for (llvm::Function& f : *module) {

@@ -202,3 +202,25 @@ def test_split_build_computes_a_parallel_kernel():
     b = np.empty_like(a)
     f(a, b)
     np.testing.assert_allclose(b, np.exp(a) + a[:, ::-1], rtol=1e-5, atol=1e-6)
+
+
+def test_bad_compile_threads_value_is_a_value_error():
+    # Read once per process, so it is checked in a fresh interpreter; a relu build is short
+    # (never split) and must still report the bad value rather than ignore it.
+    code = textwrap.dedent(
+        """
+        import pytvmbridge as tvm
+        x = tvm.placeholder((64,), name="x")
+        y = tvm.topi.nn.relu(x)
+        try:
+            tvm.build(tvm.auto_schedule([y]), [x, y])
+        except ValueError as e:
+            print("ValueError:", e)
+        """
+    )
+    env = dict(os.environ, PYTVMBRIDGE_COMPILE_THREADS="7", PYTVMBRIDGE_CACHE="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "ValueError: PYTVMBRIDGE_COMPILE_THREADS: expected 1 or 2" in out.stdout, out.stderr
+    assert "found '7'" in out.stdout

@@ -79,10 +79,9 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def run_build(tmp_path: Path, threads: str) -> tuple[Path, str]:
-    """Runs SCRIPT with PYTVMBRIDGE_COMPILE_THREADS=threads; returns its folder and stderr."""
-    out = tmp_path / f"threads{threads}"
-    out.mkdir()
+def run_script(script: str, threads: str, *args: str) -> str:
+    """Runs script in a fresh interpreter with PYTVMBRIDGE_COMPILE_THREADS=threads, build
+    timings on and the cache off; checks it printed "ok" and returns its stderr (the timings)."""
     env = dict(
         os.environ,
         PYTVMBRIDGE_COMPILE_THREADS=threads,
@@ -90,7 +89,7 @@ def run_build(tmp_path: Path, threads: str) -> tuple[Path, str]:
         PYTVMBRIDGE_CACHE="0",
     )
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(out)],
+        [sys.executable, "-c", script, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -98,7 +97,14 @@ def run_build(tmp_path: Path, threads: str) -> tuple[Path, str]:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
-    return out, proc.stderr
+    return proc.stderr
+
+
+def run_build(tmp_path: Path, threads: str) -> tuple[Path, str]:
+    """Runs SCRIPT with PYTVMBRIDGE_COMPILE_THREADS=threads; returns its folder and stderr."""
+    out = tmp_path / f"threads{threads}"
+    out.mkdir()
+    return out, run_script(SCRIPT, threads, str(out))
 
 
 def instructions(asm: str) -> collections.Counter:
@@ -169,22 +175,7 @@ FORK_SCRIPT = textwrap.dedent(
 def test_forked_child_builds_on_one_thread(tmp_path):
     # 2: split wherever a split pays, whatever the machine's load (the default looks for an
     # idle core), but never in a forked child.
-    env = dict(
-        os.environ,
-        PYTVMBRIDGE_COMPILE_TIMES="1",
-        PYTVMBRIDGE_CACHE="0",
-        PYTVMBRIDGE_COMPILE_THREADS="2",
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", FORK_SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "ok"
-    parent, _, child = proc.stderr.partition("child start")
+    parent, _, child = run_script(FORK_SCRIPT, "2").partition("child start")
     assert "(second thread)" in parent
     assert "llvm k_child" in child
     assert "(second thread)" not in child

@@ -108,6 +108,50 @@ def test_group_norm_matches_torch(shape, groups):
     )
 
 
+def _norm64(x, axes, eps=1e-5):
+    """Float64 NumPy normalisation over ``axes``: the independent reference."""
+    x = x.astype(np.float64)
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps)
+
+
+@pytest.mark.parametrize("offset", [0.0, 100.0])
+def test_norms_scale_shift_form_auto_schedule(offset):
+    """The output is ``x * scale + shift`` per channel (one multiply-add per element): with a
+    large common offset the folded shift cancels most of ``x * scale``, and the result must
+    still be within float32 rounding of the offset (as PyTorch's kernels, which fold the same
+    way) of a float64 reference, on the auto-scheduled ResNet/BERT shapes of benchmarks/ops.py,
+    including group_norm's 56-wide rows."""
+    rng = np.random.default_rng(7)
+    tol = 2e-6 * (1 + offset)
+    # group_norm, 32 groups of two 56x56 channels.
+    x = (rng.standard_normal((1, 64, 56, 56)) + offset).astype(np.float32)
+    g = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    X = tvm.placeholder(x.shape, name="X")
+    G, B = tvm.placeholder((64,), name="G"), tvm.placeholder((64,), name="B")
+    grouped = _norm64(x.reshape(1, 32, 2 * 56 * 56), 2).reshape(x.shape)
+    ref = grouped * g[None, :, None, None] + b[None, :, None, None]
+    run([X, G, B], topi.nn.group_norm(X, G, B, 32), [x, g, b], ref, tol, tol, schedule="auto")
+    # layer_norm over BERT's 768-wide rows.
+    y = (rng.standard_normal((1, 128, 768)) + offset).astype(np.float32)
+    g2 = rng.uniform(0.5, 2.0, 768).astype(np.float32)
+    b2 = rng.standard_normal(768).astype(np.float32)
+    Y = tvm.placeholder(y.shape, name="Y")
+    G2, B2 = tvm.placeholder((768,), name="G2"), tvm.placeholder((768,), name="B2")
+    ref2 = _norm64(y, -1) * g2 + b2
+    run([Y, G2, B2], topi.nn.layer_norm(Y, G2, B2, -1), [y, g2, b2], ref2, tol, tol, "auto")
+    # batch_norm with a running mean near the offset.
+    m = (rng.standard_normal(64) + offset).astype(np.float32)
+    v = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+    P = [tvm.placeholder((64,), name=n) for n in ("bg", "bb", "bm", "bv")]
+    ch = (slice(None), None, None)
+    ref3 = (x.astype(np.float64) - m[ch]) / np.sqrt(v[ch] + 1e-5) * g[ch] + b[ch]
+    out = topi.nn.batch_norm(X, *P)[0]
+    run([X, *P], out, [x, g, b, m, v], ref3, tol, tol, schedule="auto")
+
+
 def test_norm_errors():
     X = tvm.placeholder((2, 6, 4), name="X")
     p = tvm.placeholder((6,), name="p")

@@ -70,6 +70,14 @@ def _separable(kh: int, kw: int, sw: int, padded: bool, out_w: Any) -> bool:
     return padded or sw >= 3 or kh * kw >= 16
 
 
+def _max_chain(values: list[Any]) -> Any:
+    """The maximum of ``values`` as a chain of element-wise maxima (no reduction identity)."""
+    out = values[0]
+    for v in values[1:]:
+        out = te.max(out, v)
+    return out
+
+
 def pool2d(
     data: Tensor,
     kernel: IntPair,
@@ -117,7 +125,11 @@ def pool2d(
         extra_w = max(const_int(extra_w), right)
     else:
         extra_w = te.max(extra_w, right)
-    fill = te.min_value(data.dtype) if pool_type == "max" else te.const(0, data.dtype)
+    fill = te.const(0, data.dtype)
+    if pool_type == "max":
+        # Padding never wins: -inf for floats (PyTorch's), the lowest value for integers.
+        float_fill = is_float(data.dtype)
+        fill = te.const(float("-inf"), data.dtype) if float_fill else te.min_value(data.dtype)
     padded = data
     if any(const_int(p) != 0 for p in (top, left, extra_h, extra_w)):
         padded = pad(data, [0, 0, top, left], [0, 0, extra_h, extra_w], fill, name="pad_temp")
@@ -139,18 +151,20 @@ def pool2d(
         # (rule_row_attach.cc, "window_rows"), so each strided tap is read from that buffer
         # once per window column instead of once per window element: a 3x3 stride-2 pool did
         # nine strided taps (two loads and a permute each) per 16 outputs, now three. The
-        # maximum of a set does not depend on the order (NaN in any element gives NaN).
+        # maximum of a set does not depend on the order (NaN in any element gives NaN). Both
+        # stages are chains of binary maxima, not reductions: a reduction starts from the
+        # dtype's lowest finite value, one more maximum per element (three vector instructions
+        # with NaN handling) and a window of only -inf would come out as -FLT_MAX.
         width = (out_w - 1) * sw + dw * (kw - 1) + 1
-        ry = te.reduce_axis((0, kh), name="ry")
         rows = te.compute(
             (n, c, out_h, width),
-            lambda b, ch, y, x: te.max(padded[b, ch, y * sh + ry * dh, x], axis=ry),
+            lambda b, ch, y, x: _max_chain([padded[b, ch, y * sh + r * dh, x] for r in range(kh)]),
             name="pool_max_rows",
-            tag=tag.COMM_REDUCE,
+            tag=tag.WINDOW_ROWS,
         )
         return te.compute(
             (n, c, out_h, out_w),
-            lambda b, ch, y, x: te.max(rows[b, ch, y, x * sw + rx * dw], axis=rx),
+            lambda b, ch, y, x: _max_chain([rows[b, ch, y, x * sw + r * dw] for r in range(kw)]),
             name="pool_max",
             tag=tag.POOL_MAX,
             attrs=attrs,

@@ -179,3 +179,30 @@ def test_max_pool_stays_one_stage_where_separable_is_slower(shape, kernel, strid
     x = random(shape, "float32")
     ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
     run([X], Y, [x], ref, rtol=0, atol=0, schedule="auto")
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((1, 1, 33, 33), 3, 2, 1), ((2, 3, 21, 112), 3, 2, 1), ((1, 2, 7, 61), (2, 4), (1, 3), 0)],
+)
+def test_separable_max_pool_windows_of_minus_infinity(shape, kernel, stride, padding):
+    # The separable form is two chains of element-wise maxima (no reduction identity, the
+    # padding -inf): a window holding only -inf gives -inf, as PyTorch's does (a reduction
+    # starting from the lowest finite float gave -3.4e38), NaN anywhere in a window gives NaN
+    # and +inf wins. Odd widths, one channel, a stride of 1 down the rows.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding)
+    assert tvm.auto_schedule_space(Y)["rules"]["pool_max_rows"] == "window_rows"
+    text = str(tvm.lower(tvm.auto_schedule(Y), [X, Y]))
+    assert "-3.40282347e+38" not in text and "allocate pool_max_rows" in text
+    x = random(shape, "float32")
+    x[..., : shape[2] // 2, :] = -np.inf
+    x[0, 0, -1, -1] = np.nan
+    x[-1, -1, -2, 3] = np.inf
+    ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
+    assert np.isneginf(ref).any() and np.isnan(ref).any() and np.isposinf(ref).any()
+    for schedule in (tvm.auto_schedule(Y), tvm.create_schedule(Y.op)):
+        f = tvm.build(schedule, [X, Y])
+        out = np.empty(ref.shape, "float32")
+        f(x, out)
+        np.testing.assert_array_equal(out, ref)

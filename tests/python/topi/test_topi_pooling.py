@@ -206,3 +206,35 @@ def test_separable_max_pool_windows_of_minus_infinity(shape, kernel, stride, pad
         out = np.empty(ref.shape, "float32")
         f(x, out)
         np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((1, 1, 4, 4), 2, 2, 0), ((2, 1, 7, 9), 3, 2, 1), ((1, 2, 9, 40), 3, 2, 1)],
+)
+def test_max_pool_of_ties_and_minus_infinity(shape, kernel, stride, padding):
+    # Small windows (up to 16 elements; the separable form too) are chains of element-wise
+    # maxima: a window of only -inf gives -inf as PyTorch's does (a reduction starts from
+    # -3.4e38), and te.gradient of a window of equal values sends the head to one element, as
+    # torch.autograd does (a reduction's gradient went to every tied element).
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding)
+    x = np.ones(shape, "float32")
+    x[0, 0, 0, 1] = 2.0
+    x[-1, -1, -3:, :] = -np.inf
+    ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
+    assert np.isneginf(ref).any()
+    run([X], Y, [x], ref, rtol=0, atol=0, schedule="auto")
+    X64 = tvm.placeholder(shape, name="X64", dtype="float64")
+    Y64 = topi.nn.max_pool2d(X64, kernel, stride, padding)
+    head = tvm.placeholder(Y64.shape, name="head", dtype="float64")
+    (grad,) = tvm.te.gradient(Y64, [X64], head)
+    f = tvm.build(tvm.auto_schedule([grad]), [X64, head, grad])
+    x64 = np.ones(shape)
+    x64[0, 0, 0, 1] = 2.0
+    t = torch.tensor(x64, requires_grad=True)
+    h = np.random.default_rng(0).standard_normal(ref.shape)
+    (want,) = torch.autograd.grad(F.max_pool2d(t, kernel, stride, padding), [t], torch.tensor(h))
+    got = np.empty(shape)
+    f(x64, h, got)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)

@@ -70,6 +70,15 @@ def _separable(kh: int, kw: int, sw: int, padded: bool, out_w: Any) -> bool:
     return padded or sw >= 3 or kh * kw >= 16
 
 
+def _rows_clamp(h: Any, out_h: Any, kh: int, sh: int, dh: int, top: Any) -> bool:
+    """Whether every window of rows (dilation 1, constant sizes) holds at least one input row, so
+    that a padded row can be read as the nearest input row without changing the maximum."""
+    hc, oh, t = const_int(h), const_int(out_h), const_int(top)
+    if dh != 1 or hc is None or oh is None or t is None:
+        return False
+    return t <= kh - 1 and (oh - 1) * sh - t <= hc - 1
+
+
 def _max_chain(values: list[Any]) -> Any:
     """The maximum of ``values`` as a chain of element-wise maxima (no reduction identity)."""
     out = values[0]
@@ -156,9 +165,30 @@ def pool2d(
         # dtype's lowest finite value, one more maximum per element (three vector instructions
         # with NaN handling) and a window of only -inf would come out as -FLT_MAX.
         width = (out_w - 1) * sw + dw * (kw - 1) + 1
+
+        def column_max(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:
+            return _max_chain([padded[b, ch, y * sh + r * dh, x] for r in range(kh)])
+
+        if _rows_clamp(h, out_h, kh, sh, dh, top):
+            # Every window holds an input row: a row of the top/bottom padding read as the
+            # nearest input row instead (already in the window, so the maximum is the same), one
+            # scalar index per output row. Only the columns' padding remains a select, one per
+            # vector, and each maximum takes a plain load (two vector instructions with NaN
+            # handling, not three).
+            def column_max(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:
+                last = h - 1
+                taps = [
+                    data[b, ch, te.min(te.max(y * sh + (r - top), 0), last), x - left]
+                    for r in range(kh)
+                ]
+                if left == 0 and const_int(extra_w) == 0:
+                    return _max_chain(taps)
+                inside = te.all(x >= left, x < w + left)
+                return te.if_then_else(inside, _max_chain(taps), fill)
+
         rows = te.compute(
             (n, c, out_h, width),
-            lambda b, ch, y, x: _max_chain([padded[b, ch, y * sh + r * dh, x] for r in range(kh)]),
+            column_max,
             name="pool_max_rows",
             tag=tag.WINDOW_ROWS,
         )

@@ -238,3 +238,37 @@ def test_max_pool_of_ties_and_minus_infinity(shape, kernel, stride, padding):
     got = np.empty(shape)
     f(x64, h, got)
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "ceil_mode"),
+    [
+        ((1, 2, 10, 40), 3, 2, (2, 1, 0, 2), False),
+        ((2, 1, 9, 37), (3, 2), (3, 2), (0, 1, 2, 0), True),
+        ((1, 1, 2, 50), 3, 2, (1, 1, 1, 1), True),
+    ],
+)
+def test_separable_max_pool_padded_rows_read_as_edge_rows(
+    shape, kernel, stride, padding, ceil_mode
+):
+    # Where every window holds an input row, the separable form reads a padded row as the
+    # nearest input row (a clamped index: the same maximum) and keeps a select for the padded
+    # columns only. Asymmetric padding up to kernel - 1, ceil mode's extra rows, a 2-row input;
+    # -inf and NaN on the edge rows. Reference: PyTorch on the input padded with -inf.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding, ceil_mode=ceil_mode)
+    assert tvm.auto_schedule_space(Y)["rules"]["pool_max_rows"] == "window_rows"
+    x = random(shape, "float32")
+    x[..., 0, ::3] = -np.inf
+    x[..., -1, 1::4] = np.nan
+    x[0, 0, -1, :7] = -np.inf
+    top, left, bottom, right = padding
+    xp = F.pad(torch.from_numpy(x), (left, right, top, bottom), value=-np.inf)
+    ref = F.max_pool2d(xp, kernel, stride, 0, ceil_mode=ceil_mode).numpy()
+    ref = ref[..., : Y.shape[2], : Y.shape[3]]
+    assert ref.shape == tuple(int(d) for d in Y.shape)
+    for schedule in (tvm.auto_schedule(Y), tvm.create_schedule(Y.op)):
+        f = tvm.build(schedule, [X, Y])
+        out = np.empty(ref.shape, "float32")
+        f(x, out)
+        np.testing.assert_array_equal(out, ref)

@@ -70,11 +70,18 @@ bool schedule_row_group(Context& ctx, const Stage& out,
 // each reader computing the exponential again.
 bool row_buffer(Context& ctx, const Stage& st, const std::unordered_set<const StageNode*>& keep);
 
+// A separable max pool's column maxima (TOPI's tag "injective,window_rows"): an injective stage
+// read only by one injective stage, at that reader's own axes but the last. It is kept stored
+// (not inlined) and computed once per output row into a row buffer inside the reader's loop
+// (schedule_reduction_rows, rule "window_rows").
+bool window_rows_buffer(Context& ctx, const Stage& st);
+
 // A reduction that reads other reductions once per output element at its own axes (argmax's
 // maximum, read by the search for its first index): scheduled here, with those statistics
 // computed inside its loop over output elements (one pass over each row instead of two).
 // Returns false (nothing changed) when there are none, the knob "attach_rows" is 0 or the
-// reduction's schedule has no loop per output element.
+// reduction's schedule has no loop per output element. An injective `st` that reads a
+// window_rows_buffer is scheduled here as well, with that buffer attached at its row loop.
 bool schedule_reduction_rows(Context& ctx, const Stage& st,
                              const std::unordered_set<const StageNode*>& tiled);
 

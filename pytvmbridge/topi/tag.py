@@ -16,6 +16,8 @@ ELEMWISE = "elemwise"
 BROADCAST = "broadcast"
 INJECTIVE = "injective"
 PAD = "injective,pad"
+# A separable max pool's row buffer (pooling.py): kept stored, computed once per output row.
+WINDOW_ROWS = "injective,window_rows"
 COMM_REDUCE = "comm_reduce"
 COMM_REDUCE_IDX = "comm_reduce_idx"
 MATMUL = "matmul"

@@ -179,3 +179,96 @@ def test_max_pool_stays_one_stage_where_separable_is_slower(shape, kernel, strid
     x = random(shape, "float32")
     ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
     run([X], Y, [x], ref, rtol=0, atol=0, schedule="auto")
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((1, 1, 33, 33), 3, 2, 1), ((2, 3, 21, 112), 3, 2, 1), ((1, 2, 7, 61), (2, 4), (1, 3), 0)],
+)
+def test_separable_max_pool_windows_of_minus_infinity(shape, kernel, stride, padding):
+    # The separable form is two chains of element-wise maxima (no reduction identity, the
+    # padding -inf): a window holding only -inf gives -inf, as PyTorch's does (a reduction
+    # starting from the lowest finite float gave -3.4e38), NaN anywhere in a window gives NaN
+    # and +inf wins. Odd widths, one channel, a stride of 1 down the rows.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding)
+    assert tvm.auto_schedule_space(Y)["rules"]["pool_max_rows"] == "window_rows"
+    text = str(tvm.lower(tvm.auto_schedule(Y), [X, Y]))
+    assert "-3.40282347e+38" not in text and "allocate pool_max_rows" in text
+    x = random(shape, "float32")
+    x[..., : shape[2] // 2, :] = -np.inf
+    x[0, 0, -1, -1] = np.nan
+    x[-1, -1, -2, 3] = np.inf
+    ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
+    assert np.isneginf(ref).any() and np.isnan(ref).any() and np.isposinf(ref).any()
+    for schedule in (tvm.auto_schedule(Y), tvm.create_schedule(Y.op)):
+        f = tvm.build(schedule, [X, Y])
+        out = np.empty(ref.shape, "float32")
+        f(x, out)
+        np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding"),
+    [((1, 1, 4, 4), 2, 2, 0), ((2, 1, 7, 9), 3, 2, 1), ((1, 2, 9, 40), 3, 2, 1)],
+)
+def test_max_pool_of_ties_and_minus_infinity(shape, kernel, stride, padding):
+    # Small windows (up to 16 elements; the separable form too) are chains of element-wise
+    # maxima: a window of only -inf gives -inf as PyTorch's does (a reduction starts from
+    # -3.4e38), and te.gradient of a window of equal values sends the head to one element, as
+    # torch.autograd does (a reduction's gradient went to every tied element).
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding)
+    x = np.ones(shape, "float32")
+    x[0, 0, 0, 1] = 2.0
+    x[-1, -1, -3:, :] = -np.inf
+    ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
+    assert np.isneginf(ref).any()
+    run([X], Y, [x], ref, rtol=0, atol=0, schedule="auto")
+    X64 = tvm.placeholder(shape, name="X64", dtype="float64")
+    Y64 = topi.nn.max_pool2d(X64, kernel, stride, padding)
+    head = tvm.placeholder(Y64.shape, name="head", dtype="float64")
+    (grad,) = tvm.te.gradient(Y64, [X64], head)
+    f = tvm.build(tvm.auto_schedule([grad]), [X64, head, grad])
+    x64 = np.ones(shape)
+    x64[0, 0, 0, 1] = 2.0
+    t = torch.tensor(x64, requires_grad=True)
+    h = np.random.default_rng(0).standard_normal(ref.shape)
+    (want,) = torch.autograd.grad(F.max_pool2d(t, kernel, stride, padding), [t], torch.tensor(h))
+    got = np.empty(shape)
+    f(x64, h, got)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "ceil_mode"),
+    [
+        ((1, 2, 10, 40), 3, 2, (2, 1, 0, 2), False),
+        ((2, 1, 9, 37), (3, 2), (3, 2), (0, 1, 2, 0), True),
+        ((1, 1, 2, 50), 3, 2, (1, 1, 1, 1), True),
+    ],
+)
+def test_separable_max_pool_padded_rows_read_as_edge_rows(
+    shape, kernel, stride, padding, ceil_mode
+):
+    # Where every window holds an input row, the separable form reads a padded row as the
+    # nearest input row (a clamped index: the same maximum) and keeps a select for the padded
+    # columns only. Asymmetric padding up to kernel - 1, ceil mode's extra rows, a 2-row input;
+    # -inf and NaN on the edge rows. Reference: PyTorch on the input padded with -inf.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.max_pool2d(X, kernel, stride, padding, ceil_mode=ceil_mode)
+    assert tvm.auto_schedule_space(Y)["rules"]["pool_max_rows"] == "window_rows"
+    x = random(shape, "float32")
+    x[..., 0, ::3] = -np.inf
+    x[..., -1, 1::4] = np.nan
+    x[0, 0, -1, :7] = -np.inf
+    top, left, bottom, right = padding
+    xp = F.pad(torch.from_numpy(x), (left, right, top, bottom), value=-np.inf)
+    ref = F.max_pool2d(xp, kernel, stride, 0, ceil_mode=ceil_mode).numpy()
+    ref = ref[..., : Y.shape[2], : Y.shape[3]]
+    assert ref.shape == tuple(int(d) for d in Y.shape)
+    for schedule in (tvm.auto_schedule(Y), tvm.create_schedule(Y.op)):
+        f = tvm.build(schedule, [X, Y])
+        out = np.empty(ref.shape, "float32")
+        f(x, out)
+        np.testing.assert_array_equal(out, ref)

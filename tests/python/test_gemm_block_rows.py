@@ -55,6 +55,16 @@ def test_candidates_divide_the_rows_and_default_is_off():
     assert knobs(matmul(100, 128, 64))["block_rows"] == [0]
     packed = tvm.auto_schedule_space(args[-1], config={"T_matmul": {"pack_rows": 1}})
     assert packed["knobs"]["T_matmul"]["block_rows"] == [0]
+    # Nor a dense layer with the weight as PyTorch holds it: whichever operand is streamed, it
+    # is packed with a transpose.
+    X = tvm.placeholder((1024, 768), name="X")
+    W = tvm.placeholder((768, 768), name="W")
+    dense = topi.nn.dense(X, W)
+    for axis in (0, 1):
+        config = {"T_dense": {"vector_axis": axis}}
+        assert tvm.auto_schedule_space(dense, config=config)["knobs"]["T_dense"]["block_rows"] == [
+            0
+        ]
     # SGEMM 1024^3 keeps its analytical point (panels packed at the panel loop).
     sgemm = tvm.auto_schedule_space(matmul(1024, 1024, 1024)[-1])["default"]["T_matmul"]
     assert (sgemm["block_rows"], sgemm["pack_inner"]) == (0, 2)

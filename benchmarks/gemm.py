@@ -300,13 +300,14 @@ def main() -> None:
     parser.add_argument("--shape", default="1024x1024x1024", help="--auto: MxNxK")
     parser.add_argument("--config", action="append", default=[], help="--auto: knob overrides")
     parser.add_argument("--quick", action="store_true", help="256^3 and fewer repeats")
+    parser.add_argument("--rounds", type=int, default=None, help="--auto: rounds (default 7)")
     parser.add_argument("--size", type=int, default=None, help="M = N = K (default 1024)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for all")
     parser.add_argument("--steps", default=",".join(STEPS), help="comma-separated step names")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "gemm.json"))
     args = parser.parse_args()
     if args.auto:
-        auto_main(args.shape, args.config, 3 if args.quick else 7)
+        auto_main(args.shape, args.config, args.rounds or (3 if args.quick else 7))
         return
     size = args.size or (256 if args.quick else 1024)
     repeat = 3 if args.quick else 7

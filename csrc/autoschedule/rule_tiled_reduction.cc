@@ -270,6 +270,32 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
   return best;
 }
 
+// "block_rows": the row axis cut into blocks of this many rows (dividing it), outermost, each
+// block swept by every panel before the next (GotoBLAS's mc: row block, panel, row tile). With
+// the panels outermost each panel sweeps the whole row operand, from L3 when it is larger than
+// L2 (SGEMM 1024^3: 4 MiB, 16 times); a block of it stays in L2 for all the panels. The streamed
+// operand is then packed in a pass of its own (its copy read once per block), rows outermost.
+// Rows the tile does not divide leave each block a last, partial tile, peeled like the axis's.
+// Off by default: on one thread SGEMM 1024^3 with blocks of 256 or 512 rows measured level with
+// the default (0.94-0.99x against 0.96-0.98x torch.matmul, loaded machine, CPU time); it is
+// there for the tuner (2 threads share L3 bandwidth, which the blocks save). Candidates: 64 to
+// 512 rows, at least two tiles, for a matrix product with the panels outermost and rows read
+// in place, streaming an operand packed without a transpose.
+std::vector<int64_t> block_rows_candidates(const ComputeOpNode* c, const TiledPlan& plan,
+                                           int64_t order, int64_t rows, bool rows_packed) {
+  std::vector<int64_t> out = {0};
+  auto rext = plan.row_axis >= 0 ? const_extent(c->axis[plan.row_axis]) : std::nullopt;
+  // Not for a streamed operand packed with a transpose (a dense layer's weight as PyTorch holds
+  // it): there the separate transposing pass measured 0.75-0.91x torch against the default's
+  // 0.94-1.01x on BERT's b8 layers (one thread).
+  bool transposed = plan.streamed_dim != static_cast<int>(plan.streamed->indices.size()) - 1;
+  if (order != 1 || rows_packed || transposed || !rext || !row_operand(c, plan)) return out;
+  for (int64_t r : {64, 128, 256, 512}) {
+    if (r < *rext && *rext % r == 0 && r >= 2 * rows) out.push_back(r);
+  }
+  return out;
+}
+
 }  // namespace
 
 Stage fusable_epilogue(Context& ctx, const Stage& st) {
@@ -497,6 +523,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // rows one tile broadcasts per reduction step become adjacent, so a tile reads one stream of
   // contiguous memory instead of `rows` streams a row's length apart. Off by default (measured
   // slower, see packed_rows_default); for the tuner.
+  bool rows_packed = false;
   if (plan.row_axis >= 0 && rows > 1) {
     const Expr& rvar = c->axis[plan.row_axis]->var;
     const TensorRead* row_read = nullptr;
@@ -511,6 +538,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
       Stage pack =
           pack_operand(ctx, st, row_read, row_dim, c->axis[plan.row_axis], rows, ".packed_rows");
       ctx.rule(pack, "pack");
+      rows_packed = true;
       const ComputeOpNode* pc = as_compute(pack->op);
       std::vector<IterVar> outer(pack->leaf_iter_vars.begin(), pack->leaf_iter_vars.end() - 1);
       parallelize(ctx, pack, {outer.front()}, output_size(pc));
@@ -549,13 +577,6 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // reused by every row block), then the tile's rows and vectors.
   const ComputeOpNode* ec = as_compute(epilogue->op);
   std::vector<IterVar> axes = epilogue->leaf_iter_vars;
-  auto [vo, vi] =
-      split(epilogue, axes[plan.vector_axis], make_const(vaxis->var.dtype(), width), Expr());
-  IterVar ro, ri;
-  if (plan.row_axis >= 0) {
-    std::tie(ro, ri) = split(epilogue, axes[plan.row_axis],
-                             make_const(axes[plan.row_axis]->var.dtype(), rows), Expr());
-  }
   std::vector<const TensorRead*> reads;
   for (const TensorRead* r : tensor_reads(c->body[0].as<Reduce>()->source)) {
     if (!r->indices.empty()) reads.push_back(r);
@@ -566,6 +587,21 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   if (c->tag == kBlockedConvTag) orders.push_back(2);
   int64_t order =
       ctx.knob(st, "streamed_outer", streamed_outer_default(c, plan, reads, width, rows), orders);
+  auto rext = plan.row_axis >= 0 ? extent_of(c->axis[plan.row_axis]) : std::nullopt;
+  std::vector<int64_t> block_rows_options =
+      block_rows_candidates(c, plan, order, rows, rows_packed);
+  int64_t block_rows = ctx.knob(st, "block_rows", 0, block_rows_options);
+  auto [vo, vi] =
+      split(epilogue, axes[plan.vector_axis], make_const(vaxis->var.dtype(), width), Expr());
+  IterVar ro, ri, rbo;
+  if (plan.row_axis >= 0) {
+    IterVar row = axes[plan.row_axis];
+    if (block_rows > 0)
+      std::tie(rbo, row) = split(epilogue, row, make_const(row->var.dtype(), block_rows), Expr());
+    std::tie(ro, ri) = split(epilogue, row, make_const(row->var.dtype(), rows), Expr());
+  }
+  // The rows a tile loop sweeps: a block's with "block_rows", else the whole axis.
+  auto swept = block_rows > 0 ? std::optional<int64_t>(block_rows) : rext;
   std::vector<IterVar> first, second;
   for (int a = 0; a < static_cast<int>(axes.size()); ++a) {
     IterVar leaf = a == plan.vector_axis ? vo : a == plan.row_axis ? ro : axes[a];
@@ -580,6 +616,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     first.insert(first.end(), second.begin(), second.end());
     second.clear();
   }
+  if (rbo) first.insert(first.begin(), rbo);  // row blocks outermost, then the panels
   // Panels outermost sweep the other operands once per panel; the knob "row_block" takes the
   // row tiles in blocks instead (GotoBLAS's mc blocking: block, panel, row tile), each panel
   // then read once per block. Off by default: on the 2 MiB-L2 AVX-512 machine it measured 0.87x
@@ -587,8 +624,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // tuner (candidates: row tiles per block).
   int64_t block = 0;  // row tiles per block; 0: no blocking
   std::vector<int64_t> block_candidates = {0};
-  auto rext = plan.row_axis >= 0 ? extent_of(c->axis[plan.row_axis]) : std::nullopt;
-  if (order == 1 && rext && second.size() == 1 && second[0] == ro) {
+  if (order == 1 && block_rows == 0 && rext && second.size() == 1 && second[0] == ro) {
     int64_t tiles = (*rext + rows - 1) / rows;
     for (int64_t t = 2; t < tiles; t *= 2) block_candidates.push_back(t);
   }
@@ -607,8 +643,8 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // just before the row tiles read it, instead of the whole operand in a pass of its own: the
   // packed copy is then never written to memory and read back.
   auto kext = c->reduce_axis.size() == 1 ? extent_of(c->reduce_axis[0]) : std::nullopt;
-  bool can_region = order == 1 && block == 0 && second.size() == 1 && second[0] == ro && rext &&
-                    *rext % rows == 0 && kext;
+  bool can_region = order == 1 && block == 0 && block_rows == 0 && second.size() == 1 &&
+                    second[0] == ro && rext && *rext % rows == 0 && kext;
   std::vector<int64_t> k_candidates = {0};
   if (can_region) {
     for (int64_t kc : {64, 128, 256, 512}) {
@@ -631,7 +667,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   if (stream_pack) {
     std::vector<int64_t> candidates = {0};
     if (can_region) candidates.push_back(1);
-    if (order == 1 && block == 0 && !first.empty() && k_block == 0) {
+    if (order == 1 && block == 0 && block_rows == 0 && !first.empty() && k_block == 0) {
       candidates.push_back(2);
       auto panel_iterations = const_product(first);
       panel_pack_pays =
@@ -694,7 +730,9 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     // panels, every row of every tile tested it; serial, lowering peels a guard-free main body.
     // One thread, CPU time, dense_pack 8 (symbolic) x 1024 -> 1024 + bias + ReLU: 772 -> 230 us.
     int64_t max_depth = 0;
-    bool peel_rows = (packed_rows_tile > 0 && rext && *rext % rows != 0) ||
+    // Row blocks that the tile does not divide: each block's last tile is peeled, whatever
+    // the tile (fused, the row tiles of every block would test the guard in the reduction).
+    bool peel_rows = ((packed_rows_tile > 0 || block_rows > 0) && swept && *swept % rows != 0) ||
                      (plan.row_axis >= 0 && !rext && rows > 1);
     if (peel_rows && !padded.count(plan.row_axis) && order == 1 && block == 0 && !first.empty()) {
       max_depth = static_cast<int64_t>(first.size());
@@ -703,6 +741,14 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     if (stream_pack) {
       std::vector<IterVar> pack_outer(stream_pack->leaf_iter_vars.begin(),
                                       stream_pack->leaf_iter_vars.end() - 1);
+      // With row blocks, the operand's rows outermost: each pass of the copy reads one whole
+      // row of a [K, N] operand (contiguous) into every panel, where panels outermost read each
+      // panel's slice of every row (4 KiB apart for SGEMM 1024^3): one thread, SGEMM 1024^3 with
+      // blocks of 256 rows, 0.98-0.99x against 0.95-0.97x torch.matmul.
+      if (block_rows > 0 && pack_outer.size() == 2 && plan.streamed_dim == 1) {
+        reorder(stream_pack, {pack_outer[1], pack_outer[0], stream_pack->leaf_iter_vars.back()});
+        std::swap(pack_outer[0], pack_outer[1]);
+      }
       parallelize(ctx, stream_pack, {pack_outer.front()}, output_size(as_compute(stream_pack->op)));
     }
   }

@@ -132,17 +132,13 @@ std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::
   return {fn, p};
 }
 
-// `nonpositive`: x is known to be <= 0 or NaN (sigmoid's exp(-|x|)), so the clamp from above
-// is left out.
-llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
-                     bool nonpositive = false) {
+// `hi`: the upper clamp (kExpHi, or less where the caller needs a smaller bound).
+llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512, float hi = kExpHi) {
   llvm::Type* ty = x->getType();
   if (avx512 && splits_into_zmm(ty)) {
     // Clamped so that x - n ln2 stays finite (inf - inf is NaN); NaN fails both comparisons.
     // (vrangeps would clamp both ends in one instruction, but it turns NaN into the bound.)
-    llvm::Value* xc = nonpositive ? x
-                                  : b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)),
-                                                   constant(ty, kExpHi), x);
+    llvm::Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, hi)), constant(ty, hi), x);
     xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, kExpLo)), constant(ty, kExpLo), xc);
     auto [fn, p] = exp_reduced(b, xc);
     return scalef(b, p, fn);
@@ -150,8 +146,7 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
   llvm::Type* ity = ty->getWithNewType(b.getInt32Ty());
   // NaN goes to the top of the range (the conversion to integer below must not see it: LLVM
   // leaves that undefined) and is put back at the end.
-  llvm::Value* xc =
-      b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, kExpHi)), x, constant(ty, kExpHi));
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, hi)), x, constant(ty, hi));
   xc = b.CreateSelect(b.CreateFCmpOGT(xc, constant(ty, kExpLo)), xc, constant(ty, kExpLo));
   auto [fn, p] = exp_reduced(b, xc);
   // 2^n as two factors 2^(n/2) that are normal floats for every n in [-150, 128]: their product
@@ -164,18 +159,19 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
-// x P(x^2) / Q(x^2), an odd function that rounds to +-1 past |x| = one (tanh, erf): x is clamped
-// to [-one, one] (NaN fails both comparisons and stays NaN; the factor x keeps the sign of -0),
-// and so is the quotient, which the rounding of P and Q can carry just past 1 near the clamp.
+// x P(x^2) / Q(x^2), an odd function that rounds to +-1 past |x| = one (tanh, erf). Only x^2 is
+// clamped, to one^2 (one vminps, where clamping x took two): past the clamp the quotient is
+// x / one times about 1, at least 1 in magnitude, and the clamp of the quotient to [-1, 1] (which
+// the rounding of P and Q needs near |x| = one anyway) makes it +-1; x = +-inf gives +-inf there.
+// NaN fails every comparison and stays NaN; the factor x keeps the sign of -0.
 template <size_t NP, size_t NQ>
 llvm::Value* odd_rational_to_one(llvm::IRBuilderBase& b, llvm::Value* x, float one_at,
                                  const float (&P)[NP], const float (&Q)[NQ], bool avx512) {
   llvm::Type* ty = x->getType();
-  llvm::Value* xc =
-      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, one_at)), constant(ty, one_at), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -one_at)), constant(ty, -one_at), xc);
-  llvm::Value* z = b.CreateFMul(xc, xc);
-  llvm::Value* p = b.CreateFMul(xc, horner(b, z, P));
+  llvm::Value* z = b.CreateFMul(x, x);
+  llvm::Value* top = constant(ty, one_at * one_at);
+  z = b.CreateSelect(b.CreateFCmpOGT(z, top), top, z);
+  llvm::Value* p = b.CreateFMul(x, horner(b, z, P));
   llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, Q), avx512));
   llvm::Value* one = constant(ty, 1.0f);
   r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
@@ -190,15 +186,16 @@ llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   return odd_rational_to_one(b, x, kErfOne, kErfP, kErfQ, avx512);
 }
 
-// 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: e^-|x| never overflows, so sigmoid of a
-// very negative x is the small (even denormal) number it should be rather than 1/inf.
+// e^x / (1 + e^x) with x clamped to at most kSigmoidOne, where the quotient rounds to 1: no
+// overflow, and below -87 e^x is the denormal (or 0) that sigmoid is, not 1 / inf. One clamp,
+// the quotient and nothing else (18 vector instructions), where 1 / (1 + e^-|x|) with a choice
+// of e^-|x| times that by the sign of x took 19.
+constexpr float kSigmoidOne = 20.0f;
+
 llvm::Value* sigmoid_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* ty = x->getType();
-  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* e = exp_f32(b, b.CreateFNeg(a), avx512, /*nonpositive=*/true);
-  llvm::Value* s = reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512);
-  // NaN fails the comparison and takes e * s, which is NaN.
-  return b.CreateSelect(b.CreateFCmpOGE(x, constant(ty, 0.0f)), s, b.CreateFMul(e, s));
+  llvm::Value* e = exp_f32(b, x, avx512, kSigmoidOne);
+  return b.CreateFMul(e, reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "codegen/inline_math.h"
 
 #include <cstddef>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -198,11 +199,97 @@ llvm::Value* sigmoid_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   return b.CreateFMul(e, reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512));
 }
 
+// log(m) for m in [0.75, 1.5) as 2 atanh(s), s = (m - 1) / (m + 1) in [-1/7, 1/5]: with t = 2s,
+// t + t u (1/12 + u/80 + u^2/448 + u^3/2304), u = t^2 (the series of 2 atanh; the next term is
+// below 0.2 ulp). t = 2r / (2 + r), r = m - 1 exact, to within an ulp: t0 = 2r y with y about
+// 1 / (2 + r) (vrcp14ps's 14 bits are enough), then t0 + y (2r - t0 (2 + r)), the residual
+// computed without rounding error but the last (2r - 2 t0 is exact: t0 is within a factor 1.25
+// of r). Where t was 2r / (2 + r) rounded (2 + r rounds) the error of log was 2.4 ulp.
+llvm::Value* log_mantissa(llvm::IRBuilderBase& b, llvm::Value* m, bool avx512) {
+  llvm::Type* ty = m->getType();
+  llvm::Value* r = b.CreateFSub(m, constant(ty, 1.0f));
+  llvm::Value* two_r = b.CreateFAdd(r, r);
+  llvm::Value* den = b.CreateFAdd(r, constant(ty, 2.0f));
+  llvm::Value* y = nullptr;
+  if (avx512 && splits_into_zmm(ty)) {
+    auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+    y = per_zmm(b, llvm::Intrinsic::x86_avx512_rcp14_ps_512, {den, llvm::PoisonValue::get(piece)},
+                {b.getInt16(static_cast<int16_t>(0xffff))});
+  } else {
+    y = b.CreateFDiv(constant(ty, 1.0f), den);
+  }
+  llvm::Value* t0 = b.CreateFMul(two_r, y);
+  llvm::Value* res = fmuladd(b, constant(ty, -2.0f), t0, two_r);
+  res = fmuladd(b, b.CreateFNeg(t0), r, res);
+  llvm::Value* t = fmuladd(b, res, y, t0);
+  llvm::Value* u = b.CreateFMul(t, t);
+  constexpr float kLogQ[] = {1.0f / 12, 1.0f / 80, 1.0f / 448, 1.0f / 2304};
+  return fmuladd(b, b.CreateFMul(t, u), horner(b, u, kLogQ), t);
+}
+
+constexpr float kLn2 = 0x1.62e43p-1f;
+
+// log(x) = e ln2 + log(m), x = m 2^e with m in [0.75, 1.5). With AVX-512, m and e come from
+// vgetmantps and vgetexpps (denormals included) and one vfixupimmps gives the special values;
+// elsewhere from the bits of x, with selects for the special values.
+llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  if (avx512 && splits_into_zmm(ty)) {
+    auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+    llvm::Value* poison = llvm::PoisonValue::get(piece);
+    llvm::Value* all = b.getInt16(static_cast<int16_t>(0xffff));
+    llvm::Value* mode = b.getInt32(4);
+    // Interval [0.75, 1.5) (3), sign of the result 0 (1 << 2).
+    llvm::Value* m = per_zmm(b, llvm::Intrinsic::x86_avx512_mask_getmant_ps_512, {x},
+                             {b.getInt32(7), poison, all, mode});
+    // getmant halves mantissas of 1.5 and above: e = floor(log2 x) - floor(log2 m).
+    auto getexp = [&](llvm::Value* v) {
+      return per_zmm(b, llvm::Intrinsic::x86_avx512_mask_getexp_ps_512, {v, poison}, {all, mode});
+    };
+    llvm::Value* e = b.CreateFSub(getexp(x), getexp(m));
+    llvm::Value* r = fmuladd(b, e, constant(ty, kLn2), log_mantissa(b, m, avx512));
+    // vfixupimmps: a 4-bit answer per class of x, class j at bits 4j: quiet and signalling NaN
+    // (0, 1) -> x made quiet (2); +-0 (2) -> -inf (4); 1 (3) -> +0 (8); -inf (4) and negative
+    // (6) -> the default NaN (3); +inf (5) -> +inf (5); positive (7) -> r (0).
+    llvm::Value* table =
+        llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(16), b.getInt32(0x03538422));
+    std::vector<llvm::Value*> pieces;
+    int lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(ty)->getNumElements());
+    llvm::Function* fixup = llvm::Intrinsic::getDeclaration(
+        b.GetInsertBlock()->getModule(), llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_512);
+    for (int offset = 0; offset < lanes; offset += 16) {
+      pieces.push_back(b.CreateCall(fixup, {zmm_piece(b, r, offset), zmm_piece(b, x, offset), table,
+                                            b.getInt32(0), all, mode}));
+    }
+    return join_pieces(b, std::move(pieces));
+  }
+  llvm::Type* ity = ty->getWithNewType(b.getInt32Ty());
+  // Denormals (and every x below the smallest normal, which the selects below replace) are
+  // scaled by 2^23 into the normal range first.
+  llvm::Value* tiny = b.CreateFCmpOLT(x, constant(ty, 0x1p-126f));
+  llvm::Value* xs = b.CreateSelect(tiny, b.CreateFMul(x, constant(ty, 0x1p23f)), x);
+  llvm::Value* bits = b.CreateBitCast(xs, ity);
+  // k = the exponent of x / 0.75: the bits of m are those of x less k in the exponent field.
+  llvm::Value* k = b.CreateAShr(b.CreateSub(bits, llvm::ConstantInt::get(ity, 0x3f400000)),
+                                llvm::ConstantInt::get(ity, 23));
+  llvm::Value* m =
+      b.CreateBitCast(b.CreateSub(bits, b.CreateShl(k, llvm::ConstantInt::get(ity, 23))), ty);
+  llvm::Value* e = b.CreateFAdd(b.CreateSIToFP(k, ty),
+                                b.CreateSelect(tiny, constant(ty, -23.0f), constant(ty, 0.0f)));
+  llvm::Value* r = fmuladd(b, e, constant(ty, kLn2), log_mantissa(b, m, avx512));
+  float inf = std::numeric_limits<float>::infinity();
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, inf)), x, r);
+  r = b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, 0.0f)),
+                     constant(ty, std::numeric_limits<float>::quiet_NaN()), r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, 0.0f)), constant(ty, -inf), r);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
 }  // namespace
 
 bool has_inline_math(Intrinsic op) {
   return op == Intrinsic::kExp || op == Intrinsic::kErf || op == Intrinsic::kSigmoid ||
-         op == Intrinsic::kTanh;
+         op == Intrinsic::kTanh || op == Intrinsic::kLog;
 }
 
 llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value* x, bool avx512) {
@@ -222,6 +309,8 @@ llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value*
       return tanh_f32(b, x, avx512);
     case Intrinsic::kSigmoid:
       return sigmoid_f32(b, x, avx512);
+    case Intrinsic::kLog:
+      return log_f32(b, x, avx512);
     default:
       internal_error(__FILE__, __LINE__, intrinsic_name(op), " has no inline form");
   }

@@ -1,9 +1,9 @@
-"""float32 exp, erf, sigmoid and tanh, generated inline by codegen (csrc/codegen/inline_math.cc),
-against float64 references over the whole float range: random bit patterns (every exponent,
-denormals, inf and NaN), the edges of each range reduction, and the values where the result
-overflows, becomes denormal or rounds to 0 or 1. Errors are counted in float32 units in the last
-place of the exact result; special values must equal libm's. Scalar and 16-lane vector code are
-both checked, and so is float16 (computed in float32)."""
+"""float32 exp, erf, sigmoid, tanh and log, generated inline by codegen
+(csrc/codegen/inline_math.cc), against float64 references over the whole float range: random bit
+patterns (every exponent, denormals, inf and NaN), the edges of each range reduction, and the
+values where the result overflows, becomes denormal or rounds to 0 or 1. Errors are counted in
+float32 units in the last place of the exact result; special values must equal libm's. Scalar and
+16-lane vector code are both checked, and so is float16 (computed in float32)."""
 
 import math
 
@@ -31,6 +31,12 @@ def _tanh(x: np.ndarray) -> np.ndarray:
     return np.tanh(x)
 
 
+def _log(x: np.ndarray) -> np.ndarray:
+    # NaN below 0, as libm; -inf at +-0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
+
+
 # name -> (float64 reference, largest error allowed in ulps). tanh and erf are rational functions
 # whose two polynomials round by up to 2.5 ulp each where the result is just below 1 (tanh near
 # |x| = 9; erf up to 6.4 ulp near |x| = 3.8 on a dense grid, 4.7 on these samples).
@@ -39,6 +45,7 @@ FUNCTIONS = {
     "erf": (_erf, 7.0),
     "sigmoid": (_sigmoid, 3.0),
     "tanh": (_tanh, 6.0),
+    "log": (_log, 1.5),
 }
 
 EDGES = [
@@ -82,6 +89,15 @@ EDGES = [
     4.0,
     -4.0,
     10.0,
+    # log: the ends of the mantissa interval [0.75, 1.5), around 1, the largest float
+    0.75,
+    0.74999994,
+    1.5,
+    1.4999999,
+    0.99999994,
+    1.0000001,
+    3.4028235e38,
+    1.1754944e-38,
 ]
 
 
@@ -138,14 +154,25 @@ def test_special_values_match_libm():
         "erf": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0],
         "sigmoid": [1.0, 0.0, np.nan, 0.5, 0.5, 1.0, 0.0, 1 / (1 + math.exp(-5)), 0.0066928507],
         "tanh": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, math.tanh(5.0), -math.tanh(5.0)],
+        "log": [
+            np.inf,
+            np.nan,
+            np.nan,
+            -np.inf,
+            -np.inf,
+            math.log(200.0),
+            np.nan,
+            math.log(5.0),
+            np.nan,
+        ],
     }.items():
         for lanes in (1, 16):
             padded = np.resize(x, 16)
             out = np.empty_like(padded)
             compiled(name, 16, "float32", lanes)(padded, out)
             np.testing.assert_allclose(out[: len(x)], np.float32(expected), rtol=4e-7, err_msg=name)
-            # the sign of zero: erf(-0) and tanh(-0) are -0
-            assert np.signbit(out[4]) == (name in ("erf", "tanh")), name
+            # the sign of zero: erf(-0) and tanh(-0) are -0, log(-0) is -inf
+            assert np.signbit(out[4]) == (name in ("erf", "tanh", "log")), name
 
 
 def test_tanh_is_odd_and_never_past_one():
@@ -180,3 +207,15 @@ def test_float16_is_computed_in_float32(name):
     compiled(name, len(x), "float16", 16)(x, out)
     expected = reference(x.astype(np.float64)).astype(np.float16)
     np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64), rtol=1e-3)
+
+
+def test_log_of_denormals_and_of_wider_vectors():
+    # Every binade of the denormals (log's exponent comes from them, not from their bits), and
+    # 32 and 8 lanes: two 512-bit pieces, and the form without AVX-512 intrinsics.
+    x = np.float32(np.concatenate([np.ldexp(1.37, np.arange(-149, -125)), [1e-45, 1.4e-45]]))
+    x = np.resize(x, 64)
+    exact = np.log(x.astype(np.float64))
+    for lanes in (1, 8, 16, 32):
+        out = np.empty_like(x)
+        compiled("log", len(x), "float32", lanes)(x, out)
+        assert np.all(ulp_errors(out, exact) <= 1.5), lanes

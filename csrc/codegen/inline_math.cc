@@ -160,20 +160,52 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512, float 
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
+// The constant c of x = v * c (a splat of a float with 1/8 <= |c| <= 8), and v; or 1 and x.
+// Exact GELU's erf(x / sqrt(2)) is such an argument.
+std::pair<double, llvm::Value*> constant_factor(llvm::Value* x) {
+  auto* mul = llvm::dyn_cast<llvm::BinaryOperator>(x);
+  if (mul == nullptr || mul->getOpcode() != llvm::Instruction::FMul) return {1.0, x};
+  for (int i = 0; i < 2; ++i) {
+    auto* c = llvm::dyn_cast<llvm::Constant>(mul->getOperand(1 - i));
+    if (c == nullptr) continue;
+    if (c->getType()->isVectorTy()) c = c->getSplatValue();
+    auto* cfp = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    if (cfp == nullptr || !cfp->getValueAPF().isFiniteNonZero()) continue;
+    double v = cfp->getValueAPF().convertToDouble();
+    if (v < 0 ? (v < -8 || v > -0.125) : (v > 8 || v < 0.125)) continue;
+    return {v, mul->getOperand(i)};
+  }
+  return {1.0, x};
+}
+
 // x P(x^2) / Q(x^2), an odd function that rounds to +-1 past |x| = one (tanh, erf). Only x^2 is
 // clamped, to one^2 (one vminps, where clamping x took two): past the clamp the quotient is
 // x / one times about 1, at least 1 in magnitude, and the clamp of the quotient to [-1, 1] (which
 // the rounding of P and Q needs near |x| = one anyway) makes it +-1; x = +-inf gives +-inf there.
-// NaN fails every comparison and stays NaN; the factor x keeps the sign of -0.
+// NaN fails every comparison and stays NaN; the factor x keeps the sign of -0. For x = v c with
+// a constant c, c goes into the coefficients (x P(x^2) = v sum P_k c^(2k+1) (v^2)^k, and so
+// for Q): exact GELU's multiplication by 1/sqrt(2) is left out, and f(v c) is evaluated without
+// the rounding of v c.
 template <size_t NP, size_t NQ>
 llvm::Value* odd_rational_to_one(llvm::IRBuilderBase& b, llvm::Value* x, float one_at,
                                  const float (&P)[NP], const float (&Q)[NQ], bool avx512) {
   llvm::Type* ty = x->getType();
-  llvm::Value* z = b.CreateFMul(x, x);
-  llvm::Value* top = constant(ty, one_at * one_at);
+  auto [c, v] = constant_factor(x);
+  float p_scaled[NP], q_scaled[NQ];
+  double power = c;  // c^(2k+1)
+  for (size_t k = 0; k < NP; ++k, power *= c * c) {
+    p_scaled[k] = static_cast<float>(static_cast<double>(P[k]) * power);
+  }
+  power = 1.0;  // c^(2k)
+  for (size_t k = 0; k < NQ; ++k, power *= c * c) {
+    q_scaled[k] = static_cast<float>(static_cast<double>(Q[k]) * power);
+  }
+  llvm::Value* z = b.CreateFMul(v, v);
+  double top_v = static_cast<double>(one_at) / c;
+  llvm::Value* top = constant(ty, static_cast<float>(top_v * top_v));
   z = b.CreateSelect(b.CreateFCmpOGT(z, top), top, z);
-  llvm::Value* p = b.CreateFMul(x, horner(b, z, P));
-  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, Q), avx512));
+  llvm::Value* p = b.CreateFMul(v, horner(b, z, p_scaled));
+  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, q_scaled), avx512));
   llvm::Value* one = constant(ty, 1.0f);
   r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
   return b.CreateSelect(b.CreateFCmpOLT(r, b.CreateFNeg(one)), b.CreateFNeg(one), r);

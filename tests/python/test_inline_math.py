@@ -219,3 +219,34 @@ def test_log_of_denormals_and_of_wider_vectors():
         out = np.empty_like(x)
         compiled("log", len(x), "float32", lanes)(x, out)
         assert np.all(ulp_errors(out, exact) <= 1.5), lanes
+
+
+@pytest.mark.parametrize("name", ["erf", "tanh"])
+def test_constant_factor_of_the_argument_goes_into_the_coefficients(name):
+    # erf(v * c), as exact GELU writes it (c = 1/sqrt(2)), is evaluated as v P'(v^2) / Q'(v^2)
+    # with c folded into the coefficients: as accurate as f(x), and f of the exact product v c.
+    reference, allowed = FUNCTIONS[name]
+    specials = np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0])
+    x = np.concatenate([specials, samples()])
+    x = x[: len(x) // 16 * 16]
+    for c in (1 / math.sqrt(2), -2.0, 3.0):
+        c32 = float(np.float32(c))
+        A = te.placeholder((len(x),), name="A")
+        B = te.compute(
+            (len(x),),
+            lambda i, A=A, c=c: getattr(te, name)(A[i] * te.const(c, "float32")),
+            name="B",
+        )
+        for lanes in (1, 16):
+            s = te.create_schedule(B.op)
+            _, inner = s[B].split(B.op.axis[0], factor=lanes)
+            if lanes > 1:
+                s[B].vectorize(inner)
+            out = np.empty_like(x)
+            tvm.build(s, [A, B])(x, out)
+            with np.errstate(over="ignore", invalid="ignore"):
+                exact = reference(x.astype(np.float64) * c32)
+            err = ulp_errors(out, exact)
+            worst = int(np.argmax(err))
+            assert err[worst] <= allowed, (name, c, lanes, x[worst], out[worst], exact[worst])
+            assert np.signbit(out[4]) == (c > 0), (name, c)

@@ -7,9 +7,8 @@
 // these are one or two dozen vector instructions that LLVM schedules with the loads and stores
 // around them (one thread, 8192 floats in L1, ns per element: exp 0.28 -> 0.20, tanh 0.34 ->
 // 0.23, erf 0.52 -> 0.45, exact gelu 0.66 -> 0.55; erf as one rational function then halved
-// exact gelu's time again), and the scalar form is vectorized by LLVM like any arithmetic. A
-// scalar log (log_softmax's, one per row) is inline too: logf was a call that spilled and
-// reloaded every vector register of the row loop around it.
+// exact gelu's time again), and the scalar form is vectorized by LLVM like any arithmetic (but
+// codegen_math keeps a scalar log a logf call: see there).
 // Accuracy (tests/python/test_inline_math.py, against float64 references on random bit patterns
 // of the whole float range), in ulps: exp 1.0, sigmoid 2.6, tanh 5.3, erf 4.7 (6.4 at worst on
 // a dense grid of [0, 4]; PyTorch's vectorized erf has about 1e-7 absolute error, far more

@@ -100,8 +100,8 @@ llvm::Value* scalef(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* n) {
                  {p, n, llvm::PoisonValue::get(piece)}, {b.getInt16(0xffff), b.getInt32(4)});
 }
 
-// 1 / d for finite d >= 1 (or NaN). With AVX-512: vrcp14ps (14 bits) and one Newton step, a few
-// cycles where vdivps on 16 lanes takes 16.
+// 1 / d for positive normal d (or NaN) whose reciprocal is finite. With AVX-512: vrcp14ps (14 bits)
+// and one Newton step, a few cycles where vdivps on 16 lanes takes 16.
 llvm::Value* reciprocal(llvm::IRBuilderBase& b, llvm::Value* d, bool avx512) {
   llvm::Type* ty = d->getType();
   if (!avx512 || !splits_into_zmm(ty)) return b.CreateFDiv(constant(ty, 1.0f), d);
@@ -261,10 +261,11 @@ llvm::Value* log_mantissa(llvm::IRBuilderBase& b, llvm::Value* m, bool avx512) {
 
 constexpr float kLn2 = 0x1.62e43p-1f;
 
-// log(x) = e ln2 + log(m), x = m 2^e with m in [0.75, 1.5). With AVX-512, m and e come from
-// vgetmantps and vgetexpps (denormals included) and one vfixupimmps gives the special values;
-// elsewhere from the bits of x, with selects for the special values.
-llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+// log(x) + add (add: nullptr, or log1p's correction), log(x) = e ln2 + log(m), x = m 2^e with
+// m in [0.75, 1.5). With AVX-512, m and e come from vgetmantps and vgetexpps (denormals
+// included) and one vfixupimmps gives the special values; elsewhere from the bits of x, with
+// selects for the special values.
+llvm::Value* log_plus(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* add, bool avx512) {
   llvm::Type* ty = x->getType();
   if (avx512 && splits_into_zmm(ty)) {
     auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
@@ -280,11 +281,13 @@ llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
     };
     llvm::Value* e = b.CreateFSub(getexp(x), getexp(m));
     llvm::Value* r = fmuladd(b, e, constant(ty, kLn2), log_mantissa(b, m, avx512));
+    if (add != nullptr) r = b.CreateFAdd(r, add);
     // vfixupimmps: a 4-bit answer per class of x, class j at bits 4j: quiet and signalling NaN
-    // (0, 1) -> x made quiet (2); +-0 (2) -> -inf (4); 1 (3) -> +0 (8); -inf (4) and negative
-    // (6) -> the default NaN (3); +inf (5) -> +inf (5); positive (7) -> r (0).
-    llvm::Value* table =
-        llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(16), b.getInt32(0x03538422));
+    // (0, 1) -> x made quiet (2); +-0 (2) -> -inf (4); 1 (3) -> +0 (8), or r (0) where add may
+    // make it other than 0; -inf (4) and negative (6) -> the default NaN (3); +inf (5) -> +inf
+    // (5); positive (7) -> r (0).
+    llvm::Value* table = llvm::ConstantVector::getSplat(
+        llvm::ElementCount::getFixed(16), b.getInt32(add == nullptr ? 0x03538422 : 0x03530422));
     std::vector<llvm::Value*> pieces;
     int lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(ty)->getNumElements());
     llvm::Function* fixup = llvm::Intrinsic::getDeclaration(
@@ -309,6 +312,7 @@ llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Value* e = b.CreateFAdd(b.CreateSIToFP(k, ty),
                                 b.CreateSelect(tiny, constant(ty, -23.0f), constant(ty, 0.0f)));
   llvm::Value* r = fmuladd(b, e, constant(ty, kLn2), log_mantissa(b, m, avx512));
+  if (add != nullptr) r = b.CreateFAdd(r, add);
   float inf = std::numeric_limits<float>::infinity();
   r = b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, inf)), x, r);
   r = b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, 0.0f)),
@@ -317,11 +321,27 @@ llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
 }
 
+llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  return log_plus(b, x, nullptr, avx512);
+}
+
+// log1p(x) = log(u) + (x - (u - 1)) / u, u = 1 + x rounded: the correction is u's rounding error
+// (exact for x >= -1: Fast2Sum where |x| <= 1, Sterbenz's lemma beyond) over u, and the whole
+// result where u rounds to 1. u = 0, inf, NaN or below 0 take log's special values; +-0 stays.
+llvm::Value* log1p_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  llvm::Value* one = constant(ty, 1.0f);
+  llvm::Value* u = b.CreateFAdd(x, one);
+  llvm::Value* c = b.CreateFSub(x, b.CreateFSub(u, one));
+  llvm::Value* r = log_plus(b, u, b.CreateFMul(c, reciprocal(b, u, avx512)), avx512);
+  return b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, 0.0f)), x, r);
+}
+
 }  // namespace
 
 bool has_inline_math(Intrinsic op) {
   return op == Intrinsic::kExp || op == Intrinsic::kErf || op == Intrinsic::kSigmoid ||
-         op == Intrinsic::kTanh || op == Intrinsic::kLog;
+         op == Intrinsic::kTanh || op == Intrinsic::kLog || op == Intrinsic::kLog1p;
 }
 
 llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value* x, bool avx512) {
@@ -343,6 +363,8 @@ llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value*
       return sigmoid_f32(b, x, avx512);
     case Intrinsic::kLog:
       return log_f32(b, x, avx512);
+    case Intrinsic::kLog1p:
+      return log1p_f32(b, x, avx512);
     default:
       internal_error(__FILE__, __LINE__, intrinsic_name(op), " has no inline form");
   }

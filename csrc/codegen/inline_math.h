@@ -1,4 +1,4 @@
-// float32 exp, erf, sigmoid, tanh and log as straight-line LLVM IR (range reduction,
+// float32 exp, erf, sigmoid, tanh, log and log1p as straight-line LLVM IR (range reduction,
 // polynomials, rational functions for tanh and erf, 2 atanh((m - 1) / (m + 1)) for log's
 // mantissa m), on scalars or vectors of float. Only csrc/codegen includes this.
 //
@@ -12,8 +12,8 @@
 // Accuracy (tests/python/test_inline_math.py, against float64 references on random bit patterns
 // of the whole float range), in ulps: exp 1.0, sigmoid 2.6, tanh 5.3, erf 4.7 (6.4 at worst on
 // a dense grid of [0, 4]; PyTorch's vectorized erf has about 1e-7 absolute error, far more
-// than that relative to erf near 0), log 1.2: the two polynomials of a rational round by up to
-// 2.5 ulp each where the result is just below 1. inf, -inf, NaN and -0 give what libm gives;
+// than that relative to erf near 0), log 1.2, log1p 1.5: the two polynomials of a rational round by
+// up to 2.5 ulp each where the result is just below 1. inf, -inf, NaN and -0 give what libm gives;
 // results below the smallest normal float are rounded as denormals, not flushed. The
 // coefficients come from tools/fit_inline_math.py (log's are its Taylor series).
 #pragma once
@@ -27,7 +27,7 @@ class Value;
 
 namespace ptb {
 
-// Whether emit_inline_math computes `op` (exp, erf, sigmoid, tanh, log).
+// Whether emit_inline_math computes `op` (exp, erf, sigmoid, tanh, log, log1p).
 bool has_inline_math(Intrinsic op);
 
 // op(x) for x of LLVM type float or <N x float>; op as accepted by has_inline_math. `avx512`:

@@ -1,4 +1,4 @@
-"""float32 exp, erf, sigmoid, tanh and log, generated inline by codegen
+"""float32 exp, erf, sigmoid, tanh, log and log1p, generated inline by codegen
 (csrc/codegen/inline_math.cc), against float64 references over the whole float range: random bit
 patterns (every exponent, denormals, inf and NaN), the edges of each range reduction, and the
 values where the result overflows, becomes denormal or rounds to 0 or 1. Errors are counted in
@@ -37,6 +37,11 @@ def _log(x: np.ndarray) -> np.ndarray:
         return np.log(x)
 
 
+def _log1p(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log1p(x)
+
+
 # name -> (float64 reference, largest error allowed in ulps). tanh and erf are rational functions
 # whose two polynomials round by up to 2.5 ulp each where the result is just below 1 (tanh near
 # |x| = 9; erf up to 6.4 ulp near |x| = 3.8 on a dense grid, 4.7 on these samples).
@@ -46,6 +51,7 @@ FUNCTIONS = {
     "sigmoid": (_sigmoid, 3.0),
     "tanh": (_tanh, 6.0),
     "log": (_log, 1.5),
+    "log1p": (_log1p, 2.0),
 }
 
 EDGES = [
@@ -89,6 +95,12 @@ EDGES = [
     4.0,
     -4.0,
     10.0,
+    # log1p: -1, just above and below it, where 1 + x rounds to 1
+    -0.99999994,
+    -1.0000001,
+    5.9604645e-08,
+    -2.9802322e-08,
+    1e-30,
     # log: the ends of the mantissa interval [0.75, 1.5), around 1, the largest float
     0.75,
     0.74999994,
@@ -135,7 +147,7 @@ def ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_float32_within_ulps_over_the_whole_range(name, lanes):
     reference, allowed = FUNCTIONS[name]
-    if name == "log" and lanes == 1:
+    if name in ("log", "log1p") and lanes == 1:
         # A scalar log is a logf call (codegen_math.cc), which LLVM vectorizes into libmvec's
         # (3.6 ulp): the inline form without AVX-512 intrinsics is the one on 8 lanes.
         lanes = 8
@@ -169,14 +181,25 @@ def test_special_values_match_libm():
             math.log(5.0),
             np.nan,
         ],
+        "log1p": [
+            np.inf,
+            np.nan,
+            np.nan,
+            0.0,
+            -0.0,
+            math.log1p(200.0),
+            np.nan,
+            math.log1p(5.0),
+            np.nan,
+        ],
     }.items():
         for lanes in (1, 16):
             padded = np.resize(x, 16)
             out = np.empty_like(padded)
             compiled(name, 16, "float32", lanes)(padded, out)
             np.testing.assert_allclose(out[: len(x)], np.float32(expected), rtol=4e-7, err_msg=name)
-            # the sign of zero: erf(-0) and tanh(-0) are -0, log(-0) is -inf
-            assert np.signbit(out[4]) == (name in ("erf", "tanh", "log")), name
+            # the sign of zero: erf(-0), tanh(-0) and log1p(-0) are -0, log(-0) is -inf
+            assert np.signbit(out[4]) == (name in ("erf", "tanh", "log", "log1p")), name
 
 
 def test_tanh_is_odd_and_never_past_one():

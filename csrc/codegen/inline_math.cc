@@ -1,6 +1,7 @@
 #include "codegen/inline_math.h"
 
 #include <cstddef>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -99,8 +100,8 @@ llvm::Value* scalef(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* n) {
                  {p, n, llvm::PoisonValue::get(piece)}, {b.getInt16(0xffff), b.getInt32(4)});
 }
 
-// 1 / d for finite d >= 1 (or NaN). With AVX-512: vrcp14ps (14 bits) and one Newton step, a few
-// cycles where vdivps on 16 lanes takes 16.
+// 1 / d for positive normal d (or NaN) whose reciprocal is finite. With AVX-512: vrcp14ps (14 bits)
+// and one Newton step, a few cycles where vdivps on 16 lanes takes 16.
 llvm::Value* reciprocal(llvm::IRBuilderBase& b, llvm::Value* d, bool avx512) {
   llvm::Type* ty = d->getType();
   if (!avx512 || !splits_into_zmm(ty)) return b.CreateFDiv(constant(ty, 1.0f), d);
@@ -132,17 +133,13 @@ std::pair<llvm::Value*, llvm::Value*> exp_reduced(llvm::IRBuilderBase& b, llvm::
   return {fn, p};
 }
 
-// `nonpositive`: x is known to be <= 0 or NaN (sigmoid's exp(-|x|)), so the clamp from above
-// is left out.
-llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
-                     bool nonpositive = false) {
+// `hi`: the upper clamp (kExpHi, or less where the caller needs a smaller bound).
+llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512, float hi = kExpHi) {
   llvm::Type* ty = x->getType();
   if (avx512 && splits_into_zmm(ty)) {
     // Clamped so that x - n ln2 stays finite (inf - inf is NaN); NaN fails both comparisons.
     // (vrangeps would clamp both ends in one instruction, but it turns NaN into the bound.)
-    llvm::Value* xc = nonpositive ? x
-                                  : b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, kExpHi)),
-                                                   constant(ty, kExpHi), x);
+    llvm::Value* xc = b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, hi)), constant(ty, hi), x);
     xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, kExpLo)), constant(ty, kExpLo), xc);
     auto [fn, p] = exp_reduced(b, xc);
     return scalef(b, p, fn);
@@ -150,8 +147,7 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
   llvm::Type* ity = ty->getWithNewType(b.getInt32Ty());
   // NaN goes to the top of the range (the conversion to integer below must not see it: LLVM
   // leaves that undefined) and is put back at the end.
-  llvm::Value* xc =
-      b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, kExpHi)), x, constant(ty, kExpHi));
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, hi)), x, constant(ty, hi));
   xc = b.CreateSelect(b.CreateFCmpOGT(xc, constant(ty, kExpLo)), xc, constant(ty, kExpLo));
   auto [fn, p] = exp_reduced(b, xc);
   // 2^n as two factors 2^(n/2) that are normal floats for every n in [-150, 128]: their product
@@ -164,19 +160,52 @@ llvm::Value* exp_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512,
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, result);
 }
 
-// x P(x^2) / Q(x^2), an odd function that rounds to +-1 past |x| = one (tanh, erf): x is clamped
-// to [-one, one] (NaN fails both comparisons and stays NaN; the factor x keeps the sign of -0),
-// and so is the quotient, which the rounding of P and Q can carry just past 1 near the clamp.
+// The constant c of x = v * c (a splat of a float with 1/8 <= |c| <= 8), and v; or 1 and x.
+// Exact GELU's erf(x / sqrt(2)) is such an argument.
+std::pair<double, llvm::Value*> constant_factor(llvm::Value* x) {
+  auto* mul = llvm::dyn_cast<llvm::BinaryOperator>(x);
+  if (mul == nullptr || mul->getOpcode() != llvm::Instruction::FMul) return {1.0, x};
+  for (int i = 0; i < 2; ++i) {
+    auto* c = llvm::dyn_cast<llvm::Constant>(mul->getOperand(1 - i));
+    if (c == nullptr) continue;
+    if (c->getType()->isVectorTy()) c = c->getSplatValue();
+    auto* cfp = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    if (cfp == nullptr || !cfp->getValueAPF().isFiniteNonZero()) continue;
+    double v = cfp->getValueAPF().convertToDouble();
+    if (v < 0 ? (v < -8 || v > -0.125) : (v > 8 || v < 0.125)) continue;
+    return {v, mul->getOperand(i)};
+  }
+  return {1.0, x};
+}
+
+// x P(x^2) / Q(x^2), an odd function that rounds to +-1 past |x| = one (tanh, erf). Only x^2 is
+// clamped, to one^2 (one vminps, where clamping x took two): past the clamp the quotient is
+// x / one times about 1, at least 1 in magnitude, and the clamp of the quotient to [-1, 1] (which
+// the rounding of P and Q needs near |x| = one anyway) makes it +-1; x = +-inf gives +-inf there.
+// NaN fails every comparison and stays NaN; the factor x keeps the sign of -0. For x = v c with
+// a constant c, c goes into the coefficients (x P(x^2) = v sum P_k c^(2k+1) (v^2)^k, and so
+// for Q): exact GELU's multiplication by 1/sqrt(2) is left out, and f(v c) is evaluated without
+// the rounding of v c.
 template <size_t NP, size_t NQ>
 llvm::Value* odd_rational_to_one(llvm::IRBuilderBase& b, llvm::Value* x, float one_at,
                                  const float (&P)[NP], const float (&Q)[NQ], bool avx512) {
   llvm::Type* ty = x->getType();
-  llvm::Value* xc =
-      b.CreateSelect(b.CreateFCmpOGT(x, constant(ty, one_at)), constant(ty, one_at), x);
-  xc = b.CreateSelect(b.CreateFCmpOLT(xc, constant(ty, -one_at)), constant(ty, -one_at), xc);
-  llvm::Value* z = b.CreateFMul(xc, xc);
-  llvm::Value* p = b.CreateFMul(xc, horner(b, z, P));
-  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, Q), avx512));
+  auto [c, v] = constant_factor(x);
+  float p_scaled[NP], q_scaled[NQ];
+  double power = c;  // c^(2k+1)
+  for (size_t k = 0; k < NP; ++k, power *= c * c) {
+    p_scaled[k] = static_cast<float>(static_cast<double>(P[k]) * power);
+  }
+  power = 1.0;  // c^(2k)
+  for (size_t k = 0; k < NQ; ++k, power *= c * c) {
+    q_scaled[k] = static_cast<float>(static_cast<double>(Q[k]) * power);
+  }
+  llvm::Value* z = b.CreateFMul(v, v);
+  double top_v = static_cast<double>(one_at) / c;
+  llvm::Value* top = constant(ty, static_cast<float>(top_v * top_v));
+  z = b.CreateSelect(b.CreateFCmpOGT(z, top), top, z);
+  llvm::Value* p = b.CreateFMul(v, horner(b, z, p_scaled));
+  llvm::Value* r = b.CreateFMul(p, reciprocal(b, horner(b, z, q_scaled), avx512));
   llvm::Value* one = constant(ty, 1.0f);
   r = b.CreateSelect(b.CreateFCmpOGT(r, one), one, r);
   return b.CreateSelect(b.CreateFCmpOLT(r, b.CreateFNeg(one)), b.CreateFNeg(one), r);
@@ -190,22 +219,129 @@ llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   return odd_rational_to_one(b, x, kErfOne, kErfP, kErfQ, avx512);
 }
 
-// 1 / (1 + e^-x) for x >= 0, e^x / (1 + e^x) below: e^-|x| never overflows, so sigmoid of a
-// very negative x is the small (even denormal) number it should be rather than 1/inf.
+// e^x / (1 + e^x) with x clamped to at most kSigmoidOne, where the quotient rounds to 1: no
+// overflow, and below -87 e^x is the denormal (or 0) that sigmoid is, not 1 / inf. One clamp,
+// the quotient and nothing else (18 vector instructions), where 1 / (1 + e^-|x|) with a choice
+// of e^-|x| times that by the sign of x took 19.
+constexpr float kSigmoidOne = 20.0f;
+
 llvm::Value* sigmoid_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* ty = x->getType();
-  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  llvm::Value* e = exp_f32(b, b.CreateFNeg(a), avx512, /*nonpositive=*/true);
-  llvm::Value* s = reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512);
-  // NaN fails the comparison and takes e * s, which is NaN.
-  return b.CreateSelect(b.CreateFCmpOGE(x, constant(ty, 0.0f)), s, b.CreateFMul(e, s));
+  llvm::Value* e = exp_f32(b, x, avx512, kSigmoidOne);
+  return b.CreateFMul(e, reciprocal(b, b.CreateFAdd(constant(ty, 1.0f), e), avx512));
+}
+
+// log(m) for m in [0.75, 1.5) as 2 atanh(s), s = (m - 1) / (m + 1) in [-1/7, 1/5]: with t = 2s,
+// t + t u (1/12 + u/80 + u^2/448 + u^3/2304), u = t^2 (the series of 2 atanh; the next term is
+// below 0.2 ulp). t = 2r / (2 + r), r = m - 1 exact, to within an ulp: t0 = 2r y with y about
+// 1 / (2 + r) (vrcp14ps's 14 bits are enough), then t0 + y (2r - t0 (2 + r)), the residual
+// computed without rounding error but the last (2r - 2 t0 is exact: t0 is within a factor 1.25
+// of r). Where t was 2r / (2 + r) rounded (2 + r rounds) the error of log was 2.4 ulp.
+llvm::Value* log_mantissa(llvm::IRBuilderBase& b, llvm::Value* m, bool avx512) {
+  llvm::Type* ty = m->getType();
+  llvm::Value* r = b.CreateFSub(m, constant(ty, 1.0f));
+  llvm::Value* two_r = b.CreateFAdd(r, r);
+  llvm::Value* den = b.CreateFAdd(r, constant(ty, 2.0f));
+  llvm::Value* y = nullptr;
+  if (avx512 && splits_into_zmm(ty)) {
+    auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+    y = per_zmm(b, llvm::Intrinsic::x86_avx512_rcp14_ps_512, {den, llvm::PoisonValue::get(piece)},
+                {b.getInt16(static_cast<int16_t>(0xffff))});
+  } else {
+    y = b.CreateFDiv(constant(ty, 1.0f), den);
+  }
+  llvm::Value* t0 = b.CreateFMul(two_r, y);
+  llvm::Value* res = fmuladd(b, constant(ty, -2.0f), t0, two_r);
+  res = fmuladd(b, b.CreateFNeg(t0), r, res);
+  llvm::Value* t = fmuladd(b, res, y, t0);
+  llvm::Value* u = b.CreateFMul(t, t);
+  constexpr float kLogQ[] = {1.0f / 12, 1.0f / 80, 1.0f / 448, 1.0f / 2304};
+  return fmuladd(b, b.CreateFMul(t, u), horner(b, u, kLogQ), t);
+}
+
+constexpr float kLn2 = 0x1.62e43p-1f;
+
+// log(x) + add (add: nullptr, or log1p's correction), log(x) = e ln2 + log(m), x = m 2^e with
+// m in [0.75, 1.5). With AVX-512, m and e come from vgetmantps and vgetexpps (denormals
+// included) and one vfixupimmps gives the special values; elsewhere from the bits of x, with
+// selects for the special values.
+llvm::Value* log_plus(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* add, bool avx512) {
+  llvm::Type* ty = x->getType();
+  if (avx512 && splits_into_zmm(ty)) {
+    auto* piece = llvm::FixedVectorType::get(b.getFloatTy(), 16);
+    llvm::Value* poison = llvm::PoisonValue::get(piece);
+    llvm::Value* all = b.getInt16(static_cast<int16_t>(0xffff));
+    llvm::Value* mode = b.getInt32(4);
+    // Interval [0.75, 1.5) (3), sign of the result 0 (1 << 2).
+    llvm::Value* m = per_zmm(b, llvm::Intrinsic::x86_avx512_mask_getmant_ps_512, {x},
+                             {b.getInt32(7), poison, all, mode});
+    // getmant halves mantissas of 1.5 and above: e = floor(log2 x) - floor(log2 m).
+    auto getexp = [&](llvm::Value* v) {
+      return per_zmm(b, llvm::Intrinsic::x86_avx512_mask_getexp_ps_512, {v, poison}, {all, mode});
+    };
+    llvm::Value* e = b.CreateFSub(getexp(x), getexp(m));
+    llvm::Value* r = fmuladd(b, e, constant(ty, kLn2), log_mantissa(b, m, avx512));
+    if (add != nullptr) r = b.CreateFAdd(r, add);
+    // vfixupimmps: a 4-bit answer per class of x, class j at bits 4j: quiet and signalling NaN
+    // (0, 1) -> x made quiet (2); +-0 (2) -> -inf (4); 1 (3) -> +0 (8), or r (0) where add may
+    // make it other than 0; -inf (4) and negative (6) -> the default NaN (3); +inf (5) -> +inf
+    // (5); positive (7) -> r (0).
+    llvm::Value* table = llvm::ConstantVector::getSplat(
+        llvm::ElementCount::getFixed(16), b.getInt32(add == nullptr ? 0x03538422 : 0x03530422));
+    std::vector<llvm::Value*> pieces;
+    int lanes = static_cast<int>(llvm::cast<llvm::FixedVectorType>(ty)->getNumElements());
+    llvm::Function* fixup = llvm::Intrinsic::getDeclaration(
+        b.GetInsertBlock()->getModule(), llvm::Intrinsic::x86_avx512_mask_fixupimm_ps_512);
+    for (int offset = 0; offset < lanes; offset += 16) {
+      pieces.push_back(b.CreateCall(fixup, {zmm_piece(b, r, offset), zmm_piece(b, x, offset), table,
+                                            b.getInt32(0), all, mode}));
+    }
+    return join_pieces(b, std::move(pieces));
+  }
+  llvm::Type* ity = ty->getWithNewType(b.getInt32Ty());
+  // Denormals (and every x below the smallest normal, which the selects below replace) are
+  // scaled by 2^23 into the normal range first.
+  llvm::Value* tiny = b.CreateFCmpOLT(x, constant(ty, 0x1p-126f));
+  llvm::Value* xs = b.CreateSelect(tiny, b.CreateFMul(x, constant(ty, 0x1p23f)), x);
+  llvm::Value* bits = b.CreateBitCast(xs, ity);
+  // k = the exponent of x / 0.75: the bits of m are those of x less k in the exponent field.
+  llvm::Value* k = b.CreateAShr(b.CreateSub(bits, llvm::ConstantInt::get(ity, 0x3f400000)),
+                                llvm::ConstantInt::get(ity, 23));
+  llvm::Value* m =
+      b.CreateBitCast(b.CreateSub(bits, b.CreateShl(k, llvm::ConstantInt::get(ity, 23))), ty);
+  llvm::Value* e = b.CreateFAdd(b.CreateSIToFP(k, ty),
+                                b.CreateSelect(tiny, constant(ty, -23.0f), constant(ty, 0.0f)));
+  llvm::Value* r = fmuladd(b, e, constant(ty, kLn2), log_mantissa(b, m, avx512));
+  if (add != nullptr) r = b.CreateFAdd(r, add);
+  float inf = std::numeric_limits<float>::infinity();
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, inf)), x, r);
+  r = b.CreateSelect(b.CreateFCmpOLT(x, constant(ty, 0.0f)),
+                     constant(ty, std::numeric_limits<float>::quiet_NaN()), r);
+  r = b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, 0.0f)), constant(ty, -inf), r);
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, r);
+}
+
+llvm::Value* log_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  return log_plus(b, x, nullptr, avx512);
+}
+
+// log1p(x) = log(u) + (x - (u - 1)) / u, u = 1 + x rounded: the correction is u's rounding error
+// (exact for x >= -1: Fast2Sum where |x| <= 1, Sterbenz's lemma beyond) over u, and the whole
+// result where u rounds to 1. u = 0, inf, NaN or below 0 take log's special values; +-0 stays.
+llvm::Value* log1p_f32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
+  llvm::Type* ty = x->getType();
+  llvm::Value* one = constant(ty, 1.0f);
+  llvm::Value* u = b.CreateFAdd(x, one);
+  llvm::Value* c = b.CreateFSub(x, b.CreateFSub(u, one));
+  llvm::Value* r = log_plus(b, u, b.CreateFMul(c, reciprocal(b, u, avx512)), avx512);
+  return b.CreateSelect(b.CreateFCmpOEQ(x, constant(ty, 0.0f)), x, r);
 }
 
 }  // namespace
 
 bool has_inline_math(Intrinsic op) {
   return op == Intrinsic::kExp || op == Intrinsic::kErf || op == Intrinsic::kSigmoid ||
-         op == Intrinsic::kTanh;
+         op == Intrinsic::kTanh || op == Intrinsic::kLog || op == Intrinsic::kLog1p;
 }
 
 llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value* x, bool avx512) {
@@ -225,6 +361,10 @@ llvm::Value* emit_inline_math(llvm::IRBuilderBase& b, Intrinsic op, llvm::Value*
       return tanh_f32(b, x, avx512);
     case Intrinsic::kSigmoid:
       return sigmoid_f32(b, x, avx512);
+    case Intrinsic::kLog:
+      return log_f32(b, x, avx512);
+    case Intrinsic::kLog1p:
+      return log1p_f32(b, x, avx512);
     default:
       internal_error(__FILE__, __LINE__, intrinsic_name(op), " has no inline form");
   }

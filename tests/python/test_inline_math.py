@@ -134,8 +134,9 @@ def compiled(name: str, n: int, dtype: str, lanes: int):
 def ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
     """|got - exact| in units of the float32 spacing at exact (2^-149 for denormals); 0 where
     both are the same inf or NaN, inf where only one is."""
-    rounded = exact.astype(np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
+        # exact values beyond float32's range round to inf, as the function's result should
+        rounded = exact.astype(np.float32)
         spacing = np.maximum(np.spacing(np.abs(rounded)).astype(np.float64), 2.0**-149)
         err = np.abs(got.astype(np.float64) - exact) / spacing
     finite = np.isfinite(rounded) & np.isfinite(got)

@@ -173,9 +173,16 @@ class Tuner:
         """``schedule_hash`` of the code ``config`` builds (``None`` if it cannot be made)."""
         key = _key(config)
         if key not in self._hash_of:
+            # the schedule the cost model lowered for this config's features, if it is kept:
+            # hashed without instantiating and lowering it again (the same text)
+            lowered = getattr(self, "_lowered", {}).pop(key, None)
             try:
-                s, args = self.task.instantiate(config)
-                self._hash_of[key] = schedule_hash(s, args, self.task.target)
+                if lowered is not None:
+                    s, args, f = lowered
+                    self._hash_of[key] = schedule_hash(s, args, self.task.target, f)
+                else:
+                    s, args = self.task.instantiate(config)
+                    self._hash_of[key] = schedule_hash(s, args, self.task.target)
             except Exception:  # the runner reports it as an error record
                 self._hash_of[key] = None
         return self._hash_of[key]
@@ -595,6 +602,9 @@ class EvolutionaryTuner(Tuner):
         self.model = CostModel(seed)
         self._features: dict[str, list[float]] = {}
         self._loop_features: dict[str, list[float]] = {}  # the loop part of _features
+        # (schedule, args, lowered function) of the candidates of the plan being made, kept so
+        # that the planned ones are hashed (_schedule_of) without a second lowering
+        self._lowered: dict[str, tuple[Any, Any, Any]] = {}
         self._trained = False
         self._fitted_at = -1  # len(history) at the last fit
         self._plan: list[Any] = []
@@ -607,8 +617,10 @@ class EvolutionaryTuner(Tuner):
 
             try:
                 s, args = self.task.instantiate(config)
-                f = loop_features(str(lower(s, args, simple_mode=True)))
+                lowered = lower(s, args, simple_mode=True)
+                f = loop_features(str(lowered))
                 self._loop_features[key] = f
+                self._lowered[key] = (s, args, lowered)
             except Exception:
                 f = [0.0] * 13
             f = f + self.task.space.vector(config)
@@ -681,6 +693,8 @@ class EvolutionaryTuner(Tuner):
             order = np.argsort(-scores, kind="stable")
             out = [cands[i] for i in order[: m - n_random]]
         chosen = {_key(c) for c in out}
+        # only the planned candidates' lowerings are hashed later; the others' memory goes now
+        self._lowered = {k: v for k, v in self._lowered.items() if k in chosen}
         for c in RandomTuner.next_batch(self, m):  # type: ignore[arg-type]
             if len(out) >= m:
                 break

@@ -173,9 +173,9 @@ class Tuner:
         """``schedule_hash`` of the code ``config`` builds (``None`` if it cannot be made)."""
         key = _key(config)
         if key not in self._hash_of:
-            # the schedule the cost model lowered for this config's features, if it is kept:
+            # the schedule lowered for the cost model's features, if this tuner has one:
             # hashed without instantiating and lowering it again (the same text)
-            lowered = getattr(self, "_lowered", {}).pop(key, None)
+            lowered = self._lowering_of(config)
             try:
                 if lowered is not None:
                     s, args, f = lowered
@@ -186,6 +186,11 @@ class Tuner:
             except Exception:  # the runner reports it as an error record
                 self._hash_of[key] = None
         return self._hash_of[key]
+
+    def _lowering_of(self, config: Any) -> tuple[Any, Any, Any] | None:
+        """(schedule, args, lowered function) of ``config`` where this tuner lowered it
+        already (see EvolutionaryTuner), handed over once; ``None`` otherwise."""
+        return None
 
     def resume(self, log_file: str) -> int:
         """Takes the records of this workload (this target and CPU) from ``log_file`` as
@@ -626,6 +631,14 @@ class EvolutionaryTuner(Tuner):
             f = f + self.task.space.vector(config)
             self._features[key] = f
         return f
+
+    def _lowering_of(self, config: Any) -> tuple[Any, Any, Any] | None:
+        # A proposal the cost model did not rank (the random part of a plan, the first
+        # batches) has its features computed now rather than after its measurement: the
+        # same values, one lowering for the features, the hash and the worker's feature hint
+        # instead of three.
+        self.features(config)
+        return self._lowered.pop(_key(config), None)
 
     def update(self, configs: list[Any], costs: list[float]) -> None:
         """The measurements are in ``history`` already; the model learns from them when the

@@ -35,6 +35,7 @@
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/ValueMapper.h>
@@ -43,6 +44,7 @@
 #include "codegen/libmvec.h"
 #include "codegen/llvm_target.h"
 #include "codegen/optimize.h"
+#include "codegen/target.h"
 #include "runtime/backend_api.h"
 #include "support/error.h"
 #include "support/phase_timer.h"
@@ -79,6 +81,31 @@ std::mutex& llvm_mutex() {
 // The fork handlers are registered when the library is loaded, so that a process forked
 // before its first build still knows it is a child.
 const bool fork_handlers_registered = (llvm_mutex(), true);
+
+// The TargetMachines builds use, one per target string and build thread, kept for the process:
+// LLVM builds a TargetMachine's subtarget (X86's instruction, register and lowering tables) on
+// first use, which costs about as much as optimising and compiling a small kernel, and a
+// TargetMachine made per build paid it every time. Slot 0 is the building thread's, slot 1 the
+// second thread's of a split build; both are used only while a build holds llvm_mutex (the
+// second thread is joined before the build releases it), one thread per slot. Never destroyed
+// (a build may run while the interpreter exits). Codegen rewrites the options from each
+// function's attributes (TargetMachine::resetTargetOptions), so each use starts from the
+// options the target was made with: the same code as a TargetMachine made for the build.
+struct CachedTargetMachine {
+  std::unique_ptr<llvm::TargetMachine> tm;
+  llvm::TargetOptions options;
+};
+
+llvm::TargetMachine& build_target_machine(const Target& target, int slot) {
+  static auto* cache = new std::unordered_map<std::string, CachedTargetMachine>[2];
+  CachedTargetMachine& entry = cache[slot][target.str()];
+  if (!entry.tm) {
+    entry.tm = create_target_machine(target);
+    entry.options = entry.tm->Options;
+  }
+  entry.tm->Options = entry.options;
+  return *entry.tm;
+}
 
 template <typename T>
 T unwrap(llvm::Expected<T> value, const char* what) {
@@ -260,13 +287,13 @@ struct SecondThread {
       PhaseTimer timer("llvm " + name + " (second thread)");
       llvm::LLVMContext ctx;
       std::unique_ptr<llvm::Module> module = read_bitcode(input, ctx);
-      std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(target);
+      llvm::TargetMachine& tm = build_target_machine(target, /*slot=*/1);
       timer.mark("read");
-      optimize_module(*module, *tm);
+      optimize_module(*module, tm);
       timer.mark("optimize");
       bitcode = write_bitcode(*module);
       timer.mark("bitcode");
-      object = emit_machine_code(*module, *tm, llvm::CodeGenFileType::ObjectFile);
+      object = emit_machine_code(*module, tm, llvm::CodeGenFileType::ObjectFile);
       timer.mark("codegen");
     } catch (...) {
       error = std::current_exception();
@@ -360,12 +387,12 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
 
   llvm::LLVMContext ctx;
   auto module = std::make_unique<llvm::Module>(module_name, ctx);
-  std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(target);
-  module->setTargetTriple(tm->getTargetTriple().str());
-  module->setDataLayout(tm->createDataLayout());
+  llvm::TargetMachine& tm = build_target_machine(target, /*slot=*/0);
+  module->setTargetTriple(tm.getTargetTriple().str());
+  module->setDataLayout(tm.createDataLayout());
   timer.mark("target");
 
-  emit_lowered_funcs(*module, *tm, target, funcs);
+  emit_lowered_funcs(*module, tm, target, funcs);
   timer.mark("emit_ir");
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
@@ -406,11 +433,11 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
   std::exception_ptr error;
   llvm::SmallVector<char, 0> object;
   try {
-    optimize_module(*module, *tm);
+    optimize_module(*module, tm);
     timer.mark("optimize");
     impl->bitcode.push_back(write_bitcode(*module));
     timer.mark("bitcode");
-    object = emit_machine_code(*module, *tm, llvm::CodeGenFileType::ObjectFile);
+    object = emit_machine_code(*module, tm, llvm::CodeGenFileType::ObjectFile);
     timer.mark("codegen");
   } catch (...) {
     error = std::current_exception();

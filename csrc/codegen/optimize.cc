@@ -1,6 +1,9 @@
 #include "codegen/optimize.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -8,6 +11,7 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/CodeGen/ReplaceWithVeclib.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -106,18 +110,27 @@ const char* const kPipeline =
 #undef PTB_INSTCOMBINE
 
 // PYTVMBRIDGE_LLVM_PIPELINE replaces the pipeline (for comparisons): "O2" is LLVM's own,
-// anything else an `opt -passes=` text. Read once per process.
-const std::string& pipeline_text() {
-  static const std::string text = [] {
+// anything else an `opt -passes=` text. Read once per process; null when it is not set.
+const std::string* user_pipeline() {
+  static const std::optional<std::string> text = []() -> std::optional<std::string> {
     const char* env = std::getenv("PYTVMBRIDGE_LLVM_PIPELINE");
-    return std::string(env != nullptr && *env != '\0' ? env : kPipeline);
+    if (env == nullptr || *env == '\0') return std::nullopt;
+    return std::string(env);
   }();
-  return text;
+  return text ? &*text : nullptr;
 }
+
+// Set once the built-in text has failed to parse: later builds go straight to O2.
+std::atomic<bool> builtin_failed{false};
+// The fallback's warning is printed once per process.
+std::atomic<bool> warned{false};
 
 }  // namespace
 
-void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
+const char* builtin_pipeline() { return kPipeline; }
+
+bool run_pipeline(llvm::Module& module, llvm::TargetMachine& tm, const std::string& text,
+                  bool from_user) {
   std::unique_ptr<llvm::TargetLibraryInfoImpl> tlii = make_library_info(tm);
 
   llvm::LoopAnalysisManager lam;
@@ -141,16 +154,38 @@ void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
 
   llvm::ModulePassManager mpm;
-  const std::string& text = pipeline_text();
+  bool parsed = true;
   if (text == "O2") {
     mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  } else if (!from_user && text == kPipeline && builtin_failed.load(std::memory_order_relaxed)) {
+    parsed = false;  // failed before: no second parse
+    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   } else if (llvm::Error err = pb.parsePassPipeline(mpm, text)) {
-    value_error("PYTVMBRIDGE_LLVM_PIPELINE: LLVM cannot parse '", text,
-                "': ", llvm::toString(std::move(err)));
+    std::string why = llvm::toString(std::move(err));
+    if (from_user) value_error("PYTVMBRIDGE_LLVM_PIPELINE: LLVM cannot parse '", text, "': ", why);
+    // The built-in text names LLVM 19's passes and parameters; another LLVM may have renamed
+    // one. Its standard O2 pipeline (a superset: slower to compile, the same kernels) is
+    // always there.
+    parsed = false;
+    if (text == kPipeline) builtin_failed = true;
+    if (!warned.exchange(true)) {
+      std::fprintf(stderr,
+                   "pytvmbridge: warning: LLVM %s cannot parse the built-in optimisation "
+                   "pipeline (%s); using LLVM's standard O2 pipeline instead (slower builds)\n",
+                   LLVM_VERSION_STRING, why.c_str());
+    }
+    mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
   }
   // Vector math intrinsics the pipeline created (llvm.exp.v8f32...) become libmvec calls.
   mpm.addPass(llvm::createModuleToFunctionPassAdaptor(llvm::ReplaceWithVeclib()));
   mpm.run(module, mam);
+  return parsed;
+}
+
+void optimize_module(llvm::Module& module, llvm::TargetMachine& tm) {
+  const std::string* user = user_pipeline();
+  static const std::string builtin = kPipeline;
+  run_pipeline(module, tm, user != nullptr ? *user : builtin, user != nullptr);
 }
 
 }  // namespace ptb

@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "lower/lower.h"
+#include "support/error.h"
 #include "support/stack.h"
 #include "te/scan.h"
 
@@ -38,9 +39,9 @@ class VarNumbering {
   std::string sequence_;
 };
 
-std::string fingerprint_here(const Schedule& sch, const std::vector<Tensor>& args,
-                             const std::string& target, const std::string& name) {
-  LoweredFunc f = lower(sch, args, name);
+std::string fingerprint_of(const LoweredFunc& f, const Schedule& sch,
+                           const std::vector<Tensor>& args, const std::string& target,
+                           const std::string& name) {
   VarNumbering vars;
   std::string text = str_cat("target ", Target::parse(target).str(), "\nname ", name, "\n");
   for (size_t i = 0; i < args.size(); ++i) {
@@ -176,7 +177,18 @@ std::string dag_fingerprint(const std::vector<Tensor>& args, const std::string& 
 
 std::string build_fingerprint(const Schedule& sch, const std::vector<Tensor>& args,
                               const std::string& target, const std::string& name) {
-  return on_deep_stack([&] { return fingerprint_here(sch, args, target, name); });
+  return on_deep_stack(
+      [&] { return fingerprint_of(lower(sch, args, name), sch, args, target, name); });
+}
+
+std::string build_fingerprint(const Schedule& sch, const std::vector<Tensor>& args,
+                              const LoweredFunc& lowered, const std::string& target,
+                              const std::string& name) {
+  if (lowered.args.size() != args.size()) {
+    value_error("build_fingerprint: the lowered function has ", lowered.args.size(),
+                " arguments, not ", args.size());
+  }
+  return on_deep_stack([&] { return fingerprint_of(lowered, sch, args, target, name); });
 }
 
 }  // namespace ptb

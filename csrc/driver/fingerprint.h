@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "lower/lowered_func.h"
 #include "schedule/schedule.h"
 
 namespace ptb {
@@ -14,6 +15,13 @@ namespace ptb {
 // are the same variable.
 std::string build_fingerprint(const Schedule& sch, const std::vector<Tensor>& args,
                               const std::string& target, const std::string& name);
+
+// The same text from `lowered`, the result of lower(sch, args, any name): no second lowering
+// (the lowered body does not depend on the function's name). The autotuner hashes the
+// candidates it has lowered for its cost model's features this way.
+std::string build_fingerprint(const Schedule& sch, const std::vector<Tensor>& args,
+                              const LoweredFunc& lowered, const std::string& target,
+                              const std::string& name);
 
 // The computation before any schedule: every operation reachable from `args` (placeholders and
 // computes: axes, reduce axes, bodies, custom reducers, tags, attributes), the argument

@@ -112,12 +112,17 @@ void bind_module_file(py::module_& m) {
   m.def(
       "build_fingerprint",
       [](const Schedule& sch, const py::list& args, const std::string& target,
-         const std::string& name) {
+         const std::string& name, const LoweredFunc* lowered) {
         std::vector<Tensor> tensors = to_tensors(args);
-        return without_gil([&] { return build_fingerprint(sch, tensors, target, name); });
+        return without_gil([&] {
+          return lowered != nullptr ? build_fingerprint(sch, tensors, *lowered, target, name)
+                                    : build_fingerprint(sch, tensors, target, name);
+        });
       },
       py::arg("schedule"), py::arg("args"), py::arg("target"), py::arg("name"),
-      "The canonical text of a build, which the compile cache hashes (driver/fingerprint.h).");
+      py::arg("lowered") = py::none(),
+      "The canonical text of a build, which the compile cache hashes (driver/fingerprint.h); "
+      "`lowered`: lower(schedule, args) done already, not done again.");
   m.def(
       "dag_fingerprint",
       [](const py::list& args, const std::string& target, const std::string& name) {

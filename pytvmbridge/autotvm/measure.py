@@ -131,15 +131,16 @@ def reference_outputs(task: Any, inputs: list[Any]) -> list[np.ndarray]:
     return outs
 
 
-def schedule_hash(schedule: Any, args: list[Any], target: str = "llvm") -> str:
+def schedule_hash(schedule: Any, args: list[Any], target: str = "llvm", lowered: Any = None) -> str:
     """A short hash of everything that decides the code a build of ``schedule`` generates (the
     compile cache's ``build_fingerprint``: the lowered function, the argument signature, the
     target): two configurations with the same hash build the same code. Records carry the hash
     of the schedule that was measured, so that a replay can check that its configuration still
-    builds it, and a tuner does not build and measure the same code twice."""
+    builds it, and a tuner does not build and measure the same code twice. ``lowered``:
+    ``lower(schedule, args)`` done already (any name), which is then not done again."""
     from .. import _core
 
-    text = _core.build_fingerprint(schedule, list(args), str(target), "default_function")
+    text = _core.build_fingerprint(schedule, list(args), str(target), "default_function", lowered)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

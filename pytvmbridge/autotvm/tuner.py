@@ -173,12 +173,24 @@ class Tuner:
         """``schedule_hash`` of the code ``config`` builds (``None`` if it cannot be made)."""
         key = _key(config)
         if key not in self._hash_of:
+            # the schedule lowered for the cost model's features, if this tuner has one:
+            # hashed without instantiating and lowering it again (the same text)
+            lowered = self._lowering_of(config)
             try:
-                s, args = self.task.instantiate(config)
-                self._hash_of[key] = schedule_hash(s, args, self.task.target)
+                if lowered is not None:
+                    s, args, f = lowered
+                    self._hash_of[key] = schedule_hash(s, args, self.task.target, f)
+                else:
+                    s, args = self.task.instantiate(config)
+                    self._hash_of[key] = schedule_hash(s, args, self.task.target)
             except Exception:  # the runner reports it as an error record
                 self._hash_of[key] = None
         return self._hash_of[key]
+
+    def _lowering_of(self, config: Any) -> tuple[Any, Any, Any] | None:
+        """(schedule, args, lowered function) of ``config`` where this tuner lowered it
+        already (see EvolutionaryTuner), handed over once; ``None`` otherwise."""
+        return None
 
     def resume(self, log_file: str) -> int:
         """Takes the records of this workload (this target and CPU) from ``log_file`` as
@@ -595,6 +607,9 @@ class EvolutionaryTuner(Tuner):
         self.model = CostModel(seed)
         self._features: dict[str, list[float]] = {}
         self._loop_features: dict[str, list[float]] = {}  # the loop part of _features
+        # (schedule, args, lowered function) of the candidates of the plan being made, kept so
+        # that the planned ones are hashed (_schedule_of) without a second lowering
+        self._lowered: dict[str, tuple[Any, Any, Any]] = {}
         self._trained = False
         self._fitted_at = -1  # len(history) at the last fit
         self._plan: list[Any] = []
@@ -607,13 +622,23 @@ class EvolutionaryTuner(Tuner):
 
             try:
                 s, args = self.task.instantiate(config)
-                f = loop_features(str(lower(s, args, simple_mode=True)))
+                lowered = lower(s, args, simple_mode=True)
+                f = loop_features(str(lowered))
                 self._loop_features[key] = f
+                self._lowered[key] = (s, args, lowered)
             except Exception:
                 f = [0.0] * 13
             f = f + self.task.space.vector(config)
             self._features[key] = f
         return f
+
+    def _lowering_of(self, config: Any) -> tuple[Any, Any, Any] | None:
+        # A proposal the cost model did not rank (the random part of a plan, the first
+        # batches) has its features computed now rather than after its measurement: the
+        # same values, one lowering for the features, the hash and the worker's feature hint
+        # instead of three.
+        self.features(config)
+        return self._lowered.pop(_key(config), None)
 
     def update(self, configs: list[Any], costs: list[float]) -> None:
         """The measurements are in ``history`` already; the model learns from them when the
@@ -681,6 +706,8 @@ class EvolutionaryTuner(Tuner):
             order = np.argsort(-scores, kind="stable")
             out = [cands[i] for i in order[: m - n_random]]
         chosen = {_key(c) for c in out}
+        # only the planned candidates' lowerings are hashed later; the others' memory goes now
+        self._lowered = {k: v for k, v in self._lowered.items() if k in chosen}
         for c in RandomTuner.next_batch(self, m):  # type: ignore[arg-type]
             if len(out) >= m:
                 break

@@ -63,16 +63,48 @@ int default_num_threads() {
   return cpus_available();
 }
 
-// Spins for up to kSpinTime until done() holds; returns whether it does.
-template <typename Pred>
-bool spin_until(Pred done) {
+// The CPU the calling thread runs on, or -1 where that is not known.
+int current_cpu() {
+#ifdef __linux__
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+// Moves the calling thread off `cpu` to another CPU it may run on, and leaves its affinity mask
+// as it was (the scheduler does not move a running thread back by itself). Returns whether it
+// moved. Two system calls: for the rare moment a worker finds itself on its caller's CPU.
+bool move_off_cpu(int cpu) {
+#ifdef __linux__
+  cpu_set_t allowed;
+  if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+      !CPU_ISSET(cpu, &allowed) || CPU_COUNT(&allowed) < 2) {
+    return false;
+  }
+  cpu_set_t others = allowed;
+  CPU_CLR(cpu, &others);
+  if (sched_setaffinity(0, sizeof(others), &others) != 0) return false;
+  sched_setaffinity(0, sizeof(allowed), &allowed);
+  return true;
+#else
+  (void)cpu;
+  return false;
+#endif
+}
+
+// Spins for up to kSpinTime until done() holds; returns whether it does. Gives up early (and
+// returns done()) when crowded() holds, checked every 64 spins: a thread spinning on the CPU
+// of the thread it waits for only takes that thread's time slices away.
+template <typename Pred, typename Crowded>
+bool spin_until(Pred done, Crowded crowded) {
   auto deadline = std::chrono::steady_clock::now() + kSpinTime;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
       PTB_CPU_RELAX();
     }
-    if (std::chrono::steady_clock::now() > deadline) return done();
+    if (crowded() || std::chrono::steady_clock::now() > deadline) return done();
   }
 }
 
@@ -142,6 +174,8 @@ class ThreadPool {
       uint64_t end = static_cast<uint64_t>(chunks) * (t + 1) / threads;
       shares_[t].range.store(pack_range(begin, end), std::memory_order_release);
     }
+    int cpu = current_cpu();
+    shares_[0].cpu.store(cpu, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mu_);
       state_.store(pack(++generation_), std::memory_order_release);
@@ -153,9 +187,16 @@ class ThreadPool {
     t_in_parallel = false;
 
     // Wait for chunks that workers are still running, even after an exception: the closure
-    // lives in our caller's frame.
+    // lives in our caller's frame. A worker on this thread's CPU can only finish its chunk when
+    // this thread stops spinning, so then it sleeps at once.
     auto all_done = [&] { return done_.load(std::memory_order_acquire) == chunks; };
-    if (!spin_until(all_done)) {
+    auto worker_here = [&] {
+      for (size_t t = 1; t < shares_.size(); ++t) {
+        if (cpu >= 0 && shares_[t].cpu.load(std::memory_order_relaxed) == cpu) return true;
+      }
+      return false;
+    };
+    if (!spin_until(all_done, worker_here)) {
       std::unique_lock<std::mutex> lock(mu_);
       done_cv_.wait(lock, all_done);
     }
@@ -167,6 +208,14 @@ class ThreadPool {
   // line with the other owners.
   struct alignas(64) Share {
     std::atomic<uint64_t> range{0};
+    // The CPU its owner ran on when it last took work (-1: not known). The scheduler sometimes
+    // puts a worker on the caller's CPU while the other one idles, and wakes it there again
+    // job after job; the two then share one CPU until the load balancer moves one of them,
+    // which on this project's 2-core VM took up to seconds (a batch-1 group norm at 2 threads
+    // ran 30-50 us a call instead of 15-16 for whole timing runs). So a worker that finds
+    // itself on the caller's CPU moves off it, and the caller does not spin while it waits
+    // for a worker on its own CPU.
+    std::atomic<int> cpu{-1};
   };
 
   // Claims the first chunk of the share (its owner); -1 when none is left. begin may pass end
@@ -195,6 +244,12 @@ class ThreadPool {
   // reset (claiming acquires that job), even if this thread was slow and saw an older
   // generation: the next job is published only after this thread has counted its chunks.
   void run_chunks(int own) {
+    if (own > 0) {
+      int cpu = current_cpu();
+      int callers = shares_[0].cpu.load(std::memory_order_relaxed);
+      if (cpu >= 0 && cpu == callers && move_off_cpu(cpu)) cpu = current_cpu();
+      shares_[own].cpu.store(cpu, std::memory_order_relaxed);
+    }
     int ran = 0;
     int others = static_cast<int>(shares_.size());
     for (;;) {
@@ -237,7 +292,13 @@ class ThreadPool {
         return stop_.load(std::memory_order_acquire) ||
                generation_of(state_.load(std::memory_order_acquire)) != seen;
       };
-      if (!spin_until(has_work)) {
+      // Spinning on the caller's CPU (as of its last job) would take the caller's time: move
+      // off it, or sleep where there is nowhere to go.
+      auto on_callers_cpu = [&] {
+        int cpu = shares_[0].cpu.load(std::memory_order_relaxed);
+        return cpu >= 0 && cpu == current_cpu() && !move_off_cpu(cpu);
+      };
+      if (!spin_until(has_work, on_callers_cpu)) {
         std::unique_lock<std::mutex> lock(mu_);
         wake_cv_.wait(lock, has_work);
       }

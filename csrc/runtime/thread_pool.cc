@@ -34,8 +34,12 @@ thread_local bool t_in_parallel = false;
 
 // How long an idle thread spins before it sleeps. Kernels are often called back to back (a
 // benchmark loop, a model's layers); a worker that is still spinning starts the next loop in
-// tens of nanoseconds instead of the microseconds a futex wake-up costs.
-constexpr auto kSpinTime = std::chrono::microseconds(100);
+// tens of nanoseconds instead of the microseconds a futex wake-up costs. 100 us was too short
+// for a compiled model called from Python: the MLP at batch 8 (0.2 ms a call, Dynamo's guards
+// and the Python between calls near 100 us) slept on most calls in some processes, 0.30 ms a
+// call against 0.22 (0.8 futex sleeps a call); 1 ms (libgomp, PyTorch's OpenMP, spins longer)
+// ends that: 0.21-0.23 ms in every process, no sleeps.
+constexpr auto kSpinTime = std::chrono::microseconds(1000);
 
 int cpus_available() {
 #ifdef __linux__

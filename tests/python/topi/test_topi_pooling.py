@@ -7,6 +7,16 @@ from topi_testing import random, run
 import pytvmbridge as tvm
 from pytvmbridge import topi
 
+
+def assert_each_schedule_equal(schedules: list, X: tvm.Tensor, Y: tvm.Tensor, x, ref) -> None:
+    """Builds Y under each schedule and checks its output on x equals ref exactly."""
+    for schedule in schedules:
+        f = tvm.build(schedule, [X, Y])
+        out = np.empty(ref.shape, "float32")
+        f(x, out)
+        np.testing.assert_array_equal(out, ref)
+
+
 # (H, W), kernel, stride, padding, ceil_mode, (dilation for max pooling)
 CASES = [
     ((7, 7), 3, 2, 1, False, 1),
@@ -159,11 +169,7 @@ def test_separable_max_pool_row_buffer(shape, kernel, stride, padding, ceil_mode
     x[0, 0, 1, :5] = -np.inf
     x[0, -1, -1, -3:] = np.inf
     ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding, dilation, ceil_mode).numpy()
-    for schedule in (tvm.auto_schedule(Y), off, tvm.create_schedule(Y.op)):
-        f = tvm.build(schedule, [X, Y])
-        out = np.empty(ref.shape, "float32")
-        f(x, out)
-        np.testing.assert_array_equal(out, ref)
+    assert_each_schedule_equal([tvm.auto_schedule(Y), off, tvm.create_schedule(Y.op)], X, Y, x, ref)
 
 
 @pytest.mark.parametrize(
@@ -201,11 +207,7 @@ def test_separable_max_pool_windows_of_minus_infinity(shape, kernel, stride, pad
     x[-1, -1, -2, 3] = np.inf
     ref = F.max_pool2d(torch.from_numpy(x), kernel, stride, padding).numpy()
     assert np.isneginf(ref).any() and np.isnan(ref).any() and np.isposinf(ref).any()
-    for schedule in (tvm.auto_schedule(Y), tvm.create_schedule(Y.op)):
-        f = tvm.build(schedule, [X, Y])
-        out = np.empty(ref.shape, "float32")
-        f(x, out)
-        np.testing.assert_array_equal(out, ref)
+    assert_each_schedule_equal([tvm.auto_schedule(Y), tvm.create_schedule(Y.op)], X, Y, x, ref)
 
 
 @pytest.mark.parametrize(
@@ -267,8 +269,4 @@ def test_separable_max_pool_padded_rows_read_as_edge_rows(
     ref = F.max_pool2d(xp, kernel, stride, 0, ceil_mode=ceil_mode).numpy()
     ref = ref[..., : Y.shape[2], : Y.shape[3]]
     assert ref.shape == tuple(int(d) for d in Y.shape)
-    for schedule in (tvm.auto_schedule(Y), tvm.create_schedule(Y.op)):
-        f = tvm.build(schedule, [X, Y])
-        out = np.empty(ref.shape, "float32")
-        f(x, out)
-        np.testing.assert_array_equal(out, ref)
+    assert_each_schedule_equal([tvm.auto_schedule(Y), tvm.create_schedule(Y.op)], X, Y, x, ref)

@@ -507,6 +507,20 @@ namespace ptb::autoschedule {
 
 namespace {
 
+// Whether p is a reduction at the root, not yet scheduled, not tiled and not an output, whose
+// only consumer (through inlined stages) is st: a statistic or a window's partial result that
+// st's rule may compute inside st's loops.
+bool reduction_only_for(Context& ctx, const std::unordered_set<const StageNode*>& tiled,
+                        const StageBodies& bodies, const Stage& p, const Stage& st) {
+  if (p == st || ctx.settled.count(p.get()) || tiled.count(p.get()) || p->is_output) return false;
+  if (classify(p) != StageKind::kReduction || p->attach_type != AttachType::kRoot ||
+      !p->relations.empty()) {
+    return false;
+  }
+  std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, p);
+  return consumers.size() == 1 && consumers[0] == st;
+}
+
 // A small window reduction (a separable max pool's maximum across the window's columns) that
 // reads, at its own leading axes, another small window reduction over the last axis only read
 // by it (the maximum down each column, topi's "pool_max_rows"): st is scheduled as any
@@ -530,13 +544,7 @@ bool schedule_window_rows(Context& ctx, const Stage& st,
   if (rank < 2 || !small(sc)) return false;
   Stage rows;
   for (const Stage& p : ctx.sch->stages) {
-    if (p == st || ctx.settled.count(p.get()) || tiled.count(p.get()) || p->is_output) continue;
-    if (classify(p) != StageKind::kReduction || p->attach_type != AttachType::kRoot ||
-        !p->relations.empty()) {
-      continue;
-    }
-    std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, p);
-    if (consumers.size() != 1 || consumers[0] != st) continue;
+    if (!reduction_only_for(ctx, tiled, bodies, p, st)) continue;
     const ComputeOpNode* pc = as_compute(p->op);
     if (pc->axis.size() != rank || !small(pc)) continue;
     bool same = true;
@@ -590,13 +598,7 @@ bool schedule_reduction_rows(Context& ctx, const Stage& st,
   // output element, trailing axes of one).
   std::vector<Stage> group;
   for (const Stage& p : ctx.sch->stages) {
-    if (p == st || ctx.settled.count(p.get()) || tiled.count(p.get()) || p->is_output) continue;
-    if (classify(p) != StageKind::kReduction || p->attach_type != AttachType::kRoot ||
-        !p->relations.empty()) {
-      continue;
-    }
-    std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, p);
-    if (consumers.size() != 1 || consumers[0] != st) continue;
+    if (!reduction_only_for(ctx, tiled, bodies, p, st)) continue;
     if (rows_read(bodies.at(st.get()), p->origin_op, axes) != axes.size()) continue;
     const ComputeOpNode* pc = as_compute(p->op);
     bool same = true;

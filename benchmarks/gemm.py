@@ -65,6 +65,18 @@ def matmul(M: int, N: int, K: int, packed_width: int | None = None):
     return A, B, C, packedB
 
 
+def _operands(M: int, N: int, K: int) -> tuple:
+    """Random float32 operands of an M x K @ K x N product, NumPy's result, the operands as
+    torch tensors (sharing memory) and a torch output: (a, b, a @ b, ta, tb, tc)."""
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(0)
+    a = rng.random((M, K), dtype=np.float32)
+    b = rng.random((K, N), dtype=np.float32)
+    return a, b, a @ b, torch.from_numpy(a), torch.from_numpy(b), torch.empty(M, N)
+
+
 def step_default(M, N, K):
     tvm = _tvm()
     A, B, C, _ = matmul(M, N, K)
@@ -249,12 +261,7 @@ def auto_main(shape: str, overrides: list[str], rounds: int) -> None:
         return [A, B, C]
 
     task = autotvm.auto_task(mm, (M, N, K))
-    rng = np.random.default_rng(0)
-    a = rng.random((M, K), dtype=np.float32)
-    b = rng.random((K, N), dtype=np.float32)
-    reference = a @ b
-    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-    tc = torch.empty(M, N)
+    a, b, reference, ta, tb, tc = _operands(M, N, K)
     candidates: dict[str, Callable[[], None]] = {}
     for text in ["{}", *overrides]:
         config = task.space.default()
@@ -326,12 +333,7 @@ def main() -> None:
 
     M = N = K = size
     flops = 2.0 * M * N * K
-    rng = np.random.default_rng(0)
-    a = rng.random((M, K), dtype=np.float32)
-    b = rng.random((K, N), dtype=np.float32)
-    expected = a @ b
-    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-    tc = torch.empty(M, N)
+    a, b, expected, ta, tb, tc = _operands(M, N, K)
 
     print(f"GEMM {M}x{N}x{K} float32, {args.threads} thread(s), median of {repeat} rounds")
     candidates: dict[str, Callable[[], None]] = {

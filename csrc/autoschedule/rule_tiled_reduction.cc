@@ -177,11 +177,22 @@ int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
   return 1;
 }
 
-// Bytes of the accumulators of a whole output plane that "plane_block" keeps (in L1): a 7x7
-// plane of 32 channels (6 KB), not a 14x14 one (25 KB).
-constexpr int64_t kPlaneBytes = int64_t{8} << 10;
+// Bytes of the accumulators of a whole output plane that "plane_block" keeps: offered up to a
+// 14x14 plane of 32 channels (25 KB), on by default up to a 7x7 one (6 KB), or a 14x14 one under
+// a window (see plane_block_default).
+constexpr int64_t kPlaneBytes = int64_t{32} << 10;
+constexpr int64_t kSmallPlaneBytes = int64_t{8} << 10;
 // Panels (parallel tasks) "plane_block" needs by default, so that 2 threads stay balanced.
 constexpr int64_t kPlanePanels = 8;
+
+// Bytes of the accumulators of one panel's whole output plane (`second`: the loops of the row
+// tiles, `rows` x `width` each); nullopt where they are not constant.
+std::optional<int64_t> plane_bytes(const ComputeOpNode* c, const std::vector<IterVar>& second,
+                                   int64_t rows, int64_t width) {
+  auto plane = const_product(second);
+  if (!plane) return std::nullopt;
+  return *plane * rows * width * c->output_dtype(0).bytes();
+}
 
 // Knob "plane_block" (blocked convolutions with a small output plane): 1 computes each panel's
 // whole plane of outputs (N x H x W, the tile's width) into one buffer attached at the (only
@@ -189,26 +200,38 @@ constexpr int64_t kPlanePanels = 8;
 // each block's slice of the weight (b x kh x kw x b floats, 36 KB at 32 x 3 x 3 x 32) is read
 // from memory or L2 once and then from L1 by every row tile of the plane; otherwise each row
 // tile streams the whole panel of the weight (590 KB for 512 input channels) from L2, the first
-// one from memory. Offered where one tile covers an output row (the 7-wide rows of ResNet's
-// last stage), the plane's accumulators take at most kPlaneBytes and there are several
-// reduction axes. One thread, thread CPU time, the graph's blocked convolution + ReLU at batch
-// 1, both points in one process (medians of 7-9 rounds): 512x7x7->512 k3 1.382-1.403 ->
-// 1.340-1.364 ms, 256x14x14->512 k3s2 0.684-0.708 -> 0.668-0.707, 2048->512 k1 at 7x7 0.687 ->
-// 0.606, 512->2048 k1 0.645 -> 0.631. Not at 14x14 (the plane is 25 KB): 1024->256 k1 0.561 ->
-// 0.575, 256->1024 k1 0.544 -> 0.584; nor with two row tiles per row: 256x14x14->256 k3 (7 x 2
-// tiles) 1.23 -> 3.4-3.5 ms.
+// one from memory. Offered where the tile divides the output rows, there are several reduction
+// axes and the plane's accumulators take at most kPlaneBytes. The row tiles of one output row
+// are unrolled: as a loop, the tile's offset (x.outer * 7 + j, an int32 sum cast to int64) kept
+// LLVM from proving the accumulators apart, and they were loaded and stored around every FMA
+// (256x14x14->256 k3 2.7x slower).
 std::vector<int64_t> plane_block_candidates(const ComputeOpNode* c, const TiledPlan& plan,
                                             const std::vector<IterVar>& second,
                                             std::optional<int64_t> rext, int64_t rows,
                                             int64_t width) {
   if (c->tag != kBlockedConvTag || c->reduce_axis.size() < 2 || plan.row_axis < 0 || !rext ||
-      *rext != rows)
+      *rext % rows != 0)
     return {0};
-  auto plane = const_product(second);
-  if (!plane) return {0};
-  int64_t bytes = *plane * rows * width * c->output_dtype(0).bytes();
-  if (bytes > kPlaneBytes) return {0};
+  auto bytes = plane_bytes(c, second, rows, width);
+  if (!bytes || *bytes > kPlaneBytes) return {0};
   return {0, 1};
+}
+
+// The default of "plane_block" where it is offered: with at least kPlanePanels panels, for a
+// plane of at most kSmallPlaneBytes (ResNet's 7x7 layers at batch 1) or a window along the rows
+// (3x3 layers at 14x14). One thread, thread CPU time, the graph's blocked convolution + ReLU
+// at batch 1, both values in one process (medians of 7-9 rounds), off -> on: 512x7x7->512 k3
+// 1.382-1.488 -> 1.340-1.422 ms, 256x14x14->512 k3s2 0.684-0.708 -> 0.668-0.707, 2048->512
+// k1 at 7x7 0.687 -> 0.606, 512->2048 k1 at 7x7 0.645 -> 0.631; at 14x14, 256->256 k3 1.256 ->
+// 1.202, 128x28x28->256 k3s2 0.706 -> 0.655, but 1x1 layers slower: 1024->256 0.558 -> 0.576,
+// 256->1024 0.544 -> 0.584 (off by default there).
+bool plane_block_default(const ComputeOpNode* c, const TiledPlan& plan,
+                         const std::vector<IterVar>& first, const std::vector<IterVar>& second,
+                         int64_t rows, int64_t width) {
+  auto panels = const_product(first);
+  auto bytes = plane_bytes(c, second, rows, width);
+  if (!panels || *panels < kPlanePanels || !bytes) return false;
+  return *bytes <= kSmallPlaneBytes || row_window(c, plan);
 }
 
 // The default tile of a matrix product whose rows are broadcast from one row operand read in
@@ -721,8 +744,8 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   std::vector<int64_t> plane_options = {0};
   if (order == 1 && block == 0 && block_rows == 0 && !stream_pack && k_block == 0)
     plane_options = plane_block_candidates(c, plan, second, rext, rows, width);
-  auto plane_panels = const_product(first);
-  bool plane_pays = plane_options.size() > 1 && plane_panels && *plane_panels >= kPlanePanels;
+  bool plane_pays =
+      plane_options.size() > 1 && plane_block_default(c, plan, first, second, rows, width);
   bool plane = ctx.knob(st, "plane_block", plane_pays ? 1 : 0, plane_options) == 1;
   bool region = inner_pack || k_block > 0 || plane;
   std::vector<IterVar> outer = first;
@@ -811,6 +834,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     block_order.insert(block_order.begin(), reds[0]);
     block_order.push_back(cro);
     block_order.insert(block_order.end(), reds.begin() + 1, reds.end());
+    if (*rext > rows) unroll(compute, cro);
     cr = cri;
   } else if (region) {
     // The block spans a panel's rows: for each block of the reduction, every row tile.

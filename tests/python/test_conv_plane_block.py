@@ -78,6 +78,7 @@ def test_default_on_for_a_7x7_plane_with_enough_panels():
         (1, 3, 3, 9, 3, 2),  # 9x9 stride 2 -> 5x5, three blocks of input channels
         (1, 2, 8, 7, 1, 1),  # 1x1
         (2, 2, 2, 5, 3, 1),  # two images in the plane
+        (1, 2, 2, 14, 3, 1),  # two row tiles per output row (unrolled)
     ],
 )
 def test_values_with_the_knob_on_and_off(batch, cin, cout_blocks, size, k, stride):
@@ -92,11 +93,21 @@ def test_values_with_the_knob_on_and_off(batch, cin, cout_blocks, size, k, strid
     assert f"T_conv2d_NCHWc.local[float32 * {batch} * 1 * {osize} * {osize} * {b}]" in on
     reduction = on.index("for (rco")
     assert re.search(r"for \(y, 0, \d+\)", on[reduction:]) is not None
+    # Several row tiles per output row are unrolled (no loop over them in the reduction).
+    assert "for (xx.outer" not in on
 
 
-def test_not_offered_for_a_14x14_plane():
-    # 14 x 14 x 32 floats of accumulators (25 KB) measured slower with the plane: only 0.
+def test_default_at_14x14_under_a_window_only():
+    # A 14x14 plane (25 KB of accumulators at 32 channels): on by default for a 3x3 window
+    # (measured faster), offered but off for a 1x1 convolution (measured slower).
+    b = channel_block(16 * LANES, LANES)
+    assert _space(1, 2 * b, 8 * b, 14, 3, 1) == (1, [0, 1])
+    assert _space(1, 2 * b, 8 * b, 14, 1, 1) == (0, [0, 1])
+
+
+def test_not_offered_for_a_28x28_plane():
+    # 28 x 28 x 32 floats of accumulators (100 KB): only 0.
     b = channel_block(2 * LANES, LANES)
-    default, knob = _space(1, 2 * b, 8 * b, 14, 1, 1)
+    default, knob = _space(1, 2 * b, 8 * b, 28, 3, 1)
     assert knob == [0]
     assert default == 0

@@ -178,8 +178,7 @@ int64_t streamed_outer_default(const ComputeOpNode* c, const TiledPlan& plan,
 }
 
 // Bytes of the accumulators of a whole output plane that "plane_block" keeps: offered up to a
-// 14x14 plane of 32 channels (25 KB), on by default up to a 7x7 one (6 KB), or a 14x14 one under
-// a window (see plane_block_default).
+// 14x14 plane of 32 channels (25 KB), on by default up to a 7x7 one (6 KB).
 constexpr int64_t kPlaneBytes = int64_t{32} << 10;
 constexpr int64_t kSmallPlaneBytes = int64_t{8} << 10;
 // Panels (parallel tasks) "plane_block" needs by default, so that 2 threads stay balanced.
@@ -218,20 +217,19 @@ std::vector<int64_t> plane_block_candidates(const ComputeOpNode* c, const TiledP
 }
 
 // The default of "plane_block" where it is offered: with at least kPlanePanels panels, for a
-// plane of at most kSmallPlaneBytes (ResNet's 7x7 layers at batch 1) or a window along the rows
-// (3x3 layers at 14x14). One thread, thread CPU time, the graph's blocked convolution + ReLU
-// at batch 1, both values in one process (medians of 7-9 rounds), off -> on: 512x7x7->512 k3
-// 1.382-1.488 -> 1.340-1.422 ms, 256x14x14->512 k3s2 0.684-0.708 -> 0.668-0.707, 2048->512
-// k1 at 7x7 0.687 -> 0.606, 512->2048 k1 at 7x7 0.645 -> 0.631; at 14x14, 256->256 k3 1.256 ->
-// 1.202, 128x28x28->256 k3s2 0.706 -> 0.655, but 1x1 layers slower: 1024->256 0.558 -> 0.576,
-// 256->1024 0.544 -> 0.584 (off by default there).
-bool plane_block_default(const ComputeOpNode* c, const TiledPlan& plan,
-                         const std::vector<IterVar>& first, const std::vector<IterVar>& second,
-                         int64_t rows, int64_t width) {
+// plane of at most kSmallPlaneBytes (ResNet's 7x7 layers at batch 1). One thread, thread CPU
+// time, the graph's blocked convolution + ReLU at batch 1, both values in one process (medians
+// of 7-9 rounds), off -> on: 512x7x7->512 k3 1.382-1.488 -> 1.340-1.422 ms, 256x14x14->512
+// k3s2 0.684-0.708 -> 0.668-0.707, 2048->512 k1 at 7x7 0.687 -> 0.606, 512->2048 k1 at 7x7
+// 0.645 -> 0.631. At 14x14 (for the tuner only): 256->256 k3 1.256 -> 1.202, 128x28x28->256
+// k3s2 0.706 -> 0.655 alone, but ResNet-18 b1 with these on measured 23.3-24.0 ms against
+// 22.2-23.1 without (main: 23.4-23.5, same session, one thread); 1x1 layers slower alone
+// (1024->256 0.558 -> 0.576, 256->1024 0.544 -> 0.584).
+bool plane_block_default(const std::vector<IterVar>& first, const ComputeOpNode* c,
+                         const std::vector<IterVar>& second, int64_t rows, int64_t width) {
   auto panels = const_product(first);
   auto bytes = plane_bytes(c, second, rows, width);
-  if (!panels || *panels < kPlanePanels || !bytes) return false;
-  return *bytes <= kSmallPlaneBytes || row_window(c, plan);
+  return panels && *panels >= kPlanePanels && bytes && *bytes <= kSmallPlaneBytes;
 }
 
 // The default tile of a matrix product whose rows are broadcast from one row operand read in
@@ -744,8 +742,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   std::vector<int64_t> plane_options = {0};
   if (order == 1 && block == 0 && block_rows == 0 && !stream_pack && k_block == 0)
     plane_options = plane_block_candidates(c, plan, second, rext, rows, width);
-  bool plane_pays =
-      plane_options.size() > 1 && plane_block_default(c, plan, first, second, rows, width);
+  bool plane_pays = plane_options.size() > 1 && plane_block_default(first, c, second, rows, width);
   bool plane = ctx.knob(st, "plane_block", plane_pays ? 1 : 0, plane_options) == 1;
   bool region = inner_pack || k_block > 0 || plane;
   std::vector<IterVar> outer = first;

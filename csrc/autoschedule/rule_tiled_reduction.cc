@@ -223,7 +223,7 @@ std::vector<int64_t> plane_block_candidates(const ComputeOpNode* c, const TiledP
 // k3s2 0.684-0.708 -> 0.668-0.707, 2048->512 k1 at 7x7 0.687 -> 0.606, 512->2048 k1 at 7x7
 // 0.645 -> 0.631. At 14x14 (for the tuner only): 256->256 k3 1.256 -> 1.202, 128x28x28->256
 // k3s2 0.706 -> 0.655 alone, but ResNet-18 b1 with these on measured 23.3-24.0 ms against
-// 22.2-23.1 without (main: 23.4-23.5, same session, one thread); 1x1 layers slower alone
+// 22.2-23.5 without (main: 23.4-24.6, same session, one thread); 1x1 layers slower alone
 // (1024->256 0.558 -> 0.576, 256->1024 0.544 -> 0.584).
 bool plane_block_default(const std::vector<IterVar>& first, const ComputeOpNode* c,
                          const std::vector<IterVar>& second, int64_t rows, int64_t width) {

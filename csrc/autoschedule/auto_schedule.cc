@@ -108,7 +108,7 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
         break;
       }
       case StageKind::kOther:
-        ctx.rule(st, "default");
+        if (!schedule_tuple_reduction(ctx, st)) ctx.rule(st, "default");
         break;
     }
   }

@@ -30,10 +30,15 @@ std::optional<int64_t> tensor_size(const TensorRead* r) {
 }
 
 // The read that moves the most data (symbolic sizes count as largest).
-const TensorRead* main_read(const Expr& source) {
+// (Every value of a tuple reduction's bodies: argmax's index value reads nothing.)
+const TensorRead* main_read(const ComputeOpNode* c) {
+  std::vector<const TensorRead*> reads;
+  for (const Expr& body : c->body) {
+    for (const TensorRead* r : tensor_reads(body.as<Reduce>()->source)) reads.push_back(r);
+  }
   const TensorRead* best = nullptr;
   std::optional<int64_t> best_size = 0;
-  for (const TensorRead* r : tensor_reads(source)) {
+  for (const TensorRead* r : reads) {
     if (r->indices.empty()) continue;
     auto size = tensor_size(r);
     bool larger = best == nullptr || (best_size && (!size || *size > *best_size));
@@ -58,7 +63,6 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
   // rewrote, rule_row_attach.cc's share_summand).
   Operation op = st->op;
   const ComputeOpNode* c = as_compute(op);
-  const auto* red = c->body[0].as<Reduce>();
   std::vector<IterVar> data, reds;
   for (const IterVar& iv : st->leaf_iter_vars) {
     (iv->kind == IterKind::kReduce ? reds : data).push_back(iv);
@@ -67,7 +71,7 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
   auto out_size = output_size(c);
   auto red_size = const_product(reds);
   auto work = times(out_size, red_size);
-  const TensorRead* read = main_read(red->source);
+  const TensorRead* read = main_read(c);
   Expr last = read != nullptr ? read->indices.back() : Expr();
   bool last_uses_data = false;
   for (const IterVar& iv : data) last_uses_data |= last.defined() && uses_var(last, iv->var);

@@ -54,6 +54,13 @@ struct RowSite {
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached = false,
                                           int64_t row_block = 1);
 
+// ---- rule_tuple_reduction.cc ----
+
+// A reduction with a user-defined (te.comm_reducer) combiner, tuple reducers included
+// (argmax's index and value): scheduled as schedule_reduction schedules the built-in ones
+// (knob "tuple_reduction"). Returns false (nothing changed) for symbolic sizes or knob 0.
+bool schedule_tuple_reduction(Context& ctx, const Stage& st);
+
 // ---- rule_row_attach.cc ----
 
 // An elementwise stage that reads reductions once per row (softmax, layer_norm, a mean): those

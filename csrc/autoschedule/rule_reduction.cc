@@ -58,7 +58,7 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 }  // namespace
 
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached,
-                                          int64_t row_block) {
+                                          int64_t row_block, std::optional<int64_t> work_hint) {
   // Held: rfactor below replaces st->op, which may be the only owner of this op (one a rule
   // rewrote, rule_row_attach.cc's share_summand).
   Operation op = st->op;
@@ -70,7 +70,7 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
   int64_t lanes = ctx.lanes(c->output_dtype(0));
   auto out_size = output_size(c);
   auto red_size = const_product(reds);
-  auto work = times(out_size, red_size);
+  auto work = work_hint ? work_hint : times(out_size, red_size);
   const TensorRead* read = main_read(c);
   Expr last = read != nullptr ? read->indices.back() : Expr();
   bool last_uses_data = false;

@@ -51,14 +51,22 @@ struct RowSite {
   Stage stage;
   IterVar at;
 };
+// `work_hint`, when given, replaces st's own work (elements times reduced size) in the parallel
+// decision: a stage computed inside st's loop (an argmax's lanes, rule_tuple_reduction.cc)
+// does most of it.
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached = false,
-                                          int64_t row_block = 1);
+                                          int64_t row_block = 1,
+                                          std::optional<int64_t> work_hint = std::nullopt);
 
 // ---- rule_tuple_reduction.cc ----
 
 // A reduction with a user-defined (te.comm_reducer) combiner, tuple reducers included
 // (argmax's index and value): scheduled as schedule_reduction schedules the built-in ones
 // (knob "tuple_reduction"). Returns false (nothing changed) for symbolic sizes or knob 0.
+// A tuple reduction over the last axis of another one ("lane steps": topi's argmax, per lane
+// of a row a running (index, value) over the row's steps of that many elements, then the
+// lanes) computes that producer per row inside its own loop, the lanes vectorized and the
+// steps outside them (rule "reduction_lane_steps").
 bool schedule_tuple_reduction(Context& ctx, const Stage& st);
 
 // ---- rule_row_attach.cc ----

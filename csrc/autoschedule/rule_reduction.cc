@@ -3,6 +3,7 @@
 // rule gets vector accumulators: through rfactor when the reduced axis is the contiguous one,
 // by moving the reduce loops outside a contiguous data axis otherwise.
 #include <algorithm>
+#include <variant>
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
@@ -56,6 +57,35 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 }
 
 }  // namespace
+
+bool relax_max_nan(Context& ctx, const Stage& st) {
+  const ComputeOpNode* c = as_compute(st->op);
+  if (c == nullptr || c->body.size() != 1 || st->op != st->origin_op) return false;
+  const auto* red = c->body[0].as<Reduce>();
+  if (red == nullptr || (red->combiner != ReduceKind::kMax && red->combiner != ReduceKind::kMin) ||
+      !red->dtype.is_float()) {
+    return false;
+  }
+  auto it = c->attrs.find("nan_insensitive");
+  if (it == c->attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
+      std::get<int64_t>(it->second) != 1) {
+    return false;
+  }
+  if (ctx.knob(st, "plain_max", 1, {0, 1}) == 0) return false;
+  // acc > x ? acc : x is x86's vmaxps(acc, x) exactly (x when either is NaN): one instruction,
+  // where the built-in max also puts a NaN back (vfixupimmps, or two compares per tree level).
+  bool is_max = red->combiner == ReduceKind::kMax;
+  Expr acc = Var::make(red->dtype, "acc");
+  Expr x = Var::make(red->dtype, "x");
+  Expr beyond = is_max ? GT::make(acc, x) : LT::make(acc, x);
+  CommReducer plain = make_comm_reducer(is_max ? "max_nan_free" : "min_nan_free", {acc}, {x},
+                                        {Select::make(beyond, acc, x)},
+                                        {reduce_identity(red->combiner, red->dtype)});
+  Expr body = Reduce::make(ReduceKind::kCustom, red->source, red->axis, red->condition, plain, 0);
+  st->op = make_compute(c->name, c->shape, c->axis, {body}, c->tag, c->attrs);
+  ctx.sch->stage_of_op[st->op.get()] = st;
+  return true;
+}
 
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached,
                                           int64_t row_block, std::optional<int64_t> work_hint) {

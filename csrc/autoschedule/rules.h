@@ -58,6 +58,13 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
                                           int64_t row_block = 1,
                                           std::optional<int64_t> work_hint = std::nullopt);
 
+// A float max (min) reduction whose compute has attrs {"nan_insensitive": 1} (topi's softmax
+// and log_softmax: a NaN in a row makes every output of the row NaN through exp and the sum,
+// whatever the maximum): its op is rewritten, in the schedule only, into a user reducer
+// `acc > x ? acc : x` (one vmaxps; the built-in max propagates NaN at two or three times the
+// instructions). Knob "plain_max". Runs before the other rules; returns whether it rewrote.
+bool relax_max_nan(Context& ctx, const Stage& st);
+
 // ---- rule_tuple_reduction.cc ----
 
 // A reduction with a user-defined (te.comm_reducer) combiner, tuple reducers included

@@ -1,13 +1,14 @@
-// Reductions with a user-defined combiner (te.comm_reducer), tuple reducers included: argmax's
-// (index, value) pairs. A combiner is commutative and associative by contract, so the plain
+// Tuple reductions with a user-defined combiner (te.comm_reducer): argmax's (index, value)
+// pairs (single-value user reducers classify as reductions and go to rule_reduction.cc
+// directly). A combiner is commutative and associative by contract, so the plain
 // reductions' schedule holds for it: the contiguous axis reduced in vector lanes through
 // rfactor (one running vector per tuple value, the combiner evaluated on whole vectors: compare
 // and blend), the lanes combined as a tree, the rows in parallel. Left on the default schedule
 // (serial, scalar), a torch-exact (index, value) argmax over (1, 128, 768) took 282 us; this
 // way 12 us, one thread.
 //
-// topi's argmax has two: per lane of a row, a running (index, value) over the row's steps of
-// one lane width (an ordered combiner: a compare and two blends per vector), then the lanes
+// topi's argmax has two: per lane of a row, a running (step, value) over the row's steps of
+// one lane width (an ordered combiner: two compares and two blends per vector), then the lanes
 // with NumPy's rule (ties to the first index, NaN first). The first ("lane steps") is computed
 // per row inside the second's loop, its lanes vectorized: one pass over the data.
 #include "autoschedule/analysis.h"

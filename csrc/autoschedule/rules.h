@@ -67,11 +67,12 @@ bool relax_max_nan(Context& ctx, const Stage& st);
 
 // ---- rule_tuple_reduction.cc ----
 
-// A reduction with a user-defined (te.comm_reducer) combiner, tuple reducers included
-// (argmax's index and value): scheduled as schedule_reduction schedules the built-in ones
-// (knob "tuple_reduction"). Returns false (nothing changed) for symbolic sizes or knob 0.
+// A tuple reduction with a user-defined (te.comm_reducer) combiner (argmax's index and
+// value; single-value ones classify as reductions): scheduled as schedule_reduction schedules
+// the built-in ones (knob "tuple_reduction"). Returns false (nothing changed) for symbolic
+// sizes or knob 0, or when `st` is not one.
 // A tuple reduction over the last axis of another one ("lane steps": topi's argmax, per lane
-// of a row a running (index, value) over the row's steps of that many elements, then the
+// of a row a running (step, value) over the row's steps of that many elements, then the
 // lanes) computes that producer per row inside its own loop, the lanes vectorized and the
 // steps outside them (rule "reduction_lane_steps").
 bool schedule_tuple_reduction(Context& ctx, const Stage& st);

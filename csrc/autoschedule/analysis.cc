@@ -24,8 +24,8 @@ StageKind classify(const Stage& st) {
     case ReduceKind::kMin:
     case ReduceKind::kMax:
       return StageKind::kReduction;
-    case ReduceKind::kCustom:  // user reducers (argmax...): no rule knows their combiner
-      return StageKind::kOther;
+    case ReduceKind::kCustom:  // one value: commutative by contract, reduced as the others
+      return StageKind::kReduction;
   }
   return StageKind::kOther;
 }

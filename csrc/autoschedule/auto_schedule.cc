@@ -42,6 +42,7 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
   ctx.decisions = &decisions;
   name_stages(ctx);
 
+  for (const Stage& st : sch->stages) relax_max_nan(ctx, st);
   // Which reductions become micro-kernels decides what must stay stored: their operands.
   std::vector<Stage> snapshot = sch->stages;
   std::map<const StageNode*, TiledPlan> plans;
@@ -108,7 +109,7 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
         break;
       }
       case StageKind::kOther:
-        ctx.rule(st, "default");
+        if (!schedule_tuple_reduction(ctx, st)) ctx.rule(st, "default");
         break;
     }
   }

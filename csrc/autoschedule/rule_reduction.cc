@@ -3,6 +3,7 @@
 // rule gets vector accumulators: through rfactor when the reduced axis is the contiguous one,
 // by moving the reduce loops outside a contiguous data axis otherwise.
 #include <algorithm>
+#include <variant>
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
@@ -30,10 +31,15 @@ std::optional<int64_t> tensor_size(const TensorRead* r) {
 }
 
 // The read that moves the most data (symbolic sizes count as largest).
-const TensorRead* main_read(const Expr& source) {
+// (Every value of a tuple reduction's bodies: argmax's index value reads nothing.)
+const TensorRead* main_read(const ComputeOpNode* c) {
+  std::vector<const TensorRead*> reads;
+  for (const Expr& body : c->body) {
+    for (const TensorRead* r : tensor_reads(body.as<Reduce>()->source)) reads.push_back(r);
+  }
   const TensorRead* best = nullptr;
   std::optional<int64_t> best_size = 0;
-  for (const TensorRead* r : tensor_reads(source)) {
+  for (const TensorRead* r : reads) {
     if (r->indices.empty()) continue;
     auto size = tensor_size(r);
     bool larger = best == nullptr || (best_size && (!size || *size > *best_size));
@@ -52,13 +58,41 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
 
 }  // namespace
 
+bool relax_max_nan(Context& ctx, const Stage& st) {
+  const ComputeOpNode* c = as_compute(st->op);
+  if (c == nullptr || c->body.size() != 1 || st->op != st->origin_op) return false;
+  const auto* red = c->body[0].as<Reduce>();
+  if (red == nullptr || (red->combiner != ReduceKind::kMax && red->combiner != ReduceKind::kMin) ||
+      !red->dtype.is_float()) {
+    return false;
+  }
+  auto it = c->attrs.find("nan_insensitive");
+  if (it == c->attrs.end() || !std::holds_alternative<int64_t>(it->second) ||
+      std::get<int64_t>(it->second) != 1) {
+    return false;
+  }
+  if (ctx.knob(st, "plain_max", 1, {0, 1}) == 0) return false;
+  // acc > x ? acc : x is x86's vmaxps(acc, x) exactly (x when either is NaN): one instruction,
+  // where the built-in max also puts a NaN back (vfixupimmps, or two compares per tree level).
+  bool is_max = red->combiner == ReduceKind::kMax;
+  Expr acc = Var::make(red->dtype, "acc");
+  Expr x = Var::make(red->dtype, "x");
+  Expr beyond = is_max ? GT::make(acc, x) : LT::make(acc, x);
+  CommReducer plain = make_comm_reducer(is_max ? "max_nan_free" : "min_nan_free", {acc}, {x},
+                                        {Select::make(beyond, acc, x)},
+                                        {reduce_identity(red->combiner, red->dtype)});
+  Expr body = Reduce::make(ReduceKind::kCustom, red->source, red->axis, red->condition, plain, 0);
+  st->op = make_compute(c->name, c->shape, c->axis, {body}, c->tag, c->attrs);
+  ctx.sch->stage_of_op[st->op.get()] = st;
+  return true;
+}
+
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached,
-                                          int64_t row_block) {
+                                          int64_t row_block, std::optional<int64_t> work_hint) {
   // Held: rfactor below replaces st->op, which may be the only owner of this op (one a rule
   // rewrote, rule_row_attach.cc's share_summand).
   Operation op = st->op;
   const ComputeOpNode* c = as_compute(op);
-  const auto* red = c->body[0].as<Reduce>();
   std::vector<IterVar> data, reds;
   for (const IterVar& iv : st->leaf_iter_vars) {
     (iv->kind == IterKind::kReduce ? reds : data).push_back(iv);
@@ -66,8 +100,8 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
   int64_t lanes = ctx.lanes(c->output_dtype(0));
   auto out_size = output_size(c);
   auto red_size = const_product(reds);
-  auto work = times(out_size, red_size);
-  const TensorRead* read = main_read(red->source);
+  auto work = work_hint ? work_hint : times(out_size, red_size);
+  const TensorRead* read = main_read(c);
   Expr last = read != nullptr ? read->indices.back() : Expr();
   bool last_uses_data = false;
   for (const IterVar& iv : data) last_uses_data |= last.defined() && uses_var(last, iv->var);

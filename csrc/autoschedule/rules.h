@@ -51,8 +51,31 @@ struct RowSite {
   Stage stage;
   IterVar at;
 };
+// `work_hint`, when given, replaces st's own work (elements times reduced size) in the parallel
+// decision: a stage computed inside st's loop (an argmax's lanes, rule_tuple_reduction.cc)
+// does most of it.
 std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool attached = false,
-                                          int64_t row_block = 1);
+                                          int64_t row_block = 1,
+                                          std::optional<int64_t> work_hint = std::nullopt);
+
+// A float max (min) reduction whose compute has attrs {"nan_insensitive": 1} (topi's softmax
+// and log_softmax: a NaN in a row makes every output of the row NaN through exp and the sum,
+// whatever the maximum): its op is rewritten, in the schedule only, into a user reducer
+// `acc > x ? acc : x` (one vmaxps; the built-in max propagates NaN at two or three times the
+// instructions). Knob "plain_max". Runs before the other rules; returns whether it rewrote.
+bool relax_max_nan(Context& ctx, const Stage& st);
+
+// ---- rule_tuple_reduction.cc ----
+
+// A tuple reduction with a user-defined (te.comm_reducer) combiner (argmax's index and
+// value; single-value ones classify as reductions): scheduled as schedule_reduction schedules
+// the built-in ones (knob "tuple_reduction"). Returns false (nothing changed) for symbolic
+// sizes or knob 0, or when `st` is not one.
+// A tuple reduction over the last axis of another one ("lane steps": topi's argmax, per lane
+// of a row a running (step, value) over the row's steps of that many elements, then the
+// lanes) computes that producer per row inside its own loop, the lanes vectorized and the
+// steps outside them (rule "reduction_lane_steps").
+bool schedule_tuple_reduction(Context& ctx, const Stage& st);
 
 // ---- rule_row_attach.cc ----
 

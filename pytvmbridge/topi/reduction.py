@@ -27,7 +27,7 @@ from typing import Any
 from .. import te
 from ..error import TVMTypeError
 from . import tag
-from .utils import Tensor, check_tensor, normalize_axes, require_float
+from .utils import Tensor, check_tensor, const_int, get_const_int, normalize_axes, require_float
 from .utils import prod as _product
 
 AxisArg = int | Sequence[int] | None
@@ -160,6 +160,9 @@ def _arg_reduce(
     axes, shape = _plan(data, axis, keepdims, name)
     if data.dtype == "bool":
         raise TVMTypeError(f"{name} needs a numeric tensor, found bool tensor {data.name!r}")
+    lane_steps = _lane_width(data, axes) if not select_last_index else 0
+    if lane_steps:
+        return _arg_reduce_lanes(data, axes[0], keepdims, is_max, lane_steps, name)
     # First the extreme value, then the smallest (or largest) flat index where it occurs: two
     # plain reductions, so no tuple reducer is needed.
     extreme = _reduce(data, axis, True, te.max if is_max else te.min, f"{name}_value")
@@ -198,6 +201,109 @@ def _arg_reduce(
         name=f"{data.name}_{name}",
         tag=tag.COMM_REDUCE_IDX,
         attrs={"axis": axes, "keepdims": int(keepdims)},
+    )
+
+
+# Lanes of topi's one-pass argmax: four vectors of 16 floats (AVX-512), a multiple of narrower
+# vector widths; rows at least two steps of it long.
+_LANES = (64, 32, 16)
+
+
+def _lane_width(data: Tensor, axes: list[int]) -> int:
+    """The lane width of the one-pass form over ``data``'s last axis, or 0 where it does not
+    apply (another axis, a symbolic or indivisible length, a dtype other than float32/int32)."""
+    if len(axes) != 1 or axes[0] != data.ndim - 1 or data.ndim < 2:
+        return 0
+    if data.dtype not in ("float32", "int32"):
+        return 0
+    n = const_int(data.shape[-1])
+    if n is None:
+        return 0
+    return next((w for w in _LANES if n % w == 0 and n >= 2 * w), 0)
+
+
+def _arg_combiners(dtype: str, is_max: bool) -> tuple[Any, Any]:
+    """The two combiners of the one-pass form over (index, value) pairs: ``ordered`` for a
+    lane's steps, which come in increasing index (the later element wins only when it is
+    beyond the running value and that is not NaN: one compare per vector, the first NaN and
+    the first of equals kept), and ``full``, NumPy's rule for the lanes in any order (a NaN
+    beats everything, then the extreme value, then the smaller index)."""
+    is_float = dtype.startswith("float")
+    no = te.const(False, "bool")
+
+    def beyond(w: Any, v: Any) -> Any:
+        return w > v if is_max else w < v
+
+    def ordered(x: Any, y: Any) -> tuple[Any, Any]:
+        (i, v), (j, w) = x, y
+        if is_float:
+            # Not (v at or beyond w), unordered included: w beyond v, or w NaN; v not NaN.
+            at_or_beyond = v >= w if is_max else v <= w
+            take = (at_or_beyond == no) & (te.isnan(v) == no)
+        else:
+            take = beyond(w, v)
+        return te.select(take, j, i), te.select(take, w, v)
+
+    def full(x: Any, y: Any) -> tuple[Any, Any]:
+        (i, v), (j, w) = x, y
+        first = j < i
+        take = beyond(w, v) | ((w == v) & first)
+        if is_float:
+            take = take | (te.isnan(w) & ((te.isnan(v) == no) | first))
+        return te.select(take, j, i), te.select(take, w, v)
+
+    def identity(ti: str, tv: str) -> tuple[Any, Any]:
+        if is_float:
+            worst = te.const(float("-inf") if is_max else float("inf"), tv)
+        else:
+            worst = te.min_value(tv) if is_max else te.max_value(tv)
+        return te.max_value(ti), worst
+
+    name = "argmax" if is_max else "argmin"
+    return (
+        te.comm_reducer(ordered, identity, f"{name}_steps"),
+        te.comm_reducer(full, identity, name),
+    )
+
+
+def _arg_reduce_lanes(
+    data: Tensor, axis: int, keepdims: bool, is_max: bool, lanes: int, name: str
+) -> Tensor:
+    """argmax/argmin over the last axis in one pass: per lane of ``lanes`` a running (step,
+    value) over the row's steps of ``lanes`` elements, then the lanes; the automatic scheduler
+    computes the steps per row, in vectors, inside the loop over the lanes
+    (rule_tuple_reduction.cc)."""
+    ordered, full = _arg_combiners(data.dtype, is_max)
+    n = get_const_int(data.shape[-1])
+    rows = list(data.shape[:-1])
+    ko = te.reduce_axis((0, n // lanes), name="ko")
+    step_index, step_value = te.compute(
+        [*rows, lanes],
+        lambda *i: ordered((ko.var, data[(*i[:-1], ko * lanes + i[-1])]), axis=ko),
+        name=f"{data.name}_{name}_steps",
+    )
+    kl = te.reduce_axis((0, lanes), name="kl")
+    # The steps keep the step (one broadcast per step for all the lanes' vectors), the lanes
+    # make it an index. A lane whose every element is the identity (-inf rows for argmax) kept
+    # the identity's step: its first element, the lane's own index, is the answer there.
+    none = te.max_value("int32")
+
+    def lane_index(i: Any) -> Any:
+        step = step_index[(*i, kl)]
+        return te.select(step == none, kl, step * lanes + kl)
+
+    index, _ = te.compute(
+        rows,
+        lambda *i: full((lane_index(i), step_value[(*i, kl)]), axis=kl),
+        name=f"{data.name}_{name}_lanes",
+    )
+    shape = [*rows, 1] if keepdims else rows
+    return te.compute(
+        shape,
+        lambda *i: index[i[: len(rows)]],
+        name=f"{data.name}_{name}",
+        tag=tag.COMM_REDUCE_IDX,
+        attrs={"axis": [axis], "keepdims": int(keepdims)},
     )
 
 

@@ -36,11 +36,16 @@ def _stats(x: Tensor, axis: int, what: str) -> tuple[int, Tensor, Tensor]:
         return [*i[:axis], k, *i[axis:]]
 
     k1 = te.reduce_axis((0, x.shape[axis]), name="k")
+    # A NaN in a row makes exp(x - max), the sum and so every output of the row NaN whatever
+    # the maximum is: the automatic scheduler may take a maximum that does not propagate NaN
+    # (one vmaxps per vector instead of two or three instructions; rule_reduction.cc's
+    # relax_max_nan). The graph (and its gradient) keep te.max.
     max_elem = te.compute(
         shape,
         lambda *i: te.max(x[full(i, k1)], axis=k1),
         name="T_softmax_maxelem",
         tag=tag.COMM_REDUCE,
+        attrs={"nan_insensitive": 1},
     )
     k2 = te.reduce_axis((0, x.shape[axis]), name="k")
     expsum = te.compute(

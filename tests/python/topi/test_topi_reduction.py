@@ -165,3 +165,98 @@ def test_argmax_argmin_index_of_first_nan(schedule, dtype):
         outs += [topi.argmax(A, axis), topi.argmin(A, axis)]
         refs += [np.argmax(a, axis), np.argmin(a, axis)]
     run([A], outs, [a], refs, schedule=schedule)
+
+
+def _argmax_rows(shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    """Rows of the cases the one-pass argmax/argmin keeps apart: NaNs (the first one wins),
+    rows of one infinity (the first element), ties (the first of them), signed zeros (equal),
+    a NaN before +inf, and the extreme in the first and in the last lane."""
+    rng = np.random.default_rng(seed)
+    if dtype == "int32":
+        a = rng.integers(-4, 4, size=shape).astype(dtype)  # ties everywhere
+        rows = a.reshape(-1, shape[-1])
+        rows[0, :] = np.iinfo(np.int32).min  # the identity of argmax's steps
+        rows[1, :] = np.iinfo(np.int32).max  # and of argmin's
+        return a
+    a = rng.standard_normal(shape).astype(dtype)
+    rows = a.reshape(-1, shape[-1])
+    w = rows.shape[1]
+    cases = [
+        {w // 2: np.nan},
+        {1: np.nan, w - 1: np.nan},
+        "-inf",
+        "+inf",
+        "ones",
+        {0: 9.0, w - 1: 9.0, 3: -9.0, w - 2: -9.0},
+        "zeros",
+        {0: np.nan, 2: np.inf, 5: -np.inf},
+        {w - 1: 50.0, w - 17: -50.0},  # the extremes in the last lane of the last step
+        {16: np.nan, 0: np.nan},  # two NaNs in one lane: the first step's
+    ]
+    for r, case in enumerate(cases[: rows.shape[0]]):
+        if case == "-inf":
+            rows[r, :] = -np.inf
+        elif case == "+inf":
+            rows[r, :] = np.inf
+        elif case == "ones":
+            rows[r, :] = 1.0
+        elif case == "zeros":
+            rows[r, :] = 0.0
+            rows[r, ::3] = -0.0
+        else:
+            for col, value in case.items():
+                rows[r, col] = value
+    return a
+
+
+@pytest.mark.parametrize("schedule", ["naive", "auto"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("shape", [(1, 128, 768), (3, 4, 96), (10, 48), (12, 32), (2, 1, 64)])
+def test_argmax_argmin_one_pass_last_axis(schedule, dtype, shape):
+    # Lanes of 64, 32 and 16 (768, 96 and 48/32/64 elements), against torch's argmax/argmin
+    # (NaN first, then the first index of the extreme), keepdims both ways.
+    import torch
+
+    A = tvm.placeholder(shape, dtype, name="A")
+    a = _argmax_rows(shape, dtype, seed=len(shape) + shape[-1])
+    t = torch.from_numpy(a)
+    outs = [
+        topi.argmax(A, -1),
+        topi.argmin(A, -1),
+        topi.argmax(A, -1, keepdims=True),
+        topi.argmin(A, len(shape) - 1, keepdims=True),
+    ]
+    refs = [
+        t.argmax(-1).numpy(),
+        t.argmin(-1).numpy(),
+        t.argmax(-1, keepdim=True).numpy(),
+        t.argmin(-1, keepdim=True).numpy(),
+    ]
+    run([A], outs, [a], refs, rtol=0, atol=0, schedule=schedule)
+    assert outs[0].dtype == "int32" and outs[0].op.tag == "comm_reduce_idx"
+
+
+def test_argmax_one_pass_schedule():
+    # The steps are computed per row inside the lanes' parallel loop, 16 lanes at a time: one
+    # parallel region, one pass over the data (no separate maximum).
+    A = tvm.placeholder((1, 128, 768), name="A")
+    out = topi.argmax(A, -1)
+    rules = tvm.auto_schedule_space(out)["rules"]
+    assert rules["A_argmax_steps"] == "reduction_lane_steps"
+    assert rules["A_argmax_lanes.rf"] == "reduction_lanes"
+    text = str(tvm.lower(tvm.auto_schedule(out), [A, out]))
+    assert text.count("parallel") == 1
+    assert "A_argmax_steps.v1[ramp(" in text and "max(" not in text
+
+
+def test_argmax_outside_the_one_pass_form():
+    # Shapes the one-pass form leaves to the two reductions (a length no lane width divides,
+    # another axis, a 1-D tensor, select_last_index), still NumPy's answers.
+    A = tvm.placeholder((6, 40), name="A")
+    B = tvm.placeholder((64,), name="B")
+    a = _argmax_rows((6, 40), "float32", seed=5)
+    b = random((64,), "float32")
+    run([A], [topi.argmax(A, -1), topi.argmax(A, 0)], [a], [a.argmax(-1), a.argmax(0)])
+    run([B], [topi.argmax(B, -1)], [b], [b.argmax()], schedule="auto")
+    run([A], [topi.argmax(A, -1, select_last_index=True)], [a[:, ::-1].copy()], [39 - a.argmax(-1)])
+    assert "A_argmax_value" in str(tvm.lower(tvm.create_schedule(topi.argmax(A, -1).op), [A]))

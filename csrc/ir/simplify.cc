@@ -817,6 +817,82 @@ class Simplifier : public IRMutator {
         }
       }
     }
+    if constexpr (k == ExprKind::kAdd) return fold_vector_div_mod(a, b);
+    return Expr();
+  }
+
+  // A term of a vector sum, k * cast(x op c) with op // or % by a constant c > 0 (k is 1 and
+  // the cast absent where not written); `op` is null for any other term.
+  struct DivModTerm {
+    Expr x;  // undefined for any other term
+    bool is_div = false;
+    int64_t c = 0, k = 1;
+  };
+
+  static DivModTerm div_mod_term(const Expr& term) {
+    DivModTerm d;
+    Expr e = term;
+    if (const auto* m = e.as<Mul>()) {
+      const auto* bk = m->b.as<Broadcast>();
+      auto k = bk ? as_const_int(bk->value) : std::nullopt;
+      if (!k) return d;
+      d.k = *k;
+      e = m->a;
+    }
+    if (const auto* c = e.as<Cast>()) {
+      if (!c->value.dtype().is_int()) return d;
+      e = c->value;
+    }
+    Expr x, divisor;
+    if (const auto* v = e.as<FloorDiv>()) x = v->a, divisor = v->b, d.is_div = true;
+    if (const auto* v = e.as<FloorMod>()) x = v->a, divisor = v->b;
+    const auto* bc = divisor.defined() ? divisor.as<Broadcast>() : nullptr;
+    auto c = bc ? as_const_int(bc->value) : std::nullopt;
+    if (!c || *c <= 0) return d;
+    d.x = x;
+    d.c = *c;
+    return d;
+  }
+
+  static void sum_terms(const Expr& e, std::vector<Expr>* terms) {
+    if (const auto* add = e.as<Add>()) {
+      sum_terms(add->a, terms);
+      sum_terms(add->b, terms);
+    } else {
+      terms->push_back(e);
+    }
+  }
+
+  // k*c * cast(x // c) + k * cast(x % c) is k * cast(x) for vectors as for scalars (affine()
+  // does the scalar case; the cast widens exactly, as the quotient and remainder of x fit its
+  // type): the flat index of an (h, w) tile read along one axis k, (k // w) * w + k % w once
+  // the strides are the compact ones, is then a ramp and its load contiguous, not a gather.
+  Expr fold_vector_div_mod(const Expr& a, const Expr& b) {
+    if (!a.dtype().is_int()) return Expr();
+    std::vector<Expr> terms;
+    sum_terms(a, &terms);
+    sum_terms(b, &terms);
+    for (size_t i = 0; i < terms.size(); ++i) {
+      DivModTerm r = div_mod_term(terms[i]);
+      if (!r.x.defined() || r.is_div) continue;
+      for (size_t j = 0; j < terms.size(); ++j) {
+        DivModTerm q = div_mod_term(terms[j]);
+        int64_t kc;
+        if (j == i || !q.x.defined() || !q.is_div || q.c != r.c ||
+            __builtin_mul_overflow(r.k, r.c, &kc) || q.k != kc || !equal(q.x, r.x)) {
+          continue;
+        }
+        DataType t = a.dtype();
+        Expr x = r.x.dtype() == t ? r.x : Cast::make(t, r.x);
+        if (r.k != 1)
+          x = Mul::make(x, Broadcast::make(IntImm::make(t.element_of(), r.k), t.lanes()));
+        terms[i] = x;
+        terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
+        Expr sum = terms[0];
+        for (size_t n = 1; n < terms.size(); ++n) sum = Add::make(sum, terms[n]);
+        return mutate(sum);
+      }
+    }
     return Expr();
   }
 

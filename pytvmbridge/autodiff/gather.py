@@ -52,11 +52,28 @@ def gather_adjoint(
     head, which vectorizes and blocks like the forward one)."""
     ivs = [(iv, True) for iv in axes] + [(iv, False) for iv in raxes]
     by_key = {var_key(iv.var): (iv, data) for iv, data in ivs}
+    # A run read along one index k as [k // c, k % c] (a flattened image): the pair of indices
+    # is the one index k at position c * x_d1 + x_d2, so k is solved instead of summed over.
+    pairs = _div_mod_pairs(tensor, indices)
+    indices = list(indices)
+    for d1, (d2, _, dividend) in pairs.items():
+        indices[d1] = dividend
+        indices[d2] = None
+
+    def x_at(xs: tuple[Any, ...], d: int) -> Any:
+        """The position index d is solved against: x_d, or c * x_d1 + x_d2 for a pair."""
+        if d not in pairs:
+            return xs[d]
+        d2, c, _ = pairs[d]
+        return xs[d] * c + xs[d2]
 
     # Which variable each index solves, decided once (it does not depend on x).
     plan: list[tuple[int, Any, int] | None] = []
     unsolved = set(by_key)
     for f in indices:
+        if f is None:  # the remainder of a pair, solved with its quotient
+            plan.append(None)
+            continue
         # Over all variables: an index that still names an earlier pivot becomes a condition,
         # so every solution only names later pivots and the substitution terminates.
         form = affine(f, set(by_key))
@@ -96,7 +113,7 @@ def gather_adjoint(
             rest = None
             for term in [ov * oc if oc != 1 else ov for ov, oc in others] + list(consts):
                 rest = term if rest is None else rest + term
-            num = xs[d] if rest is None else xs[d] - rest
+            num = x_at(xs, d) if rest is None else x_at(xs, d) - rest
             if rest is None:
                 rest = _core.const(0, num.dtype)
             if c == 1:
@@ -111,6 +128,7 @@ def gather_adjoint(
             # x_d already ranges over the consumer's axis when the read is the identity
             if not (
                 c == 1
+                and d not in pairs
                 and not others
                 and not consts
                 and _is_zero(lo)
@@ -127,8 +145,11 @@ def gather_adjoint(
         solved += [(iv.var, fv) for iv, fv in zip(free, free_vars, strict=False)]
         solved += [(iv.var, iv.dom.min) for iv in unit]
         for d, (f, choice) in enumerate(zip(indices, plan, strict=False)):
-            if choice is None:
-                conds.append(f == xs[d])
+            if choice is None and f is not None:
+                x_d = x_at(xs, d)
+                if x_d.dtype != f.dtype:  # an index computed in int64
+                    x_d = _core.cast(f.dtype, x_d)
+                conds.append(f == x_d)
         keys = {var_key(v) for v, _ in solved}
         padded = None
         if split is not None and bounded and _safe(split[1], bounded):
@@ -184,6 +205,44 @@ def gather_adjoint(
         name=f"{name}_t",
     )
     return _te.compute(tensor.shape, lambda *xs: inner[tuple(xs[d] for d in order)], name=name)
+
+
+def _div_mod_pairs(tensor: Any, indices: list[Any]) -> dict[int, tuple[int, int, Any]]:
+    """Pairs of indices ``[.., e // c, .., e % c]`` (e possibly widened by a cast) where the
+    remainder's axis is exactly c long, so each (quotient, remainder) position is one e:
+    ``{d1: (d2, c, e)}`` with e unwidened (the same value)."""
+
+    def split(f: Any, kind: str) -> tuple[Any, int] | None:
+        parts = _core.expr_parts(f)
+        if parts[0] != kind or _core.expr_parts(parts[2])[0] != "IntImm" or int(parts[2]) <= 0:
+            return None
+        e = parts[1]
+        if _core.expr_parts(e)[0] == "Cast":
+            inner = _core.expr_parts(e)[1]
+            if not inner.dtype.startswith("int"):
+                return None
+            e = inner
+        return e, int(parts[2])
+
+    pairs: dict[int, tuple[int, int, Any]] = {}
+    used: set[int] = set()
+    for d1, f1 in enumerate(indices):
+        q = split(f1, "FloorDiv")
+        if q is None:
+            continue
+        for d2, f2 in enumerate(indices):
+            r = split(f2, "FloorMod")
+            if d2 in used or d2 == d1 or r is None or r[1] != q[1] or not _same(r[0], q[0]):
+                continue
+            try:
+                exact = int(tensor.shape[d2]) == q[1]
+            except (TypeError, ValueError):
+                exact = False
+            if exact:
+                pairs[d1] = (d2, q[1], q[0])
+                used.update((d1, d2))
+                break
+    return pairs
 
 
 def _factored(tensor: Any, build: Any, reduce_axes: Any, name: str) -> Any:

@@ -292,6 +292,38 @@ TEST_F(Simplify, TileStartsAreMultiplesOfTheTile) {
   EXPECT_EQ(to_string(simplify(crossing)).rfind("floordiv(ramp(", 0), 0u);
 }
 
+TEST_F(Simplify, VectorQuotientTimesDivisorPlusRemainderIsTheDividend) {
+  // An (h, w) tile read along one axis k as [k // 7, k % 7] with the compact strides 7 and 1:
+  // o + (k // 7) * 7 + (k % 7) * 1 is the contiguous ramp o + k, whatever k's lanes cross.
+  const DataType i64 = DataType::Int(64);
+  Expr o = Var::make(i64, "o");
+  Expr k = Ramp::make(Var::make(i64, "k"), IntImm::make(i64, 1), 16);
+  auto bc = [&](int64_t v) { return Broadcast::make(IntImm::make(i64, v), 16); };
+  Expr q = Mul::make(FloorDiv::make(k, bc(7)), bc(7));
+  Expr r = Mul::make(FloorMod::make(k, bc(7)), bc(1));
+  EXPECT_EQ(simple(Add::make(Add::make(Broadcast::make(o, 16), q), r)), "ramp((o + k), 1i64, 16)");
+  // Either order, and a common factor: 14 * (k // 7) + 2 * (k % 7) is 2 * k.
+  Expr q2 = Mul::make(FloorDiv::make(k, bc(7)), bc(14));
+  Expr r2 = Mul::make(FloorMod::make(k, bc(7)), bc(2));
+  EXPECT_EQ(simple(Add::make(r2, q2)), "ramp((k * 2i64), 2i64, 16)");
+  // An int32 quotient and remainder widened to int64 give the widened dividend (exact: both
+  // fit int32); the cast of a ramp with an unknown base stays a cast.
+  Expr k32 = Ramp::make(x, i32(1), 8);
+  Expr c7 = Broadcast::make(i32(7), 8);
+  Expr wq = Mul::make(Cast::make(i64.with_lanes(8), FloorDiv::make(k32, c7)),
+                      Broadcast::make(IntImm::make(i64, 7), 8));
+  Expr wr = Cast::make(i64.with_lanes(8), FloorMod::make(k32, c7));
+  EXPECT_EQ(simple(Add::make(wq, wr)), "int64x8(ramp(x, 1, 8))");
+  // Different divisors, dividends or factors: left alone.
+  Expr wrong_c = Add::make(Mul::make(FloorDiv::make(k, bc(7)), bc(7)), FloorMod::make(k, bc(5)));
+  EXPECT_NE(simple(wrong_c).find("floordiv"), std::string::npos);
+  Expr other = Ramp::make(o, IntImm::make(i64, 1), 16);
+  Expr wrong_x = Add::make(q, FloorMod::make(other, bc(7)));
+  EXPECT_NE(simple(wrong_x).find("floordiv"), std::string::npos);
+  Expr wrong_k = Add::make(Mul::make(FloorDiv::make(k, bc(7)), bc(6)), FloorMod::make(k, bc(7)));
+  EXPECT_NE(simple(wrong_k).find("floordiv"), std::string::npos);
+}
+
 TEST_F(Simplify, LeavesSimpleExpressionsShared) {
   Expr e = Add::make(Mul::make(x, i32(4)), y);
   EXPECT_TRUE(simplify(e).same_as(e));

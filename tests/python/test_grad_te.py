@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -391,3 +393,20 @@ def test_random_expression_trees(tree):
         lambda a, b, c: torch_fn((a, b, c)) + a,
         [(5,), (5,), (5,)],
     )
+
+
+def test_reshape_gradient_solves_the_flat_index():
+    """A reshape reads X[k // 96, k % 96]: the pair is one index k = 96 * i + j, so the gradient
+    is a plain copy of the head (no sum over k for each element), equal to the head reshaped."""
+    X = tvm.placeholder((64, 96), name="X")
+    Y = topi.reshape(X, (64 * 96,))
+    H = tvm.placeholder((64 * 96,), name="H")
+    [dX] = te.gradient(Y, [X], head=H)
+    s = tvm.auto_schedule([dX])
+    # no reduce axis (a sum over all 6144 k for each element was i0_r's loop)
+    assert "_r" not in "".join(re.findall(r"for \((\w+)", str(tvm.lower(s, [X, H, dX]))))
+    f = tvm.build(s, [X, H, dX])
+    h = np.random.default_rng(0).standard_normal(64 * 96).astype("float32")
+    out = np.empty((64, 96), "float32")
+    f(np.zeros((64, 96), "float32"), h, out)
+    np.testing.assert_array_equal(out, h.reshape(64, 96))

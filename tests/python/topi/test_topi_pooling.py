@@ -93,6 +93,48 @@ def test_adaptive_pools_match_torch(hw, out):
     assert outs[0].op.tag == "adaptive_pool_avg"
 
 
+@pytest.mark.parametrize(
+    ("shape", "one_run"),
+    [
+        ((1, 512, 7, 7), True),
+        ((2, 3, 9, 7), True),
+        ((2, 5, 15, 15), True),
+        ((2, 3, 5, 7), False),
+        ((1, 1, 3, 3), False),
+        ((1, 4, 1, 3), False),
+    ],
+)
+def test_global_pools_of_odd_rows_read_as_one_run(shape, one_run):
+    """A global pool of odd-width rows of 41-256 elements reads the image as one padded run:
+    auto-scheduled, compact (contiguous loads) and strided (the generic kernel) inputs give
+    PyTorch's mean and max, +-inf and NaN included (a max over only -inf is still the reduction's
+    -3.4e38, not changed here), and the lowered loop has one reduce axis of
+    the next power of two past h * w."""
+    n, c, h, w = shape
+    X = tvm.placeholder(shape, name="X")
+    avg = topi.nn.adaptive_avg_pool2d(X, 1)
+    mx = topi.nn.adaptive_max_pool2d(X, 1)
+    s = tvm.auto_schedule([avg, mx])
+    text = str(tvm.lower(s, [X, avg, mx]))
+    # one reduce axis rk, vectors of 16 of it guarded at h * w; or rows (rx)
+    assert ("rk" in text and f"< x16({h * w}))" in text) == one_run, text
+    assert ("rx" in text) != one_run, text
+    f = tvm.build(s, [X, avg, mx])
+    x = torch.from_numpy(random(shape, "float32", seed=3))
+    x[0, 0, h - 1, w - 1] = float("-inf")
+    if c > 1:
+        x[0, 1, 0, :] = float("inf")
+        x[-1, -1, 0, 0] = float("nan")
+    # the same values in a strided view: every other element of a wider image
+    wide = torch.full((n, c, h, 2 * w), 7.0)
+    wide[..., ::2] = x
+    for xin in (x, wide[..., ::2]):
+        out_avg, out_max = torch.empty(n, c, 1, 1), torch.empty(n, c, 1, 1)
+        f(xin, out_avg, out_max)
+        torch.testing.assert_close(out_avg, F.adaptive_avg_pool2d(x, 1), equal_nan=True)
+        torch.testing.assert_close(out_max, F.adaptive_max_pool2d(x, 1), equal_nan=True)
+
+
 def test_adaptive_and_global_pool_symbolic():
     h, w = tvm.var("h"), tvm.var("w")
     X = tvm.placeholder((1, 4, h, w), name="X")
@@ -270,3 +312,49 @@ def test_separable_max_pool_padded_rows_read_as_edge_rows(
     ref = ref[..., : Y.shape[2], : Y.shape[3]]
     assert ref.shape == tuple(int(d) for d in Y.shape)
     assert_each_schedule_equal([tvm.auto_schedule(Y), tvm.create_schedule(Y.op)], X, Y, x, ref)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 7, 7), (1, 2, 9, 7)])
+def test_gradient_of_global_pools_read_as_one_run(shape):
+    """te.gradient of the one-run global pools solves the run's index k from the (k // w,
+    k % w) pair (no sum over k per element: the lowered gradient has no loop over rk_r) and
+    matches torch.autograd, for the mean and for the max."""
+    X = tvm.placeholder(shape, name="X")
+    x = torch.from_numpy(random(shape, "float32", seed=5)).requires_grad_()
+    for pool, ref_pool in [
+        (topi.nn.adaptive_avg_pool2d, F.adaptive_avg_pool2d),
+        (topi.nn.adaptive_max_pool2d, F.adaptive_max_pool2d),
+    ]:
+        Y = pool(X, 1)
+        H = tvm.placeholder(Y.shape, name="H")
+        [dX] = tvm.te.gradient(Y, [X], head=H)
+        s = tvm.auto_schedule([dX])
+        assert "rk_r" not in str(tvm.lower(s, [X, H, dX]))  # the gradient sums over no k
+        f = tvm.build(s, [X, H, dX])
+        h = torch.from_numpy(random((shape[0], shape[1], 1, 1), "float32", seed=6))
+        out = torch.empty(shape)
+        f(x.detach(), h, out)
+        x.grad = None
+        ref_pool(x, 1).backward(h)
+        torch.testing.assert_close(out, x.grad)
+
+
+def test_gradient_of_a_div_mod_read_whose_remainder_axis_is_longer():
+    """A read X[k // 3, k % 3] of a (4, 5) tensor: the pair is not one index (column 3 and 4
+    are never read), so the gradient keeps the general form; its values against a hand
+    calculation (column j < 3 of row i gets the head at k = 3 i + j)."""
+    X = tvm.placeholder((4, 5), name="X")
+    k = tvm.te.reduce_axis((0, 12), name="k")
+    Y = tvm.te.compute(
+        (2,),
+        lambda i: tvm.te.sum(X[tvm.te.floordiv(k, 3), tvm.te.floormod(k, 3)] * (i + 1), axis=k),
+    )
+    H = tvm.placeholder((2,), name="H")
+    [dX] = tvm.te.gradient(Y, [X], head=H)
+    f = tvm.build(tvm.auto_schedule([dX]), [X, H, dX])
+    h = np.array([0.5, 2.0], "float32")
+    out = np.empty((4, 5), "float32")
+    f(np.zeros((4, 5), "float32"), h, out)
+    expected = np.zeros((4, 5), "float32")
+    expected[:, :3] = 0.5 * 1 + 2.0 * 2
+    np.testing.assert_allclose(out, expected)

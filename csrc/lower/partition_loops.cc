@@ -46,6 +46,7 @@ class BodyScan : public IRVisitor {
   NodeSet defined;
   std::vector<Expr> conjuncts;
   NodeSet unrolled;
+  NodeSet guarding_several;  // of those, guards of two or more statements per copy
   using IRVisitor::visit;
 
  protected:
@@ -61,7 +62,12 @@ class BodyScan : public IRVisitor {
     }
     int unrolled = op->for_kind == ForKind::kUnrolled ? 1 : 0;
     unrolled_depth_ += unrolled;
+    // A vectorized loop of 32-bit lanes becomes one vector statement per 16 lanes.
+    bool copied = unrolled || op->for_kind == ForKind::kVectorized;
+    int64_t copies = !extent ? 1 : unrolled ? *extent : (*extent + 15) / 16;
+    if (copied) unrolled_loops_.emplace_back(op->var.get(), copies);
     IRVisitor::visit_node(op);
+    if (copied) unrolled_loops_.pop_back();
     unrolled_depth_ -= unrolled;
   }
   void visit_node(const LetStmt* op) override {
@@ -72,15 +78,32 @@ class BodyScan : public IRVisitor {
     if (!op->else_case.defined()) {
       size_t first = conjuncts.size();
       flatten_and(op->condition, &conjuncts);
+      bool heavy = unrolled_depth_ > 0 && copies_per_position(op->condition) >= 2;
       for (size_t i = first; unrolled_depth_ > 0 && i < conjuncts.size(); ++i) {
         unrolled.insert(conjuncts[i].get());
+        if (heavy) guarding_several.insert(conjuncts[i].get());
       }
     }
     IRVisitor::visit_node(op);
   }
 
  private:
+  // The copies unrolling and vectorizing make of one guard at one position of its own tile
+  // variables: the tile loops inside the innermost one the condition reads (a row's vectors,
+  // for a row guard).
+  int64_t copies_per_position(const Expr& cond) const {
+    int64_t copies = 1;
+    for (auto it = unrolled_loops_.rbegin(); it != unrolled_loops_.rend(); ++it) {
+      bool read = false;
+      for_each_expr(cond, [&](const Expr& e) { read |= e.get() == it->first; });
+      if (read) break;
+      copies *= it->second;
+    }
+    return copies;
+  }
+
   int unrolled_depth_ = 0;
+  std::vector<std::pair<const ExprNode*, int64_t>> unrolled_loops_;  // (variable, copies)
 };
 
 bool uses_any(const Expr& e, const LoopRanges& vars) {
@@ -289,11 +312,13 @@ class PartitionLoops : public IRMutator {
     BodyScan scan;
     scan.visit(body);
     // The guards of one split: comparisons affine in the tile with the same outer part. Taken
-    // only for a split whose guard masks vector lanes in an unrolled tile (each copy becomes an
-    // `all lanes in range` branch and a masked twin); a guard on whole rows is one uniform
-    // branch per copy, which LLVM unswitches about as well (measured: no gain).
+    // for a split whose guard masks vector lanes in an unrolled tile (each copy becomes an
+    // `all lanes in range` branch and a masked twin), else for one whose guard stands on two or
+    // more vector statements per position (a row of several vectors). A guard on rows of one
+    // vector is one uniform branch per statement, which LLVM unswitches about as well
+    // (measured: as many candidates slower as faster), and is left alone.
     std::unordered_map<std::string, std::vector<AffineGuard>> splits;
-    std::string chosen;
+    std::string chosen, rows_key;
     NodeSet taken;
     for (const Expr& c : scan.conjuncts) {
       if (!taken.insert(c.get()).second) continue;
@@ -304,9 +329,12 @@ class PartitionLoops : public IRMutator {
                                 std::any_of(g->coef.begin(), g->coef.end(), [&](const auto& kv) {
                                   return kv.second != 0 && scan.lanes.count(kv.first);
                                 });
+      bool heavy_rows = scan.guarding_several.count(c.get()) > 0;
       if (masks_copied_lanes && chosen.empty()) chosen = key;
+      if (heavy_rows && rows_key.empty()) rows_key = key;
       splits[key].push_back(std::move(*g));
     }
+    if (chosen.empty()) chosen = rows_key;
     if (chosen.empty()) return mutate(body);
     const std::vector<AffineGuard>& guards = splits[chosen];
     auto values = value_set(guards[0].rest, loops_);

@@ -89,6 +89,27 @@ def test_partial_lanes_in_tail_matches_numpy():
     _run(s, args, 3, 40, 6)
 
 
+def test_row_guard_of_several_vectors_is_partitioned():
+    # 10 rows in tiles of 3 (the last tile 1 row), each row 2 vectors: one test per tile, and
+    # the tail holds the one valid row's 2 vectors.
+    s, args = _tiled_matmul(10, 64, 4, 2, 3)
+    text = str(tvm.lower(s, args))
+    assert text.count("if (") == 1 and text.count("} else {") == 1, text
+    main, tail = text.split("} else {")
+    assert main.count("x16(0.0)") == 3 * 2 and tail.count("x16(0.0)") == 1 * 2, text
+    _run(s, args, 10, 64, 4)
+
+
+def test_row_guard_of_one_vector_is_left_alone(monkeypatch):
+    # One vector per row: the row guards stay (the lowering is the one without the pass).
+    s, args = _tiled_matmul(10, 64, 4, 1, 3)
+    text = str(tvm.lower(s, args))
+    monkeypatch.setenv("PYTVMBRIDGE_NO_PARTITION", "1")
+    s0, args0 = _tiled_matmul(10, 64, 4, 1, 3)
+    assert str(tvm.lower(s0, args0)) == text
+    _run(s, args, 10, 64, 4)
+
+
 def test_dividing_tile_is_unchanged():
     # 64 columns in tiles of 32: no guard to begin with, no second version.
     s, args = _tiled_matmul(4, 64, 5, 2, 2)

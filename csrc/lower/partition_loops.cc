@@ -46,7 +46,7 @@ class BodyScan : public IRVisitor {
   NodeSet defined;
   std::vector<Expr> conjuncts;
   NodeSet unrolled;
-  NodeSet guarding_several;  // of those, guards of two or more statements per copy
+  NodeSet guarding_several;  // of those, guards copied two or more times per position
   using IRVisitor::visit;
 
  protected:
@@ -65,9 +65,9 @@ class BodyScan : public IRVisitor {
     // A vectorized loop of 32-bit lanes becomes one vector statement per 16 lanes.
     bool copied = unrolled || op->for_kind == ForKind::kVectorized;
     int64_t copies = !extent ? 1 : unrolled ? *extent : (*extent + 15) / 16;
-    if (copied) unrolled_loops_.emplace_back(op->var.get(), copies);
+    if (copied) tile_copies_.emplace_back(op->var.get(), copies);
     IRVisitor::visit_node(op);
-    if (copied) unrolled_loops_.pop_back();
+    if (copied) tile_copies_.pop_back();
     unrolled_depth_ -= unrolled;
   }
   void visit_node(const LetStmt* op) override {
@@ -93,7 +93,7 @@ class BodyScan : public IRVisitor {
   // for a row guard).
   int64_t copies_per_position(const Expr& cond) const {
     int64_t copies = 1;
-    for (auto it = unrolled_loops_.rbegin(); it != unrolled_loops_.rend(); ++it) {
+    for (auto it = tile_copies_.rbegin(); it != tile_copies_.rend(); ++it) {
       bool read = false;
       for_each_expr(cond, [&](const Expr& e) { read |= e.get() == it->first; });
       if (read) break;
@@ -103,7 +103,7 @@ class BodyScan : public IRVisitor {
   }
 
   int unrolled_depth_ = 0;
-  std::vector<std::pair<const ExprNode*, int64_t>> unrolled_loops_;  // (variable, copies)
+  std::vector<std::pair<const ExprNode*, int64_t>> tile_copies_;  // (variable, copies)
 };
 
 bool uses_any(const Expr& e, const LoopRanges& vars) {

@@ -180,3 +180,14 @@ def test_conv_tuning_candidates_match_numpy(channels, tile_vectors, monkeypatch)
         np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
         checked += 1
     assert checked == 2
+
+
+def test_random_tiles_match_numpy():
+    # Random sizes and tiles (dividing or not, in rows, columns or both; 9 of the 16 are
+    # partitioned) against NumPy.
+    pick = np.random.default_rng(23)
+    for _ in range(16):
+        m, n, k = (int(x) for x in pick.integers((1, 1, 1), (20, 120, 9)))
+        vectors, rows = int(pick.integers(1, 5)), int(pick.integers(1, 6))
+        s, args = _tiled_matmul(m, n, k, vectors, rows)
+        _run(s, args, m, n, k)

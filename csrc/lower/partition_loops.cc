@@ -48,6 +48,7 @@ class BodyScan : public IRVisitor {
   NodeSet unrolled;
   NodeSet guarding_several;  // of those, guards copied two or more times per position
   using IRVisitor::visit;
+  void visit(const Expr&) override {}  // statements only: the conjuncts are read separately
 
  protected:
   void visit_node(const For* op) override {
@@ -374,8 +375,37 @@ class PartitionLoops : public IRMutator {
   LoopRanges loops_;  // the enclosing loops with constant bounds
 };
 
+// Whether some guard (an `if` without else) sits inside an unrolled loop: without one there is
+// nothing to partition, and the per-loop scans are skipped.
+bool has_unrolled_guard(const Stmt& s) {
+  class Find : public IRVisitor {
+   public:
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Expr&) override {}
+
+   protected:
+    void visit_node(const For* op) override {
+      depth_ += op->for_kind == ForKind::kUnrolled;
+      if (!found) IRVisitor::visit_node(op);
+      depth_ -= op->for_kind == ForKind::kUnrolled;
+    }
+    void visit_node(const IfThenElse* op) override {
+      if (depth_ > 0 && !op->else_case.defined()) found = true;
+      if (!found) IRVisitor::visit_node(op);
+    }
+
+   private:
+    int depth_ = 0;
+  } find;
+  find.visit(s);
+  return find.found;
+}
+
 }  // namespace
 
-Stmt partition_loops(const Stmt& s) { return PartitionLoops().mutate(s); }
+Stmt partition_loops(const Stmt& s) {
+  return has_unrolled_guard(s) ? PartitionLoops().mutate(s) : s;
+}
 
 }  // namespace ptb

@@ -1,6 +1,7 @@
 #include "lower/lower.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_set>
 
 #include "ir/op.h"
@@ -8,6 +9,7 @@
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "lower/balance_sums.h"
+#include "lower/partition_loops.h"
 #include "lower/plan_memory.h"
 #include "lower/schedule_ops.h"
 #include "lower/serialize_packed_calls.h"
@@ -112,6 +114,8 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   s = serialize_packed_calls(s);
   s = storage_flatten(s, buffers);
   s = simplify(s);
+  // A non-dividing tile's guards: tested once per tile (main part), before unrolling copies them.
+  if (!std::getenv("PYTVMBRIDGE_NO_PARTITION")) s = partition_loops(s);
   s = unroll_loops(s);
   s = vectorize_loops(s);
   s = simplify(s);

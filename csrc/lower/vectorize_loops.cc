@@ -7,6 +7,7 @@
 
 #include "ir/mutator.h"
 #include "ir/op.h"
+#include "ir/simplify.h"
 #include "ir/visitor.h"
 #include "support/error.h"
 
@@ -277,6 +278,16 @@ class LaneRewriter : public IRMutator {
       Stmt e = op->else_case.defined() ? mutate(op->else_case) : Stmt();
       return IfThenElse::make(all_of(uniform), t, e);
     }
+    // A lane test that no lane passes (a partitioned tile's tail past the data): the then case
+    // never runs.
+    for (const Expr& m : per_lane) {
+      Expr some = all_lanes(m, /*every=*/false);
+      if (some.defined() && is_const_int(simplify(some), 0)) {
+        Stmt rest = op->else_case.defined() ? mutate(op->else_case)
+                                            : Evaluate::make(make_zero(DataType::Int(32)));
+        return uniform.empty() ? rest : IfThenElse::make(all_of(uniform), rest);
+      }
+    }
     Expr mask = all_of(per_lane);
     Stmt t = masked(mask, op->then_case);
     Stmt e = op->else_case.defined() ? masked(Not::make(mask), op->else_case) : Stmt();
@@ -335,8 +346,9 @@ class LaneRewriter : public IRMutator {
   }
 
   // For a comparison between a ramp and a uniform value, the scalar condition that it holds on
-  // every lane (it is monotonic along the ramp); undefined for anything else.
-  Expr all_lanes(const Expr& cmp) const {
+  // every lane (it is monotonic along the ramp), or with every false on some lane; undefined for
+  // anything else.
+  Expr all_lanes(const Expr& cmp, bool every = true) const {
     Expr a, b;
     int kind = 0;  // 1: a < b, 2: a <= b (a > b and a >= b are swapped into these)
     if (const auto* x = cmp.as<LT>()) a = x->a, b = x->b, kind = 1;
@@ -359,7 +371,9 @@ class LaneRewriter : public IRMutator {
     };
     Expr alo, ahi, blo, bhi;
     if (!lane_range(a, &alo, &ahi) || !lane_range(b, &blo, &bhi)) return Expr();
-    // Every lane: the largest left side against the smallest right side.
+    // Every lane: the largest left side against the smallest right side; some lane: the least
+    // against the largest.
+    if (!every) return kind == 1 ? LT::make(alo, bhi) : LE::make(alo, bhi);
     return kind == 1 ? LT::make(ahi, blo) : LE::make(ahi, blo);
   }
 

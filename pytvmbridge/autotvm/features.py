@@ -45,11 +45,17 @@ _LANES = re.compile(r"ramp\([^)]*?, (\d+)\)|x(\d+)\(")
 _ALLOC = re.compile(r"allocate \S+\[\S+ \* ([^\]]+)\]")
 
 
+_INT = re.compile(r"(-?\d+)(?:[iu]\d+)?u?")
+
+
 def _int(text: str) -> int | None:
-    try:
-        return int(text.rstrip("i64").rstrip("i32") or "x")
-    except ValueError:
-        return None
+    """The value of a printed integer constant (``16``, ``16i64``, ``3u64``); None otherwise.
+
+    (It used to strip the characters of "i64" and "i32" from the right, which also ate the
+    constant's own digits: 16 read as 1, 56 as 5, 64, 32, 6, 4 and 3 as unknown (16).)
+    """
+    m = _INT.fullmatch(text)
+    return int(m.group(1)) if m else None
 
 
 def loop_features(lowered: str) -> list[float]:

@@ -50,7 +50,7 @@ TEST_F(ThreadPoolTest, CoversEveryIndexExactlyOnce) {
   }
 }
 
-TEST_F(ThreadPoolTest, ChunksAreContiguousAndAFewPerThread) {
+TEST_F(ThreadPoolTest, ChunksAreContiguousAndTaperToSingleIterations) {
   set_num_threads(3);
   struct Seen {
     std::mutex mu;
@@ -64,15 +64,16 @@ TEST_F(ThreadPoolTest, ChunksAreContiguousAndAFewPerThread) {
         s->chunks.emplace_back(b, e);
       },
       &seen);
-  // Four chunks per thread, sizes differing by at most one (30 = 6 x 3 + 6 x 2).
+  // A share of 10 per thread, in tapering pieces: a quarter (rounded up) at most, then half of
+  // what is left, down to single iterations: 3, 3, 2, 1, 1.
   std::set<std::pair<int64_t, int64_t>> chunks(seen.chunks.begin(), seen.chunks.end());
   std::set<std::pair<int64_t, int64_t>> expected;
-  for (int64_t b = 0, k = 0; k < 12; ++k) {
-    int64_t e = b + (k < 6 ? 3 : 2);
-    expected.insert({b, e});
-    b = e;
+  for (int64_t share : {0, 10, 20}) {
+    for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 3}, {3, 6}, {6, 8}, {8, 9}, {9, 10}}) {
+      expected.insert({share + b, share + e});
+    }
   }
-  EXPECT_EQ(seen.chunks.size(), 12u);
+  EXPECT_EQ(seen.chunks.size(), 15u);
   EXPECT_EQ(chunks, expected);
 }
 
@@ -140,8 +141,8 @@ Calls record_calls(int64_t n) {
 TEST_F(ThreadPoolTest, SetNumThreadsChangesTheChunking) {
   set_num_threads(3);
   EXPECT_EQ(get_num_threads(), 3);
-  Calls three = record_calls(64);
-  EXPECT_EQ(three.calls, 12);  // four chunks per thread
+  Calls three = record_calls(48);
+  EXPECT_EQ(three.calls, 18);  // shares of 16: 4, 4, 4, 2, 1, 1
   EXPECT_LE(three.threads.size(), 3u);
   EXPECT_EQ(record_calls(5).calls, 5);  // fewer iterations than that: one chunk each
   set_num_threads(1);
@@ -150,7 +151,8 @@ TEST_F(ThreadPoolTest, SetNumThreadsChangesTheChunking) {
   EXPECT_EQ(one.calls, 1);
   EXPECT_EQ(one.threads, std::set<std::thread::id>{std::this_thread::get_id()});
   set_num_threads(2);
-  EXPECT_EQ(record_calls(64).calls, 8);
+  EXPECT_EQ(record_calls(48).calls, 12);  // shares of 24: 6, 6, 6, 3, 2, 1
+  EXPECT_EQ(record_calls(49).calls, 8);   // longer loops: four equal pieces per thread
 }
 
 TEST_F(ThreadPoolTest, ChunksRunConcurrently) {

@@ -128,6 +128,15 @@ Expr any_of(const std::vector<Expr>& conds) {
   return r;
 }
 
+void split_conjuncts(const Expr& e, std::vector<Expr>* out) {
+  if (const auto* a = e.as<And>()) {
+    split_conjuncts(a->a, out);
+    split_conjuncts(a->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
 namespace {
 
 // Brings two index operands to a common integer type (the wider one).

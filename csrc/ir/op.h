@@ -45,6 +45,9 @@ Expr power(Expr a, Expr b);
 // Logical and / or of several bool conditions (true / false when empty).
 Expr all_of(const std::vector<Expr>& conds);
 Expr any_of(const std::vector<Expr>& conds);
+// The conditions of an And chain, in order: a && (b && c) gives a, b, c; e itself when it is
+// not an And.
+void split_conjuncts(const Expr& e, std::vector<Expr>* out);
 
 // Index arithmetic on kIndexType / kOffsetType values that folds constants as it builds, so the
 // lowered IR stays readable. Operands are cast to the wider of the two types.

@@ -27,15 +27,6 @@ struct LoopRange {
 using LoopRanges = std::unordered_map<const ExprNode*, LoopRange>;
 using NodeSet = std::unordered_set<const ExprNode*>;
 
-void flatten_and(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* a = e.as<And>()) {
-    flatten_and(a->a, out);
-    flatten_and(a->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 // What one loop body holds: its tile loops (unrolled or vectorized, constant bounds), the
 // variables it binds otherwise, the conjuncts of its guards (an `if` without else), and which of
 // those sit inside an unrolled loop (unrolling copies them).
@@ -78,7 +69,7 @@ class BodyScan : public IRVisitor {
   void visit_node(const IfThenElse* op) override {
     if (!op->else_case.defined()) {
       size_t first = conjuncts.size();
-      flatten_and(op->condition, &conjuncts);
+      split_conjuncts(op->condition, &conjuncts);
       bool heavy = unrolled_depth_ > 0 && copies_per_position(op->condition) >= 2;
       for (size_t i = first; unrolled_depth_ > 0 && i < conjuncts.size(); ++i) {
         unrolled.insert(conjuncts[i].get());
@@ -272,7 +263,7 @@ class RewriteConjuncts : public IRMutator {
   Stmt mutate_node(const IfThenElse* op, const Stmt& self) override {
     if (op->else_case.defined()) return IRMutator::mutate_node(op, self);
     std::vector<Expr> all, kept;
-    flatten_and(op->condition, &all);
+    split_conjuncts(op->condition, &all);
     bool changed = false;
     for (const Expr& c : all) {
       auto it = to_.find(c.get());

@@ -67,16 +67,6 @@ bool is_constant(const Expr& e, int64_t c) {
   return v && *v == c;
 }
 
-// The conditions of an And chain.
-void conjuncts(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* a = e.as<And>()) {
-    conjuncts(a->a, out);
-    conjuncts(a->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 // The pad amounts of P over T when P's body is exactly a constant pad of T: if_then_else(inside,
 // T[axis - before], value), `inside` being exactly the interior's bounds.
 std::optional<std::vector<int64_t>> pad_of(const ComputeOpNode* p, const OperationNode* t) {
@@ -103,7 +93,7 @@ std::optional<std::vector<int64_t>> pad_of(const ComputeOpNode* p, const Operati
     after[d] = *outer - *size - *shift;
   }
   std::vector<Expr> conds;
-  conjuncts(call->args[0], &conds);
+  split_conjuncts(call->args[0], &conds);
   std::vector<bool> low(n), high(n);
   for (const Expr& c : conds) {
     bool matched = false;

@@ -51,15 +51,6 @@ bool uses_any(const Expr& e, const std::unordered_set<const ExprNode*>& vars) {
   return found;
 }
 
-void flatten_and(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* a = e.as<And>()) {
-    flatten_and(a->a, out);
-    flatten_and(a->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 // Rewrites the body of one vectorized loop for the lanes base, base + 1, ..., base + lanes - 1.
 class LaneRewriter : public IRMutator {
  public:
@@ -263,7 +254,7 @@ class LaneRewriter : public IRMutator {
   Stmt mutate_node(const IfThenElse* op, const Stmt& self) override {
     std::vector<Expr> conjuncts;
     if (!op->else_case.defined()) {
-      flatten_and(op->condition, &conjuncts);
+      split_conjuncts(op->condition, &conjuncts);
     } else {
       conjuncts.push_back(op->condition);
     }

@@ -30,23 +30,9 @@ bool is_custom_reduction(const Stage& st) {
   return true;
 }
 
-size_t reader_count(Context& ctx, const Stage& producer) {
-  size_t n = 0;
-  for (const Stage& s : ctx.sch->stages) {
-    if (s->op == nullptr || s.get() == producer.get()) continue;
-    for (const Tensor& t : s->op->input_tensors()) {
-      if (t.op() == producer->op) {
-        ++n;
-        break;
-      }
-    }
-  }
-  return n;
-}
-
-// The lane steps `st` reduces: a root custom reduction read only by st, whose every read in
-// st is indexed by st's data axes then st's single reduce axis (over the producer's last axis,
-// whole).
+// The lane steps `st` reduces: a root custom reduction, not an output, read only by st, whose every
+// read in st is indexed by st's data axes then st's single reduce axis (over the producer's last
+// axis, whole).
 Stage lane_steps_of(Context& ctx, const Stage& st) {
   const ComputeOpNode* c = as_compute(st->op);
   if (c->reduce_axis.size() != 1) return nullptr;
@@ -69,7 +55,7 @@ Stage lane_steps_of(Context& ctx, const Stage& st) {
       found = p;
     }
   }
-  if (!found || reader_count(ctx, found) != 1) return nullptr;
+  if (!found || found->is_output || ctx.sch->consumers(found).size() != 1) return nullptr;
   return found;
 }
 

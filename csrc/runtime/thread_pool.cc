@@ -195,12 +195,12 @@ class ThreadPool {
     // Publish the job, then the shares that name its chunks, then the generation that wakes
     // the workers: a thread that claims a chunk (acquire) sees the job (release). The job stays
     // unchanged until every chunk is done, so a claimed chunk always reads its own job.
-    job_n_ = n;
     job_fn_ = fn;
     job_closure_ = closure;
     job_error_ = nullptr;
     // Thread t's share is the iterations [n * t / threads, n * (t + 1) / threads), in pieces.
     job_starts_.clear();
+    // Thread t owns the chunks [first_chunk[t], first_chunk[t + 1]).
     std::vector<uint64_t>& first_chunk = job_first_chunk_;
     first_chunk.assign(threads + 1, 0);
     for (int t = 0; t < threads; ++t) {
@@ -381,7 +381,6 @@ class ThreadPool {
   uint64_t generation_ = 0;  // the last job's; written under submit_mu_
 
   // The current job: written by the submitter before the shares name its chunks.
-  int64_t job_n_ = 0;
   int job_chunks_ = 0;
   // job_starts_[c]: the first iteration of chunk c (and n at the end); job_first_chunk_[t]:
   // thread t's first chunk. Kept between jobs, so their memory is allocated once.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -134,8 +135,6 @@ bool affine(const Expr& e, const LoopRanges& tiles, int64_t sign,
   return false;
 }
 
-int64_t gcd(int64_t a, int64_t b) { return b == 0 ? (a < 0 ? -a : a) : gcd(b, a % b); }
-
 // The values an integer expression of the enclosing loops' variables can take: a superset,
 // within [lo, hi] and congruent to lo modulo step (step 0: lo only).
 struct ValueSet {
@@ -160,12 +159,12 @@ std::optional<ValueSet> value_set(const Expr& e, const LoopRanges& loops) {
   if (const auto* x = e.as<Add>()) {
     auto a = value_set(x->a, loops), b = value_set(x->b, loops);
     if (!a || !b) return std::nullopt;
-    return ValueSet{a->lo + b->lo, a->hi + b->hi, gcd(a->step, b->step)};
+    return ValueSet{a->lo + b->lo, a->hi + b->hi, std::gcd(a->step, b->step)};
   }
   if (const auto* x = e.as<Sub>()) {
     auto a = value_set(x->a, loops), b = value_set(x->b, loops);
     if (!a || !b) return std::nullopt;
-    return ValueSet{a->lo - b->hi, a->hi - b->lo, gcd(a->step, b->step)};
+    return ValueSet{a->lo - b->hi, a->hi - b->lo, std::gcd(a->step, b->step)};
   }
   if (const auto* x = e.as<Mul>()) {
     auto a = value_set(x->a, loops);
@@ -180,7 +179,7 @@ std::optional<ValueSet> value_set(const Expr& e, const LoopRanges& loops) {
     if (!a || !m || *m <= 0) return std::nullopt;
     if (a->lo >= 0 && a->hi < *m) return a;
     if (a->step == 0) return ValueSet{floor_mod(a->lo, *m), floor_mod(a->lo, *m), 0};
-    int64_t g = gcd(a->step, *m);
+    int64_t g = std::gcd(a->step, *m);
     int64_t lo = floor_mod(a->lo, g);
     return ValueSet{lo, lo + (*m - 1 - lo) / g * g, g};
   }

@@ -44,6 +44,7 @@
 #include "codegen/libmvec.h"
 #include "codegen/llvm_target.h"
 #include "codegen/optimize.h"
+#include "codegen/split_link.h"
 #include "codegen/target.h"
 #include "runtime/backend_api.h"
 #include "support/error.h"
@@ -293,6 +294,7 @@ struct SecondThread {
       timer.mark("optimize");
       bitcode = write_bitcode(*module);
       timer.mark("bitcode");
+      reach_declarations_indirectly(*module);
       object = emit_machine_code(*module, tm, llvm::CodeGenFileType::ObjectFile);
       timer.mark("codegen");
     } catch (...) {
@@ -437,6 +439,7 @@ std::shared_ptr<JITModule> JITModule::compile(const std::vector<LoweredFunc>& fu
     timer.mark("optimize");
     impl->bitcode.push_back(write_bitcode(*module));
     timer.mark("bitcode");
+    if (second) reach_declarations_indirectly(*module);
     object = emit_machine_code(*module, tm, llvm::CodeGenFileType::ObjectFile);
     timer.mark("codegen");
   } catch (...) {

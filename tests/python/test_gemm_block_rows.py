@@ -119,3 +119,26 @@ def test_row_blocks_outermost_and_the_operand_packed_rows_first():
     assert "(i.inner.inner + 126) < 128" in text[tiles:]
     a, b = rand(512, 128), rand(128, 256)
     np.testing.assert_allclose(run(s, args, [a, b]), a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("block_rows", [64, 128])
+def test_prepacked_panels_offer_row_blocks(block_rows):
+    # dense_pack reads its weight as panels, wp[j // 64, k, j % 64]: no single dimension of it
+    # follows the vector axis, and it is packed once ahead of time, not transposed on each
+    # call, so the knob is offered (it used to be taken for a transposed operand).
+    m, k, n, width = 256, 40, 128, 64
+    X = tvm.placeholder((m, k), name="X")
+    WP = tvm.placeholder((n // width, k, width), name="WP")
+    bias = tvm.placeholder((n,), name="bias")
+    out = topi.nn.dense_pack(X, WP, bias)
+    stage = "T_dense_pack"
+    space = tvm.auto_schedule_space(out)
+    assert space["knobs"][stage]["block_rows"] == [0, 64, 128]
+    assert space["default"][stage]["block_rows"] == 0
+    x, w, b = rand(m, k), rand(n, k), rand(n)
+    wp = np.ascontiguousarray(w.reshape(n // width, width, k).transpose(0, 2, 1))
+    s = tvm.auto_schedule(out, config={stage: {"block_rows": block_rows}})
+    # The row blocks outermost, then the panels (without blocks the panels lead).
+    assert "parallel (i0.outer.i1.outer" in str(tvm.lower(s, [X, WP, bias, out]))
+    got = run(s, [X, WP, bias, out], [x, wp, b])
+    np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-4, atol=1e-4 * k)

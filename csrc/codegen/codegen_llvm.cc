@@ -1192,10 +1192,29 @@ class CodeGenLLVM {
 
   llvm::Value* emit_call(const Call* op) {
     if (op->op == Intrinsic::kIfThenElse) return emit_if_then_else(op);
+    if (op->op == Intrinsic::kPrefetch) return emit_prefetch(op);
     std::vector<llvm::Value*> args;
     for (const Expr& a : op->args) args.push_back(emit(a));
     DataType t = op->op == Intrinsic::kIsNan ? op->args[0].dtype() : op->dtype;
     return emit_math(b_, op->op, args, t, *vector_math_, avx512_);
+  }
+
+  // prefetch(x[i]): llvm.prefetch of x + i into L2 (locality 2 is x86's prefetcht1: the lines
+  // of a weight streamed for the next iteration of an outer loop, which L1 could not hold until
+  // then anyway). The address is computed without "inbounds": a prefetch may point past the end
+  // of the buffer (the hint never faults). An unresolved request (two arguments) emits nothing.
+  llvm::Value* emit_prefetch(const Call* op) {
+    llvm::Value* zero = b_.getInt32(0);
+    if (op->args.size() != 1) return zero;
+    const auto* load = op->args[0].as<Load>();
+    PTB_ICHECK(load && load->index.dtype().is_scalar(), "prefetch of a non-scalar read");
+    llvm::Value* base = lookup(load->buffer->data.as<Var>());
+    llvm::Type* elem = memory_type(ctx_, load->buffer->dtype.element_of());
+    llvm::Value* ptr = b_.CreateGEP(elem, base, to_offset(emit(load->index), load->index.dtype()));
+    llvm::Function* fn =
+        llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {ptr->getType()});
+    b_.CreateCall(fn, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    return zero;
   }
 
   // `select(c, x op y, x)` emitted as `x op select(c, y, identity)`, and `select(c, x, x op y)`

@@ -302,6 +302,8 @@ const char* intrinsic_name(Intrinsic op) {
       return "cospi";
     case Intrinsic::kIfThenElse:
       return "if_then_else";
+    case Intrinsic::kPrefetch:
+      return "prefetch";
   }
   return "?";
 }
@@ -349,6 +351,15 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
       arity(1);
       t = args[0].dtype();
       if (t.is_bool()) type_error("abs() of a bool expression");
+      break;
+    case Intrinsic::kPrefetch:
+      if (args.size() != 1 && args.size() != 2) {
+        type_error("prefetch() takes 1 or 2 arguments, got ", args.size());
+      }
+      PTB_ICHECK(args[0].as<Load>() || args[0].as<TensorRead>(), "prefetch of a non-read");
+      PTB_ICHECK(args[0].dtype().is_scalar(), "prefetch of a vector read");
+      PTB_ICHECK(args.size() == 1 || args[1].as<IntImm>(), "prefetch offset not a constant");
+      t = DataType::Int(32);
       break;
     case Intrinsic::kIsNan:
       arity(1);

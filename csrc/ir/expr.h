@@ -265,7 +265,14 @@ enum class Intrinsic : uint8_t {
   kBesselI1,
   kSinpi,
   kCospi,
-  kIfThenElse,  // keep last: loops over the intrinsics stop here
+  kIfThenElse,  // keep last of the functions: loops over the intrinsics stop here
+  // A hint, not a function: prefetch(x[i]) fetches the cache line holding x[i] into L2 ahead of
+  // its use and evaluates to 0; x[i] itself is not read (it may lie past the buffer's end).
+  // With a second argument, prefetch(x[0], d) is a request placed by the schedule primitive
+  // prefetch() at the top of a loop's body (the tensor's region that iteration + d reads), which
+  // lower/prefetch_streams.h turns into prefetches of single lines; codegen emits nothing for an
+  // unresolved request.
+  kPrefetch,
 };
 const char* intrinsic_name(Intrinsic op);
 

@@ -11,6 +11,7 @@
 #include "lower/balance_sums.h"
 #include "lower/partition_loops.h"
 #include "lower/plan_memory.h"
+#include "lower/prefetch_streams.h"
 #include "lower/schedule_ops.h"
 #include "lower/serialize_packed_calls.h"
 #include "lower/storage_flatten.h"
@@ -143,6 +144,9 @@ LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name) {
     for (size_t d = 0; d < b->strides.size(); ++d) vmap[b->strides[d].get()] = compact[d];
   }
   out.body = balance_sums(simplify(substitute(f.body, vmap)));
+  // The schedule's prefetch requests, resolved now that the strides are known (debugging and
+  // A/B timing: PYTVMBRIDGE_NO_PREFETCH=1 leaves them unresolved, which emits nothing).
+  if (!std::getenv("PYTVMBRIDGE_NO_PREFETCH")) out.body = prefetch_streams(out.body);
   return out;
 }
 

@@ -278,7 +278,7 @@ class NestBuilder {
     auto body = [&](const Dropped& d) {
       Stmt b = loops(n, i + 1, end, with_guards, d, inner);
       if (with_guards) b = guarded(guards_at(n, static_cast<int>(i), static_cast<int>(i), d), b);
-      return with_attached(iv, n.inside_parallel[i], b);
+      return with_prefetches(*n.stage, iv, with_attached(iv, n.inside_parallel[i], b));
     };
     int g = n.partition[i];
     if (g < 0 || dropped[static_cast<size_t>(g)]) return loop(n, i, body(dropped));
@@ -300,6 +300,23 @@ class NestBuilder {
     if (!scan) return produce;
     const Expr& t = scan->scan_axis()->var;
     return IfThenElse::make(GE::make(t, cast(t.dtype(), scan->init_extent)), std::move(produce));
+  }
+
+  // The stage's prefetch() requests on `leaf`, first in the loop's body: prefetch(T[0...], d)
+  // stands for "the region of T that iteration + d reads", which lower/prefetch_streams.cc
+  // resolves once the loop nest is flat and its strides known.
+  static Stmt with_prefetches(const StageNode& stage, const IterVar& leaf, Stmt body) {
+    std::vector<Stmt> stmts;
+    for (const StageNode::Prefetch& p : stage.prefetches) {
+      if (p.axis != leaf) continue;
+      std::vector<Expr> origin(p.tensor.ndim(), make_zero(DataType::Int(32)));
+      Expr read = TensorRead::make(p.tensor.op(), p.tensor.value_index(), std::move(origin));
+      Expr offset = make_const(DataType::Int(32), p.offset);
+      stmts.push_back(Evaluate::make(Call::make(Intrinsic::kPrefetch, {read, offset})));
+    }
+    if (stmts.empty()) return body;
+    stmts.push_back(std::move(body));
+    return Block::make(std::move(stmts));
   }
 
   Stmt with_attached(const IterVar& leaf, bool in_parallel, Stmt body) {

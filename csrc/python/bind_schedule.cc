@@ -153,6 +153,15 @@ void bind_schedule(py::module_& m) {
           [](const Stage& s, py::handle var) { unroll(s, to_iter_var(var, "unroll() axis")); },
           py::arg("var"))
       .def(
+          "prefetch",
+          [](const Stage& s, py::handle tensor, py::handle var, int64_t offset) {
+            prefetch(s, to_tensor(tensor, "prefetch() tensor"), to_iter_var(var, "prefetch() axis"),
+                     offset);
+          },
+          py::arg("tensor"), py::arg("var"), py::arg("offset") = 1,
+          "TVM's prefetch: on each iteration of `var`, the region of `tensor` that iteration + "
+          "`offset` reads is fetched into cache ahead of its use (a hint: values never change).")
+      .def(
           "compute_at",
           [](const Stage& s, py::handle parent, py::handle scope) {
             compute_at(s, to_stage(parent, "compute_at() stage"),

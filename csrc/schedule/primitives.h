@@ -31,6 +31,15 @@ void vectorize(const Stage& stage, const IterVar& axis);
 void parallel(const Stage& stage, const IterVar& axis);  // not a reduce axis (see rfactor)
 void unroll(const Stage& stage, const IterVar& axis);
 
+// ---- memory hints (prefetch.cc) ----
+
+// TVM's prefetch: on each iteration of leaf `axis` of `stage`, the region of `tensor` that
+// iteration + `offset` will read (in this stage or a stage computed inside `axis`) is fetched
+// into cache ahead of its use, spread over the iterations of the loops inside `axis` so that
+// the fetches overlap the computation. A hint: values never change, and a region lowering cannot
+// describe as one contiguous stretch (a strided argument, say) is not prefetched.
+void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int64_t offset);
+
 // ---- where a stage is computed (attach_primitives.cc) ----
 
 // Computes `stage` inside leaf `axis` of `target`, which must read it: on each iteration, the

@@ -49,6 +49,14 @@ struct StageNode {
   Stage attach_stage;   // kScope: the consumer stage
   IterVar attach_ivar;  // kScope: the consumer's loop this stage is computed inside
   bool is_output = false;
+  // prefetch() requests: on each iteration of `axis`, the region of `tensor` that iteration +
+  // `offset` reads is fetched ahead (lower/prefetch_streams.h).
+  struct Prefetch {
+    Tensor tensor;
+    IterVar axis;
+    int64_t offset;
+  };
+  std::vector<Prefetch> prefetches;
   // The schedule holding this stage (compute_at checks the data flow through it).
   std::weak_ptr<ScheduleNode> schedule;
 

@@ -1,0 +1,41 @@
+// The prefetch primitive: records the request; schedule_ops places it at the top of the loop's
+// body and lower/prefetch_streams.cc turns it into prefetches of single cache lines.
+#include <algorithm>
+
+#include "schedule/primitives.h"
+#include "support/error.h"
+
+namespace ptb {
+
+namespace {
+
+// Whether `reader` is `stage` or is computed, directly or through other stages, at a loop of it.
+bool inside(const Stage& reader, const Stage& stage) {
+  for (Stage s = reader; s; s = s->attach_type == AttachType::kScope ? s->attach_stage : nullptr) {
+    if (s == stage) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int64_t offset) {
+  stage->leaf_position(axis, "prefetch");
+  if (offset < 1) {
+    value_error("prefetch on ", stage->describe(), ": offset must be a positive number of ",
+                "iterations ahead, got ", offset);
+  }
+  auto sch = stage->schedule.lock();
+  PTB_ICHECK(sch, "stage without a schedule");
+  Stage producer = sch->stage(tensor.op());
+  std::vector<Stage> readers = sch->consumers(producer);
+  bool read =
+      std::any_of(readers.begin(), readers.end(), [&](const Stage& r) { return inside(r, stage); });
+  if (!read) {
+    value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
+                "' is not read by this stage or a stage computed inside its loops");
+  }
+  stage->prefetches.push_back({tensor, axis, offset});
+}
+
+}  // namespace ptb

@@ -1,0 +1,126 @@
+"""Software prefetch: the schedule primitive ``s[T].prefetch(tensor, var, offset)`` (TVM's), the
+lowering pass that spreads the next iteration's region over the inner loops
+(csrc/lower/prefetch_streams.cc), and the automatic scheduler's "prefetch" knob on plane blocks
+of blocked convolutions. A prefetch is a hint: every check here is on values (against NumPy and
+torch) with and without it, plus the IR where the decision is visible."""
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import pytvmbridge as tvm
+from pytvmbridge import te
+from pytvmbridge.graph import layout
+from pytvmbridge.graph.layout import channel_block, host_block
+
+rng = np.random.default_rng(11)
+LANES = host_block()
+STAGE = "T_conv2d_NCHWc"
+
+
+def _blocked_matmul(m: int, n: int, k: int, kb: int) -> tuple:
+    """C = A @ B with the reduction split in blocks of kb, the blocks outermost: each block
+    reads a contiguous [kb, n] slice of B (rows kb*o .. kb*o + kb - 1)."""
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    ro, ri = s[C].split(C.op.reduce_axis[0], factor=kb)
+    s[C].reorder(ro, i, ri, j)
+    return s, [A, B, C], ro
+
+
+def _llvm_prefetches(f) -> int:
+    return len(re.findall(r"call void @llvm\.prefetch", f.get_source("ll")))
+
+
+@pytest.mark.parametrize("offset", [1, 2])
+def test_primitive_resolves_and_keeps_values(offset):
+    m, n, k, kb = 24, 48, 64, 16
+    s, args, ro = _blocked_matmul(m, n, k, kb)
+    s[args[-1]].prefetch(args[1], ro, offset)
+    text = str(tvm.lower(s, args))
+    # The request sits at the top of the block loop; the compact build resolves it.
+    assert f"prefetch(B[0i64], {offset})" in text
+    f = tvm.build(s, args)
+    assert _llvm_prefetches(f) >= 1
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    c = np.zeros((m, n), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_strided_arguments_run_without_prefetch():
+    # The generic (strided) function never resolves a request: a transposed view of B goes
+    # through it and still computes the product.
+    m, n, k, kb = 8, 32, 32, 8
+    s, args, ro = _blocked_matmul(m, n, k, kb)
+    s[args[-1]].prefetch(args[1], ro)
+    f = tvm.build(s, args)
+    a = rng.standard_normal((m, k)).astype("float32")
+    bt = rng.standard_normal((n, k)).astype("float32")
+    c = np.zeros((m, n), "float32")
+    f(a, bt.T, c)
+    np.testing.assert_allclose(c, a @ bt.T, rtol=1e-4, atol=1e-4)
+
+
+def test_primitive_errors_name_what_is_wrong():
+    s, args, ro = _blocked_matmul(8, 16, 16, 4)
+    C = args[-1]
+    with pytest.raises(ValueError, match="offset must be a positive"):
+        s[C].prefetch(args[1], ro, 0)
+    other = te.placeholder((4,), name="other")
+    D = te.compute((4,), lambda i: other[i] * 2.0, name="D")
+    s2 = te.create_schedule([C.op, D.op])
+    i = C.op.axis[0]
+    with pytest.raises(ValueError, match="'other' is not read by this stage"):
+        s2[C].prefetch(other, i)
+    s2[C].split(i, factor=2)
+    with pytest.raises(ValueError, match="already split or fused"):
+        s2[C].prefetch(args[0], i)
+    with pytest.raises(ValueError, match="not an axis of this stage"):
+        s2[C].prefetch(args[0], D.op.axis[0])
+
+
+def _conv(cin: int, cout: int, size: int) -> tuple:
+    """The graph's blocked 3x3 convolution (+ bias) on a blocked input."""
+    b = channel_block(cout, LANES)
+    with layout.blocking(LANES):
+        xb = te.placeholder((1, cin // b, size, size, b), name="xb")
+        w = te.placeholder((cout // b, cin, 3, 3, b), name="w")
+        bias = te.placeholder((cout,), name="bias")
+        y = layout.conv2d_nchwc(layout.unpack(xb), w, bias, (1, 1), (1, 1), (1, 1), 1, b)
+        out = layout.blocked_source(y)
+    return [xb, w, bias], out, b
+
+
+@pytest.mark.parametrize("knob", [0, 1])
+def test_plane_block_prefetches_the_next_weight_slice(knob):
+    b = channel_block(8 * LANES, LANES)
+    cin, cout, size = 4 * b, 8 * b, 7
+    args, out, b = _conv(cin, cout, size)
+    space = tvm.auto_schedule_space(out)
+    assert space["default"][STAGE]["prefetch"] == 1
+    assert space["knobs"][STAGE]["prefetch"] == [0, 1]
+    s = tvm.auto_schedule(out, "llvm", {STAGE: {"prefetch": knob}})
+    text = str(tvm.lower(s, [*args, out]))
+    # The request is the first statement of the input-channel block loop.
+    request = re.search(r"for \(rco, 0, 4\) {\n *prefetch\(w\[0i64\], 1\)", text)
+    assert (request is not None) == bool(knob)
+    f = tvm.build(s, [*args, out])
+    assert (_llvm_prefetches(f) > 0) == bool(knob)
+    torch.manual_seed(3)
+    x = torch.randn(1, cin, size, size)
+    weight = torch.randn(cout, cin, 3, 3) / (cin * 9) ** 0.5
+    bias = torch.randn(cout)
+    packed_x = x.view(1, cin // b, b, size, size).permute(0, 1, 3, 4, 2).contiguous()
+    packed_w = weight.view(cout // b, b, cin, 3, 3).permute(0, 2, 3, 4, 1).contiguous()
+    blocked = torch.empty([int(d) for d in out.shape])
+    f(packed_x, packed_w, bias, blocked)
+    got = blocked.permute(0, 1, 4, 2, 3).reshape(1, cout, size, size)
+    torch.testing.assert_close(got, torch.conv2d(x, weight, bias, 1, 1), rtol=1e-4, atol=1e-4)

@@ -34,6 +34,10 @@ constexpr int kSpareRegisters = 4;
 // Bytes of an operand taken to stay in cache when it is swept again and again (about a core's
 // L2): re-reading it costs little, so its sweeps are not counted as memory traffic.
 constexpr int64_t kCachedBytes = int64_t{1} << 20;
+// Panels read by at most this many rows are prefetched by default ("prefetch", below), when
+// each iteration's slice of the streamed operand is at least this long.
+constexpr int64_t kPrefetchRows = 256;
+constexpr int64_t kPrefetchSliceBytes = int64_t{16} << 10;
 // Accumulator registers a tile aims for: 8 x 2 and 6 x 2 AVX-512 vectors measured best for
 // SGEMM (4 x 1 is latency-bound, 14 x 2 spills).
 constexpr int64_t kTargetAccumulators = 16;
@@ -112,6 +116,17 @@ std::optional<int64_t> bytes_of(const TensorRead* read) {
     n *= *e;
   }
   return n;
+}
+
+// Whether prefetching the streamed operand ahead pays by default: it is larger than a core's
+// cache share (so it comes from memory on every call) and each of its `slices` (the part one
+// iteration of the prefetching loop reads) is long enough that waiting for it shows. Small
+// slices (MobileNetV2's 1x1 plane blocks: 4 KB each) cost a load slot per inner iteration for
+// nothing: one thread, CPU time, MobileNetV2 b1 measured 1.04x with them prefetched.
+bool prefetch_pays(const TiledPlan& plan, std::optional<int64_t> slices) {
+  auto bytes = bytes_of(plan.streamed);
+  return bytes && slices && *slices > 0 && *bytes > kCachedBytes &&
+         *bytes / *slices >= kPrefetchSliceBytes;
 }
 
 // Whether the loops over the streamed operand's tiles (its panels) go outermost (1) or the
@@ -772,6 +787,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     std::vector<IterVar> reds(c->reduce_axis.begin(), c->reduce_axis.end());
     if (auto r = const_product(reds)) work = *out * *r;
   }
+  IterVar panel_loop;  // "prefetch" of the streamed operand's next panel (below)
   if (region) {
     // Only the panel loops run in parallel: each thread computes (and packs) whole panels.
     std::vector<IterVar> head = parallelize(ctx, epilogue, first, work, st);
@@ -802,7 +818,24 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     if (peel_rows && !padded.count(plan.row_axis) && order == 1 && block == 0 && !first.empty()) {
       max_depth = static_cast<int64_t>(first.size());
     }
+    size_t before = outer.size();
     outer = parallelize(ctx, epilogue, outer, work, st, max_depth);
+    // "prefetch" on the panel loop (panels outermost and parallel on their own, the streamed
+    // operand read in place: a pre-packed weight): the next panel's slice is fetched during
+    // this panel's row tiles. On by default for at most kPrefetchRows rows, where each panel
+    // is read by few row tiles and comes from memory: one thread, CPU time, the BERT encoder
+    // layer at batch 1 (128 rows; its dense weights, 28 MB, do not stay in cache between calls)
+    // 12.72 -> 10.99 ms, paired 0.86. With 1024 rows (batch 8) each panel serves 171 row tiles
+    // from cache and the prefetches only take load slots: 1.035 there, so off.
+    if (!stream_pack && order == 1 && !first.empty() &&
+        before - (outer.size() - 1) == first.size()) {
+      // The rows one panel serves: its row tiles and any other loops inside it (a linear
+      // layer's batch of sequences).
+      auto tiles = const_product(second);
+      bool few_rows =
+          tiles && *tiles * rows <= kPrefetchRows && prefetch_pays(plan, const_product(first));
+      if (ctx.knob(st, "prefetch", few_rows ? 1 : 0, {0, 1}) == 1) panel_loop = outer[0];
+    }
     if (stream_pack) {
       std::vector<IterVar> pack_outer(stream_pack->leaf_iter_vars.begin(),
                                       stream_pack->leaf_iter_vars.end() - 1);
@@ -818,6 +851,9 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     }
   }
   if (!region && !panel_pack) compute_at(compute, epilogue, outer.back());
+  if (panel_loop) {
+    prefetch(epilogue, Tensor(plan.streamed->op, plan.streamed->value_index), panel_loop, 1);
+  }
 
   // The block's loops: the other axes (one iteration each), the reductions, the rows
   // (unrolled), the vectors.
@@ -862,7 +898,17 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   // seven row tiles that read a slice otherwise waits for it. One thread, CPU time, loaded
   // machine, ResNet-18's 512x7x7 3x3 layer with the weights flushed from cache before each call
   // (as in the model): 1.90 -> 1.40 ms; with them in cache 1.40 -> 1.16 ms.
-  if (streamed_block && ctx.knob(st, "prefetch", 1, {0, 1}) == 1) {
+  if (streamed_block) {
+    // One slice per input-channel block of each panel.
+    auto panels = const_product(first);
+    auto blocks = extent_of(streamed_block);
+    std::optional<int64_t> slices;
+    if (panels && blocks) slices = *panels * *blocks;
+    if (ctx.knob(st, "prefetch", prefetch_pays(plan, slices) ? 1 : 0, {0, 1}) == 0) {
+      streamed_block = nullptr;
+    }
+  }
+  if (streamed_block) {
     prefetch(compute, Tensor(plan.streamed->op, plan.streamed->value_index), streamed_block, 1);
   }
   if (inner_pack) compute_at(stream_pack, compute, ko);

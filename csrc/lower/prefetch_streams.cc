@@ -17,10 +17,6 @@ namespace ptb {
 namespace {
 
 constexpr int64_t kLineBytes = 64;
-// Lines fetched per iteration of the loop they are spread over: the inner loop chosen is the
-// first whose iterations (with those of the loops around it) number at least lines / this. A
-// few prefetches per iteration cost a load slot each; more make a burst again.
-constexpr int64_t kLinesPerIteration = 4;
 // More than this many lines per iteration is a burst again: such a request is not resolved.
 constexpr int64_t kMaxLinesPerIteration = 16;
 // A region this large is not a stream worth fetching ahead (it would evict what it runs with).
@@ -90,38 +86,53 @@ Interval read_interval(const Load* read, const VarIntervals& loops) {
   return Interval::of(base.lo, base.hi + LinearForm(*stride * (ramp->lanes - 1)));
 }
 
-// The loops a stream's lines are spread over: from the body down, through single nested
-// serial loops of constant extent, until their iterations number at least `enough`.
+// The loops a stream's lines are spread over, from the body down through nested serial loops
+// of constant extent (of loops side by side, the longest, where the time goes): the deepest
+// prefix whose iterations do not outnumber the lines (each iteration fetches distinct lines, at
+// most kMaxLinesPerIteration of them); when even that is a burst, the shortest prefix with at
+// least as many iterations as lines (one prefetch per iteration, neighbours repeating a line).
 struct Spread {
   std::vector<const For*> chain;
   int64_t iterations = 1;
 };
 
-Spread spread_loops(const Stmt& body, int64_t enough) {
-  Spread out;
+Spread spread_loops(const Stmt& body, int64_t lines) {
+  std::vector<const For*> nest;
   Stmt cur = body;
-  while (cur.defined() && out.iterations < enough) {
+  while (cur.defined()) {
     if (const auto* a = cur.as<Allocate>()) {
       cur = a->body;
     } else if (const auto* l = cur.as<LetStmt>()) {
       cur = l->body;
     } else if (const auto* b = cur.as<Block>()) {
-      Stmt only;
+      Stmt longest;
+      int64_t most = 0;
       for (const Stmt& s : b->stmts) {
-        if (!s.as<For>()) continue;
-        if (only.defined()) return out;  // two loops side by side: stop above them
-        only = s;
+        const auto* f = s.as<For>();
+        auto extent = f ? as_const_int(f->extent) : std::nullopt;
+        if (extent && *extent > most) {
+          most = *extent;
+          longest = s;
+        }
       }
-      cur = only;
+      cur = longest;
     } else if (const auto* f = cur.as<For>()) {
       auto extent = as_const_int(f->extent);
-      if (f->for_kind != ForKind::kSerial || !extent || *extent < 1) return out;
-      out.chain.push_back(f);
-      out.iterations *= *extent;
+      if (f->for_kind != ForKind::kSerial || !extent || *extent < 1) break;
+      nest.push_back(f);
       cur = f->body;
     } else {
-      return out;
+      break;
     }
+  }
+  Spread out;
+  for (const For* f : nest) {
+    int64_t next = out.iterations * *as_const_int(f->extent);
+    bool burst = (lines + out.iterations - 1) / out.iterations > kMaxLinesPerIteration;
+    if (next > lines && !burst) break;
+    out.chain.push_back(f);
+    out.iterations = next;
+    if (next >= lines) break;
   }
   return out;
 }
@@ -171,7 +182,7 @@ std::optional<Stmt> resolve(const For* loop, const Load* request, int64_t offset
 
   VarMap ahead{{loop->var.get(), idx_add(loop->var, make_const(loop->var.dtype(), offset))}};
   Expr next = simplify(substitute(region.lo.to_expr(t), ahead));
-  Spread spread = spread_loops(body, (lines + kLinesPerIteration - 1) / kLinesPerIteration);
+  Spread spread = spread_loops(body, lines);
   // The iteration's number among the spread loops' (row-major), from 0.
   Expr i = make_zero(t);
   for (const For* f : spread.chain) {

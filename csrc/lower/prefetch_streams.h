@@ -4,8 +4,9 @@
 // iteration v + d reads. The pass finds that region from the reads of T inside the loop (their
 // interval over the inner loops, which must be one contiguous stretch of constant length once
 // the strides are known, so it runs on the compact specialization) and spreads its lines over
-// the iterations of the loops nested inside v: a few lines per iteration of the first inner loop
-// with enough iterations, instead of one burst at the top. A burst of hundreds of misses fills
+// the iterations of the loops nested inside v: a few distinct lines per iteration of the
+// deepest inner loop that has no more iterations than there are lines, instead of one burst at
+// the top. A burst of hundreds of misses fills
 // the core's miss buffers and stalls the computation it was meant to run under; spread, the
 // fetches of the next stretch (the next 36 KB slice of a convolution's weights, read from memory
 // at batch 1) overlap the current one's arithmetic.

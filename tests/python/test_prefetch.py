@@ -124,3 +124,45 @@ def test_plane_block_prefetches_the_next_weight_slice(knob):
     f(packed_x, packed_w, bias, blocked)
     got = blocked.permute(0, 1, 4, 2, 3).reshape(1, cout, size, size)
     torch.testing.assert_close(got, torch.conv2d(x, weight, bias, 1, 1), rtol=1e-4, atol=1e-4)
+
+
+def _dense_pack(m: int, k: int, n: int) -> tuple:
+    from pytvmbridge import topi
+    from pytvmbridge.topi.nn.dense import DENSE_PACK_BLOCK as width
+
+    x = te.placeholder((m, k), name="x")
+    wp = te.placeholder((n // width, k, width), name="wp")
+    bias = te.placeholder((n,), name="bias")
+    return [x, wp, bias], topi.nn.dense_pack(x, wp, bias), width
+
+
+@pytest.mark.parametrize(
+    "m, k, n, default",
+    [
+        (128, 3072, 768, 1),  # BERT's FFN2 at batch 1: 768 KB panels read by 22 row tiles
+        (1024, 768, 768, 0),  # batch 8: each panel serves 171 row tiles from cache
+        (128, 64, 128, 0),  # a weight that stays in cache
+    ],
+)
+def test_dense_panel_prefetch_default_and_values(m, k, n, default):
+    args, out, width = _dense_pack(m, k, n)
+    stage = "T_dense_pack"
+    space = tvm.auto_schedule_space(out)
+    # (A product too small to share its panels among threads has no panel loop to prefetch on.)
+    assert space["default"][stage].get("prefetch", 0) == default
+    x = rng.standard_normal((m, k)).astype("float32")
+    w = rng.standard_normal((n, k)).astype("float32")
+    b = rng.standard_normal(n).astype("float32")
+    wp = np.ascontiguousarray(w.reshape(n // width, width, k).transpose(0, 2, 1))
+    offered = "prefetch" in space["knobs"][stage]
+    for knob in space["knobs"][stage].get("prefetch", [0]):
+        s = tvm.auto_schedule(out, config={stage: {"prefetch": knob}} if offered else None)
+        text = str(tvm.lower(s, [*args, out]))
+        # The request is on the parallel panel loop.
+        assert bool(
+            re.search(r"parallel \(\S+, 0, \d+\) {\n *prefetch\(wp\[0i64\], 1\)", text)
+        ) == (knob == 1)
+        f = tvm.build(s, [*args, out])
+        y = np.zeros((m, n), "float32")
+        f(x, wp, b, y)
+        np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-4, atol=1e-4 * k**0.5)

@@ -253,12 +253,17 @@ def _arg_combiners(dtype: str, is_max: bool) -> tuple[Any, Any]:
         return te.select(take, c, i), te.select(take, w, v), c + te.const(1, "int32")
 
     def full(x: Any, y: Any) -> tuple[Any, Any]:
+        # Written as when the running pair stays (it beats the new one), not when the new one
+        # wins: against the identity (INT_MAX, -inf) every clause is then a comparison with a
+        # constant that is false (nothing is below -inf or beyond INT_MAX), so LLVM drops the
+        # combines of each tree level with its identity. The same rule: with distinct indices,
+        # exactly one of the two pairs beats the other.
         (i, v), (j, w) = x, y
-        first = j < i
-        take = beyond(w, v) | ((w == v) & first)
+        first = i < j
+        keep = beyond(v, w) | ((v == w) & first)
         if is_float:
-            take = take | (te.isnan(w) & ((te.isnan(v) == no) | first))
-        return te.select(take, j, i), te.select(take, w, v)
+            keep = keep | (te.isnan(v) & ((te.isnan(w) == no) | first))
+        return te.select(keep, i, j), te.select(keep, v, w)
 
     def identity(ti: str, tv: str) -> tuple[Any, Any]:
         if is_float:

@@ -60,6 +60,16 @@ c = near_minimax(basis, (np.exp(r) - 1 - r) / r**2, r**2 / np.exp(r))
 approx = 1 + r + r**2 * (basis @ as_float32(c))
 show("exp Q", c, np.max(np.abs(approx / np.exp(r) - 1)) / 2**-24)
 
+# The table form (AVX-512): exp(r) = 1 + r + r^2 (c2 + c3 r) for |r| <= ln2/32 (a little
+# beyond: k is x log2(e) rounded, log2(e) itself rounded), and the table of 2^(j/16).
+r = chebyshev_nodes(-math.log(2) / 32 * 1.001, math.log(2) / 32 * 1.001)
+basis = powers(r, 1)
+c = near_minimax(basis, (np.exp(r) - 1 - r) / r**2, r**2 / np.exp(r))
+approx = 1 + r + r**2 * (basis @ as_float32(c))
+show("exp table Q", c, np.max(np.abs(approx / np.exp(r) - 1)) / 2**-24)
+table = np.exp2(np.arange(16) / 16)
+show("exp table", table, np.max(np.abs(as_float32(table) / table - 1)) / 2**-24)
+
 # tanh(x) = x P(x^2) / Q(x^2) for |x| <= 9.1 (past it tanh rounds to 1), P(0) = Q(0) = 1,
 # relative error. Linearized: P - f Q = f at the nodes, weighted by 1 / (f Q) with the previous
 # Q (Sanathanan-Koerner), and reweighted by the error as above.

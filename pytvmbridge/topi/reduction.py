@@ -223,34 +223,47 @@ def _lane_width(data: Tensor, axes: list[int]) -> int:
 
 
 def _arg_combiners(dtype: str, is_max: bool) -> tuple[Any, Any]:
-    """The two combiners of the one-pass form over (index, value) pairs: ``ordered`` for a
-    lane's steps, which come in increasing index (the later element wins only when it is
-    beyond the running value and that is not NaN: one compare per vector, the first NaN and
-    the first of equals kept), and ``full``, NumPy's rule for the lanes in any order (a NaN
-    beats everything, then the extreme value, then the smaller index)."""
+    """The two combiners of the one-pass form: ``ordered`` for a lane's steps over (step,
+    value, count) triples, the steps in increasing order (the later element wins only when it
+    is beyond the running value and that is not NaN: two compares per vector, the first NaN and
+    the first of equals kept), and ``full``, NumPy's rule over (index, value) pairs for the
+    lanes in any order (a NaN beats everything, then the extreme value, then the smaller
+    index).
+
+    ``ordered`` takes its step from its own running count (one per combine: the step itself,
+    since every schedule of the steps applies them once each, in order), not from the
+    element's step: that one is the loop counter, which LLVM broadcasts into each vector's
+    masked update (a vpbroadcastd from a general register, on port 5 with both compares); the
+    count is a vector register, one vpsubd per vector and a masked move on either port.
+    Argmax over (1, 128, 768), one thread: 7.2-7.5 -> 6.6 us."""
     is_float = dtype.startswith("float")
     no = te.const(False, "bool")
 
     def beyond(w: Any, v: Any) -> Any:
         return w > v if is_max else w < v
 
-    def ordered(x: Any, y: Any) -> tuple[Any, Any]:
-        (i, v), (j, w) = x, y
+    def ordered(x: Any, y: Any) -> tuple[Any, Any, Any]:
+        (i, v, c), (_, w, _) = x, y
         if is_float:
             # Not (v at or beyond w), unordered included: w beyond v, or w NaN; v not NaN.
             at_or_beyond = v >= w if is_max else v <= w
             take = (at_or_beyond == no) & (te.isnan(v) == no)
         else:
             take = beyond(w, v)
-        return te.select(take, j, i), te.select(take, w, v)
+        return te.select(take, c, i), te.select(take, w, v), c + te.const(1, "int32")
 
     def full(x: Any, y: Any) -> tuple[Any, Any]:
+        # Written as when the running pair stays (it beats the new one), not when the new one
+        # wins: against the identity (INT_MAX, -inf) every clause is then a comparison with a
+        # constant that is false (nothing is below -inf or beyond INT_MAX), so LLVM drops the
+        # combines of each tree level with its identity. The same rule: with distinct indices,
+        # exactly one of the two pairs beats the other.
         (i, v), (j, w) = x, y
-        first = j < i
-        take = beyond(w, v) | ((w == v) & first)
+        first = i < j
+        keep = beyond(v, w) | ((v == w) & first)
         if is_float:
-            take = take | (te.isnan(w) & ((te.isnan(v) == no) | first))
-        return te.select(take, j, i), te.select(take, w, v)
+            keep = keep | (te.isnan(v) & ((te.isnan(w) == no) | first))
+        return te.select(keep, i, j), te.select(keep, v, w)
 
     def identity(ti: str, tv: str) -> tuple[Any, Any]:
         if is_float:
@@ -259,9 +272,12 @@ def _arg_combiners(dtype: str, is_max: bool) -> tuple[Any, Any]:
             worst = te.min_value(tv) if is_max else te.max_value(tv)
         return te.max_value(ti), worst
 
+    def steps_identity(ti: str, tv: str, tc: str) -> tuple[Any, Any, Any]:
+        return (*identity(ti, tv), te.const(0, tc))
+
     name = "argmax" if is_max else "argmin"
     return (
-        te.comm_reducer(ordered, identity, f"{name}_steps"),
+        te.comm_reducer(ordered, steps_identity, f"{name}_steps"),
         te.comm_reducer(full, identity, name),
     )
 
@@ -277,15 +293,16 @@ def _arg_reduce_lanes(
     n = get_const_int(data.shape[-1])
     rows = list(data.shape[:-1])
     ko = te.reduce_axis((0, n // lanes), name="ko")
-    step_index, step_value = te.compute(
+    step_index, step_value, _ = te.compute(
         [*rows, lanes],
-        lambda *i: ordered((ko.var, data[(*i[:-1], ko * lanes + i[-1])]), axis=ko),
+        lambda *i: ordered((ko.var, data[(*i[:-1], ko * lanes + i[-1])], ko.var), axis=ko),
         name=f"{data.name}_{name}_steps",
     )
     kl = te.reduce_axis((0, lanes), name="kl")
-    # The steps keep the step (one broadcast per step for all the lanes' vectors), the lanes
-    # make it an index. A lane whose every element is the identity (-inf rows for argmax) kept
-    # the identity's step: its first element, the lane's own index, is the answer there.
+    # The steps keep the step (a vector count, no index arithmetic per vector), the lanes
+    # make it an index; their third value, the count itself, is read by nothing. A lane whose
+    # every element is the identity (-inf rows for argmax) kept the identity's step: its first
+    # element, the lane's own index, is the answer there.
     none = te.max_value("int32")
 
     def lane_index(i: Any) -> Any:

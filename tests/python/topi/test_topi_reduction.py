@@ -247,6 +247,10 @@ def test_argmax_one_pass_schedule():
     text = str(tvm.lower(tvm.auto_schedule(out), [A, out]))
     assert text.count("parallel") == 1
     assert "A_argmax_steps.v1[ramp(" in text and "max(" not in text
+    # The step comes from the steps' own running count (a vector), not from the loop counter
+    # broadcast into each masked update.
+    assert "A_argmax_steps.v2[ramp(0i64, 1i64, 16)], A_argmax_steps.v0[ramp(" in text
+    assert "x16(ko)" not in text
 
 
 def test_argmax_outside_the_one_pass_form():

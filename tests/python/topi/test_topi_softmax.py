@@ -93,6 +93,10 @@ def test_softmax_max_decision_in_lower():
     # acc > x ? acc : x (one vmaxps), not the NaN-propagating max(acc, x).
     assert "select((T_softmax_maxelem.rf[" in text and "max(T_softmax_maxelem" not in text
     assert text.count("parallel") == 1
+    # Its identity is -inf, never beyond any x (LLVM drops each combine with it), not the
+    # built-in max's lowest finite value.
+    assert "T_softmax_maxelem.rf[ramp(0i64, 1i64, 16)] = x16(-inf)" in text
+    assert "T_softmax_maxelem.rf[ramp(0i64, 1i64, 16)] = x16(-3.4" not in text
     off = tvm.auto_schedule(Y, config={"T_softmax_maxelem": {"plain_max": 0}})
     assert "max(T_softmax_maxelem" in str(tvm.lower(off, [X, Y]))
     # A plain max keeps NaN propagation: it has no attribute.

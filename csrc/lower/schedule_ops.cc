@@ -307,8 +307,11 @@ class NestBuilder {
   // resolves once the loop nest is flat and its strides known.
   static Stmt with_prefetches(const StageNode& stage, const IterVar& leaf, Stmt body) {
     std::vector<Stmt> stmts;
+    auto sch = stage.schedule.lock();
     for (const StageNode::Prefetch& p : stage.prefetches) {
       if (p.axis != leaf) continue;
+      // A tensor moved inside some loop after the request (compute_at) has no buffer here.
+      if (sch && sch->stage(p.tensor.op())->attach_type == AttachType::kScope) continue;
       std::vector<Expr> origin(p.tensor.ndim(), make_zero(DataType::Int(32)));
       Expr read = TensorRead::make(p.tensor.op(), p.tensor.value_index(), std::move(origin));
       Expr offset = make_const(DataType::Int(32), p.offset);

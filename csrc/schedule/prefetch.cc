@@ -28,6 +28,11 @@ void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int
   auto sch = stage->schedule.lock();
   PTB_ICHECK(sch, "stage without a schedule");
   Stage producer = sch->stage(tensor.op());
+  if (producer->attach_type != AttachType::kRoot && producer->attach_type != AttachType::kInline) {
+    value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
+                "' is computed inside another stage's loops; only an input or a tensor computed "
+                "at root has a region to fetch ahead");
+  }
   std::vector<Stage> readers = sch->consumers(producer);
   bool read =
       std::any_of(readers.begin(), readers.end(), [&](const Stage& r) { return inside(r, stage); });

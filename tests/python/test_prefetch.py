@@ -166,3 +166,30 @@ def test_dense_panel_prefetch_default_and_values(m, k, n, default):
         y = np.zeros((m, n), "float32")
         f(x, wp, b, y)
         np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-4, atol=1e-4 * k**0.5)
+
+
+def test_a_tensor_computed_inside_a_loop_is_refused_or_skipped():
+    m, n, k = 8, 16, 16
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    B2 = te.compute((k, n), lambda r, j: B[r, j] * 2.0, name="B2")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B2[r, j], axis=r), name="C")
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    # Refused when B2 is already computed inside C's loops...
+    s = te.create_schedule(C.op)
+    i = C.op.axis[0]
+    s[B2].compute_at(s[C], i)
+    with pytest.raises(ValueError, match="computed inside another stage's loops"):
+        s[C].prefetch(B2, i)
+    # ...and skipped (values unchanged) when it is moved there after the request.
+    s = te.create_schedule(C.op)
+    i = C.op.axis[0]
+    s[C].prefetch(B2, i)
+    s[B2].compute_at(s[C], i)
+    assert "prefetch(" not in str(tvm.lower(s, [A, B, C]))
+    f = tvm.build(s, [A, B, C])
+    c = np.zeros((m, n), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ (2 * b), rtol=1e-4, atol=1e-4)

@@ -37,7 +37,7 @@ constexpr int64_t kCachedBytes = int64_t{1} << 20;
 // Panels read by at most this many rows are prefetched by default ("prefetch", below), when
 // each iteration's slice of the streamed operand is at least this long.
 constexpr int64_t kPrefetchRows = 256;
-constexpr int64_t kPrefetchSliceBytes = int64_t{16} << 10;
+constexpr int64_t kPrefetchSliceBytes = int64_t{4} << 10;
 // Accumulator registers a tile aims for: 8 x 2 and 6 x 2 AVX-512 vectors measured best for
 // SGEMM (4 x 1 is latency-bound, 14 x 2 spills).
 constexpr int64_t kTargetAccumulators = 16;
@@ -120,9 +120,11 @@ std::optional<int64_t> bytes_of(const TensorRead* read) {
 
 // Whether prefetching the streamed operand ahead pays by default: it is larger than a core's
 // cache share (so it comes from memory on every call) and each of its `slices` (the part one
-// iteration of the prefetching loop reads) is long enough that waiting for it shows. Small
-// slices (MobileNetV2's 1x1 plane blocks: 4 KB each) cost a load slot per inner iteration for
-// nothing: one thread, CPU time, MobileNetV2 b1 measured 1.04x with them prefetched.
+// iteration of the prefetching loop reads) is at least a few KB. One thread, CPU time, paired
+// against the same build without prefetches (PYTVMBRIDGE_NO_PREFETCH), loaded machine, batch 1:
+// with slices from 4 KB (the 1x1 plane blocks of ResNet-50's and MobileNetV2's last stages
+// included) ResNet-50 0.936, MobileNetV2 0.974. (Before the lowering spread few lines over an
+// outer loop, one prefetch per inner iteration made MobileNetV2 1.04x.)
 bool prefetch_pays(const TiledPlan& plan, std::optional<int64_t> slices) {
   auto bytes = bytes_of(plan.streamed);
   return bytes && slices && *slices > 0 && *bytes > kCachedBytes &&

@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kLineBytes = 64;
 // More than this many lines per iteration is a burst again: such a request is not resolved.
-constexpr int64_t kMaxLinesPerIteration = 16;
+constexpr int64_t kMaxLinesPerIteration = 32;
 // A region this large is not a stream worth fetching ahead (it would evict what it runs with).
 constexpr int64_t kMaxLines = int64_t{1} << 16;
 
@@ -87,7 +87,7 @@ Interval read_interval(const Load* read, const VarIntervals& loops) {
 }
 
 // The loops a stream's lines are spread over, from the body down through nested serial loops
-// of constant extent (of loops side by side, the longest, where the time goes): the deepest
+// of constant extent (of loops side by side, the one with the most work): the deepest
 // prefix whose iterations do not outnumber the lines (each iteration fetches distinct lines, at
 // most kMaxLinesPerIteration of them); when even that is a burst, the shortest prefix with at
 // least as many iterations as lines (one prefetch per iteration, neighbours repeating a line).
@@ -95,6 +95,26 @@ struct Spread {
   std::vector<const For*> chain;
   int64_t iterations = 1;
 };
+
+// Iterations of the innermost statements under `s` (loops of unknown extent count once): where
+// the time goes, roughly.
+int64_t work(const Stmt& s) {
+  if (const auto* f = s.as<For>()) {
+    auto extent = as_const_int(f->extent);
+    return std::max<int64_t>(1, extent ? *extent : 1) * work(f->body);
+  }
+  if (const auto* b = s.as<Block>()) {
+    int64_t sum = 0;
+    for (const Stmt& x : b->stmts) sum += work(x);
+    return sum;
+  }
+  if (const auto* a = s.as<Allocate>()) return work(a->body);
+  if (const auto* l = s.as<LetStmt>()) return work(l->body);
+  if (const auto* c = s.as<IfThenElse>()) {
+    return std::max(work(c->then_case), c->else_case.defined() ? work(c->else_case) : 0);
+  }
+  return 1;
+}
 
 Spread spread_loops(const Stmt& body, int64_t lines) {
   std::vector<const For*> nest;
@@ -105,17 +125,16 @@ Spread spread_loops(const Stmt& body, int64_t lines) {
     } else if (const auto* l = cur.as<LetStmt>()) {
       cur = l->body;
     } else if (const auto* b = cur.as<Block>()) {
-      Stmt longest;
+      Stmt busiest;
       int64_t most = 0;
       for (const Stmt& s : b->stmts) {
-        const auto* f = s.as<For>();
-        auto extent = f ? as_const_int(f->extent) : std::nullopt;
-        if (extent && *extent > most) {
-          most = *extent;
-          longest = s;
+        int64_t w = s.as<For>() ? work(s) : 0;
+        if (w > most) {
+          most = w;
+          busiest = s;
         }
       }
-      cur = longest;
+      cur = busiest;
     } else if (const auto* f = cur.as<For>()) {
       auto extent = as_const_int(f->extent);
       if (f->for_kind != ForKind::kSerial || !extent || *extent < 1) break;
@@ -157,31 +176,82 @@ class PrependToLoop : public IRMutator {
   std::vector<Stmt> stmts_;
 };
 
+// The elements of a buffer one iteration reads: `rows` stretches of `width` elements, `stride`
+// apart, the first at `start` (one stretch: rows 1). Lines are counted per stretch, one more
+// than its elements fill (a stretch need not start at a line's beginning).
+struct Region {
+  LinearForm start;
+  int64_t rows = 1, stride = 0, width = 0;
+  int64_t lines_per_row(int64_t bytes) const {
+    return (width * bytes + kLineBytes - 1) / kLineBytes + 1;
+  }
+};
+
+// The interval of every read of the buffer with the loops in `loops` varying; unbounded when a
+// read goes through a let or a gather.
+Interval reads_interval(const ReadCollector& reads, const VarIntervals& loops, DataType t) {
+  Interval region;
+  for (const Load* r : reads.reads) {
+    if (uses_any(r->index, reads.lets)) return Interval::unbounded();
+    Interval one = read_interval(r, loops);
+    region = region.bounded ? interval_union(region, one, t) : one;
+    if (!region.bounded) return region;
+  }
+  return region;
+}
+
+// The region one iteration reads: one constant stretch, or, when that stretch is mostly
+// skipped (the 64-column panel of a [K, N] matrix that a pack reads row by row, 4 KB apart),
+// the rows of the inner loop with the largest stride, each a constant stretch.
+std::optional<Region> read_region(const ReadCollector& reads, DataType t, int64_t bytes) {
+  Interval whole = reads_interval(reads, reads.loops, t);
+  if (!whole.bounded || !(whole.hi - whole.lo).is_constant()) return std::nullopt;
+  Region one{whole.lo, 1, 0, (whole.hi - whole.lo).constant() + 1};
+  // The row loop: the inner loop variable with the largest constant coefficient in the reads.
+  const ExprNode* row = nullptr;
+  int64_t stride = 0;
+  for (const Load* r : reads.reads) {
+    const auto* ramp = r->index.as<Ramp>();
+    for (const auto& [term, coeff] : LinearForm::of(ramp ? ramp->base : r->index).terms()) {
+      if (reads.loops.count(term.get()) && coeff > stride) {
+        row = term.get();
+        stride = coeff;
+      }
+    }
+  }
+  if (!row) return one;
+  const Interval& rows = reads.loops.at(row);
+  LinearForm span = rows.hi - rows.lo;
+  if (!span.is_constant()) return one;
+  VarIntervals others = reads.loops;
+  others.erase(row);
+  Interval stretch = reads_interval(reads, others, t);
+  if (!stretch.bounded || !(stretch.hi - stretch.lo).is_constant()) return one;
+  Region split{whole.lo, span.constant() + 1, stride, (stretch.hi - stretch.lo).constant() + 1};
+  bool disjoint = split.width <= split.stride;
+  bool sparser = split.rows * split.lines_per_row(bytes) * 2 < one.lines_per_row(bytes);
+  return disjoint && sparser ? split : one;
+}
+
 // The request of `loop` for `read`'s buffer, `offset` iterations ahead, resolved inside `body`
-// (the loop's body without its requests); nothing when the region is not one constant stretch.
+// (the loop's body without its requests); nothing when the region is not one constant stretch
+// or a set of them.
 std::optional<Stmt> resolve(const For* loop, const Load* request, int64_t offset,
                             const Stmt& body) {
   ReadCollector reads(request->buffer.get());
   reads.visit(body);
   if (reads.reads.empty()) return std::nullopt;
   DataType t = request->index.dtype();
-  Interval region;
-  for (const Load* r : reads.reads) {
-    if (uses_any(r->index, reads.lets)) return std::nullopt;
-    Interval one = read_interval(r, reads.loops);
-    region = region.bounded ? interval_union(region, one, t) : one;
-    if (!region.bounded) return std::nullopt;
-  }
-  LinearForm length = region.hi - region.lo;
-  if (!length.is_constant()) return std::nullopt;
   int64_t bytes = request->buffer->dtype.bytes();
   int64_t per_line = std::max<int64_t>(1, kLineBytes / bytes);
-  // One more line than the elements fill: the stretch need not start at a line's beginning.
-  int64_t lines = ((length.constant() + 1) * bytes + kLineBytes - 1) / kLineBytes + 1;
+  auto region = read_region(reads, t, bytes);
+  if (!region) return std::nullopt;
+  int64_t row_lines = region->lines_per_row(bytes);
+  int64_t lines = region->rows * row_lines;
   if (lines > kMaxLines) return std::nullopt;
 
   VarMap ahead{{loop->var.get(), idx_add(loop->var, make_const(loop->var.dtype(), offset))}};
-  Expr next = simplify(substitute(region.lo.to_expr(t), ahead));
+  Expr next = simplify(substitute(region->start.to_expr(t), ahead));
   Spread spread = spread_loops(body, lines);
   // The iteration's number among the spread loops' (row-major), from 0.
   Expr i = make_zero(t);
@@ -189,7 +259,14 @@ std::optional<Stmt> resolve(const For* loop, const Load* request, int64_t offset
     i = idx_add(idx_mul(i, cast(t, f->extent)), cast(t, idx_sub(f->var, f->min)));
   }
   auto prefetch_line = [&](const Expr& line) {
-    Expr index = simplify(idx_add(next, idx_mul(line, make_const(t, per_line))));
+    Expr offset_in_region = idx_mul(line, make_const(t, per_line));
+    if (region->rows > 1) {
+      Expr r = floordiv(line, make_const(t, row_lines));
+      Expr c = idx_sub(line, idx_mul(r, make_const(t, row_lines)));
+      offset_in_region =
+          idx_add(idx_mul(r, make_const(t, region->stride)), idx_mul(c, make_const(t, per_line)));
+    }
+    Expr index = simplify(idx_add(next, offset_in_region));
     return Evaluate::make(Call::make(Intrinsic::kPrefetch, {Load::make(request->buffer, index)}));
   };
   int64_t k = (lines + spread.iterations - 1) / spread.iterations;

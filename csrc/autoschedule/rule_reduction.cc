@@ -8,6 +8,8 @@
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
 #include "ir/op.h"
+#include "ir/substitute.h"
+#include "schedule/interval.h"
 #include "schedule/primitives.h"
 
 namespace ptb::autoschedule {
@@ -84,6 +86,146 @@ bool relax_max_nan(Context& ctx, const Stage& st) {
   Expr body = Reduce::make(ReduceKind::kCustom, red->source, red->axis, red->condition, plain, 0);
   st->op = make_compute(c->name, c->shape, c->axis, {body}, c->tag, c->attrs);
   ctx.sch->stage_of_op[st->op.get()] = st;
+  return true;
+}
+
+namespace {
+
+// A fresh stage's loops for a rewritten op (its axes, then its reduce axes).
+void reset_op(Context& ctx, const Stage& st, const Operation& op) {
+  st->op = op;
+  ctx.sch->stage_of_op[op.get()] = st;
+  const ComputeOpNode* c = as_compute(op);
+  st->root_iter_vars = c->axis;
+  st->root_iter_vars.insert(st->root_iter_vars.end(), c->reduce_axis.begin(),
+                            c->reduce_axis.end());
+  st->all_iter_vars = st->root_iter_vars;
+  st->leaf_iter_vars = st->root_iter_vars;
+}
+
+// The sum `s` of the values `a` (a read indexed by q's axes and reduce axes) reads: a single
+// sum over the same extents whose read, q's axes and reduce axes put for its own, is `a`.
+bool sums_the_same(const ComputeOpNode* q, const Expr& a, const ComputeOpNode* s) {
+  if (s == nullptr || s->body.size() != 1 || s->axis.size() != q->axis.size() ||
+      s->reduce_axis.size() != q->reduce_axis.size()) {
+    return false;
+  }
+  const auto* r = s->body[0].as<Reduce>();
+  if (r == nullptr || r->combiner != ReduceKind::kSum || r->dtype != a.dtype() ||
+      (r->condition.defined() && !is_const_int(r->condition, 1)) ||
+      r->source.as<TensorRead>() == nullptr) {
+    return false;
+  }
+  VarMap vmap;
+  for (size_t d = 0; d < s->axis.size(); ++d) {
+    if (!same_extent(s->shape[d], q->shape[d])) return false;
+    vmap[s->axis[d]->var.get()] = q->axis[d]->var;
+  }
+  for (size_t d = 0; d < s->reduce_axis.size(); ++d) {
+    const Range& sd = s->reduce_axis[d]->dom;
+    const Range& qd = q->reduce_axis[d]->dom;
+    if (!structurally_equal(sd.min, qd.min) || !structurally_equal(sd.extent, qd.extent)) {
+      return false;
+    }
+    vmap[s->reduce_axis[d]->var.get()] = q->reduce_axis[d]->var;
+  }
+  return structurally_equal(substitute(r->source, vmap), a);
+}
+
+}  // namespace
+
+bool one_pass_moments(Context& ctx, const Stage& q) {
+  const ComputeOpNode* qc = as_compute(q->op);
+  if (qc == nullptr || qc->body.size() != 1 || q->op != q->origin_op || q->is_output) return false;
+  auto attr = qc->attrs.find("moments");
+  if (attr == qc->attrs.end() || !std::holds_alternative<int64_t>(attr->second) ||
+      std::get<int64_t>(attr->second) != 1) {
+    return false;
+  }
+  const auto* qr = qc->body[0].as<Reduce>();
+  DataType t = qr != nullptr ? qr->dtype : DataType::Float(32);
+  if (qr == nullptr || qr->combiner != ReduceKind::kSum ||
+      (qr->condition.defined() && !is_const_int(qr->condition, 1)) || t.lanes() != 1 ||
+      (t != DataType::Float(32) && t != DataType::Float(64))) {
+    return false;
+  }
+  // The source: (a - m) * (a - m), a read that the reduce axes index, m free of them.
+  const auto* mul = qr->source.as<Mul>();
+  const auto* dev = mul != nullptr ? mul->a.as<Sub>() : nullptr;
+  if (dev == nullptr || !structurally_equal(mul->a, mul->b) || dev->a.as<TensorRead>() == nullptr) {
+    return false;
+  }
+  Expr a = dev->a, m = dev->b;
+  for (const IterVar& r : qc->reduce_axis) {
+    if (uses_var(m, r->var)) return false;
+  }
+  // The sum of the same values: one pass can give both.
+  Stage s;
+  for (const Stage& st : ctx.sch->stages) {
+    if (st == q || st->is_output || st->op != st->origin_op || !st->relations.empty()) continue;
+    if (sums_the_same(qc, a, as_compute(st->op))) {
+      s = st;
+      break;
+    }
+  }
+  if (!s || ctx.knob(q, "one_pass_moments", 1, {0, 1}) == 0) return false;
+  const ComputeOpNode* sc = as_compute(s->op);
+
+  // The moments about k, the first value summed (a - k and its square, in one tuple of sums):
+  // k is one of the values, so (k - mean)^2 is at most count * variance and the shift costs
+  // at most log2(count) bits of the variance, ~1 on typical data, where unshifted sums of
+  // squares lose everything for data with a large mean.
+  std::vector<IterVar> axes, raxes;
+  VarMap to_m, first;
+  for (const IterVar& iv : qc->axis) {
+    axes.push_back(make_iter_var(iv->dom, "ax" + std::to_string(axes.size()), IterKind::kDataPar,
+                                 iv->var.dtype()));
+    to_m[iv->var.get()] = axes.back()->var;
+  }
+  Expr count;
+  for (const IterVar& r : qc->reduce_axis) {
+    raxes.push_back(make_iter_var(r->dom, r->var.as<Var>()->name + "_m", IterKind::kReduce,
+                                  r->var.dtype()));
+    to_m[r->var.get()] = raxes.back()->var;
+    first[r->var.get()] = r->dom.min;
+    Expr extent = cast(t, r->dom.extent);
+    count = count.defined() ? Mul::make(count, extent) : extent;
+  }
+  Expr k = substitute(a, first);  // at q's axes
+  Expr d = Sub::make(substitute(a, to_m), substitute(k, to_m));
+  Expr x0 = Var::make(t, "x0"), x1 = Var::make(t, "x1");
+  Expr y0 = Var::make(t, "y0"), y1 = Var::make(t, "y1");
+  CommReducer sums = make_comm_reducer("moments", {x0, x1}, {y0, y1},
+                                       {Add::make(x0, y0), Add::make(x1, y1)},
+                                       {make_zero(t), make_zero(t)});
+  Operation moments = make_compute(
+      qc->name + ".moments", qc->shape, axes,
+      {Reduce::make(ReduceKind::kCustom, d, raxes, Expr(), sums, 0),
+       Reduce::make(ReduceKind::kCustom, Mul::make(d, d), raxes, Expr(), sums, 1)});
+  Stage mst = make_stage(moments);
+  ctx.sch->insert_stage(std::min(ctx.sch->position(s), ctx.sch->position(q)), mst);
+  ctx.name_new(mst, q, ".moments");
+
+  // The sum: count * k + the sum of a - k.
+  std::vector<Expr> s_at;
+  VarMap s_to_q;
+  for (size_t i = 0; i < sc->axis.size(); ++i) {
+    s_at.push_back(sc->axis[i]->var);
+    s_to_q[qc->axis[i]->var.get()] = sc->axis[i]->var;
+  }
+  Expr sum = Add::make(TensorRead::make(moments, 0, s_at), Mul::make(count, substitute(k, s_to_q)));
+  reset_op(ctx, s, make_compute(sc->name, sc->shape, sc->axis, {sum}, sc->tag, sc->attrs));
+  // The squared deviations from m: with e = m - k, the sum of (a - k - e)^2 is
+  // m1 - m0^2 / count + count * (e - m0 / count)^2 (the last term: how far m is from the exact
+  // mean, rounding); at least 0.
+  std::vector<Expr> q_at;
+  for (const IterVar& iv : qc->axis) q_at.push_back(iv->var);
+  Expr m0 = TensorRead::make(moments, 0, q_at), m1 = TensorRead::make(moments, 1, q_at);
+  Expr shift = Div::make(m0, count);
+  Expr off = Sub::make(Sub::make(m, k), shift);
+  Expr sq = Add::make(Sub::make(m1, Mul::make(m0, shift)), Mul::make(count, Mul::make(off, off)));
+  sq = Max::make(sq, make_zero(t));
+  reset_op(ctx, q, make_compute(qc->name, qc->shape, qc->axis, {sq}, qc->tag, qc->attrs));
   return true;
 }
 

@@ -178,7 +178,11 @@ def _moments(
         dev = data[index(i, r2)] - mean[i]
         return te.sum(dev * dev, axis=r2)
 
-    sq = te.compute(stat_shape, squared, name=f"{name}_sqsum", tag=tag.COMM_REDUCE)
+    # attrs "moments": the automatic scheduler may compute this and ``total`` in one pass over
+    # the data (rule_reduction.cc, one_pass_moments); the graph itself stays two-pass.
+    sq = te.compute(
+        stat_shape, squared, name=f"{name}_sqsum", tag=tag.COMM_REDUCE, attrs={"moments": 1}
+    )
     return mean, sq, stat_shape
 
 

@@ -97,8 +97,7 @@ void reset_op(Context& ctx, const Stage& st, const Operation& op) {
   ctx.sch->stage_of_op[op.get()] = st;
   const ComputeOpNode* c = as_compute(op);
   st->root_iter_vars = c->axis;
-  st->root_iter_vars.insert(st->root_iter_vars.end(), c->reduce_axis.begin(),
-                            c->reduce_axis.end());
+  st->root_iter_vars.insert(st->root_iter_vars.end(), c->reduce_axis.begin(), c->reduce_axis.end());
   st->all_iter_vars = st->root_iter_vars;
   st->leaf_iter_vars = st->root_iter_vars;
 }
@@ -171,10 +170,12 @@ bool one_pass_moments(Context& ctx, const Stage& q) {
   if (!s || ctx.knob(q, "one_pass_moments", 1, {0, 1}) == 0) return false;
   const ComputeOpNode* sc = as_compute(s->op);
 
-  // The moments about k, the first value summed (a - k and its square, in one tuple of sums):
-  // k is one of the values, so (k - mean)^2 is at most count * variance and the shift costs
-  // at most log2(count) bits of the variance, ~1 on typical data, where unshifted sums of
-  // squares lose everything for data with a large mean.
+  // The moments about a shift k (a - k and its square, in one tuple of sums): the variance is
+  // then m1 / count - (m0 / count)^2, which loses log2(1 + (k - mean)^2 / variance) bits. k is
+  // the mean of w of the values, so (k - mean)^2 is at most count / w times the variance: at
+  // most log2(count / w) bits lost (7 for group_norm's groups of 6272, 4 for BERT's 768-wide
+  // rows, with w = 64), ~0 on typical data; unshifted sums of squares lose everything for data
+  // with a large mean.
   std::vector<IterVar> axes, raxes;
   VarMap to_m, first;
   for (const IterVar& iv : qc->axis) {
@@ -184,26 +185,62 @@ bool one_pass_moments(Context& ctx, const Stage& q) {
   }
   Expr count;
   for (const IterVar& r : qc->reduce_axis) {
-    raxes.push_back(make_iter_var(r->dom, r->var.as<Var>()->name + "_m", IterKind::kReduce,
-                                  r->var.dtype()));
+    raxes.push_back(
+        make_iter_var(r->dom, r->var.as<Var>()->name + "_m", IterKind::kReduce, r->var.dtype()));
     to_m[r->var.get()] = raxes.back()->var;
     first[r->var.get()] = r->dom.min;
     Expr extent = cast(t, r->dom.extent);
     count = count.defined() ? Mul::make(count, extent) : extent;
   }
-  Expr k = substitute(a, first);  // at q's axes
+  std::vector<Expr> q_at;
+  for (const IterVar& iv : qc->axis) q_at.push_back(iv->var);
+  // The shift k (at q's axes): the mean of the first w values along the last reduce axis (up
+  // to 64, whole 16-float vectors from 16 on), the other reduce axes at their first value,
+  // stored by a stage of its own; the first value alone when that axis is symbolic.
+  const IterVar& last = qc->reduce_axis.back();
+  auto last_extent = const_extent(last);
+  int64_t w = 1;
+  if (last_extent && *last_extent >= 2) {
+    w = *last_extent < 16 ? *last_extent : std::min<int64_t>(64, *last_extent - *last_extent % 16);
+  }
+  Expr k;
+  Operation shift;
+  if (w == 1) {
+    k = substitute(a, first);
+  } else {
+    std::vector<IterVar> kaxes;
+    VarMap at = first;
+    for (const IterVar& iv : qc->axis) {
+      kaxes.push_back(make_iter_var(iv->dom, "ax" + std::to_string(kaxes.size()),
+                                    IterKind::kDataPar, iv->var.dtype()));
+      at[iv->var.get()] = kaxes.back()->var;
+    }
+    DataType it = last->var.dtype();
+    IterVar j = make_iter_var(Range::from_min_extent(make_zero(it), make_const(it, w)),
+                              last->var.as<Var>()->name + "_k", IterKind::kReduce, it);
+    at[last->var.get()] = idx_add(last->dom.min, j->var);
+    shift = make_compute(qc->name + ".shift", qc->shape, kaxes,
+                         {Reduce::make(ReduceKind::kSum, substitute(a, at), {j}, Expr())});
+    k = Mul::make(TensorRead::make(shift, 0, q_at), make_const(t, 1.0 / static_cast<double>(w)));
+  }
   Expr d = Sub::make(substitute(a, to_m), substitute(k, to_m));
   Expr x0 = Var::make(t, "x0"), x1 = Var::make(t, "x1");
   Expr y0 = Var::make(t, "y0"), y1 = Var::make(t, "y1");
-  CommReducer sums = make_comm_reducer("moments", {x0, x1}, {y0, y1},
-                                       {Add::make(x0, y0), Add::make(x1, y1)},
-                                       {make_zero(t), make_zero(t)});
-  Operation moments = make_compute(
-      qc->name + ".moments", qc->shape, axes,
-      {Reduce::make(ReduceKind::kCustom, d, raxes, Expr(), sums, 0),
-       Reduce::make(ReduceKind::kCustom, Mul::make(d, d), raxes, Expr(), sums, 1)});
+  CommReducer sums =
+      make_comm_reducer("moments", {x0, x1}, {y0, y1}, {Add::make(x0, y0), Add::make(x1, y1)},
+                        {make_zero(t), make_zero(t)});
+  Operation moments =
+      make_compute(qc->name + ".moments", qc->shape, axes,
+                   {Reduce::make(ReduceKind::kCustom, d, raxes, Expr(), sums, 0),
+                    Reduce::make(ReduceKind::kCustom, Mul::make(d, d), raxes, Expr(), sums, 1)});
+  size_t at = std::min(ctx.sch->position(s), ctx.sch->position(q));
+  if (shift) {
+    Stage kst = make_stage(shift);
+    ctx.sch->insert_stage(at++, kst);
+    ctx.name_new(kst, q, ".shift");
+  }
   Stage mst = make_stage(moments);
-  ctx.sch->insert_stage(std::min(ctx.sch->position(s), ctx.sch->position(q)), mst);
+  ctx.sch->insert_stage(at, mst);
   ctx.name_new(mst, q, ".moments");
 
   // The sum: count * k + the sum of a - k.
@@ -218,12 +255,11 @@ bool one_pass_moments(Context& ctx, const Stage& q) {
   // The squared deviations from m: with e = m - k, the sum of (a - k - e)^2 is
   // m1 - m0^2 / count + count * (e - m0 / count)^2 (the last term: how far m is from the exact
   // mean, rounding); at least 0.
-  std::vector<Expr> q_at;
-  for (const IterVar& iv : qc->axis) q_at.push_back(iv->var);
   Expr m0 = TensorRead::make(moments, 0, q_at), m1 = TensorRead::make(moments, 1, q_at);
-  Expr shift = Div::make(m0, count);
-  Expr off = Sub::make(Sub::make(m, k), shift);
-  Expr sq = Add::make(Sub::make(m1, Mul::make(m0, shift)), Mul::make(count, Mul::make(off, off)));
+  Expr mean_off = Div::make(m0, count);
+  Expr off = Sub::make(Sub::make(m, k), mean_off);
+  Expr sq =
+      Add::make(Sub::make(m1, Mul::make(m0, mean_off)), Mul::make(count, Mul::make(off, off)));
   sq = Max::make(sq, make_zero(t));
   reset_op(ctx, q, make_compute(qc->name, qc->shape, qc->axis, {sq}, qc->tag, qc->attrs));
   return true;

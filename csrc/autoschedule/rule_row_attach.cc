@@ -438,9 +438,6 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     for (const Stage& r : group) chained |= r != st && reads_through_inline(ctx.sch, r, st);
     for (const Stage& b : buffers) chained |= reads_through_inline(ctx.sch, b, st);
   }
-  // One-pass moments (rule_reduction.cc): each row's output waits for two lane trees and a
-  // square root, as softmax's exponentials wait for the maximum.
-  for (const Stage& st : group) chained |= is_tuple_of_sums(as_compute(st->op));
   int64_t block = 1;
   auto row_extent = const_extent(rows.back());
   if (chained && divisor == 1 && row_extent) {

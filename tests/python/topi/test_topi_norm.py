@@ -165,3 +165,129 @@ def test_norm_errors():
         topi.nn.batch_norm(X, p, p, p, p, training=True)
     with pytest.raises(TypeError, match="layer_norm needs a float tensor"):
         topi.nn.layer_norm(tvm.placeholder((2, 3), "int32"), None, None)
+
+
+def _group64(x, groups, eps=1e-5):
+    """Float64 group normalisation of ``x`` (channels on axis 1, no affine): the reference."""
+    return _norm64(x.reshape(x.shape[0], groups, -1), 2, eps).reshape(x.shape)
+
+
+def _moments_case(kind, shape, case):
+    """Data for the one-pass statistics: plain, a large common mean, one outlier at the first
+    element (the statistics' shift is the mean of the first values of each row or group), and
+    a first run of values far from the rest (half the row, at most 64: the shift's worst case)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape)
+    rows = x.reshape(shape[0], -1) if kind == "group" else x.reshape(-1, shape[-1])
+    if case == "offset":
+        x += 1000.0
+    elif case == "outlier":
+        rows[:, 0] = 1e4
+    elif case == "prefix":
+        rows[:, : min(64, rows.shape[1] // 2)] = 1e3
+    return x.astype(np.float32)
+
+
+_MOMENT_SHAPES = [
+    ("group", (1, 64, 56, 56), 32),
+    ("group", (2, 6, 5, 7), 3),
+    ("group", (3, 4, 1, 1), 2),
+    ("group", (2, 6, 9), 1),
+    ("layer", (1, 128, 768), 1),
+    ("layer", (3, 5, 33), 1),
+    ("layer", (4, 1), 1),
+    ("layer", (2, 3, 5, 6), 2),
+]
+
+
+@pytest.mark.parametrize(("kind", "shape", "k"), _MOMENT_SHAPES)
+@pytest.mark.parametrize("case", ["plain", "offset", "outlier", "prefix"])
+def test_one_pass_moments_accuracy(kind, shape, k, case):
+    """Under auto_schedule the sum and the sum of squared deviations are computed in one pass
+    (rule_reduction.cc's one_pass_moments: sums of x - s and (x - s)^2, s the mean of the first
+    values). Against a float64 NumPy reference: within the rounding of x * scale + shift (a few
+    ulps of x times the largest scale, as the two-pass form) plus 2e-6 of the largest output, or
+    3e-5 for a first run of values far from the rest (the shift's worst case: at most
+    log2(count / 64) bits of the variance lost, here 7 for group_norm's 6272-value groups)."""
+    x = _moments_case(kind, shape, case)
+    c = shape[1] if kind == "group" else int(np.prod(shape[-k:]))
+    pshape = (c,) if kind == "group" else shape[-k:]
+    rng = np.random.default_rng(5)
+    g = rng.uniform(0.5, 2.0, pshape).astype(np.float32)
+    b = rng.standard_normal(pshape).astype(np.float32)
+    X = tvm.placeholder(shape, name="X")
+    G, B = tvm.placeholder(pshape, name="G"), tvm.placeholder(pshape, name="B")
+    x64 = x.astype(np.float64)
+    if kind == "group":
+        Y = topi.nn.group_norm(X, G, B, k)
+        ch = (slice(None),) + (None,) * (len(shape) - 2)
+        ref = _group64(x, k) * g[ch] + b[ch]
+        rstd = 1 / np.sqrt(x64.reshape(shape[0], k, -1).var(axis=2) + 1e-5)
+    else:
+        axes = tuple(range(len(shape) - k, len(shape)))
+        Y = topi.nn.layer_norm(X, G, B, list(axes))
+        ref = _norm64(x, axes) * g + b
+        rstd = 1 / np.sqrt(x64.var(axis=axes) + 1e-5)
+    assert tvm.auto_schedule_space(Y)["default"][f"T_{kind}_norm_sqsum"]["one_pass_moments"] == 1
+    fold = 8e-7 * np.abs(x).max() * rstd.max() * g.max()
+    tol = fold + (3e-5 if case == "prefix" else 2e-6) * np.abs(ref).max()
+    run([X, G, B], Y, [x, g, b], ref, 0.0, tol, schedule="auto")
+
+
+def test_one_pass_moments_float64_large_mean():
+    """The same rewrite on float64 data with a mean of 1e6: float64 accuracy."""
+    x = (np.random.default_rng(2).standard_normal((6, 40)) + 1e6).astype("float64")
+    X = tvm.placeholder(x.shape, "float64", name="X")
+    Y = topi.nn.layer_norm(X, None, None, -1, 1e-3)
+    run([X], Y, [x], _norm64(x, -1, 1e-3), 0.0, 1e-9, schedule="auto")
+
+
+def test_one_pass_moments_in_lower_and_knob():
+    """The printout: one parallel region holding the shift (the mean of the first 64 values of
+    each row), the tuple of sums (`.moments.v0`, `.moments.v1`) and the output; no separate
+    sum pass (`T_layer_norm_sum.rf`). Knob one_pass_moments = 0 gives back the two passes, with
+    the same values (within rounding); a sum of squares without the attribute is left alone."""
+    X = tvm.placeholder((256, 256), name="X")
+    Y = topi.nn.layer_norm(X, None, None, -1)
+    text = str(tvm.lower(tvm.auto_schedule(Y), [X, Y]))
+    assert text.count("parallel (") == 1
+    assert "allocate T_layer_norm_sqsum.shift[" in text
+    assert "T_layer_norm_sqsum.moments.v0" in text and "T_layer_norm_sqsum.moments.v1" in text
+    assert "T_layer_norm_sum.rf" not in text
+    off = {"T_layer_norm_sqsum": {"one_pass_moments": 0}}
+    text0 = str(tvm.lower(tvm.auto_schedule(Y, config=off), [X, Y]))
+    assert "moments" not in text0 and "T_layer_norm_sum.rf" in text0
+    x = (np.random.default_rng(3).standard_normal((256, 256)) + 50).astype(np.float32)
+    outs = []
+    for config in (None, off):
+        f = tvm.build(tvm.auto_schedule(Y, config=config), [X, Y])
+        y = np.empty_like(x)
+        f(x, y)
+        outs.append(y)
+    ref = _norm64(x, -1)
+    for y in outs:
+        np.testing.assert_allclose(y, ref, rtol=0, atol=2e-6 * 50)
+    # The same computation written by hand, without attrs={"moments": 1}: two passes.
+    k1, k2 = tvm.reduce_axis((0, 256), name="k1"), tvm.reduce_axis((0, 256), name="k2")
+    s = tvm.compute((256,), lambda i: tvm.sum(X[i, k1], axis=k1), name="s")
+    q = tvm.compute((256,), lambda i: tvm.sum((X[i, k2] - s[i]) * (X[i, k2] - s[i]), axis=k2))
+    assert "one_pass_moments" not in tvm.auto_schedule_space(q)["knobs"].get(q.op.name, {})
+
+
+def test_one_pass_moments_symbolic_sizes():
+    """A symbolic normalised axis: the shift is the first value of the row (no shift stage);
+    a symbolic row count keeps the 64-value shift. Values against float64 NumPy."""
+    n, d = tvm.var("n"), tvm.var("d")
+    for shape, X in (
+        ((3, 70), tvm.placeholder((n, d), name="X")),
+        ((5, 48), tvm.placeholder((n, 48), name="X")),
+    ):
+        G, B = tvm.placeholder(X.shape[1:], name="G"), tvm.placeholder(X.shape[1:], name="B")
+        Y = topi.nn.layer_norm(X, G, B, -1)
+        text = str(tvm.lower(tvm.auto_schedule(Y), [X, G, B, Y]))
+        assert "T_layer_norm_sqsum.moments" in text
+        assert ("T_layer_norm_sqsum.shift" in text) == (shape[1] == 48)
+        x = (random(shape, "float32") + 30).astype(np.float32)
+        g, b = random(shape[1:], "float32", 1), random(shape[1:], "float32", 2)
+        ref = _norm64(x, -1) * g + b
+        run([X, G, B], Y, [x, g, b], ref, 0.0, 2e-6 * 30, schedule="auto")

@@ -1,7 +1,10 @@
 """Normalisations: ``batch_norm`` (inference), ``layer_norm``, ``group_norm``.
 
-Statistics are computed in two passes (the mean, then the mean of squared deviations), which
-stays accurate when the mean is large compared with the spread. The output is
+Statistics are defined in two passes (the mean, then the mean of squared deviations), which
+stays accurate when the mean is large compared with the spread; ``auto_schedule`` computes them
+in one pass over the data, as sums about a shift (rule_reduction.cc's one_pass_moments, keyed
+by the ``"moments"`` attribute of the squared deviations), while the graph autodiff sees stays
+two-pass. The output is
 ``x * scale + shift`` with ``scale = rstd * gamma`` and ``shift = beta - mean * scale`` per
 channel (one fused multiply-add per element, as PyTorch's CPU kernels compute it; layer_norm's
 per-element gamma makes it ``(x * rstd - mean * rstd) * gamma + beta``, two; the

@@ -291,3 +291,20 @@ def test_one_pass_moments_symbolic_sizes():
         g, b = random(shape[1:], "float32", 1), random(shape[1:], "float32", 2)
         ref = _norm64(x, -1) * g + b
         run([X, G, B], Y, [x, g, b], ref, 0.0, 2e-6 * 30, schedule="auto")
+
+
+@pytest.mark.parametrize("schedule", ["naive", "auto"])
+def test_layer_norm_constant_rows_give_beta(schedule):
+    """A constant row has no deviation from its mean: layer_norm's output is beta exactly, as
+    PyTorch's (the output is (x - mean) * rstd * gamma + beta; the folded x * rstd - mean *
+    rstd left 2e-2 for a row of 1000s, rstd being 316 there), under the default schedule and
+    under auto_schedule's one-pass statistics."""
+    x = np.empty((4, 768), np.float32)
+    x[0], x[1], x[2], x[3] = 1000.0, -3.5, 0.0, 2.0**-10
+    g, b = random((768,), "float32", 1), random((768,), "float32", 2)
+    X = tvm.placeholder(x.shape, name="X")
+    G, B = tvm.placeholder((768,), name="G"), tvm.placeholder((768,), name="B")
+    ref = F.layer_norm(torch.from_numpy(x), (768,), torch.from_numpy(g), torch.from_numpy(b))
+    np.testing.assert_array_equal(ref.numpy(), np.broadcast_to(b, x.shape))
+    Y = topi.nn.layer_norm(X, G, B, -1)
+    run([X, G, B], Y, [x, g, b], np.broadcast_to(b, x.shape).copy(), 0.0, 0.0, schedule)

@@ -366,6 +366,24 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
 
   // The reduced axis is the contiguous one (row sums, softmax over the last axis): lanes of it
   // become a data axis of a new stage accumulated in one vector register per output element.
+  // Short rows that whole vectors do not divide (56-wide images), read at [..., h, w] by the
+  // last two reduce axes, of a whole number of four-vector steps together: those two axes
+  // fused, so that the lanes are four whole vectors of contiguous data (compact images) rather
+  // than rows of three and a half, every other one across cache lines.
+  if (contiguous_reduce && reds.size() >= 2 && read != nullptr && read->indices.size() >= 2) {
+    const IterVar& h = reds[reds.size() - 2];
+    const IterVar& w = reds.back();
+    auto e1 = const_extent(h), e2 = const_extent(w);
+    const Expr& ih = read->indices[read->indices.size() - 2];
+    bool rows = e1 && e2 && *e2 % lanes != 0 && *e2 <= 4 * lanes &&
+                (*e1 * *e2) % (4 * lanes) == 0 && ih.get() == h->var.get() &&
+                last.get() == w->var.get() && st->relations.empty();
+    if (rows && ctx.knob(st, "fuse_rows", 1, {0, 1}) == 1) {
+      IterVar f = fuse(st, std::vector<IterVar>{h, w});
+      reds.pop_back();
+      reds.back() = f;
+    }
+  }
   auto inner_extent = const_extent(reds.back());
   // Short rows under other reduce axes (a global pool's 7-wide image rows, 7 of them per
   // channel) qualify when the whole reduction is long: each row is then one vector added to

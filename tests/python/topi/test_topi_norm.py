@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -308,3 +310,41 @@ def test_layer_norm_constant_rows_give_beta(schedule):
     np.testing.assert_array_equal(ref.numpy(), np.broadcast_to(b, x.shape))
     Y = topi.nn.layer_norm(X, G, B, -1)
     run([X, G, B], Y, [x, g, b], np.broadcast_to(b, x.shape).copy(), 0.0, 0.0, schedule)
+
+
+def _compact_asm(f):
+    """The assembly of a module's compact-argument function (strides known)."""
+    blocks = re.split(r"\n(?=[^.\s]\S*:\n)", f.get_source("asm"))  # function labels
+    return "\n".join(b for b in blocks if "_compact" in b.split(":", 1)[0])
+
+
+def test_group_norm_image_rows_fused():
+    """group_norm's 56-wide image rows: the output's (h, w) loops and the statistics' (h, w)
+    reduce axes are fused (knob fuse_rows), so that for compact arrays every vector is a
+    contiguous run of the image (no gather: the simplifier widens the fused loop's int32 index
+    vector to the int64 offset when the loop's range fits). Values against float64 NumPy for
+    compact and strided (sliced) inputs; knob 0 gives back the rows."""
+    shape = (1, 64, 56, 56)
+    X = tvm.placeholder(shape, name="X")
+    G, B = tvm.placeholder((64,), name="G"), tvm.placeholder((64,), name="B")
+    Y = topi.nn.group_norm(X, G, B, 32)
+    text = str(tvm.lower(tvm.auto_schedule(Y), [X, G, B, Y]))
+    assert "for (k2_v_m.k3_v_m.fused.outer, 0, 49)" in text
+    assert "for (i2.i3.fused.outer, 0, 98)" in text
+    off = {"T_group_norm": {"fuse_rows": 0}, "T_group_norm_sqsum.moments": {"fuse_rows": 0}}
+    text0 = str(tvm.lower(tvm.auto_schedule(Y, config=off), [X, G, B, Y]))
+    assert "fused.outer, 0, 49)" not in text0 and "i2.i3.fused" not in text0
+    rng = np.random.default_rng(9)
+    g = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    big = torch.from_numpy((rng.standard_normal((1, 64, 56, 64)) + 5).astype(np.float32))
+    ch = (slice(None), None, None)
+    for config in (None, off):
+        f = tvm.build(tvm.auto_schedule(Y, config=config), [X, G, B, Y])
+        if config is None:
+            assert "gather" not in _compact_asm(f)
+        for x in (big[..., :56].contiguous(), big[..., :56]):  # compact, then strided
+            y = torch.empty(shape)
+            f(x, torch.from_numpy(g), torch.from_numpy(b), y)
+            ref = _group64(x.numpy(), 32) * g[ch] + b[ch]
+            np.testing.assert_allclose(y.numpy(), ref, rtol=0, atol=2e-6 * 5 * 2)

@@ -348,3 +348,31 @@ def test_group_norm_image_rows_fused():
             f(x, torch.from_numpy(g), torch.from_numpy(b), y)
             ref = _group64(x.numpy(), 32) * g[ch] + b[ch]
             np.testing.assert_allclose(y.numpy(), ref, rtol=0, atol=2e-6 * 5 * 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "groups", "fused"),
+    [
+        ((2, 6, 8, 12), 3, (True, False)),
+        ((1, 4, 16, 20), 2, (True, True)),
+        ((3, 4, 7, 7), 2, (False, False)),
+    ],
+)
+def test_group_norm_rows_fused_small_images(shape, groups, fused):
+    """fuse_rows where only the output qualifies (8 x 12 = 96: three two-vector steps, not
+    whole four-vector ones), where both do (16 x 20 = 320) and where neither does (7 x 7):
+    the decisions and the values against float64 NumPy."""
+    c = shape[1]
+    X = tvm.placeholder(shape, name="X")
+    G, B = tvm.placeholder((c,), name="G"), tvm.placeholder((c,), name="B")
+    Y = topi.nn.group_norm(X, G, B, groups)
+    knobs = tvm.auto_schedule_space(Y)["default"]
+    assert knobs["T_group_norm"].get("fuse_rows", 0) == int(fused[0])
+    assert knobs["T_group_norm_sqsum.moments"].get("fuse_rows", 0) == int(fused[1])
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) + 3).astype(np.float32)
+    g = rng.uniform(0.5, 2.0, c).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    ch = (slice(None), None, None)
+    ref = _group64(x, groups) * g[ch] + b[ch]
+    run([X, G, B], Y, [x, g, b], ref, 0.0, 2e-6 * 3 * 2, schedule="auto")

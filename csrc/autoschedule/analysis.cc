@@ -10,12 +10,29 @@ const ComputeOpNode* as_compute(const Operation& op) {
   return static_cast<const ComputeOpNode*>(op.get());
 }
 
+bool is_tuple_of_sums(const ComputeOpNode* c) {
+  if (c == nullptr || c->body.size() < 2) return false;
+  const auto* first = c->body[0].as<Reduce>();
+  if (first == nullptr || first->combiner != ReduceKind::kCustom || !first->reducer) return false;
+  const CommReducerNode& r = *first->reducer;
+  for (size_t k = 0; k < r.result.size(); ++k) {
+    const auto* add = r.result[k].as<Add>();
+    if (add == nullptr) return false;
+    bool in_order = add->a.get() == r.lhs[k].get() && add->b.get() == r.rhs[k].get();
+    bool swapped = add->a.get() == r.rhs[k].get() && add->b.get() == r.lhs[k].get();
+    if (!in_order && !swapped) return false;
+    auto fzero = as_const_float(r.identity[k]);
+    if (!is_const_int(r.identity[k], 0) && !(fzero && *fzero == 0.0)) return false;
+  }
+  return true;
+}
+
 StageKind classify(const Stage& st) {
   if (st->op->kind == OpKind::kPlaceholder) return StageKind::kPlaceholder;
   const ComputeOpNode* c = as_compute(st->op);
   if (c == nullptr) return StageKind::kOther;
   if (!c->is_reduction()) return StageKind::kInjective;
-  if (c->body.size() != 1) return StageKind::kOther;
+  if (c->body.size() != 1) return is_tuple_of_sums(c) ? StageKind::kReduction : StageKind::kOther;
   const auto* red = c->body[0].as<Reduce>();
   if (red == nullptr) return StageKind::kOther;
   switch (red->combiner) {

@@ -21,6 +21,10 @@ enum class StageKind {
 
 StageKind classify(const Stage& st);
 
+// Whether `c` is a tuple reduction whose combiner adds each value to its accumulator, from 0
+// (the one-pass moments of the norms, rule_reduction.cc): reduced as plain sums are.
+bool is_tuple_of_sums(const ComputeOpNode* c);
+
 // The compute behind a stage (nullptr when it is not a compute).
 const ComputeOpNode* as_compute(const Operation& op);
 

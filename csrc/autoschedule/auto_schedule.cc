@@ -43,6 +43,7 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
   name_stages(ctx);
 
   for (const Stage& st : sch->stages) relax_max_nan(ctx, st);
+  for (const Stage& st : std::vector<Stage>(sch->stages)) one_pass_moments(ctx, st);
   // Which reductions become micro-kernels decides what must stay stored: their operands.
   std::vector<Stage> snapshot = sch->stages;
   std::map<const StageNode*, TiledPlan> plans;

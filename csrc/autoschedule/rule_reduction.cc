@@ -9,6 +9,8 @@
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
 #include "ir/op.h"
+#include "ir/substitute.h"
+#include "schedule/interval.h"
 #include "schedule/primitives.h"
 
 namespace ptb::autoschedule {
@@ -90,6 +92,182 @@ bool relax_max_nan(Context& ctx, const Stage& st) {
   Expr body = Reduce::make(ReduceKind::kCustom, red->source, red->axis, red->condition, plain, 0);
   st->op = make_compute(c->name, c->shape, c->axis, {body}, c->tag, c->attrs);
   ctx.sch->stage_of_op[st->op.get()] = st;
+  return true;
+}
+
+namespace {
+
+// A fresh stage's loops for a rewritten op (its axes, then its reduce axes).
+void reset_op(Context& ctx, const Stage& st, const Operation& op) {
+  st->op = op;
+  ctx.sch->stage_of_op[op.get()] = st;
+  const ComputeOpNode* c = as_compute(op);
+  st->root_iter_vars = c->axis;
+  st->root_iter_vars.insert(st->root_iter_vars.end(), c->reduce_axis.begin(), c->reduce_axis.end());
+  st->all_iter_vars = st->root_iter_vars;
+  st->leaf_iter_vars = st->root_iter_vars;
+}
+
+// The sum `s` of the values `a` (a read indexed by q's axes and reduce axes) reads: a single
+// sum over the same extents whose read, q's axes and reduce axes put for its own, is `a`.
+bool sums_the_same(const ComputeOpNode* q, const Expr& a, const ComputeOpNode* s) {
+  if (s == nullptr || s->body.size() != 1 || s->axis.size() != q->axis.size() ||
+      s->reduce_axis.size() != q->reduce_axis.size()) {
+    return false;
+  }
+  const auto* r = s->body[0].as<Reduce>();
+  if (r == nullptr || r->combiner != ReduceKind::kSum || r->dtype != a.dtype() ||
+      (r->condition.defined() && !is_const_int(r->condition, 1)) ||
+      r->source.as<TensorRead>() == nullptr) {
+    return false;
+  }
+  VarMap vmap;
+  for (size_t d = 0; d < s->axis.size(); ++d) {
+    if (!same_extent(s->shape[d], q->shape[d])) return false;
+    vmap[s->axis[d]->var.get()] = q->axis[d]->var;
+  }
+  for (size_t d = 0; d < s->reduce_axis.size(); ++d) {
+    const Range& sd = s->reduce_axis[d]->dom;
+    const Range& qd = q->reduce_axis[d]->dom;
+    if (!structurally_equal(sd.min, qd.min) || !structurally_equal(sd.extent, qd.extent)) {
+      return false;
+    }
+    vmap[s->reduce_axis[d]->var.get()] = q->reduce_axis[d]->var;
+  }
+  return structurally_equal(substitute(r->source, vmap), a);
+}
+
+}  // namespace
+
+bool one_pass_moments(Context& ctx, const Stage& q) {
+  const ComputeOpNode* qc = as_compute(q->op);
+  if (qc == nullptr || qc->body.size() != 1 || q->op != q->origin_op || q->is_output) return false;
+  auto attr = qc->attrs.find("moments");
+  if (attr == qc->attrs.end() || !std::holds_alternative<int64_t>(attr->second) ||
+      std::get<int64_t>(attr->second) != 1) {
+    return false;
+  }
+  const auto* qr = qc->body[0].as<Reduce>();
+  DataType t = qr != nullptr ? qr->dtype : DataType::Float(32);
+  if (qr == nullptr || qr->combiner != ReduceKind::kSum ||
+      (qr->condition.defined() && !is_const_int(qr->condition, 1)) || t.lanes() != 1 ||
+      (t != DataType::Float(32) && t != DataType::Float(64))) {
+    return false;
+  }
+  // The source: (a - m) * (a - m), a read that the reduce axes index, m free of them.
+  const auto* mul = qr->source.as<Mul>();
+  const auto* dev = mul != nullptr ? mul->a.as<Sub>() : nullptr;
+  if (dev == nullptr || !structurally_equal(mul->a, mul->b) || dev->a.as<TensorRead>() == nullptr) {
+    return false;
+  }
+  Expr a = dev->a, m = dev->b;
+  for (const IterVar& r : qc->reduce_axis) {
+    if (uses_var(m, r->var)) return false;
+  }
+  // The sum of the same values: one pass can give both.
+  Stage s;
+  for (const Stage& st : ctx.sch->stages) {
+    if (st == q || st->is_output || st->op != st->origin_op || !st->relations.empty()) continue;
+    if (sums_the_same(qc, a, as_compute(st->op))) {
+      s = st;
+      break;
+    }
+  }
+  if (!s || ctx.knob(q, "one_pass_moments", 1, {0, 1}) == 0) return false;
+  const ComputeOpNode* sc = as_compute(s->op);
+
+  // The moments about a shift k (a - k and its square, in one tuple of sums): the variance is
+  // then m1 / count - (m0 / count)^2, which loses log2(1 + (k - mean)^2 / variance) bits. k is
+  // the mean of w of the values, so (k - mean)^2 is at most count / w times the variance: at
+  // most log2(count / w) bits lost (7 for group_norm's groups of 6272, 4 for BERT's 768-wide
+  // rows, with w = 64), ~0 on typical data; unshifted sums of squares lose everything for data
+  // with a large mean.
+  std::vector<IterVar> axes, raxes;
+  VarMap to_m, first;
+  for (const IterVar& iv : qc->axis) {
+    axes.push_back(make_iter_var(iv->dom, "ax" + std::to_string(axes.size()), IterKind::kDataPar,
+                                 iv->var.dtype()));
+    to_m[iv->var.get()] = axes.back()->var;
+  }
+  Expr count;
+  for (const IterVar& r : qc->reduce_axis) {
+    raxes.push_back(
+        make_iter_var(r->dom, r->var.as<Var>()->name + "_m", IterKind::kReduce, r->var.dtype()));
+    to_m[r->var.get()] = raxes.back()->var;
+    first[r->var.get()] = r->dom.min;
+    Expr extent = cast(t, r->dom.extent);
+    count = count.defined() ? Mul::make(count, extent) : extent;
+  }
+  std::vector<Expr> q_at;
+  for (const IterVar& iv : qc->axis) q_at.push_back(iv->var);
+  // The shift k (at q's axes): the mean of the first w values along the last reduce axis (up
+  // to 64, whole 16-float vectors from 16 on), the other reduce axes at their first value,
+  // stored by a stage of its own; the first value alone when that axis is symbolic.
+  const IterVar& last = qc->reduce_axis.back();
+  auto last_extent = const_extent(last);
+  int64_t w = 1;
+  if (last_extent && *last_extent >= 2) {
+    w = *last_extent < 16 ? *last_extent : std::min<int64_t>(64, *last_extent - *last_extent % 16);
+  }
+  Expr k;
+  Operation shift;
+  if (w == 1) {
+    k = substitute(a, first);
+  } else {
+    std::vector<IterVar> kaxes;
+    VarMap at = first;
+    for (const IterVar& iv : qc->axis) {
+      kaxes.push_back(make_iter_var(iv->dom, "ax" + std::to_string(kaxes.size()),
+                                    IterKind::kDataPar, iv->var.dtype()));
+      at[iv->var.get()] = kaxes.back()->var;
+    }
+    DataType it = last->var.dtype();
+    IterVar j = make_iter_var(Range::from_min_extent(make_zero(it), make_const(it, w)),
+                              last->var.as<Var>()->name + "_k", IterKind::kReduce, it);
+    at[last->var.get()] = idx_add(last->dom.min, j->var);
+    shift = make_compute(qc->name + ".shift", qc->shape, kaxes,
+                         {Reduce::make(ReduceKind::kSum, substitute(a, at), {j}, Expr())});
+    k = Mul::make(TensorRead::make(shift, 0, q_at), make_const(t, 1.0 / static_cast<double>(w)));
+  }
+  Expr d = Sub::make(substitute(a, to_m), substitute(k, to_m));
+  Expr x0 = Var::make(t, "x0"), x1 = Var::make(t, "x1");
+  Expr y0 = Var::make(t, "y0"), y1 = Var::make(t, "y1");
+  CommReducer sums =
+      make_comm_reducer("moments", {x0, x1}, {y0, y1}, {Add::make(x0, y0), Add::make(x1, y1)},
+                        {make_zero(t), make_zero(t)});
+  Operation moments =
+      make_compute(qc->name + ".moments", qc->shape, axes,
+                   {Reduce::make(ReduceKind::kCustom, d, raxes, Expr(), sums, 0),
+                    Reduce::make(ReduceKind::kCustom, Mul::make(d, d), raxes, Expr(), sums, 1)});
+  size_t at = std::min(ctx.sch->position(s), ctx.sch->position(q));
+  if (shift) {
+    Stage kst = make_stage(shift);
+    ctx.sch->insert_stage(at++, kst);
+    ctx.name_new(kst, q, ".shift");
+  }
+  Stage mst = make_stage(moments);
+  ctx.sch->insert_stage(at, mst);
+  ctx.name_new(mst, q, ".moments");
+
+  // The sum: count * k + the sum of a - k.
+  std::vector<Expr> s_at;
+  VarMap s_to_q;
+  for (size_t i = 0; i < sc->axis.size(); ++i) {
+    s_at.push_back(sc->axis[i]->var);
+    s_to_q[qc->axis[i]->var.get()] = sc->axis[i]->var;
+  }
+  Expr sum = Add::make(TensorRead::make(moments, 0, s_at), Mul::make(count, substitute(k, s_to_q)));
+  reset_op(ctx, s, make_compute(sc->name, sc->shape, sc->axis, {sum}, sc->tag, sc->attrs));
+  // The squared deviations from m: with e = m - k, the sum of (a - k - e)^2 is
+  // m1 - m0^2 / count + count * (e - m0 / count)^2 (the last term: how far m is from the exact
+  // mean, rounding); at least 0.
+  Expr m0 = TensorRead::make(moments, 0, q_at), m1 = TensorRead::make(moments, 1, q_at);
+  Expr mean_off = Div::make(m0, count);
+  Expr off = Sub::make(Sub::make(m, k), mean_off);
+  Expr sq =
+      Add::make(Sub::make(m1, Mul::make(m0, mean_off)), Mul::make(count, Mul::make(off, off)));
+  sq = Max::make(sq, make_zero(t));
+  reset_op(ctx, q, make_compute(qc->name, qc->shape, qc->axis, {sq}, qc->tag, qc->attrs));
   return true;
 }
 
@@ -194,6 +372,24 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
 
   // The reduced axis is the contiguous one (row sums, softmax over the last axis): lanes of it
   // become a data axis of a new stage accumulated in one vector register per output element.
+  // Short rows that whole vectors do not divide (56-wide images), read at [..., h, w] by the
+  // last two reduce axes, of a whole number of four-vector steps together: those two axes
+  // fused, so that the lanes are four whole vectors of contiguous data (compact images) rather
+  // than rows of three and a half, every other one across cache lines.
+  if (contiguous_reduce && reds.size() >= 2 && read != nullptr && read->indices.size() >= 2) {
+    const IterVar& h = reds[reds.size() - 2];
+    const IterVar& w = reds.back();
+    auto e1 = const_extent(h), e2 = const_extent(w);
+    const Expr& ih = read->indices[read->indices.size() - 2];
+    bool rows = e1 && e2 && *e2 % lanes != 0 && *e2 <= 4 * lanes &&
+                (*e1 * *e2) % (4 * lanes) == 0 && ih.get() == h->var.get() &&
+                last.get() == w->var.get() && st->relations.empty();
+    if (rows && ctx.knob(st, "fuse_rows", 1, {0, 1}) == 1) {
+      IterVar f = fuse(st, std::vector<IterVar>{h, w});
+      reds.pop_back();
+      reds.back() = f;
+    }
+  }
   auto inner_extent = const_extent(reds.back());
   // Short rows under other reduce axes (a global pool's 7-wide image rows, 7 of them per
   // channel) qualify when the whole reduction is long: each row is then one vector added to

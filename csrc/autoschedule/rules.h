@@ -65,6 +65,14 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
 // instructions). Knob "plain_max". Runs before the other rules; returns whether it rewrote.
 bool relax_max_nan(Context& ctx, const Stage& st);
 
+// A sum of squared deviations whose compute has attrs {"moments": 1} (topi's layer_norm and
+// group_norm variance: sum((a - m)^2), m read once per output element) and the sum of the
+// same values a: both are rewritten, in the schedule only, to read one tuple of sums of
+// (a - k, (a - k)^2) over the same axes, k being the first value (stage "<q>.moments",
+// inserted before them; they become elementwise and are inlined): one pass over the data
+// instead of two. Knob "one_pass_moments". Runs before the other rules.
+bool one_pass_moments(Context& ctx, const Stage& q);
+
 // ---- rule_tuple_reduction.cc ----
 
 // A tuple reduction with a user-defined (te.comm_reducer) combiner (argmax's index and

@@ -507,6 +507,17 @@ class Simplifier : public IRMutator {
       // offset) stays a ramp: cast(ramp(0, 1, 16)) * stride + base must become ramp(base,
       // stride, 16) once the strides are constants, a contiguous load instead of a gather.
       auto base = as_const_int(r->base), stride = as_const_int(r->stride);
+      // A variable base whose range is known (a fused loop's vector of indices, (h, w) of a
+      // compact image flattened): widened lane by lane when every lane fits the narrow type.
+      if (!base && stride) {
+        Interval b = bounds(r->base);
+        auto span = checked_mul(*stride, r->lanes - 1);
+        Interval lanes = span ? hull(b, add(b, Interval::point(*span))) : Interval{};
+        if (fits_type(lanes, from)) {
+          return Ramp::make(mutate(Cast::make(to.element_of(), r->base)),
+                            IntImm::make(to.element_of(), *stride), r->lanes);
+        }
+      }
       if (base && stride) {
         const int64_t last = *base + *stride * (r->lanes - 1);
         const int64_t lo = std::min(*base, last), hi = std::max(*base, last);

@@ -1074,10 +1074,10 @@ def test_small_window_reduction_takes_its_elementwise_consumer_in_its_loop():
 
 def test_group_norm_statistics_are_computed_per_group_inside_the_output_loop():
     # group_norm reads its statistics at [n, c // group_size, 0, 0]: the output's channel axis
-    # is split by the group size and the sums (and the sum of squares, which reads the mean)
-    # are computed inside the parallel loop over (n, group); a short image row (41 wide here)
-    # is reduced as whole-row lanes. Same values as PyTorch and the naive schedule, and with
-    # attach_rows = 0.
+    # is split by the group size and the statistics (the shift, then the sum and the sum of
+    # squares in one pass, rule_reduction.cc's one_pass_moments) are computed inside the
+    # parallel loop over (n, group); a short image row (41 wide here) is reduced as whole-row
+    # lanes. Same values as PyTorch and the naive schedule, and with attach_rows = 0.
     torch = pytest.importorskip("torch")
     shape = (4, 12, 37, 41)
     x = tvm.placeholder(shape, name="x")
@@ -1088,8 +1088,8 @@ def test_group_norm_statistics_are_computed_per_group_inside_the_output_loop():
     text = str(tvm.lower(tvm.auto_schedule(y), [x, g, b, y]))
     assert text.count("parallel (") == 1
     body = text[text.index("parallel (") :]
-    assert "allocate T_group_norm_sum[float32 * 1 * 1 * 1 * 1]" in body
-    assert "allocate T_group_norm_sqsum[float32 * 1 * 1 * 1 * 1]" in body
+    assert "allocate T_group_norm_sqsum.shift[float32 * 1 * 1 * 1 * 1]" in body
+    assert "allocate T_group_norm_sqsum.moments.v1[float32 * 1 * 1 * 1 * 1]" in body
     a, gv, bv = rand(*shape), rand(12), rand(12)
     ref = torch.nn.functional.group_norm(
         torch.from_numpy(a), 3, torch.from_numpy(gv), torch.from_numpy(bv)

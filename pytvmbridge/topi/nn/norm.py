@@ -1,12 +1,17 @@
 """Normalisations: ``batch_norm`` (inference), ``layer_norm``, ``group_norm``.
 
-Statistics are computed in two passes (the mean, then the mean of squared deviations), which
-stays accurate when the mean is large compared with the spread. The output is
+Statistics are defined in two passes (the mean, then the mean of squared deviations), which
+stays accurate when the mean is large compared with the spread; ``auto_schedule`` computes them
+in one pass over the data, as sums about a shift (rule_reduction.cc's one_pass_moments, keyed
+by the ``"moments"`` attribute of the squared deviations), while the graph autodiff sees stays
+two-pass. The output is
 ``x * scale + shift`` with ``scale = rstd * gamma`` and ``shift = beta - mean * scale`` per
-channel (one fused multiply-add per element, as PyTorch's CPU kernels compute it; layer_norm's
-per-element gamma makes it ``(x * rstd - mean * rstd) * gamma + beta``, two; the
-subtract-multiply-multiply-add form took three vector operations and made group_norm's output
-pass compute-bound at batch 1). Each output stage is tagged
+channel for group_norm and batch_norm (one fused multiply-add per element, as PyTorch's CPU
+kernels compute it; the subtract-multiply-multiply-add form took three vector operations and
+made group_norm's output pass compute-bound at batch 1). layer_norm's gamma is per element:
+its output is ``(x - mean) * rstd * gamma + beta`` as PyTorch's (exact on constant rows, where
+the folded ``x * rstd - mean * rstd`` cancels: 2e-2 off for a row of 1000s; no slower, the
+output pass waits on its stores). Each output stage is tagged
 ``"injective"`` and reads the per-channel or per-group statistics, so an automatic schedule
 can fuse it into its consumer.
 
@@ -178,7 +183,11 @@ def _moments(
         dev = data[index(i, r2)] - mean[i]
         return te.sum(dev * dev, axis=r2)
 
-    sq = te.compute(stat_shape, squared, name=f"{name}_sqsum", tag=tag.COMM_REDUCE)
+    # attrs "moments": the automatic scheduler may compute this and ``total`` in one pass over
+    # the data (rule_reduction.cc, one_pass_moments); the graph itself stays two-pass.
+    sq = te.compute(
+        stat_shape, squared, name=f"{name}_sqsum", tag=tag.COMM_REDUCE, attrs={"moments": 1}
+    )
     return mean, sq, stat_shape
 
 
@@ -227,7 +236,7 @@ def layer_norm(
     def fcompute(*i: Any) -> te.Expr:
         stat = [0 if d in axes else i[d] for d in range(data.ndim)]
         rstd = te.rsqrt(sq[stat] / count_expr + eps)
-        out = data[i] * rstd + -mean[stat] * rstd
+        out = (data[i] - mean[stat]) * rstd
         p_index = [i[d] for d in axes]
         if gamma is not None:
             out = out * gamma[p_index]

@@ -212,9 +212,12 @@ std::optional<Region> read_region(const ReadCollector& reads, DataType t, int64_
   int64_t stride = 0;
   for (const Load* r : reads.reads) {
     const auto* ramp = r->index.as<Ramp>();
-    for (const auto& [term, coeff] : LinearForm::of(ramp ? ramp->base : r->index).terms()) {
-      if (reads.loops.count(term.get()) && coeff > stride) {
-        row = term.get();
+    LinearForm form = LinearForm::of(ramp ? ramp->base : r->index);
+    for (const auto& [term, coeff] : form.terms()) {
+      const Expr* var = &term;  // a loop variable, possibly widened to the index type
+      while (const auto* c = var->as<Cast>()) var = &c->value;
+      if (reads.loops.count(var->get()) && coeff > stride) {
+        row = var->get();
         stride = coeff;
       }
     }

@@ -1,0 +1,144 @@
+// The prefetch_streams lowering pass: which lines of the next iteration's region it fetches, and
+// in which loop. Expected addresses are worked out by hand from the loop nests below.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/op.h"
+#include "ir/simplify.h"
+#include "ir/stmt.h"
+#include "ir/substitute.h"
+#include "ir/visitor.h"
+#include "lower/prefetch_streams.h"
+
+namespace ptb {
+namespace {
+
+const DataType kI32 = DataType::Int(32);
+const DataType kI64 = DataType::Int(64);
+const DataType kF32 = DataType::Float(32);
+
+Expr i64(int64_t v) { return IntImm::make(kI64, v); }
+Stmt loop(const Expr& v, int64_t extent, Stmt body) {
+  return For::make(v, make_zero(kI32), IntImm::make(kI32, extent), ForKind::kSerial,
+                   std::move(body));
+}
+Stmt request(const Buffer& b, int64_t offset) {
+  return Evaluate::make(
+      Call::make(Intrinsic::kPrefetch, {Load::make(b, i64(0)), IntImm::make(kI32, offset)}));
+}
+
+// The resolved prefetches at the top of the body of the loop over `v` (none: nullopt), each as
+// its element index.
+std::optional<std::vector<Expr>> prefetches_in(const Stmt& s, const Expr& v) {
+  if (const auto* f = s.as<For>()) {
+    if (f->var.same_as(v)) {
+      std::vector<Expr> out;
+      const auto* b = f->body.as<Block>();
+      for (const Stmt& x : b ? b->stmts : std::vector<Stmt>{f->body}) {
+        const auto* ev = x.as<Evaluate>();
+        const auto* call = ev ? ev->value.as<Call>() : nullptr;
+        if (!call || call->op != Intrinsic::kPrefetch) break;
+        EXPECT_EQ(call->args.size(), 1u);
+        out.push_back(call->args[0].as<Load>()->index);
+      }
+      return out;
+    }
+    return prefetches_in(f->body, v);
+  }
+  if (const auto* b = s.as<Block>()) {
+    for (const Stmt& x : b->stmts) {
+      if (auto r = prefetches_in(x, v)) return r;
+    }
+  }
+  return std::nullopt;
+}
+
+int64_t at(const Expr& index, const VarMap& values) {
+  auto c = as_const_int(simplify(substitute(index, values)));
+  EXPECT_TRUE(c.has_value());
+  return c.value_or(-1);
+}
+
+bool has_request(const Stmt& s) {
+  bool found = false;
+  for_each_expr(s, [&](const Expr& e) {
+    const auto* c = e.as<Call>();
+    found = found || (c && c->op == Intrinsic::kPrefetch && c->args.size() == 2);
+  });
+  return found;
+}
+
+TEST(PrefetchStreams, OneStretchSpreadOverTheOuterInnerLoop) {
+  // for o < 8: request(W, 1); for i < 64: for j < 16: out[j] += W[o*1024 + i*16 + j].
+  // Iteration o + 1 reads W[(o+1)*1024 .. +1023]: 4096 bytes, 65 lines counted (one extra for
+  // a stretch that does not start at a line). i's 64 iterations do not outnumber them, i*j's
+  // 1024 do: two lines per iteration of i, lines 2i and 2i + 1 at 16 floats each.
+  Expr o = Var::make(kI32, "o"), i = Var::make(kI32, "i"), j = Var::make(kI32, "j");
+  Buffer w = make_buffer("W", kF32, {i64(8 * 1024)});
+  Buffer out = make_buffer("out", kF32, {i64(16)});
+  Expr idx = cast(kI64, Add::make(Add::make(Mul::make(o, IntImm::make(kI32, 1024)),
+                                            Mul::make(i, IntImm::make(kI32, 16))),
+                                  j));
+  Stmt body = Store::make(out, Add::make(Load::make(out, cast(kI64, j)), Load::make(w, idx)),
+                          cast(kI64, j));
+  Stmt nest = loop(o, 8, Block::make({request(w, 1), loop(i, 64, loop(j, 16, body))}));
+  Stmt s = prefetch_streams(nest);
+  EXPECT_FALSE(has_request(s));
+  auto p = prefetches_in(s, i);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_EQ(p->size(), 2u);
+  VarMap values{{o.get(), IntImm::make(kI32, 3)}, {i.get(), IntImm::make(kI32, 5)}};
+  EXPECT_EQ(at((*p)[0], values), 4 * 1024 + (2 * 5) * 16);
+  EXPECT_EQ(at((*p)[1], values), 4 * 1024 + (2 * 5 + 1) * 16);
+}
+
+TEST(PrefetchStreams, StridedRowsAreFetchedRowByRow) {
+  // for o < 4: request(B, 1); for r < 128: for j < 16: out[j] += B[r*1024 + o*64 + j]: a
+  // panel's 16 columns of 128 rows, 4 KB apart. One stretch would span 127 * 1024 + 16
+  // elements (7938 lines); as rows, 128 x 2 lines (64 bytes each, one extra). r's 128
+  // iterations do not outnumber the 256 lines: 2 per row, row r's lines at r*1024 and +16.
+  Expr o = Var::make(kI32, "o"), r = Var::make(kI32, "r"), j = Var::make(kI32, "j");
+  Buffer b = make_buffer("B", kF32, {i64(128 * 1024)});
+  Buffer out = make_buffer("out", kF32, {i64(16)});
+  Expr idx = cast(kI64, Add::make(Add::make(Mul::make(r, IntImm::make(kI32, 1024)),
+                                            Mul::make(o, IntImm::make(kI32, 64))),
+                                  j));
+  Stmt body = Store::make(out, Add::make(Load::make(out, cast(kI64, j)), Load::make(b, idx)),
+                          cast(kI64, j));
+  Stmt nest = loop(o, 4, Block::make({request(b, 1), loop(r, 128, loop(j, 16, body))}));
+  Stmt s = prefetch_streams(nest);
+  auto p = prefetches_in(s, r);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_EQ(p->size(), 2u);
+  std::set<int64_t> got;
+  for (int64_t row : {0, 7, 127}) {
+    VarMap values{{o.get(), IntImm::make(kI32, 2)}, {r.get(), IntImm::make(kI32, row)}};
+    EXPECT_EQ(at((*p)[0], values), 3 * 64 + row * 1024);
+    EXPECT_EQ(at((*p)[1], values), 3 * 64 + row * 1024 + 16);
+  }
+}
+
+TEST(PrefetchStreams, UnresolvableRequestsAreDropped) {
+  // The region depends on a value loaded at run time (a gather): nothing to prefetch, and the
+  // request goes away.
+  Expr o = Var::make(kI32, "o"), i = Var::make(kI32, "i");
+  Buffer w = make_buffer("W", kF32, {i64(1024)});
+  Buffer ids = make_buffer("ids", kI32, {i64(64)});
+  Buffer out = make_buffer("out", kF32, {i64(64)});
+  Expr gathered = cast(kI64, Load::make(ids, cast(kI64, i)));
+  Stmt body = Store::make(out, Load::make(w, gathered), cast(kI64, i));
+  Stmt nest = loop(o, 4, Block::make({request(w, 1), loop(i, 64, body)}));
+  Stmt s = prefetch_streams(nest);
+  EXPECT_FALSE(has_request(s));
+  auto p = prefetches_in(s, i);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->empty());
+}
+
+}  // namespace
+}  // namespace ptb

@@ -195,10 +195,10 @@ def test_a_tensor_computed_inside_a_loop_is_refused_or_skipped():
     np.testing.assert_allclose(c, a @ (2 * b), rtol=1e-4, atol=1e-4)
 
 
-def test_strided_rows_of_a_panel_are_prefetched_row_by_row():
-    # SGEMM's panel pack reads 64 columns of each of B's rows (1 KB apart here): the region of
-    # one panel is 256 rows of 256 bytes, not one stretch; the knob (off by default) prefetches
-    # the next panel's rows. Values against NumPy either way.
+def test_panel_pack_prefetches_rows_ahead_with_the_knob():
+    # SGEMM's panel pack reads 64 columns of each of B's rows (1 KB apart here); the knob (off by
+    # default) prefetches the row 16 iterations ahead of the one being packed. Values against
+    # NumPy either way.
     from pytvmbridge import topi
 
     n = 256
@@ -212,9 +212,13 @@ def test_strided_rows_of_a_panel_are_prefetched_row_by_row():
     b = rng.standard_normal((n, n)).astype("float32")
     for knob in (0, 1):
         s = tvm.auto_schedule(C, config={stage: {"prefetch": knob}})
+        assert (
+            re.search(
+                r"for \(ax0, 0, 256\) {\n *prefetch\(B\[0i64\], 16\)", str(tvm.lower(s, [A, B, C]))
+            )
+            is None
+        ) == (knob == 0)
         f = tvm.build(s, [A, B, C])
-        # (The pass takes the region as 256 rows of 256 bytes, 1 KB apart, rather than the one
-        # stretch from the first to the last element, which it would mostly skip.)
         assert (_llvm_prefetches(f) > 0) == bool(knob)
         c = np.zeros((n, n), "float32")
         f(a, b, c)

@@ -24,6 +24,7 @@
 #include "codegen/codegen_math.h"
 #include "codegen/libmvec.h"
 #include "codegen/minmax_avx512.h"
+#include "codegen/strided_groups.h"
 #include "codegen/target.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -911,6 +912,98 @@ class CodeGenLLVM {
     return from_memory(b_, v, t);
   }
 
+  // The taps of a strided window (x[2i], x[2i + 1], x[2i + 2] in one statement): the
+  // contiguous vectors of their common span read once, masked to the elements some tap takes,
+  // and each tap picked from the vectors its lanes lie in, instead of s loads per tap. A tap at
+  // an odd start then shares both loads of the even one, and LLVM can forward a stack buffer's
+  // stores to them (the starts of a row buffer's vectors). The taps' values go into
+  // fs_.values, where emit() finds them.
+  void share_strided_loads(const Expr& value) {
+    for (const StridedGroup& g : find_strided_groups(value, kMaxShuffledStride)) {
+      DataType t = g.taps[0].load->dtype;
+      int lanes = g.lanes;
+      int64_t lo = g.taps[0].offset, hi = lo;
+      for (const StridedTap& tap : g.taps) {
+        lo = std::min(lo, tap.offset);
+        hi = std::max(hi, tap.offset + g.stride * (lanes - 1));
+      }
+      // Narrow taps (a row's last 8 outputs) read whole 64-byte vectors with AVX-512: the
+      // stores of a stack buffer they forward from are that wide, and a narrower piece of one
+      // is extracted lane by lane.
+      DataType mem_t = t;
+      int bits = memory_type(ctx_, t.element_of())->getPrimitiveSizeInBits();
+      if (avx512_ && bits > 0 && lanes * bits < 512 && 512 % (lanes * bits) == 0) {
+        mem_t = t.with_lanes(512 / bits);
+      }
+      int width = mem_t.lanes();
+      int64_t chunks = (hi - lo) / width + 1;
+      if (chunks > 2 * g.stride + 2) continue;  // taps far apart: each reads its own
+      std::vector<bool> needed(static_cast<size_t>(chunks * width), false);
+      for (const StridedTap& tap : g.taps) {
+        for (int i = 0; i < lanes; ++i) needed[tap.offset - lo + g.stride * i] = true;
+      }
+      llvm::Type* mem_ty = memory_type(ctx_, mem_t);
+      llvm::Type* elem = mem_ty->getScalarType();
+      llvm::Value* first = b_.CreateAdd(to_offset(emit(g.base), g.base.dtype()), b_.getInt64(lo));
+      llvm::Value* start = b_.CreateInBoundsGEP(elem, lookup(g.buffer->data.as<Var>()), first);
+      std::vector<llvm::Value*> loaded;
+      for (int64_t k = 0; k < chunks; ++k) {
+        std::vector<llvm::Constant*> mask(width);
+        int count = 0;
+        for (int p = 0; p < width; ++p) {
+          bool take = needed[k * width + p];
+          count += take;
+          mask[p] = llvm::ConstantInt::getBool(ctx_, take);
+        }
+        llvm::Value* ptr = b_.CreateInBoundsGEP(elem, start, b_.getInt64(k * width));
+        llvm::Value* chunk = llvm::Constant::getNullValue(mem_ty);
+        if (count == width) {
+          chunk = b_.CreateAlignedLoad(mem_ty, ptr, element_align(g.buffer));
+        } else if (count > 0) {
+          chunk = b_.CreateMaskedLoad(mem_ty, ptr, element_align(g.buffer),
+                                      llvm::ConstantVector::get(mask), chunk);
+        }
+        if (count > 0) annotate(chunk, g.buffer);
+        loaded.push_back(chunk);
+      }
+      for (const StridedTap& tap : g.taps) {
+        if (fs_.values.count(tap.load)) continue;
+        int64_t from = (tap.offset - lo) / width;
+        int64_t to = (tap.offset - lo + g.stride * (lanes - 1)) / width;
+        std::vector<llvm::Value*> parts(loaded.begin() + from, loaded.begin() + to + 1);
+        llvm::Value* v = parts.size() == 1 ? parts[0] : concat_vectors(parts);
+        std::vector<int> pick(lanes);
+        for (int i = 0; i < lanes; ++i) {
+          pick[i] = static_cast<int>(tap.offset - lo - from * width + g.stride * i);
+        }
+        v = from_memory(b_, b_.CreateShuffleVector(v, pick), t);
+        fs_.values.emplace(tap.load, v);
+        fs_.value_order.push_back(tap.load);
+        std::vector<Expr>& seen = fs_.unconditional_loads[tap.load->buffer.get()];
+        if (seen.size() < kMaxRememberedLoads) seen.push_back(tap.load->index);
+      }
+    }
+  }
+
+  // The vectors one after another (pairwise; an odd one out is padded with zeros).
+  llvm::Value* concat_vectors(std::vector<llvm::Value*> parts) {
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        llvm::Value* a = parts[i];
+        int width =
+            static_cast<int>(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
+        llvm::Value* b =
+            i + 1 < parts.size() ? parts[i + 1] : llvm::Constant::getNullValue(a->getType());
+        std::vector<int> both(2 * width);
+        for (int j = 0; j < 2 * width; ++j) both[j] = j;
+        next.push_back(b_.CreateShuffleVector(a, b, both));
+      }
+      parts = std::move(next);
+    }
+    return parts[0];
+  }
+
   // A contiguous load of a lane count that is not a power of two and has an odd part of 3 or
   // more (a 7x7 image's rows): x86 has no such width, and a plain load may not read past its
   // lanes, so LLVM splits it into power-of-two pieces (4 + 2 + 1 lanes: three loads and two
@@ -1016,6 +1109,7 @@ class CodeGenLLVM {
   void emit_store(const Store* op) {
     DataType t = op->value.dtype();
     int lanes = t.lanes();
+    if (lanes > 1) share_strided_loads(op->value);
     llvm::Value* value = to_memory(b_, emit(op->value), t);
     llvm::Value* pred = op->predicate.defined() ? emit(op->predicate) : nullptr;
     if (pred && lanes == 1) {  // a scalar predicate: a branch around the store

@@ -52,6 +52,20 @@ def test_grouped_taps_match_numpy(stride, dtype, n, offsets):
     np.testing.assert_array_equal(b, _reference(a, n, stride, list(offsets), dtype))
 
 
+@pytest.mark.parametrize("factor", [4, 8])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "float64"])
+def test_narrow_taps_read_whole_vectors(factor, dtype):
+    # Taps narrower than a 64-byte vector (a row's 8-lane tail) read whole 64-byte vectors,
+    # masked to the elements taken; the values are NumPy's, tails included.
+    n, stride, offsets = 29, 2, [0, 1, 2]
+    A, B, s, size = _taps(n, stride, offsets, dtype, factor=factor)
+    f = tvm.build(s, [A, B])
+    a = (rng.standard_normal(size) * 20).astype(dtype)
+    b = np.zeros(n, dtype)
+    f(a, b)
+    np.testing.assert_array_equal(b, _reference(a, n, stride, offsets, dtype))
+
+
 def test_neighbouring_stride_two_taps_share_plain_loads():
     # A[2i] and A[2i + 1] together take every element of A[32k, 32k + 32): two whole vectors,
     # not two masked ones per tap.

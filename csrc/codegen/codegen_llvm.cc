@@ -91,12 +91,17 @@ class VarCollector : public IRVisitor {
 class BufferUseCollector : public IRVisitor {
  public:
   std::unordered_set<VarKey> stored;
+  std::unordered_set<VarKey> loaded;
   std::vector<VarKey> allocated;
 
  protected:
   using IRVisitor::visit_node;
   void visit_node(const Store* op) override {
     stored.insert(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Load* op) override {
+    loaded.insert(op->buffer->data.get());
     IRVisitor::visit_node(op);
   }
   void visit_node(const Allocate* op) override {
@@ -428,8 +433,11 @@ class CodeGenLLVM {
     llvm::MDBuilder md(ctx_);
     llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(f.name);
     std::vector<std::vector<VarKey>> groups(2);
+    write_only_.clear();
     for (const Buffer& buf : f.args) {
-      groups[uses.stored.count(buf->data.get()) ? 1 : 0].push_back(buf->data.get());
+      VarKey v = buf->data.get();
+      groups[uses.stored.count(v) ? 1 : 0].push_back(v);
+      if (uses.stored.count(v) && !uses.loaded.count(v)) write_only_.insert(v);
     }
     alias_scopes_.push_back(md.createAnonymousAliasScope(domain, "inputs"));
     alias_scopes_.push_back(md.createAnonymousAliasScope(domain, "outputs"));
@@ -1025,6 +1033,28 @@ class CodeGenLLVM {
     return it != alias_group_.end() && it->second == 0;
   }
 
+  // An output argument this kernel never reads (a masked store cannot forward to a later load:
+  // an output accumulated in place was 8x slower): an odd-width store narrower than a 64-byte
+  // vector (a 28-wide row's 12-lane tail, a padded row's 10) as one masked store of the next
+  // power of two, which writes nothing beyond its lanes, instead of the pieces LLVM splits it
+  // into (8 + 4 lanes: two stores and an extract).
+  bool written_argument(const Buffer& buf) const { return write_only_.count(buf->data.get()) > 0; }
+
+  llvm::Value* padded_store(llvm::Value* value, llvm::Value* ptr, llvm::Align align) {
+    auto* vty = llvm::cast<llvm::FixedVectorType>(value->getType());
+    int lanes = static_cast<int>(vty->getNumElements());
+    int wide = 1;
+    while (wide < lanes) wide *= 2;
+    std::vector<int> pick(wide, -1);
+    std::vector<llvm::Constant*> first(wide);
+    for (int i = 0; i < wide; ++i) {
+      if (i < lanes) pick[i] = i;
+      first[i] = llvm::ConstantInt::getBool(ctx_, i < lanes);
+    }
+    return b_.CreateMaskedStore(b_.CreateShuffleVector(value, pick), ptr, align,
+                                llvm::ConstantVector::get(first));
+  }
+
   llvm::Value* padded_load(const Load* op, llvm::Value* ptr, llvm::Align align) {
     DataType t = op->dtype;
     int lanes = t.lanes();
@@ -1143,6 +1173,11 @@ class CodeGenLLVM {
           llvm::Value* old = b_.CreateAlignedLoad(value->getType(), addr.ptr, align);
           value = b_.CreateSelect(mask, value, old);
           mask = nullptr;
+        }
+        if (!mask && avx512_ && odd_width_load(op->value.dtype()) &&
+            op->value.dtype().bits() * lanes < 512 && written_argument(op->buffer)) {
+          s = padded_store(value, addr.ptr, align);
+          break;
         }
         s = mask ? static_cast<llvm::Value*>(b_.CreateMaskedStore(value, addr.ptr, align, mask))
                  : b_.CreateAlignedStore(value, addr.ptr, align);
@@ -1427,6 +1462,7 @@ class CodeGenLLVM {
 
   FunctionState fs_;
   std::unordered_map<VarKey, size_t> alias_group_;  // a buffer's alias scope group
+  std::unordered_set<VarKey> write_only_;           // arguments stored to and never loaded
   std::vector<llvm::MDNode*> alias_scopes_;         // the scope of each group
   std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
   int outlined_count_ = 0;

@@ -56,16 +56,19 @@ def _pooled_size(size: Any, k: int, s: int, d: int, before: int, after: int, cei
 def _separable(kh: int, kw: int, sw: int, padded: bool, out_w: Any) -> bool:
     """Whether a max pool is computed as column maxima, then maxima across the columns.
 
-    Where it was measured faster (one thread, batch 1 and 8): the row buffer's round trip
-    through memory (its strided reads wait for the stores of the column maxima) costs about
-    what three strided taps save, so it pays where the single-stage form's taps are dear: a
-    padded window (a select per tap), a stride of 3 or more, or 16 or more window elements,
-    on output rows of 16 to 64 columns. 3x3 s2 p1: 12-17% faster for 28- and 56-wide output
-    rows, 4-9% slower for 14- and 112-wide ones; 2x2 s2 and 3x3 s2 without padding: no
-    faster (2x2 s2 about 0.7x at batch 1); 2x2 s2 p1, 5x5 s2 and 3x3 s3: 1.6-2x faster.
+    Where it was measured faster (one thread): it pays where the single-stage form's taps are
+    dear: a padded window (a select per tap), a stride of 3 or more, or 16 or more window
+    elements, on output rows of 5 columns or more. The strided taps of the row buffer share
+    its vectors (strided_groups.h in the code generator), which stay in registers: 3x3 s2 p1
+    is 1.2-3.3x faster than one stage for output rows of 5 to 150 columns ((1, 512, 10, 10)
+    17.6 against 34.3 us, (1, 128, 28, 28) 24.9 against 30.9, (1, 32, 112, 112) 39 against
+    76, (1, 16, 224, 224) 137 against 163), slower for 4 columns ((1, 256, 7, 7) 12.3
+    against 10.3); 5x5 s2 p2 and 3x3 s3 2.8-4.3x faster; unpadded 2x2 s2 about 0.5x and
+    unpadded 3x3 s2 the same, so they stay one stage. Stride 1 stays one stage (its taps are
+    unaligned loads of the row buffer: 3x3 s1 p1 on 28-wide rows 1.3x slower).
     """
     w = const_int(out_w)
-    if sw < 2 or kh < 2 or kw < 2 or w is None or not 16 <= w <= 64:
+    if sw < 2 or kh < 2 or kw < 2 or w is None or w < 5:
         return False
     return padded or sw >= 3 or kh * kw >= 16
 

@@ -187,6 +187,9 @@ def test_auto_scheduled_max_pool_propagates_nan():
     ("shape", "kernel", "stride", "padding", "ceil_mode", "dilation"),
     [
         ((2, 3, 20, 37), 3, 2, 1, False, 1),
+        ((1, 3, 28, 28), 3, 2, 1, False, 1),  # 14-wide output rows
+        ((1, 2, 10, 9), 3, 2, 1, True, 1),  # 5-wide
+        ((1, 1, 9, 230), 3, 2, 1, False, 1),  # 115-wide
         ((1, 4, 13, 50), (2, 3), (2, 2), (0, 1), True, 1),
         ((1, 2, 17, 60), 3, (1, 3), 1, False, 2),
         ((1, 2, 12, 70), 5, 2, 0, False, 1),
@@ -216,11 +219,16 @@ def test_separable_max_pool_row_buffer(shape, kernel, stride, padding, ceil_mode
 
 @pytest.mark.parametrize(
     ("shape", "kernel", "stride", "padding"),
-    [((1, 2, 56, 56), 2, 2, 0), ((1, 2, 112, 112), 3, 2, 0), ((1, 2, 28, 28), 3, 2, 1)],
+    [
+        ((1, 2, 56, 56), 2, 2, 0),
+        ((1, 2, 112, 112), 3, 2, 0),
+        ((1, 2, 7, 7), 3, 2, 1),
+        ((1, 2, 56, 56), 3, 1, 1),
+    ],
 )
 def test_max_pool_stays_one_stage_where_separable_is_slower(shape, kernel, stride, padding):
-    # Unpadded 2x2 and 3x3 stride-2 pools and output rows under 16 columns keep the single
-    # stage (the row buffer was measured slower there); same values as PyTorch.
+    # Unpadded 2x2 and 3x3 stride-2 pools, output rows under 5 columns and stride 1 keep the
+    # single stage (the row buffer was measured slower there); same values as PyTorch.
     X = tvm.placeholder(shape, name="X")
     Y = topi.nn.max_pool2d(X, kernel, stride, padding)
     assert "pool_max_rows" not in tvm.auto_schedule_space(Y)["rules"]

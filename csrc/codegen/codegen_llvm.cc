@@ -928,6 +928,9 @@ class CodeGenLLVM {
   // fs_.values, where emit() finds them.
   void share_strided_loads(const Expr& value) {
     for (const StridedGroup& g : find_strided_groups(value, kMaxShuffledStride)) {
+      // Contiguous taps (stride 1) only from a stack buffer: there the shared vectors are the
+      // buffer's own stores, forwarded; from memory an unaligned load is cheaper than a shuffle.
+      if (g.stride == 1 && !llvm::isa<llvm::AllocaInst>(lookup(g.buffer->data.as<Var>()))) continue;
       DataType t = g.taps[0].load->dtype;
       int lanes = g.lanes;
       int64_t lo = g.taps[0].offset, hi = lo;

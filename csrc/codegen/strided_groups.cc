@@ -80,7 +80,7 @@ class Finder {
     if (!ramp || load->dtype.lanes() < 4) return;
     if (!load->dtype.is_float() && load->dtype.bits() < 8) return;
     auto stride = as_const_int(ramp->stride);
-    if (!stride || *stride < 2 || *stride > max_stride_) return;
+    if (!stride || *stride < 1 || *stride > max_stride_) return;
     auto [base, offset] = split_constant(ramp->base);
     for (StridedGroup& g : groups_) {
       if (g.buffer->data.same_as(load->buffer->data) && g.stride == *stride &&

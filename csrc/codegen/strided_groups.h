@@ -20,7 +20,7 @@ struct StridedTap {
 struct StridedGroup {
   Buffer buffer;
   Expr base;       // the ramps' common start, without their constant offsets
-  int64_t stride;  // 2 .. max_stride
+  int64_t stride;  // 1 .. max_stride (contiguous taps too: the caller decides where they pay)
   int lanes;
   std::vector<StridedTap> taps;  // two or more distinct loads, at least two distinct offsets
 };

@@ -163,3 +163,24 @@ def test_shared_loads_read_nothing_past_the_taps(stride, offsets):
         print("OK")
         """
     )
+
+
+@pytest.mark.parametrize("w", [30, 37, 64])
+def test_contiguous_taps_of_a_row_buffer(w):
+    # Stride-1 taps B[x], B[x + 1], B[x + 2] of a row buffer on the stack share its vectors
+    # (taps of an argument keep their own unaligned loads); the values are NumPy's.
+    h = 4
+    A = te.placeholder((h, w + 2), name="A")
+    B = te.compute((h, w + 2), lambda i, j: A[i, j] * 2, name="B")
+    C = te.compute((h, w), lambda i, x: B[i, x] + B[i, x + 1] + B[i, x + 2], name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    s[B].vectorize(B.op.axis[1])
+    _, xi = s[C].split(C.op.axis[1], factor=16)
+    s[C].vectorize(xi)
+    f = tvm.build(s, [A, C])
+    a = rng.standard_normal((h, w + 2)).astype("float32")
+    c = np.zeros((h, w), "float32")
+    f(a, c)
+    b = a * 2
+    np.testing.assert_allclose(c, b[:, :w] + b[:, 1 : w + 1] + b[:, 2 : w + 2], rtol=1e-6)

@@ -64,8 +64,11 @@ def _separable(kh: int, kw: int, sw: int, padded: bool, out_w: Any) -> bool:
     17.6 against 34.3 us, (1, 128, 28, 28) 24.9 against 30.9, (1, 32, 112, 112) 39 against
     76, (1, 16, 224, 224) 137 against 163), slower for 4 columns ((1, 256, 7, 7) 12.3
     against 10.3); 5x5 s2 p2 and 3x3 s3 2.8-4.3x faster; unpadded 2x2 s2 about 0.5x and
-    unpadded 3x3 s2 the same, so they stay one stage. Stride 1 stays one stage (its taps are
-    unaligned loads of the row buffer: 3x3 s1 p1 on 28-wide rows 1.3x slower).
+    unpadded 3x3 s2 the same, so they stay one stage. Stride 1 stays one stage: its forward
+    pass is faster separable on rows of 28 columns or more (3x3 s1 p1 (1, 64, 56, 56) 51
+    against 77 us, (1, 32, 112, 112) 100-102 against 169; slower on 14 and 7), but te.gradient
+    of that form is slower ((1, 64, 56, 56) 997-1027 against 810-835 us), more than the
+    forward saves in training.
     """
     w = const_int(out_w)
     if sw < 2 or kh < 2 or kw < 2 or w is None or w < 5:

@@ -33,27 +33,45 @@ bool streaming_arithmetic(const Context& ctx, const ComputeOpNode* c) {
   return true;
 }
 
-// Elements the stage streams through, for the decision to run it in parallel: its output, or
-// more where it reads a larger tensor (a strided slice reads every other row of an input four
-// times its size, and the prefetchers fetch most of the rows between), counted up to four
-// times the output (a gather reads only the rows it selects of a large table). nullopt when
-// the output's size is symbolic.
-std::optional<int64_t> streamed_size(const ComputeOpNode* c) {
-  auto size = output_size(c);
-  if (!size) return size;
-  int64_t most = *size;
+// The largest tensor `c` reads, in elements, looking through producers inlined into it (an
+// injective window sum over an inlined pad reads the input); 0 when a size is symbolic.
+int64_t largest_read(const Context& ctx, const ComputeOpNode* c, int depth) {
+  int64_t most = 0;
   for (const Expr& body : c->body) {
     for (const TensorRead* read : tensor_reads(body)) {
+      const Stage* inlined = nullptr;
+      for (const Stage& producer : ctx.sch->stages) {
+        if (producer->origin_op == read->op && producer->attach_type == AttachType::kInline) {
+          inlined = &producer;
+        }
+      }
+      const ComputeOpNode* pc = inlined ? as_compute((*inlined)->op) : nullptr;
+      if (pc != nullptr && depth < 8) {
+        most = std::max(most, largest_read(ctx, pc, depth + 1));
+        continue;
+      }
       int64_t n = 1;
       for (const Expr& e : read->op->output_shape(read->value_index)) {
         auto v = as_const_int(e);
         n = v ? n * *v : 0;
         if (!v) break;
       }
-      most = std::max(most, std::min(n, 4 * *size));
+      most = std::max(most, n);
     }
   }
   return most;
+}
+
+// Elements the stage streams through, for the decision to run it in parallel: its output, or
+// more where it reads a larger tensor (a strided slice reads every other row of an input four
+// times its size, and the prefetchers fetch most of the rows between; a pool's window sum
+// reads its input through the inlined sum), counted up to four times the output (a gather
+// reads only the rows it selects of a large table). nullopt when the output's size is
+// symbolic.
+std::optional<int64_t> streamed_size(const Context& ctx, const ComputeOpNode* c) {
+  auto size = output_size(c);
+  if (!size) return size;
+  return std::max(*size, std::min(largest_read(ctx, c, 0), 4 * *size));
 }
 
 }  // namespace
@@ -99,7 +117,7 @@ void schedule_injective(Context& ctx, const Stage& st) {
   // A nest too small to run in parallel stays one serial loop nest of constant trip counts,
   // which LLVM unrolls completely: one vector per iteration keeps that code (and its compile
   // time: 100 ms for a (8, 768) mean's division at four vectors) small.
-  auto size = streamed_size(c);
+  auto size = streamed_size(ctx, c);
   bool serial = size && *size < kMinParallelWork;
   if (serial && factor > lanes && extent && *extent % lanes == 0) factor = lanes;
   // With 512-bit registers, elementwise and broadcast arithmetic (no math calls, whose inline

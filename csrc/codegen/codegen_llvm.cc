@@ -24,6 +24,7 @@
 #include "codegen/codegen_math.h"
 #include "codegen/libmvec.h"
 #include "codegen/minmax_avx512.h"
+#include "codegen/strided_groups.h"
 #include "codegen/target.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
@@ -90,12 +91,17 @@ class VarCollector : public IRVisitor {
 class BufferUseCollector : public IRVisitor {
  public:
   std::unordered_set<VarKey> stored;
+  std::unordered_set<VarKey> loaded;
   std::vector<VarKey> allocated;
 
  protected:
   using IRVisitor::visit_node;
   void visit_node(const Store* op) override {
     stored.insert(op->buffer->data.get());
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Load* op) override {
+    loaded.insert(op->buffer->data.get());
     IRVisitor::visit_node(op);
   }
   void visit_node(const Allocate* op) override {
@@ -427,8 +433,11 @@ class CodeGenLLVM {
     llvm::MDBuilder md(ctx_);
     llvm::MDNode* domain = md.createAnonymousAliasScopeDomain(f.name);
     std::vector<std::vector<VarKey>> groups(2);
+    write_only_.clear();
     for (const Buffer& buf : f.args) {
-      groups[uses.stored.count(buf->data.get()) ? 1 : 0].push_back(buf->data.get());
+      VarKey v = buf->data.get();
+      groups[uses.stored.count(v) ? 1 : 0].push_back(v);
+      if (uses.stored.count(v) && !uses.loaded.count(v)) write_only_.insert(v);
     }
     alias_scopes_.push_back(md.createAnonymousAliasScope(domain, "inputs"));
     alias_scopes_.push_back(md.createAnonymousAliasScope(domain, "outputs"));
@@ -911,6 +920,101 @@ class CodeGenLLVM {
     return from_memory(b_, v, t);
   }
 
+  // The taps of a strided window (x[2i], x[2i + 1], x[2i + 2] in one statement): the
+  // contiguous vectors of their common span read once, masked to the elements some tap takes,
+  // and each tap picked from the vectors its lanes lie in, instead of s loads per tap. A tap at
+  // an odd start then shares both loads of the even one, and LLVM can forward a stack buffer's
+  // stores to them (the starts of a row buffer's vectors). The taps' values go into
+  // fs_.values, where emit() finds them.
+  void share_strided_loads(const Expr& value) {
+    for (const StridedGroup& g : find_strided_groups(value, kMaxShuffledStride)) {
+      // Contiguous taps (stride 1) only from a stack buffer: there the shared vectors are the
+      // buffer's own stores, forwarded; from memory an unaligned load is cheaper than a shuffle.
+      if (g.stride == 1 && !llvm::isa<llvm::AllocaInst>(lookup(g.buffer->data.as<Var>()))) continue;
+      DataType t = g.taps[0].load->dtype;
+      int lanes = g.lanes;
+      int64_t lo = g.taps[0].offset, hi = lo;
+      for (const StridedTap& tap : g.taps) {
+        lo = std::min(lo, tap.offset);
+        hi = std::max(hi, tap.offset + g.stride * (lanes - 1));
+      }
+      // Narrow taps (a row's last 8 outputs) read whole 64-byte vectors with AVX-512: the
+      // stores of a stack buffer they forward from are that wide, and a narrower piece of one
+      // is extracted lane by lane.
+      DataType mem_t = t;
+      int bits = memory_type(ctx_, t.element_of())->getPrimitiveSizeInBits();
+      if (avx512_ && bits > 0 && lanes * bits < 512 && 512 % (lanes * bits) == 0) {
+        mem_t = t.with_lanes(512 / bits);
+      }
+      int width = mem_t.lanes();
+      int64_t chunks = (hi - lo) / width + 1;
+      if (chunks > 2 * g.stride + 2) continue;  // taps far apart: each reads its own
+      std::vector<bool> needed(static_cast<size_t>(chunks * width), false);
+      for (const StridedTap& tap : g.taps) {
+        for (int i = 0; i < lanes; ++i) needed[tap.offset - lo + g.stride * i] = true;
+      }
+      llvm::Type* mem_ty = memory_type(ctx_, mem_t);
+      llvm::Type* elem = mem_ty->getScalarType();
+      llvm::Value* first = b_.CreateAdd(to_offset(emit(g.base), g.base.dtype()), b_.getInt64(lo));
+      llvm::Value* start = b_.CreateInBoundsGEP(elem, lookup(g.buffer->data.as<Var>()), first);
+      std::vector<llvm::Value*> loaded;
+      for (int64_t k = 0; k < chunks; ++k) {
+        std::vector<llvm::Constant*> mask(width);
+        int count = 0;
+        for (int p = 0; p < width; ++p) {
+          bool take = needed[k * width + p];
+          count += take;
+          mask[p] = llvm::ConstantInt::getBool(ctx_, take);
+        }
+        llvm::Value* ptr = b_.CreateInBoundsGEP(elem, start, b_.getInt64(k * width));
+        llvm::Value* chunk = llvm::Constant::getNullValue(mem_ty);
+        if (count == width) {
+          chunk = b_.CreateAlignedLoad(mem_ty, ptr, element_align(g.buffer));
+        } else if (count > 0) {
+          chunk = b_.CreateMaskedLoad(mem_ty, ptr, element_align(g.buffer),
+                                      llvm::ConstantVector::get(mask), chunk);
+        }
+        if (count > 0) annotate(chunk, g.buffer);
+        loaded.push_back(chunk);
+      }
+      for (const StridedTap& tap : g.taps) {
+        if (fs_.values.count(tap.load)) continue;
+        int64_t from = (tap.offset - lo) / width;
+        int64_t to = (tap.offset - lo + g.stride * (lanes - 1)) / width;
+        std::vector<llvm::Value*> parts(loaded.begin() + from, loaded.begin() + to + 1);
+        llvm::Value* v = parts.size() == 1 ? parts[0] : concat_vectors(parts);
+        std::vector<int> pick(lanes);
+        for (int i = 0; i < lanes; ++i) {
+          pick[i] = static_cast<int>(tap.offset - lo - from * width + g.stride * i);
+        }
+        v = from_memory(b_, b_.CreateShuffleVector(v, pick), t);
+        fs_.values.emplace(tap.load, v);
+        fs_.value_order.push_back(tap.load);
+        std::vector<Expr>& seen = fs_.unconditional_loads[tap.load->buffer.get()];
+        if (seen.size() < kMaxRememberedLoads) seen.push_back(tap.load->index);
+      }
+    }
+  }
+
+  // The vectors one after another (pairwise; an odd one out is padded with zeros).
+  llvm::Value* concat_vectors(std::vector<llvm::Value*> parts) {
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (size_t i = 0; i < parts.size(); i += 2) {
+        llvm::Value* a = parts[i];
+        int width =
+            static_cast<int>(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
+        llvm::Value* b =
+            i + 1 < parts.size() ? parts[i + 1] : llvm::Constant::getNullValue(a->getType());
+        std::vector<int> both(2 * width);
+        for (int j = 0; j < 2 * width; ++j) both[j] = j;
+        next.push_back(b_.CreateShuffleVector(a, b, both));
+      }
+      parts = std::move(next);
+    }
+    return parts[0];
+  }
+
   // A contiguous load of a lane count that is not a power of two and has an odd part of 3 or
   // more (a 7x7 image's rows): x86 has no such width, and a plain load may not read past its
   // lanes, so LLVM splits it into power-of-two pieces (4 + 2 + 1 lanes: three loads and two
@@ -930,6 +1034,28 @@ class CodeGenLLVM {
   bool read_only_argument(const Buffer& buf) const {
     auto it = alias_group_.find(buf->data.get());
     return it != alias_group_.end() && it->second == 0;
+  }
+
+  // An output argument this kernel never reads (a masked store cannot forward to a later load:
+  // an output accumulated in place was 8x slower): an odd-width store narrower than a 64-byte
+  // vector (a 28-wide row's 12-lane tail, a padded row's 10) as one masked store of the next
+  // power of two, which writes nothing beyond its lanes, instead of the pieces LLVM splits it
+  // into (8 + 4 lanes: two stores and an extract).
+  bool written_argument(const Buffer& buf) const { return write_only_.count(buf->data.get()) > 0; }
+
+  llvm::Value* padded_store(llvm::Value* value, llvm::Value* ptr, llvm::Align align) {
+    auto* vty = llvm::cast<llvm::FixedVectorType>(value->getType());
+    int lanes = static_cast<int>(vty->getNumElements());
+    int wide = 1;
+    while (wide < lanes) wide *= 2;
+    std::vector<int> pick(wide, -1);
+    std::vector<llvm::Constant*> first(wide);
+    for (int i = 0; i < wide; ++i) {
+      if (i < lanes) pick[i] = i;
+      first[i] = llvm::ConstantInt::getBool(ctx_, i < lanes);
+    }
+    return b_.CreateMaskedStore(b_.CreateShuffleVector(value, pick), ptr, align,
+                                llvm::ConstantVector::get(first));
   }
 
   llvm::Value* padded_load(const Load* op, llvm::Value* ptr, llvm::Align align) {
@@ -1016,6 +1142,7 @@ class CodeGenLLVM {
   void emit_store(const Store* op) {
     DataType t = op->value.dtype();
     int lanes = t.lanes();
+    if (lanes > 1) share_strided_loads(op->value);
     llvm::Value* value = to_memory(b_, emit(op->value), t);
     llvm::Value* pred = op->predicate.defined() ? emit(op->predicate) : nullptr;
     if (pred && lanes == 1) {  // a scalar predicate: a branch around the store
@@ -1049,6 +1176,11 @@ class CodeGenLLVM {
           llvm::Value* old = b_.CreateAlignedLoad(value->getType(), addr.ptr, align);
           value = b_.CreateSelect(mask, value, old);
           mask = nullptr;
+        }
+        if (!mask && avx512_ && odd_width_load(op->value.dtype()) &&
+            op->value.dtype().bits() * lanes < 512 && written_argument(op->buffer)) {
+          s = padded_store(value, addr.ptr, align);
+          break;
         }
         s = mask ? static_cast<llvm::Value*>(b_.CreateMaskedStore(value, addr.ptr, align, mask))
                  : b_.CreateAlignedStore(value, addr.ptr, align);
@@ -1352,6 +1484,7 @@ class CodeGenLLVM {
 
   FunctionState fs_;
   std::unordered_map<VarKey, size_t> alias_group_;  // a buffer's alias scope group
+  std::unordered_set<VarKey> write_only_;           // arguments stored to and never loaded
   std::vector<llvm::MDNode*> alias_scopes_;         // the scope of each group
   std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
   int outlined_count_ = 0;

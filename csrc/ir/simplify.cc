@@ -607,6 +607,11 @@ class Simplifier : public IRMutator {
     }
     if (t.is_float()) return rewrite_float<T>(a, b);
     if (!is_affine_type(t)) return Expr();
+    if constexpr (k == ExprKind::kAdd) {
+      // Widened quotient and remainder (a fused loop's indices into a compact tensor,
+      // int64(f // 512) * 25088 + int64(f % 512) * 49): affine() sees the casts as atoms.
+      if (Expr folded = fold_vector_div_mod(a, b); folded.defined()) return folded;
+    }
     if constexpr (k == ExprKind::kAdd || k == ExprKind::kSub || k == ExprKind::kMul) {
       return affine(T::make(a, b));
     }
@@ -845,7 +850,7 @@ class Simplifier : public IRMutator {
     Expr e = term;
     if (const auto* m = e.as<Mul>()) {
       const auto* bk = m->b.as<Broadcast>();
-      auto k = bk ? as_const_int(bk->value) : std::nullopt;
+      auto k = bk ? as_const_int(bk->value) : as_const_int(m->b);
       if (!k) return d;
       d.k = *k;
       e = m->a;
@@ -858,7 +863,9 @@ class Simplifier : public IRMutator {
     if (const auto* v = e.as<FloorDiv>()) x = v->a, divisor = v->b, d.is_div = true;
     if (const auto* v = e.as<FloorMod>()) x = v->a, divisor = v->b;
     const auto* bc = divisor.defined() ? divisor.as<Broadcast>() : nullptr;
-    auto c = bc ? as_const_int(bc->value) : std::nullopt;
+    auto c = bc                  ? as_const_int(bc->value)
+             : divisor.defined() ? as_const_int(divisor)
+                                 : std::nullopt;
     if (!c || *c <= 0) return d;
     d.x = x;
     d.c = *c;
@@ -895,8 +902,10 @@ class Simplifier : public IRMutator {
         }
         DataType t = a.dtype();
         Expr x = r.x.dtype() == t ? r.x : Cast::make(t, r.x);
-        if (r.k != 1)
-          x = Mul::make(x, Broadcast::make(IntImm::make(t.element_of(), r.k), t.lanes()));
+        if (r.k != 1) {
+          Expr k = IntImm::make(t.element_of(), r.k);
+          x = Mul::make(x, t.is_vector() ? Broadcast::make(k, t.lanes()) : k);
+        }
         terms[i] = x;
         terms.erase(terms.begin() + static_cast<std::ptrdiff_t>(j));
         Expr sum = terms[0];

@@ -324,6 +324,25 @@ TEST_F(Simplify, VectorQuotientTimesDivisorPlusRemainderIsTheDividend) {
   EXPECT_NE(simple(wrong_k).find("floordiv"), std::string::npos);
 }
 
+TEST_F(Simplify, WidenedScalarQuotientAndRemainderAreTheWidenedDividend) {
+  // A fused (batch, channel) loop's index into a compact (8, 512, 7, 7) tensor:
+  // int64(f // 512) * 25088 + int64(f % 512) * 49 is int64(f) * 49 (25088 = 512 * 49).
+  const DataType i64 = DataType::Int(64);
+  auto c64 = [&](int64_t v) { return IntImm::make(i64, v); };
+  Expr wq = Mul::make(Cast::make(i64, FloorDiv::make(x, i32(512))), c64(25088));
+  Expr wr = Mul::make(Cast::make(i64, FloorMod::make(x, i32(512))), c64(49));
+  Expr o = Var::make(i64, "o");
+  EXPECT_EQ(simple(Add::make(Add::make(wq, wr), o)), "((int64(x) * 49i64) + o)");
+  EXPECT_EQ(simple(Add::make(wr, wq)), "(int64(x) * 49i64)");
+  // A factor of one on the remainder, and a quotient's factor that is not the divisor times
+  // the remainder's (a padded row stride): the second is left alone.
+  Expr r1 = Cast::make(i64, FloorMod::make(x, i32(7)));
+  Expr q7 = Mul::make(Cast::make(i64, FloorDiv::make(x, i32(7))), c64(7));
+  EXPECT_EQ(simple(Add::make(q7, r1)), "int64(x)");
+  Expr q8 = Mul::make(Cast::make(i64, FloorDiv::make(x, i32(7))), c64(8));
+  EXPECT_NE(simple(Add::make(q8, r1)).find("floordiv"), std::string::npos);
+}
+
 TEST_F(Simplify, LeavesSimpleExpressionsShared) {
   Expr e = Add::make(Mul::make(x, i32(4)), y);
   EXPECT_TRUE(simplify(e).same_as(e));

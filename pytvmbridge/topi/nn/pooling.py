@@ -56,16 +56,22 @@ def _pooled_size(size: Any, k: int, s: int, d: int, before: int, after: int, cei
 def _separable(kh: int, kw: int, sw: int, padded: bool, out_w: Any) -> bool:
     """Whether a max pool is computed as column maxima, then maxima across the columns.
 
-    Where it was measured faster (one thread, batch 1 and 8): the row buffer's round trip
-    through memory (its strided reads wait for the stores of the column maxima) costs about
-    what three strided taps save, so it pays where the single-stage form's taps are dear: a
-    padded window (a select per tap), a stride of 3 or more, or 16 or more window elements,
-    on output rows of 16 to 64 columns. 3x3 s2 p1: 12-17% faster for 28- and 56-wide output
-    rows, 4-9% slower for 14- and 112-wide ones; 2x2 s2 and 3x3 s2 without padding: no
-    faster (2x2 s2 about 0.7x at batch 1); 2x2 s2 p1, 5x5 s2 and 3x3 s3: 1.6-2x faster.
+    Where it was measured faster (one thread): it pays where the single-stage form's taps are
+    dear: a padded window (a select per tap), a stride of 3 or more, or 16 or more window
+    elements, on output rows of 5 columns or more. The strided taps of the row buffer share
+    its vectors (strided_groups.h in the code generator), which stay in registers: 3x3 s2 p1
+    is 1.2-3.3x faster than one stage for output rows of 5 to 150 columns ((1, 512, 10, 10)
+    17.6 against 34.3 us, (1, 128, 28, 28) 24.9 against 30.9, (1, 32, 112, 112) 39 against
+    76, (1, 16, 224, 224) 137 against 163), slower for 4 columns ((1, 256, 7, 7) 12.3
+    against 10.3); 5x5 s2 p2 and 3x3 s3 2.8-4.3x faster; unpadded 2x2 s2 about 0.5x and
+    unpadded 3x3 s2 the same, so they stay one stage. Stride 1 stays one stage: its forward
+    pass is faster separable on rows of 28 columns or more (3x3 s1 p1 (1, 64, 56, 56) 51
+    against 77 us, (1, 32, 112, 112) 100-102 against 169; slower on 14 and 7), but te.gradient
+    of that form is slower ((1, 64, 56, 56) 997-1027 against 810-835 us), more than the
+    forward saves in training.
     """
     w = const_int(out_w)
-    if sw < 2 or kh < 2 or kw < 2 or w is None or not 16 <= w <= 64:
+    if sw < 2 or kh < 2 or kw < 2 or w is None or w < 5:
         return False
     return padded or sw >= 3 or kh * kw >= 16
 
@@ -84,6 +90,14 @@ def _max_chain(values: list[Any]) -> Any:
     out = values[0]
     for v in values[1:]:
         out = te.max(out, v)
+    return out
+
+
+def _sum_chain(values: list[Any]) -> Any:
+    """The sum of ``values``, left to right."""
+    out = values[0]
+    for v in values[1:]:
+        out = out + v
     return out
 
 
@@ -228,14 +242,30 @@ def pool2d(
             tag=tag.POOL_MAX,
             attrs=attrs,
         )
-    total = te.compute(
-        (n, c, out_h, out_w),
-        lambda b, ch, y, x: te.sum(
-            padded[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]
-        ),
-        name="pool_sum",
-        tag=tag.COMM_REDUCE,
-    )
+    if kh * kw <= 16:
+        # A small window as one sum of its taps, each window column summed down its rows
+        # first: taps of one row at neighbouring columns (x * s + j) then read the same
+        # vectors (strided_groups.h in the code generator), and the column sums are added as
+        # whole vectors before their elements are picked apart (a 2x2 stride-2 pool: 4 loads,
+        # 2 shuffles and 3 adds per 16 outputs, against 8 loads, 4 shuffles and 4 adds of a
+        # reduction from 0). The sum's order differs from PyTorch's (row by row) by rounding.
+        def window_sum(b: Any, ch: Any, y: Any, x: Any) -> Any:
+            columns = []
+            for j in range(kw):
+                rows = [padded[b, ch, y * sh + i * dh, x * sw + j * dw] for i in range(kh)]
+                columns.append(_sum_chain(rows))
+            return _sum_chain(columns)
+
+        total = te.compute((n, c, out_h, out_w), window_sum, name="pool_sum", tag=tag.INJECTIVE)
+    else:
+        total = te.compute(
+            (n, c, out_h, out_w),
+            lambda b, ch, y, x: te.sum(
+                padded[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]
+            ),
+            name="pool_sum",
+            tag=tag.COMM_REDUCE,
+        )
 
     def taps(start: Any, k: int, d: int, lo: Any, hi: Any) -> Any:
         # How many of the window's taps start + r*d (0 <= r < k) fall in [lo, hi).

@@ -187,6 +187,9 @@ def test_auto_scheduled_max_pool_propagates_nan():
     ("shape", "kernel", "stride", "padding", "ceil_mode", "dilation"),
     [
         ((2, 3, 20, 37), 3, 2, 1, False, 1),
+        ((1, 3, 28, 28), 3, 2, 1, False, 1),  # 14-wide output rows
+        ((1, 2, 10, 9), 3, 2, 1, True, 1),  # 5-wide
+        ((1, 1, 9, 230), 3, 2, 1, False, 1),  # 115-wide
         ((1, 4, 13, 50), (2, 3), (2, 2), (0, 1), True, 1),
         ((1, 2, 17, 60), 3, (1, 3), 1, False, 2),
         ((1, 2, 12, 70), 5, 2, 0, False, 1),
@@ -216,11 +219,16 @@ def test_separable_max_pool_row_buffer(shape, kernel, stride, padding, ceil_mode
 
 @pytest.mark.parametrize(
     ("shape", "kernel", "stride", "padding"),
-    [((1, 2, 56, 56), 2, 2, 0), ((1, 2, 112, 112), 3, 2, 0), ((1, 2, 28, 28), 3, 2, 1)],
+    [
+        ((1, 2, 56, 56), 2, 2, 0),
+        ((1, 2, 112, 112), 3, 2, 0),
+        ((1, 2, 7, 7), 3, 2, 1),
+        ((1, 2, 56, 56), 3, 1, 1),
+    ],
 )
 def test_max_pool_stays_one_stage_where_separable_is_slower(shape, kernel, stride, padding):
-    # Unpadded 2x2 and 3x3 stride-2 pools and output rows under 16 columns keep the single
-    # stage (the row buffer was measured slower there); same values as PyTorch.
+    # Unpadded 2x2 and 3x3 stride-2 pools, output rows under 5 columns and stride 1 keep the
+    # single stage (the row buffer was measured slower there); same values as PyTorch.
     X = tvm.placeholder(shape, name="X")
     Y = topi.nn.max_pool2d(X, kernel, stride, padding)
     assert "pool_max_rows" not in tvm.auto_schedule_space(Y)["rules"]
@@ -358,3 +366,51 @@ def test_gradient_of_a_div_mod_read_whose_remainder_axis_is_longer():
     expected = np.zeros((4, 5), "float32")
     expected[:, :3] = 0.5 * 1 + 2.0 * 2
     np.testing.assert_allclose(out, expected)
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "ceil_mode", "include"),
+    [
+        ((1, 64, 56, 56), 2, 2, 0, False, True),  # ResNet's: 28 outputs a row (16 + 12)
+        ((2, 3, 9, 13), 2, 2, 0, True, True),
+        ((1, 5, 15, 15), 3, 2, 1, False, False),
+        ((1, 2, 8, 33), (2, 3), (2, 3), (1, 1), True, True),
+        ((3, 1, 1, 1), 1, 1, 0, False, True),
+        ((1, 4, 7, 40), 4, 4, 0, False, True),  # 16 taps: still one sum
+    ],
+)
+def test_auto_scheduled_avg_pool_of_small_windows_is_one_sum(
+    shape, kernel, stride, padding, ceil_mode, include
+):
+    # Windows of up to 16 taps: one injective sum of the taps (column sums first), run in
+    # parallel over (batch, channel) where the input is large, no reduction loop; values as
+    # PyTorch's, with +-inf and NaN.
+    X = tvm.placeholder(shape, name="X")
+    Y = topi.nn.avg_pool2d(X, kernel, stride, padding, ceil_mode, include)
+    x = random(shape, "float32", seed=5)
+    flat = x.reshape(-1)
+    flat[::37] = np.inf
+    flat[5::41] = -np.inf
+    flat[11::53] = np.nan
+    s = tvm.auto_schedule([Y])
+    text = str(tvm.lower(s, [X, Y], simple_mode=True))
+    assert "pool_sum" not in text, text  # inlined into the division, no accumulator
+    if shape[1] * shape[2] * shape[3] >= 1 << 16:
+        assert text.count("parallel") == 1, text
+    f = tvm.build(s, [X, Y])
+    out = np.empty([int(d) for d in Y.shape], "float32")
+    f(x, out)
+    ref = F.avg_pool2d(torch.from_numpy(x), kernel, stride, padding, ceil_mode, include).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_avg_pool_of_a_large_window_stays_a_reduction():
+    X = tvm.placeholder((1, 2, 12, 12), name="X")
+    Y = topi.nn.avg_pool2d(X, (4, 5), 2, 1)
+    s = tvm.auto_schedule([Y])
+    assert "allocate pool_sum" in str(tvm.lower(s, [X, Y], simple_mode=True))
+    x = random((1, 2, 12, 12), "float32", seed=6)
+    out = np.empty([int(d) for d in Y.shape], "float32")
+    tvm.build(s, [X, Y])(x, out)
+    ref = F.avg_pool2d(torch.from_numpy(x), (4, 5), 2, 1).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6)

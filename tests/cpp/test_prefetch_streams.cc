@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <vector>
 
 #include "ir/expr.h"
@@ -73,6 +72,23 @@ bool has_request(const Stmt& s) {
   return found;
 }
 
+// for o < outer: request(src, 1); for i < inner: for j < 16: out[j] += src[index(o, i, j)],
+// resolved by the pass.
+Stmt accumulate_nest(const Expr& o, int64_t outer, const Expr& i, int64_t inner, const Expr& j,
+                     const Buffer& src, const Expr& index) {
+  Buffer out = make_buffer("out", kF32, {i64(16)});
+  Stmt body = Store::make(out, Add::make(Load::make(out, cast(kI64, j)), Load::make(src, index)),
+                          cast(kI64, j));
+  Stmt nest = loop(o, outer, Block::make({request(src, 1), loop(i, inner, loop(j, 16, body))}));
+  return prefetch_streams(nest);
+}
+
+Expr affine(const Expr& a, int64_t ka, const Expr& b, int64_t kb, const Expr& c) {
+  return cast(kI64, Add::make(Add::make(Mul::make(a, IntImm::make(kI32, ka)),
+                                        Mul::make(b, IntImm::make(kI32, kb))),
+                              c));
+}
+
 TEST(PrefetchStreams, OneStretchSpreadOverTheOuterInnerLoop) {
   // for o < 8: request(W, 1); for i < 64: for j < 16: out[j] += W[o*1024 + i*16 + j].
   // Iteration o + 1 reads W[(o+1)*1024 .. +1023]: 4096 bytes, 65 lines counted (one extra for
@@ -80,14 +96,7 @@ TEST(PrefetchStreams, OneStretchSpreadOverTheOuterInnerLoop) {
   // 1024 do: two lines per iteration of i, lines 2i and 2i + 1 at 16 floats each.
   Expr o = Var::make(kI32, "o"), i = Var::make(kI32, "i"), j = Var::make(kI32, "j");
   Buffer w = make_buffer("W", kF32, {i64(8 * 1024)});
-  Buffer out = make_buffer("out", kF32, {i64(16)});
-  Expr idx = cast(kI64, Add::make(Add::make(Mul::make(o, IntImm::make(kI32, 1024)),
-                                            Mul::make(i, IntImm::make(kI32, 16))),
-                                  j));
-  Stmt body = Store::make(out, Add::make(Load::make(out, cast(kI64, j)), Load::make(w, idx)),
-                          cast(kI64, j));
-  Stmt nest = loop(o, 8, Block::make({request(w, 1), loop(i, 64, loop(j, 16, body))}));
-  Stmt s = prefetch_streams(nest);
+  Stmt s = accumulate_nest(o, 8, i, 64, j, w, affine(o, 1024, i, 16, j));
   EXPECT_FALSE(has_request(s));
   auto p = prefetches_in(s, i);
   ASSERT_TRUE(p.has_value());
@@ -104,18 +113,10 @@ TEST(PrefetchStreams, StridedRowsAreFetchedRowByRow) {
   // iterations do not outnumber the 256 lines: 2 per row, row r's lines at r*1024 and +16.
   Expr o = Var::make(kI32, "o"), r = Var::make(kI32, "r"), j = Var::make(kI32, "j");
   Buffer b = make_buffer("B", kF32, {i64(128 * 1024)});
-  Buffer out = make_buffer("out", kF32, {i64(16)});
-  Expr idx = cast(kI64, Add::make(Add::make(Mul::make(r, IntImm::make(kI32, 1024)),
-                                            Mul::make(o, IntImm::make(kI32, 64))),
-                                  j));
-  Stmt body = Store::make(out, Add::make(Load::make(out, cast(kI64, j)), Load::make(b, idx)),
-                          cast(kI64, j));
-  Stmt nest = loop(o, 4, Block::make({request(b, 1), loop(r, 128, loop(j, 16, body))}));
-  Stmt s = prefetch_streams(nest);
+  Stmt s = accumulate_nest(o, 4, r, 128, j, b, affine(r, 1024, o, 64, j));
   auto p = prefetches_in(s, r);
   ASSERT_TRUE(p.has_value());
   ASSERT_EQ(p->size(), 2u);
-  std::set<int64_t> got;
   for (int64_t row : {0, 7, 127}) {
     VarMap values{{o.get(), IntImm::make(kI32, 2)}, {r.get(), IntImm::make(kI32, row)}};
     EXPECT_EQ(at((*p)[0], values), 3 * 64 + row * 1024);

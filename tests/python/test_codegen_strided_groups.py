@@ -5,6 +5,8 @@ set of offsets and a symbolic row start, the shared loads must read nothing outs
 elements some tap takes (checked against guard pages), and the compact kernel of two
 neighbouring stride-2 taps has plain loads where each tap alone had masked ones."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from isolated import run_isolated
@@ -127,7 +129,7 @@ def test_shared_loads_read_nothing_past_the_taps(stride, offsets):
     # shared vector reading one element past the last tap's (or before the first) would fault.
     run_isolated(
         f"""
-        import ctypes, mmap
+        import ctypes, mmap, sys
         import numpy as np
         import pytvmbridge as tvm
         from pytvmbridge import te
@@ -141,16 +143,9 @@ def test_shared_loads_read_nothing_past_the_taps(stride, offsets):
         libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         assert libc.mprotect(base, page, 0) == 0
         assert libc.mprotect(base + 2 * page, page, 0) == 0
-        A = te.placeholder((size,), name="A")
-        def body(i):
-            out = A[i * stride + offsets[0]]
-            for o in offsets[1:]:
-                out = out + A[i * stride + o]
-            return out
-        B = te.compute((n,), body, name="B")
-        s = te.create_schedule(B.op)
-        _, xi = s[B].split(B.op.axis[0], factor=16)
-        s[B].vectorize(xi)
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_codegen_strided_groups import _taps
+        A, B, s, _ = _taps(n, stride, offsets, "float32")
         f = tvm.build(s, [A, B])
         values = np.random.default_rng(3).standard_normal(size).astype("float32")
         for start in (page, 2 * page - 4 * size):  # after the first guard, before the last

@@ -9,12 +9,17 @@ namespace ptb {
 
 namespace {
 
-// Whether `reader` is `stage` or is computed, directly or through other stages, at a loop of it.
-bool inside(const Stage& reader, const Stage& stage) {
+// Whether `reader` is `stage` or is computed, directly or through other stages, at a loop of it;
+// an inlined reader reads where its consumers do (a residual added by an elementwise stage that
+// is inlined into a convolution's epilogue is read in the epilogue's loops).
+bool inside(const Schedule& sch, const Stage& reader, const Stage& stage, int depth = 0) {
   for (Stage s = reader; s; s = s->attach_type == AttachType::kScope ? s->attach_stage : nullptr) {
     if (s == stage) return true;
   }
-  return false;
+  if (reader->attach_type != AttachType::kInline || depth > 64) return false;
+  std::vector<Stage> consumers = sch->consumers(reader);
+  return std::any_of(consumers.begin(), consumers.end(),
+                     [&](const Stage& c) { return inside(sch, c, stage, depth + 1); });
 }
 
 }  // namespace
@@ -34,8 +39,8 @@ void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int
                 "at root has a region to fetch ahead");
   }
   std::vector<Stage> readers = sch->consumers(producer);
-  bool read =
-      std::any_of(readers.begin(), readers.end(), [&](const Stage& r) { return inside(r, stage); });
+  bool read = std::any_of(readers.begin(), readers.end(),
+                          [&](const Stage& r) { return inside(sch, r, stage); });
   if (!read) {
     value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
                 "' is not read by this stage or a stage computed inside its loops");

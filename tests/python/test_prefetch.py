@@ -87,6 +87,41 @@ def test_primitive_errors_name_what_is_wrong():
         s2[C].prefetch(args[0], D.op.axis[0])
 
 
+def test_a_tensor_read_through_an_inlined_stage_can_be_prefetched():
+    # R is read only by an elementwise stage inlined into C's loops (a residual added after a
+    # product): its reads happen in C's loops, so C may prefetch it. Before, the primitive
+    # looked only at the direct reader (the inlined stage) and refused.
+    m, n, k, kb = 16, 32, 32, 8
+    _, args, _ = _blocked_matmul(m, n, k, kb)
+    A, B, C = args
+    R = te.placeholder((m, n), name="R")
+    E = te.compute((m, n), lambda i, j: C[i, j] + R[i, j], name="E")
+    F = te.compute((m, n), lambda i, j: te.max(E[i, j], te.const(0.0, "float32")), name="F")
+    s = te.create_schedule(F.op)
+    s[E].compute_inline()
+    io, _ = s[F].split(F.op.axis[0], factor=4)
+    s[C].compute_at(s[F], io)
+    s[F].prefetch(R, io, 1)
+    s[F].prefetch(R, io, 1)  # a second request for the same region changes no value
+    text = str(tvm.lower(s, [A, B, R, F]))
+    assert "prefetch(R[0i64], 1)" in text
+    f = tvm.build(s, [A, B, R, F])
+    assert _llvm_prefetches(f) >= 1
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    r = rng.standard_normal((m, n)).astype("float32")
+    out = np.zeros((m, n), "float32")
+    f(a, b, r, out)
+    np.testing.assert_allclose(out, np.maximum(a @ b + r, 0), rtol=1e-4, atol=1e-4)
+    # Still refused when nothing inside the stage reads the tensor, inlined or not.
+    other = te.placeholder((m, n), name="other")
+    G = te.compute((m, n), lambda i, j: other[i, j] * 2.0, name="G")
+    s2 = te.create_schedule([F.op, G.op])
+    s2[E].compute_inline()
+    with pytest.raises(ValueError, match="'other' is not read by this stage"):
+        s2[F].prefetch(other, F.op.axis[0])
+
+
 def _conv(cin: int, cout: int, size: int) -> tuple:
     """The graph's blocked 3x3 convolution (+ bias) on a blocked input."""
     b = channel_block(cout, LANES)

@@ -31,6 +31,7 @@ from .packed_func import (
     register_func,
     remove_global_func,
 )
+from .profiling import profile_loops
 from .runtime import device
 from .schedule import Schedule, Stage, create_schedule
 from .te import *  # noqa: F403  (the DSL names of API.md section 1; te.__all__ lists them)
@@ -103,6 +104,7 @@ __all__ = [
     "lower",
     "nd",
     "ndarray",
+    "profile_loops",
     "runtime",
     "set_num_threads",
     "target",

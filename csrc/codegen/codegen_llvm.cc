@@ -136,6 +136,14 @@ class CodeGenLLVM {
 
   void add_function(const LoweredFunc& f) {
     std::string symbol = kernel_symbol(f.name);
+    // The name users gave the kernel: the compact specialization's adds a suffix.
+    const std::string suffix = "_compact";
+    kernel_label_ = f.name;
+    if (kernel_label_.size() > suffix.size() &&
+        kernel_label_.compare(kernel_label_.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      kernel_label_.resize(kernel_label_.size() - suffix.size());
+    }
+    parallel_count_ = 0;
     if (module_.getFunction(symbol) != nullptr) {
       value_error("two functions named '", f.name, "' in one module");
     }
@@ -325,7 +333,8 @@ class CodeGenLLVM {
     llvm::Type* ptr = b_.getPtrTy();
     llvm::Type* i64 = b_.getInt64Ty();
     parallel_for_ = module_.getOrInsertFunction(
-        "ptb_parallel_for", llvm::FunctionType::get(b_.getInt32Ty(), {i64, ptr, ptr}, false));
+        "ptb_parallel_for_named",
+        llvm::FunctionType::get(b_.getInt32Ty(), {i64, ptr, ptr, ptr}, false));
     alloc_ = module_.getOrInsertFunction("ptb_alloc", llvm::FunctionType::get(ptr, {i64}, false));
     call_packed_ = module_.getOrInsertFunction(
         "ptb_call_packed",
@@ -702,8 +711,16 @@ class CodeGenLLVM {
     if (!parallel) body_fn->addFnAttr(llvm::Attribute::NoInline);
 
     llvm::Value* n = b_.CreateIntCast(extent, i64, /*isSigned=*/!t.is_uint());
-    llvm::Value* status = parallel ? b_.CreateCall(parallel_for_, {n, body_fn, closure})
-                                   : b_.CreateCall(body_fn, {b_.getInt64(0), n, closure});
+    llvm::Value* status = nullptr;
+    if (parallel) {
+      // The loop's name for the loop profile (runtime/loop_profile.h): the kernel's and the
+      // loop's place among its parallel loops, which is their order in lower()'s text.
+      std::string label = kernel_label_ + " loop " + std::to_string(parallel_count_++);
+      llvm::Value* name = b_.CreateGlobalString(label, ".loop_name");
+      status = b_.CreateCall(parallel_for_, {n, body_fn, closure, name});
+    } else {
+      status = b_.CreateCall(body_fn, {b_.getInt64(0), n, closure});
+    }
     return_if(b_.CreateICmpNE(status, b_.getInt32(0)), status);
 
     // Emit the body function, then come back here.
@@ -1488,6 +1505,9 @@ class CodeGenLLVM {
   std::vector<llvm::MDNode*> alias_scopes_;         // the scope of each group
   std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
   int outlined_count_ = 0;
+  // The kernel being emitted, for the names of its parallel loops, and how many it has so far.
+  std::string kernel_label_;
+  int parallel_count_ = 0;
 };
 
 }  // namespace

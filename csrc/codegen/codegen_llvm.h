@@ -5,7 +5,8 @@
 // returning 0, or PTB_ERROR_OUT_OF_MEMORY (runtime/backend_api.h) when an intermediate buffer
 // could not be allocated. Its symbol is kernel_symbol(name), never a C name: a kernel called
 // "exp" or "memset" must not capture the calls LLVM makes to the C library. Parallel loops
-// become internal functions run by ptb_parallel_for.
+// become internal functions run by ptb_parallel_for_named (named for the loop profile,
+// runtime/loop_profile.h).
 //
 // Memory and aliasing: an argument the function stores to is assumed not to overlap any argument
 // it only reads (the runtime checks that outputs do not overlap inputs); arguments it only reads

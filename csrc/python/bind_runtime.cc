@@ -8,6 +8,7 @@
 #include "python/dlpack_import.h"
 #include "python/torch_bits.h"
 #include "runtime/dlpack.h"
+#include "runtime/loop_profile.h"
 #include "runtime/ndarray.h"
 #include "support/error.h"
 
@@ -223,6 +224,27 @@ void bind_runtime(py::module_& m) {
   m.def("_torch_bits_ready", &torch_bits_ready,
         "Whether a PyTorch tensor's negative bit and requires_grad are read directly (checked "
         "against PyTorch on first use; needs torch imported).");
+  m.def("_set_loop_profile", &set_loop_profile, py::arg("on"),
+        "Times each parallel loop of compiled kernels while on (on also clears the records).");
+  m.def("_loop_profile_enabled", &loop_profile_enabled);
+  m.def(
+      "_loop_profile_records",
+      [] {
+        py::list out;
+        for (const LoopRecord& r : loop_profile_records()) {
+          py::dict d;
+          d["name"] = r.name;
+          d["iterations"] = r.iterations;
+          d["calls"] = r.calls;
+          d["total_seconds"] = r.total_seconds;
+          py::list seconds;
+          for (double t : r.seconds) seconds.append(t);
+          d["seconds"] = seconds;
+          out.append(d);
+        }
+        return out;
+      },
+      "The loops timed since the profile was turned on, in the order each first ran.");
 }
 
 }  // namespace ptb::python

@@ -1,9 +1,11 @@
 #include "runtime/backend_api.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 
+#include "runtime/loop_profile.h"
 #include "runtime/special_math.h"
 #include "runtime/thread_pool.h"
 #include "runtime/workspace.h"
@@ -37,6 +39,16 @@ int32_t ptb_parallel_for(int64_t n, ptb_parallel_body_t body, void* closure) {
   return c.status.load(std::memory_order_relaxed);
 }
 
+int32_t ptb_parallel_for_named(int64_t n, ptb_parallel_body_t body, void* closure,
+                               const char* name) {
+  if (!ptb::loop_profile_enabled()) return ptb_parallel_for(n, body, closure);
+  auto start = std::chrono::steady_clock::now();
+  int32_t status = ptb_parallel_for(n, body, closure);
+  ptb::record_loop(name, n,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return status;
+}
+
 // Intermediate buffers come from the workspace cache (runtime/workspace.h): reused across
 // calls instead of faulted in again each time.
 void* ptb_alloc(int64_t bytes) { return ptb::workspace_alloc(bytes); }
@@ -49,6 +61,7 @@ namespace ptb {
 const std::vector<BackendSymbol>& backend_symbols() {
   static const std::vector<BackendSymbol> symbols = {
       {"ptb_parallel_for", reinterpret_cast<void*>(&ptb_parallel_for)},
+      {"ptb_parallel_for_named", reinterpret_cast<void*>(&ptb_parallel_for_named)},
       {"ptb_alloc", reinterpret_cast<void*>(&ptb_alloc)},
       {"ptb_free", reinterpret_cast<void*>(&ptb_free)},
       {"ptb_call_packed", reinterpret_cast<void*>(&ptb_call_packed)},

@@ -15,6 +15,11 @@ typedef int32_t (*ptb_parallel_body_t)(int64_t begin, int64_t end, void* closure
 
 // Runs body over [0, n) on the thread pool; returns the first nonzero status of a chunk, or 0.
 int32_t ptb_parallel_for(int64_t n, ptb_parallel_body_t body, void* closure);
+// The same for a loop that codegen named (a constant string of the kernel's code): timed under
+// that name while the loop profile (runtime/loop_profile.h) is on. Code generated before it
+// existed calls ptb_parallel_for, which stays.
+int32_t ptb_parallel_for_named(int64_t n, ptb_parallel_body_t body, void* closure,
+                               const char* name);
 
 // 64-byte aligned memory for an intermediate buffer; nullptr on failure (or a negative size).
 // A size of 0 returns a valid pointer that must be freed.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/backend_api.h"
+#include "runtime/loop_profile.h"
 #include "runtime/thread_pool.h"
 #include "runtime/workspace.h"
 #include "support/error.h"
@@ -358,13 +359,46 @@ TEST(BackendApi, ParallelForReturnsTheFirstErrorStatus) {
   EXPECT_EQ(ptb_parallel_for(1000, fails, nullptr), 7);
 }
 
+TEST(BackendApi, NamedParallelForIsTimedOnlyWhileTheProfileIsOn) {
+  int64_t hits = 0;
+  auto ok = [](int64_t b, int64_t e, void* p) -> int32_t {
+    __atomic_add_fetch(static_cast<int64_t*>(p), e - b, __ATOMIC_RELAXED);
+    return 0;
+  };
+  auto fails = [](int64_t b, int64_t, void*) -> int32_t { return b == 0 ? 5 : 0; };
+  static const char kName[] = "test loop 0";
+  static const char kOther[] = "test loop 1";
+  EXPECT_EQ(ptb_parallel_for_named(100, ok, &hits, kName), 0);  // off: not recorded
+  set_loop_profile(true);
+  EXPECT_EQ(ptb_parallel_for_named(100, ok, &hits, kName), 0);
+  EXPECT_EQ(ptb_parallel_for_named(300, ok, &hits, kName), 0);
+  EXPECT_EQ(ptb_parallel_for_named(10, fails, nullptr, kOther), 5);  // the status still comes back
+  std::vector<LoopRecord> records = loop_profile_records();
+  set_loop_profile(false);
+  EXPECT_EQ(ptb_parallel_for_named(100, ok, &hits, kName), 0);  // off again
+  EXPECT_EQ(hits, 600);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].name, "test loop 0");
+  EXPECT_EQ(records[0].calls, 2);
+  EXPECT_EQ(records[0].iterations, 300);  // the last call's
+  ASSERT_EQ(records[0].seconds.size(), 2u);
+  EXPECT_NEAR(records[0].total_seconds, records[0].seconds[0] + records[0].seconds[1], 1e-12);
+  EXPECT_EQ(records[1].name, "test loop 1");
+  EXPECT_EQ(records[1].calls, 1);
+  EXPECT_EQ(loop_profile_records().size(), 2u);  // kept after turning off, until the next on
+  set_loop_profile(true);
+  EXPECT_TRUE(loop_profile_records().empty());
+  set_loop_profile(false);
+}
+
 TEST(BackendApi, ListsEverySymbol) {
   std::set<std::string> names;
   for (const BackendSymbol& s : backend_symbols()) {
     EXPECT_NE(s.address, nullptr);
     names.insert(s.name);
   }
-  std::set<std::string> expected = {"ptb_parallel_for", "ptb_alloc", "ptb_free", "ptb_call_packed"};
+  std::set<std::string> expected = {"ptb_parallel_for", "ptb_parallel_for_named", "ptb_alloc",
+                                    "ptb_free", "ptb_call_packed"};
   for (const char* f : {"erfinv", "erfcinv", "erfcx", "normcdfinv", "cyl_bessel_i0",
                         "cyl_bessel_i1", "sinpi", "cospi"}) {
     expected.insert(std::string("ptb_") + f);        // double

@@ -1,0 +1,146 @@
+"""pytvmbridge.profile_loops(): every parallel loop of the compiled kernels run inside the block
+timed under its kernel's name and its place among the kernel's parallel loops (the order lower()
+prints them), and PYTVMBRIDGE_LOOP_PROFILE=1 for a whole process. Values are checked against
+NumPy; the loop counts and extents against the lowered text."""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pytvmbridge as tvm
+from pytvmbridge import topi
+
+rng = np.random.default_rng(5)
+
+
+def _two_loops(n: int = 48, m: int = 40) -> tuple:
+    """B = A * 2 and C = B.T + 1, each a root stage with its own parallel loop (n and m
+    iterations)."""
+    A = tvm.placeholder((n, m), name="A")
+    B = tvm.compute((n, m), lambda i, j: A[i, j] * 2.0, name="B")
+    C = tvm.compute((m, n), lambda i, j: B[j, i] + 1.0, name="C")
+    s = tvm.create_schedule(C.op)
+    s[B].parallel(B.op.axis[0])
+    s[C].parallel(C.op.axis[0])
+    return s, [A, C]
+
+
+def _parallel_extents(text: str) -> list[int]:
+    return [int(e) for e in re.findall(r"parallel \([^,]+, 0, (\d+)\)", text)]
+
+
+def test_each_loop_is_named_counted_and_timed():
+    s, args = _two_loops()
+    f = tvm.build(s, args, name="twice")
+    a = rng.standard_normal((48, 40)).astype("float32")
+    c = np.zeros((40, 48), "float32")
+    f(a, c)  # before the block: not counted
+    with tvm.profile_loops() as prof:
+        for _ in range(3):
+            f(a, c)
+    np.testing.assert_allclose(c, a.T * 2 + 1, rtol=1e-6)
+    assert [r.name for r in prof] == ["twice loop 0", "twice loop 1"]
+    assert [r.iterations for r in prof] == _parallel_extents(str(tvm.lower(s, args))) == [48, 40]
+    assert [r.calls for r in prof] == [3, 3]
+    for r in prof:
+        assert 0 < r.min_ms <= r.median_ms <= r.max_ms
+        assert r.min_ms * 3 <= r.total_ms + 1e-9 <= r.max_ms * 3 + 1e-9
+    assert prof.total_ms == pytest.approx(sum(r.total_ms for r in prof))
+    assert prof["twice loop 1"] is prof[1]
+    text = str(prof)
+    assert text.splitlines()[0].split()[:3] == ["loop", "iterations", "calls"]
+    assert "twice loop 0" in text and "<td>twice loop 1</td>" in prof._repr_html_()
+    with pytest.raises(KeyError, match="'twice loop 0', 'twice loop 1'"):
+        prof["twice loop 2"]
+
+
+def test_off_outside_the_block_and_after_an_error():
+    s, args = _two_loops(8, 8)
+    f = tvm.build(s, args, name="small")
+    a = np.ones((8, 8), "float32")
+    c = np.zeros_like(a)
+    with pytest.raises(RuntimeError, match="inside"):
+        with tvm.profile_loops() as prof:
+            f(a, c)
+            raise RuntimeError("inside")
+    assert [r.calls for r in prof] == [1, 1]
+    assert not tvm._core._loop_profile_enabled()
+    with tvm.profile_loops() as again:
+        pass
+    assert len(again) == 0 and str(again) == "no parallel loop ran"
+    np.testing.assert_array_equal(c, np.full((8, 8), 3.0, "float32"))
+
+
+def test_one_profile_at_a_time():
+    with tvm.profile_loops():
+        with pytest.raises(ValueError, match="already on"):
+            with tvm.profile_loops():
+                pass
+    assert not tvm._core._loop_profile_enabled()
+
+
+def test_an_auto_scheduled_convolution_matches_its_lowered_loops():
+    x = tvm.placeholder((2, 16, 14, 14), name="x")
+    w = tvm.placeholder((32, 16, 3, 3), name="w")
+    y = topi.nn.relu(topi.nn.conv2d(x, w, padding=1))
+    s = tvm.auto_schedule([y])
+    extents = _parallel_extents(str(tvm.lower(s, [x, w, y])))
+    assert extents  # the schedule has parallel loops to time
+    f = tvm.build(s, [x, w, y], name="conv")
+    xa = rng.standard_normal((2, 16, 14, 14)).astype("float32")
+    wa = rng.standard_normal((32, 16, 3, 3)).astype("float32")
+    out = np.zeros((2, 32, 14, 14), "float32")
+    with tvm.profile_loops() as prof:
+        f(xa, wa, out)
+    assert [r.name for r in prof] == [f"conv loop {k}" for k in range(len(extents))]
+    assert [r.iterations for r in prof] == extents
+    import torch
+
+    ref = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xa), torch.from_numpy(wa),
+                                                padding=1))  # fmt: skip
+    np.testing.assert_allclose(out, ref.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_compiled_graph_is_profiled_loop_by_loop():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 1)
+    ).eval()
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        f = torch.compile(model, backend="pytvmbridge")
+        f(x)
+        with tvm.profile_loops() as prof:
+            y = f(x)
+        torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
+    assert len(prof) >= 2
+    kernels = {r.name.rsplit(" loop ", 1)[0] for r in prof}
+    assert len(kernels) == 1  # one kernel for the whole partition
+    assert [int(r.name.rsplit(" ", 1)[1]) for r in prof] == list(range(len(prof)))
+    assert all(r.calls == 1 and r.iterations >= 1 for r in prof)
+
+
+def test_environment_variable_prints_the_table_at_exit():
+    code = (
+        "import numpy as np, pytvmbridge as tvm\n"
+        "A = tvm.placeholder((32, 8), name='A')\n"
+        "B = tvm.compute((32, 8), lambda i, j: A[i, j] + 1.0, name='B')\n"
+        "s = tvm.create_schedule(B.op)\n"
+        "s[B].parallel(B.op.axis[0])\n"
+        "f = tvm.build(s, [A, B], name='inc')\n"
+        "a = np.zeros((32, 8), 'float32'); b = np.empty_like(a)\n"
+        "f(a, b); f(a, b)\n"
+        "assert (b == 1).all()\n"
+    )
+    env = dict(os.environ, PYTVMBRIDGE_LOOP_PROFILE="1", PYTVMBRIDGE_CACHE="0")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "pytvmbridge loop profile" in out.stderr
+    row = next(line for line in out.stderr.splitlines() if line.startswith("inc loop 0"))
+    assert row.split()[3:5] == ["32", "2"]  # iterations, calls

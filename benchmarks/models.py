@@ -11,12 +11,15 @@ the run then affects all three alike instead of whichever was timed last. Prints
 writes benchmarks/results/models.json.
 
     .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
-        [--threads N] [--cpu-time] [--layout NCHWc|NCHW]
+        [--threads N] [--cpu-time] [--layout NCHWc|NCHW] [--profile]
 
 ``--quick``: the small test sizes of each model, batch 1 only, few repetitions (a smoke run).
 ``--cpu-time`` times process CPU time instead of wall time: with ``--threads 1`` it is the
 figure that stays meaningful on a machine other jobs are loading (compile times stay wall).
 ``--layout`` is our backend's ``layout`` option (default ``NCHWc``).
+``--profile`` also prints, per model and batch, where our compiled model spends its time: each
+parallel loop's median over 20 calls (``pytvmbridge.profile_loops()``; the loops are numbered
+in ``lower()``'s order), after the timing rounds.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--cpu-time", action="store_true", help="time process CPU time")
     parser.add_argument("--layout", default="NCHWc", choices=["NCHWc", "NCHW"])
+    parser.add_argument("--profile", action="store_true", help="per-loop table of ours")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "models.json"))
     opts = parser.parse_args()
     try:
@@ -162,6 +166,11 @@ def main() -> None:
                 f"{ours_ms / ind_ms:>10.2f}{ind_compile:>15.1f}{ours_compile:>16.1f}",
                 flush=True,
             )
+            if opts.profile:
+                with torch.no_grad(), tvm.profile_loops() as prof:
+                    for _ in range(20):
+                        ours(x)
+                print(prof, flush=True)
     ratios = [r["pytvmbridge_ms"] / r["inductor_freezing_ms"] for r in rows]
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"geometric mean of ours/inductor-freezing: {geomean:.2f}")

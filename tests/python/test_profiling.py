@@ -144,3 +144,24 @@ def test_environment_variable_prints_the_table_at_exit():
     assert "pytvmbridge loop profile" in out.stderr
     row = next(line for line in out.stderr.splitlines() if line.startswith("inc loop 0"))
     assert row.split()[3:5] == ["32", "2"]  # iterations, calls
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+def test_a_forked_child_starts_with_the_profile_off():
+    # A tuner forks workers while kernels may be timed; the child must neither inherit a held
+    # lock nor the parent's records, and the parent's profile goes on.
+    s, args = _two_loops(16, 8)
+    f = tvm.build(s, args, name="forked")
+    a = np.ones((16, 8), "float32")
+    c = np.zeros((8, 16), "float32")
+    with tvm.profile_loops() as prof:
+        f(a, c)
+        pid = os.fork()
+        if pid == 0:  # the child: runs the kernel, reports through its exit status
+            ok = not tvm._core._loop_profile_enabled() and not tvm._core._loop_profile_records()
+            f(a, c)
+            os._exit(0 if ok and (c == 3).all() else 1)
+        _, status = os.waitpid(pid, 0)
+        f(a, c)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert [r.calls for r in prof] == [2, 2]

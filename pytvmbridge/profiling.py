@@ -4,7 +4,9 @@ Inside ``with profile_loops() as prof:`` every parallel loop of every compiled k
 (a ``@kernel``, a ``build``, a TC def, a graph compiled by ``torch.compile(...,
 backend="pytvmbridge")``, which is one kernel) is timed, call by call. A loop is named after its
 kernel and its place among the kernel's parallel loops, in the order ``lower()`` prints them
-("fused_0 loop 3": the fourth ``parallel`` loop of ``fused_0``). Setting
+("fused_0 loop 3": the fourth ``parallel`` loop of ``fused_0``; "f (strided) loop 0" when strided
+arrays made ``f`` run its generic version). A parallel loop nested in another runs serially
+inside it and is timed too, so its time is part of the outer loop's as well. Setting
 ``PYTVMBRIDGE_LOOP_PROFILE=1`` in the environment does the same for a whole process and prints
 the table on stderr at exit.
 

@@ -136,12 +136,15 @@ class CodeGenLLVM {
 
   void add_function(const LoweredFunc& f) {
     std::string symbol = kernel_symbol(f.name);
-    // The name users gave the kernel: the compact specialization's adds a suffix.
+    // The name users gave the kernel for its compact specialization (which adds a suffix to
+    // it); the generic function runs only for strided arrays, and says so.
     const std::string suffix = "_compact";
     kernel_label_ = f.name;
     if (kernel_label_.size() > suffix.size() &&
         kernel_label_.compare(kernel_label_.size() - suffix.size(), suffix.size(), suffix) == 0) {
       kernel_label_.resize(kernel_label_.size() - suffix.size());
+    } else {
+      kernel_label_ += " (strided)";
     }
     parallel_count_ = 0;
     if (module_.getFunction(symbol) != nullptr) {

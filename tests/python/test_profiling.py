@@ -165,3 +165,20 @@ def test_a_forked_child_starts_with_the_profile_off():
         f(a, c)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert [r.calls for r in prof] == [2, 2]
+
+
+def test_strided_arrays_show_the_generic_version():
+    s, args = _two_loops(16, 8)
+    f = tvm.build(s, args, name="viewed")
+    a = rng.standard_normal((8, 16)).astype("float32").T  # a transposed view: strided
+    c = np.zeros((8, 16), "float32")
+    with tvm.profile_loops() as prof:
+        f(a, c)
+        f(np.ascontiguousarray(a), c)
+    assert [r.name for r in prof] == [
+        "viewed (strided) loop 0",
+        "viewed (strided) loop 1",
+        "viewed loop 0",
+        "viewed loop 1",
+    ]
+    np.testing.assert_allclose(c, a.T * 2 + 1, rtol=1e-6)

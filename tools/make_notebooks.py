@@ -339,6 +339,21 @@ LLVM IR are in the folded blocks.""",
 print("fastest schedule:", best)
 modules[best]""",
     ),
+    (
+        "md",
+        """Where the parallel schedule's time goes: `tvm.profile_loops()` times each parallel loop
+of the kernels run inside it. Loop 0 packs B into panels, loop 1 computes the tiles; they are
+numbered in the order `lower()` printed them above.""",
+    ),
+    (
+        "code",
+        """c = np.zeros((M, N), dtype=np.float32)
+with tvm.profile_loops() as prof:
+    for _ in range(10):
+        modules["parallel"](a, b, c)
+np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-3)
+prof""",
+    ),
 ]
 
 TC: Cells = [

@@ -17,9 +17,9 @@ writes benchmarks/results/models.json.
 ``--cpu-time`` times process CPU time instead of wall time: with ``--threads 1`` it is the
 figure that stays meaningful on a machine other jobs are loading (compile times stay wall).
 ``--layout`` is our backend's ``layout`` option (default ``NCHWc``).
-``--profile`` also prints, per model and batch, where our compiled model spends its time: each
-parallel loop's median over 20 calls (``pytvmbridge.profile_loops()``; the loops are numbered
-in ``lower()``'s order), after the timing rounds.
+``--profile`` also prints, per model and batch, where our compiled model spends its time: the
+kernel call's and each parallel loop's median over 20 calls (``pytvmbridge.profile_loops()``;
+the loops are numbered in ``lower()``'s order), after the timing rounds.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Where compiled kernels spend their time, loop by loop.
 
-Inside ``with profile_loops() as prof:`` every parallel loop of every compiled kernel that runs
-(a ``@kernel``, a ``build``, a TC def, a graph compiled by ``torch.compile(...,
-backend="pytvmbridge")``, which is one kernel) is timed, call by call. A loop is named after its
+Inside ``with profile_loops() as prof:`` every call of a compiled kernel (a ``@kernel``, a
+``build``, a TC def, a graph compiled by ``torch.compile(..., backend="pytvmbridge")``, which is
+one kernel) and every parallel loop in it is timed, call by call. A call is named "<kernel>
+call" and includes its loops; what a call takes beyond its loops is its serial code and the
+call's own work (argument checks, the thread pool's start and end). A loop is named after its
 kernel and its place among the kernel's parallel loops, in the order ``lower()`` prints them
 ("fused_0 loop 3": the fourth ``parallel`` loop of ``fused_0``; "f (strided) loop 0" when strided
 arrays made ``f`` run its generic version). A parallel loop nested in another runs serially
@@ -38,18 +40,23 @@ class LoopTiming:
     """
 
     name: str
-    iterations: int  # of its last call
+    iterations: int  # of its last call (1 for a whole kernel call)
     calls: int
     total_ms: float
     median_ms: float
     min_ms: float
     max_ms: float
 
+    @property
+    def is_call(self) -> bool:
+        """Whether this is a whole kernel call ("<kernel> call"), which includes its loops."""
+        return self.name.endswith(" call")
+
 
 class LoopProfile:
-    """The loops timed in a ``profile_loops()`` block, in the order each first ran; filled when
-    the block ends. Iterable, indexable by position or by loop name; ``str()`` is a table, and
-    a notebook shows it as one.
+    """The calls and loops timed in a ``profile_loops()`` block, in the order each first ended
+    (a kernel's loops, then its call); filled when the block ends. Iterable, indexable by
+    position or by name; ``str()`` is a table, and a notebook shows it as one.
 
     Example:
         >>> prof = LoopProfile()
@@ -77,8 +84,10 @@ class LoopProfile:
 
     @property
     def total_ms(self) -> float:
-        """The time of every timed loop, summed over all calls."""
-        return float(sum(r.total_ms for r in self.records))
+        """The time of the kernel calls, summed (the loops' if no call was timed: a kernel
+        loaded from an old file)."""
+        calls = [r.total_ms for r in self.records if r.is_call]
+        return float(sum(calls) if calls else sum(r.total_ms for r in self.records))
 
     def __iter__(self) -> Iterator[LoopTiming]:
         return iter(self.records)
@@ -100,7 +109,7 @@ class LoopProfile:
         return [
             (
                 r.name,
-                str(r.iterations),
+                "" if r.is_call else str(r.iterations),
                 str(r.calls),
                 f"{r.median_ms:.4f}",
                 f"{r.min_ms:.4f}",
@@ -124,10 +133,10 @@ class LoopProfile:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        return self.table() if self.records else "no parallel loop ran"
+        return self.table() if self.records else "no compiled kernel ran"
 
     def __repr__(self) -> str:
-        return f"<LoopProfile: {len(self.records)} loops, {self.total_ms:.3f} ms>"
+        return f"<LoopProfile: {len(self.records)} rows, {self.total_ms:.3f} ms>"
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self._HEADER)
@@ -140,7 +149,7 @@ class LoopProfile:
 
 @contextlib.contextmanager
 def profile_loops() -> Iterator[LoopProfile]:
-    """Times every parallel loop of the compiled kernels run inside the block.
+    """Times every call of a compiled kernel, and each parallel loop in it, inside the block.
 
     Example:
         >>> import numpy as np
@@ -155,7 +164,7 @@ def profile_loops() -> Iterator[LoopProfile]:
         >>> with tvm.profile_loops() as prof:
         ...     f(a, b)
         >>> [(r.name, r.iterations, r.calls) for r in prof]
-        [('double loop 0', 64, 1)]
+        [('double loop 0', 64, 1), ('double call', 1, 1)]
     """
     if _core._loop_profile_enabled():
         raise TVMValueError(

@@ -341,9 +341,10 @@ modules[best]""",
     ),
     (
         "md",
-        """Where the parallel schedule's time goes: `tvm.profile_loops()` times each parallel loop
-of the kernels run inside it. Loop 0 packs B into panels, loop 1 computes the tiles; they are
-numbered in the order `lower()` printed them above.""",
+        """Where the parallel schedule's time goes: `tvm.profile_loops()` times each call of the
+kernels run inside it and each parallel loop of the call. Loop 0 packs B into panels, loop 1
+computes the tiles (numbered in the order `lower()` printed them above); the last row is the
+whole call.""",
     ),
     (
         "code",

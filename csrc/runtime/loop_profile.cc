@@ -61,7 +61,8 @@ struct FromEnvironment {
   ~FromEnvironment() {
     if (!loop_profile_enabled()) return;
     std::vector<LoopRecord> records = loop_profile_records();
-    std::fprintf(stderr, "pytvmbridge loop profile (wall time of each parallel loop, ms)\n");
+    std::fprintf(
+        stderr, "pytvmbridge loop profile (wall time of each kernel call and parallel loop, ms)\n");
     std::fprintf(stderr, "%-40s %10s %8s %10s %10s %10s\n", "loop", "iterations", "calls", "median",
                  "min", "total");
     for (const LoopRecord& r : records) {

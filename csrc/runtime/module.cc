@@ -1,6 +1,7 @@
 #include "runtime/module.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include "ir/printer.h"
 #include "runtime/backend_api.h"
 #include "runtime/dlpack_ext.h"
+#include "runtime/loop_profile.h"
 #include "runtime/packed_func.h"
 #include "support/error.h"
 
@@ -199,6 +201,8 @@ Module::Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> sl
                std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact,
                std::string lowered, GenericCompiler compile_generic)
     : name_(std::move(name)),
+      call_label_(name_ + " call"),
+      strided_call_label_(name_ + " (strided) call"),
       args_(std::move(args)),
       slots_(std::move(slots)),
       jit_(std::move(jit)),
@@ -398,7 +402,16 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
     }
   }
   KernelFn fn = all_compact ? compact_ : generic_kernel();
-  int32_t rc = fn(data, slots);
+  int32_t rc;
+  if (loop_profile_enabled()) {
+    auto start = std::chrono::steady_clock::now();
+    rc = fn(data, slots);
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    record_loop(all_compact ? call_label_.c_str() : strided_call_label_.c_str(), 1, seconds);
+  } else {
+    rc = fn(data, slots);
+  }
   if (rc == PTB_ERROR_PACKED_CALL) {
     // The packed function's own exception (a Python one stays itself).
     if (std::exception_ptr e = take_packed_call_error()) std::rethrow_exception(e);

@@ -94,6 +94,9 @@ class Module {
                    size_t arg, size_t dim) const;
 
   std::string name_;
+  // The names of its calls in the loop profile (runtime/loop_profile.h): the compact and the
+  // generic (strided) variant's.
+  std::string call_label_, strided_call_label_;
   std::vector<ArgSpec> args_;
   std::vector<Expr> slots_;        // the Var of each scalar slot
   std::vector<int64_t> slot_max_;  // the largest value each slot's type holds

@@ -1,7 +1,8 @@
-"""pytvmbridge.profile_loops(): every parallel loop of the compiled kernels run inside the block
-timed under its kernel's name and its place among the kernel's parallel loops (the order lower()
-prints them), and PYTVMBRIDGE_LOOP_PROFILE=1 for a whole process. Values are checked against
-NumPy; the loop counts and extents against the lowered text."""
+"""pytvmbridge.profile_loops(): every call of a compiled kernel run inside the block, and
+every parallel loop in it, timed under its kernel's name (and a loop's place among the kernel's
+parallel loops, the order lower() prints them), and PYTVMBRIDGE_LOOP_PROFILE=1 for a whole
+process. Values are checked against NumPy; the loop counts and extents against the lowered
+text."""
 
 import os
 import re
@@ -43,13 +44,17 @@ def test_each_loop_is_named_counted_and_timed():
         for _ in range(3):
             f(a, c)
     np.testing.assert_allclose(c, a.T * 2 + 1, rtol=1e-6)
-    assert [r.name for r in prof] == ["twice loop 0", "twice loop 1"]
-    assert [r.iterations for r in prof] == _parallel_extents(str(tvm.lower(s, args))) == [48, 40]
-    assert [r.calls for r in prof] == [3, 3]
+    assert [r.name for r in prof] == ["twice loop 0", "twice loop 1", "twice call"]
+    loops = [r for r in prof if not r.is_call]
+    assert [r.iterations for r in loops] == _parallel_extents(str(tvm.lower(s, args))) == [48, 40]
+    assert [r.calls for r in prof] == [3, 3, 3]
     for r in prof:
         assert 0 < r.min_ms <= r.median_ms <= r.max_ms
         assert r.min_ms * 3 <= r.total_ms + 1e-9 <= r.max_ms * 3 + 1e-9
-    assert prof.total_ms == pytest.approx(sum(r.total_ms for r in prof))
+    # A call includes its loops; the profile's total is the calls'.
+    call = prof["twice call"]
+    assert call.is_call and call.total_ms >= sum(r.total_ms for r in loops)
+    assert prof.total_ms == pytest.approx(call.total_ms)
     assert prof["twice loop 1"] is prof[1]
     text = str(prof)
     assert text.splitlines()[0].split()[:3] == ["loop", "iterations", "calls"]
@@ -67,11 +72,11 @@ def test_off_outside_the_block_and_after_an_error():
         with tvm.profile_loops() as prof:
             f(a, c)
             raise RuntimeError("inside")
-    assert [r.calls for r in prof] == [1, 1]
+    assert [r.calls for r in prof] == [1, 1, 1]
     assert not tvm._core._loop_profile_enabled()
     with tvm.profile_loops() as again:
         pass
-    assert len(again) == 0 and str(again) == "no parallel loop ran"
+    assert len(again) == 0 and str(again) == "no compiled kernel ran"
     np.testing.assert_array_equal(c, np.full((8, 8), 3.0, "float32"))
 
 
@@ -96,8 +101,8 @@ def test_an_auto_scheduled_convolution_matches_its_lowered_loops():
     out = np.zeros((2, 32, 14, 14), "float32")
     with tvm.profile_loops() as prof:
         f(xa, wa, out)
-    assert [r.name for r in prof] == [f"conv loop {k}" for k in range(len(extents))]
-    assert [r.iterations for r in prof] == extents
+    assert [r.name for r in prof] == [f"conv loop {k}" for k in range(len(extents))] + ["conv call"]
+    assert [r.iterations for r in prof if not r.is_call] == extents
     import torch
 
     ref = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xa), torch.from_numpy(wa),
@@ -117,10 +122,11 @@ def test_a_compiled_graph_is_profiled_loop_by_loop():
         with tvm.profile_loops() as prof:
             y = f(x)
         torch.testing.assert_close(y, model(x), rtol=1e-4, atol=1e-4)
-    assert len(prof) >= 2
-    kernels = {r.name.rsplit(" loop ", 1)[0] for r in prof}
-    assert len(kernels) == 1  # one kernel for the whole partition
-    assert [int(r.name.rsplit(" ", 1)[1]) for r in prof] == list(range(len(prof)))
+    loops = [r for r in prof if not r.is_call]
+    calls = [r for r in prof if r.is_call]
+    assert len(loops) >= 2 and len(calls) == 1  # one kernel for the whole partition
+    kernel = calls[0].name.removesuffix(" call")
+    assert [r.name for r in loops] == [f"{kernel} loop {k}" for k in range(len(loops))]
     assert all(r.calls == 1 and r.iterations >= 1 for r in prof)
 
 
@@ -169,7 +175,7 @@ def test_a_forked_child_starts_with_the_profile_off():
         "    _, status = os.waitpid(pid, 0)\n"
         "    f(a, b)\n"
         "assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status\n"
-        "assert [r.calls for r in prof] == [2], [r.calls for r in prof]\n"
+        "assert [r.calls for r in prof] == [2, 2], [r.calls for r in prof]\n"
         "print('fork ok')\n"
     )
     env = dict(os.environ, PYTVMBRIDGE_CACHE="0")
@@ -191,7 +197,9 @@ def test_strided_arrays_show_the_generic_version():
     assert [r.name for r in prof] == [
         "viewed (strided) loop 0",
         "viewed (strided) loop 1",
+        "viewed (strided) call",
         "viewed loop 0",
         "viewed loop 1",
+        "viewed call",
     ]
     np.testing.assert_allclose(c, a.T * 2 + 1, rtol=1e-6)

@@ -46,11 +46,7 @@ class LoopTiming:
     median_ms: float
     min_ms: float
     max_ms: float
-
-    @property
-    def is_call(self) -> bool:
-        """Whether this is a whole kernel call ("<kernel> call"), which includes its loops."""
-        return self.name.endswith(" call")
+    is_call: bool = False  # a whole kernel call ("<kernel> call"), its loops included
 
 
 class LoopProfile:
@@ -68,17 +64,25 @@ class LoopProfile:
         self.records: list[LoopTiming] = []
 
     def _fill(self, raw: list[dict]) -> None:
+        # Two kernels of one name (every compiled graph's is "fused_0": a model with a graph
+        # break has two) keep separate records; the second one's names get " [2]", and so on.
+        seen: dict[str, int] = {}
         for r in raw:
             ms = [t * 1e3 for t in r["seconds"]] or [0.0]
+            name = r["name"]
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                name = f"{name} [{seen[name]}]"
             self.records.append(
                 LoopTiming(
-                    name=r["name"],
+                    name=name,
                     iterations=int(r["iterations"]),
                     calls=int(r["calls"]),
                     total_ms=r["total_seconds"] * 1e3,
                     median_ms=statistics.median(ms),
                     min_ms=min(ms),
                     max_ms=max(ms),
+                    is_call=r["name"].endswith(" call"),
                 )
             )
 

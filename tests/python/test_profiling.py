@@ -203,3 +203,29 @@ def test_strided_arrays_show_the_generic_version():
         "viewed call",
     ]
     np.testing.assert_allclose(c, a.T * 2 + 1, rtol=1e-6)
+
+
+def test_two_kernels_of_one_name_keep_separate_rows():
+    # Every compiled graph's kernel is "fused_0"; a model with a graph break runs two.
+    s1, args1 = _two_loops(16, 8)
+    s2, args2 = _two_loops(32, 8)
+    f1 = tvm.build(s1, args1, name="same")
+    f2 = tvm.build(s2, args2, name="same")
+    a1, c1 = np.ones((16, 8), "float32"), np.zeros((8, 16), "float32")
+    a2, c2 = np.ones((32, 8), "float32"), np.zeros((8, 32), "float32")
+    with tvm.profile_loops() as prof:
+        f1(a1, c1)
+        f2(a2, c2)
+        f1(a1, c1)
+    assert [(r.name, r.iterations, r.calls) for r in prof] == [
+        ("same loop 0", 16, 2),
+        ("same loop 1", 8, 2),
+        ("same call", 1, 2),
+        ("same loop 0 [2]", 32, 1),
+        ("same loop 1 [2]", 8, 1),
+        ("same call [2]", 1, 1),
+    ]
+    assert [r.is_call for r in prof] == [False, False, True] * 2
+    calls = prof["same call"].total_ms + prof["same call [2]"].total_ms
+    assert prof.total_ms == pytest.approx(calls)
+    assert (c1 == 3).all() and (c2 == 3).all()

@@ -1,13 +1,13 @@
 #include "runtime/loop_profile.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
+
+#include "support/fork_safe.h"
 
 namespace ptb {
 
@@ -26,24 +26,9 @@ struct Profile {
   std::vector<LoopRecord> records;
 };
 
-Profile*& profile_slot();
-
-void reset_in_child() {
-  // After fork() only the forking thread exists: another may have held the lock (a tuner's
-  // worker is forked while kernels run). Leak the old records and start off in the child.
-  profile_slot() = new Profile();
-}
-
-// Never destroyed: kernels may still run while static destructors do.
-Profile*& profile_slot() {
-  static Profile* p = [] {
-    pthread_atfork(nullptr, nullptr, reset_in_child);
-    return new Profile();
-  }();
-  return p;
-}
-
-Profile& profile() { return *profile_slot(); }
+// A forked child (a tuner's worker is forked while kernels may run) starts with no records and
+// the profile off (support/fork_safe.h).
+Profile& profile() { return ForkSafe<Profile>::get(); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;

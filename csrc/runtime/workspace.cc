@@ -1,12 +1,13 @@
 #include "runtime/workspace.h"
 
-#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cstdlib>
 #include <iterator>
 #include <map>
 #include <mutex>
+
+#include "support/fork_safe.h"
 
 namespace ptb {
 
@@ -44,25 +45,10 @@ struct Cache {
   int64_t bytes = 0;
 };
 
-Cache*& cache_slot();
-
-void reset_cache_in_child() {
-  // After fork() only the forking thread exists: another thread may have held the lock (or been
-  // halfway through an update of the map) at the time, and nobody would release it. Leak the old
-  // cache and start an empty one; blocks the child still uses are freed into the new one.
-  cache_slot() = new Cache();
-}
-
-// Never destroyed: generated code may free a block while static destructors run at exit.
-Cache*& cache_slot() {
-  static Cache* c = [] {
-    pthread_atfork(nullptr, nullptr, reset_cache_in_child);
-    return new Cache();
-  }();
-  return c;
-}
-
-Cache& cache() { return *cache_slot(); }
+// A forked child starts with an empty cache (support/fork_safe.h); blocks it still uses are
+// freed into the new one. Never destroyed: generated code may free a block while static
+// destructors run at exit.
+Cache& cache() { return ForkSafe<Cache>::get(); }
 
 void* user_pointer(void* block) { return static_cast<char*>(block) + kHeader; }
 void* block_of(void* ptr) { return static_cast<char*>(ptr) - kHeader; }

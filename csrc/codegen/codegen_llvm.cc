@@ -919,24 +919,11 @@ class CodeGenLLVM {
       annotate(chunk, op->buffer);
       chunks.push_back(chunk);
     }
-    // Concatenate the chunks (pairwise; an odd one out is padded with zeros), then pick.
-    while (chunks.size() > 1) {
-      std::vector<llvm::Value*> next;
-      for (size_t i = 0; i < chunks.size(); i += 2) {
-        llvm::Value* a = chunks[i];
-        int width =
-            static_cast<int>(llvm::cast<llvm::FixedVectorType>(a->getType())->getNumElements());
-        llvm::Value* b =
-            i + 1 < chunks.size() ? chunks[i + 1] : llvm::Constant::getNullValue(a->getType());
-        std::vector<int> both(2 * width);
-        for (int j = 0; j < 2 * width; ++j) both[j] = j;
-        next.push_back(b_.CreateShuffleVector(a, b, both));
-      }
-      chunks = std::move(next);
-    }
+    // Concatenate the chunks, then pick.
+    llvm::Value* all = concat_vectors(std::move(chunks));
     std::vector<int> every(lanes);
     for (int i = 0; i < lanes; ++i) every[i] = static_cast<int>(stride) * i;
-    llvm::Value* v = b_.CreateShuffleVector(chunks[0], every);
+    llvm::Value* v = b_.CreateShuffleVector(all, every);
     return from_memory(b_, v, t);
   }
 

@@ -6,12 +6,16 @@
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
+#include "autoschedule/stream_prefetch.h"
 #include "ir/op.h"
 #include "schedule/primitives.h"
 
 namespace ptb::autoschedule {
 
 namespace {
+
+// How far ahead a math-heavy stage prefetches the tensors it streams (prefetch_inputs).
+constexpr int64_t kStreamPrefetchBytes = int64_t{2} << 10;
 
 // Whether `c`, with the producers inlined into it, is TOPI's elementwise or broadcast
 // arithmetic (by tag): every read streams along the innermost axis or repeats one value, and no
@@ -72,6 +76,23 @@ std::optional<int64_t> streamed_size(const Context& ctx, const ComputeOpNode* c)
   auto size = output_size(c);
   if (!size) return size;
   return std::max(*size, std::min(largest_read(ctx, c, 0), 4 * *size));
+}
+
+// A stage that computes math functions on data streamed from memory prefetches its inputs
+// kStreamPrefetchBytes ahead, on the loop around the vector loop (knob "prefetch"). Its
+// instructions (exact GELU: 21 per vector of 16 floats) take about as long as the memory
+// traffic, and the hardware prefetchers alone do not keep enough lines in flight for the two to
+// overlap. (8, 128, 768) float32, 2 threads, against a copy of the same bytes in the same
+// process: GELU 0.90 -> 1.12 of the copy, SiLU 0.96 -> 1.07, sigmoid 0.99 -> 1.07, tanh 1.04
+// -> 1.15; 1, 4 and 8 KB ahead gave GELU 1.09, 1.05 and 1.07. Plain arithmetic (ReLU 1.18 ->
+// 1.12) and data that stays in L2 (batch 1, 786 KB) gain nothing, so they are left alone.
+void prefetch_inputs(Context& ctx, const Stage& st, const std::vector<IterVar>& outer) {
+  const ComputeOpNode* c = as_compute(st->op);
+  auto size = output_size(c);
+  auto iterations = const_product(outer);
+  if (!size || !iterations || *iterations <= 0 || !computes_math(ctx, st)) return;
+  prefetch_ahead(ctx, st, outer.back(), streamed_tensors(ctx, {st}, *size), *size / *iterations,
+                 *size * c->output_dtype(0).bytes(), kStreamPrefetchBytes);
 }
 
 }  // namespace
@@ -143,6 +164,7 @@ void schedule_injective(Context& ctx, const Stage& st) {
   }
   if (vector) vectorize(st, inner);
   outer = parallelize(ctx, st, outer, size);
+  if (!serial && !outer.empty()) prefetch_inputs(ctx, st, outer);
   // Serial outer loops fused into one: a single loop of many iterations is unrolled by a small
   // factor instead of completely.
   if (serial && outer.size() > 1) fuse(st, outer);

@@ -13,6 +13,7 @@
 
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
+#include "autoschedule/stream_prefetch.h"
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "ir/substitute.h"
@@ -23,6 +24,9 @@
 namespace ptb::autoschedule {
 
 namespace {
+
+// How far ahead a row block prefetches the rows it streams (schedule_row_group).
+constexpr int64_t kRowPrefetchBytes = int64_t{4} << 10;
 
 // How many leading axes of the consumer index `producer` in every read of it in `bodies`: reads
 // [axes[0], ..., axes[p - 1], 0, ..., 0] (trailing zeros for a statistic kept with keepdims)
@@ -478,6 +482,12 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   std::optional<int64_t> work = output_size(oc);
   std::vector<IterVar> outer = parallelize(ctx, out, rows, work);
   IterVar at = outer.back();
+  // What the block's stages stream through (softmax's input), found before rfactor adds stages.
+  std::vector<Stage> members = {out};
+  members.insert(members.end(), buffers.begin(), buffers.end());
+  members.insert(members.end(), group.begin(), group.end());
+  std::vector<Tensor> streamed =
+      work ? streamed_tensors(ctx, members, *work) : std::vector<Tensor>{};
   // Where in a buffer a statistic only it reads is computed: its loop over one row, or over the
   // block (the outer part of its last row axis split by the block: one iteration).
   std::unordered_map<const StageNode*, IterVar> buffer_rows;
@@ -513,6 +523,17 @@ bool schedule_row_group(Context& ctx, const Stage& out,
       }
       schedule_reduction(ctx, st, /*attached=*/true);
     }
+  }
+  // The rows a few blocks ahead prefetched (knob "prefetch", when the data comes from memory):
+  // the block's instructions (softmax: an exponential per element, two trees per row) take
+  // about as long as its memory traffic, and the hardware prefetchers alone do not overlap the
+  // two. (8, 12, 128, 128) float32, 2 threads, against a copy of the same bytes in the same
+  // process: softmax 0.85 -> 0.97 of the copy, log_softmax 0.80 -> 0.98 with 4 KB ahead (2
+  // KB: 0.94 / 0.97, 8 KB: 0.97 / 0.98).
+  auto iterations = const_product(outer);
+  if (work && iterations && *iterations > 0 && *work >= kMinParallelWork) {
+    prefetch_ahead(ctx, out, at, streamed, *work / *iterations, *work * oc->output_dtype(0).bytes(),
+                   kRowPrefetchBytes);
   }
   return true;
 }

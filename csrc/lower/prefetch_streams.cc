@@ -128,7 +128,10 @@ Spread spread_loops(const Stmt& body, int64_t lines) {
       Stmt busiest;
       int64_t most = 0;
       for (const Stmt& s : b->stmts) {
-        int64_t w = s.as<For>() ? work(s) : 0;
+        // A loop, or one inside the allocation a rule made for it (softmax's row block holds
+        // its maximum's loop inside the allocation of that maximum).
+        bool loops = s.as<For>() || s.as<Allocate>() || s.as<LetStmt>() || s.as<Block>();
+        int64_t w = loops ? work(s) : 0;
         if (w > most) {
           most = w;
           busiest = s;

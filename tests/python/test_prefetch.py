@@ -258,3 +258,69 @@ def test_panel_pack_prefetches_rows_ahead_with_the_knob():
         c = np.zeros((n, n), "float32")
         f(a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def _knob_stage(y) -> str | None:
+    """The stage whose knobs include "prefetch" in ``y``'s automatic schedule, if any."""
+    knobs = tvm.auto_schedule_space([y])["knobs"]
+    found = [stage for stage, ks in knobs.items() if "prefetch" in ks]
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize(
+    "op,batch,prefetched",
+    [
+        ("gelu", 8, True),  # 3 MB in and 3 MB out: from memory, math on every element
+        ("sigmoid", 8, True),
+        ("gelu", 1, False),  # 786 KB: stays in the cores' L2
+        ("relu", 8, False),  # plain arithmetic keeps up with memory on its own
+    ],
+)
+def test_math_on_data_from_memory_prefetches_its_input(op, batch, prefetched):
+    shape = (batch, 128, 768)
+    fn = {"gelu": tvm.topi.nn.gelu, "sigmoid": tvm.topi.sigmoid, "relu": tvm.topi.nn.relu}[op]
+    ref = {
+        "gelu": torch.nn.functional.gelu,
+        "sigmoid": torch.sigmoid,
+        "relu": torch.relu,
+    }[op]
+    x = te.placeholder(shape, name="x")
+    y = fn(x)
+    assert (_knob_stage(y) is not None) == prefetched
+    s = tvm.auto_schedule([y])
+    text = str(tvm.lower(s, [x, y]))
+    # 2 KB ahead: the vector loop of 64 floats (256 B) runs inside the prefetching loop.
+    assert ("prefetch(x[0i64], 8)" in text) == prefetched
+    f = tvm.build(s, [x, y])
+    assert (_llvm_prefetches(f) > 0) == prefetched
+    xi = torch.randn(*shape)
+    out = torch.empty(*shape)
+    f(xi, out)
+    torch.testing.assert_close(out, ref(xi), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_rows_from_memory_are_prefetched_blocks_ahead(op):
+    # (8, 12, 128, 128): 6 MB in and out. A block of four 512-byte rows per iteration of the
+    # row-block loop, 4 KB ahead: two blocks. The rows' loops sit inside the allocations of the
+    # block's statistics, beside other statements: the lowering must look through them to
+    # spread the request (before it did, the request resolved to nothing here).
+    x = te.placeholder((8, 12, 128, 128), name="x")
+    y = getattr(tvm.topi.nn, op)(x, axis=-1)
+    stage = _knob_stage(y)
+    assert stage is not None
+    s = tvm.auto_schedule([y])
+    assert "prefetch(x[0i64], 2)" in str(tvm.lower(s, [x, y]))
+    f = tvm.build(s, [x, y])
+    assert _llvm_prefetches(f) > 0
+    xi = torch.randn(8, 12, 128, 128)
+    out = torch.empty_like(xi)
+    f(xi, out)
+    torch.testing.assert_close(out, getattr(torch, op)(xi, -1), rtol=1e-5, atol=1e-6)
+    # The knob off: no request, same values.
+    s0 = tvm.auto_schedule([y], config={stage: {"prefetch": 0}})
+    assert "prefetch(" not in str(tvm.lower(s0, [x, y]))
+    f0 = tvm.build(s0, [x, y])
+    out0 = torch.empty_like(xi)
+    f0(xi, out0)
+    torch.testing.assert_close(out0, out, rtol=0, atol=0)

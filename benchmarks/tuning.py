@@ -281,9 +281,19 @@ def _interleaved_ms(
     return out
 
 
+LABELS = {
+    "resnet18": "ResNet-18",
+    "resnet50": "ResNet-50",
+    "bert_layer": "BERT layer",
+    "mobilenet_v2": "MobileNetV2",
+    "mlp": "MLP",
+}
+
+
 def resnet_main(args: argparse.Namespace) -> None:
-    """ResNet-18 end to end: eager, Inductor with freezing, ours untuned, tuned (with the
-    whole-graph guard) and tuned without the guard, timed interleaved."""
+    """A whole model end to end (ResNet-18 batch 1 unless ``--model``/``--batch`` say
+    otherwise): eager, Inductor with freezing, ours untuned, tuned (with the whole-graph
+    guard) and tuned without the guard, timed interleaved."""
     import sys
 
     import torch
@@ -301,8 +311,10 @@ def resnet_main(args: argparse.Namespace) -> None:
     trials = 16 if args.quick else args.resnet_trials
     min_s = 0.3 if args.quick else 2.0
     rounds = 3 if args.quick else 7
-    log = args.resnet_log or os.path.join(tempfile.mkdtemp(), "resnet18.json")
-    model, x = build("resnet18", batch=1, small=args.quick)
+    model_name, batch = args.model, args.batch
+    label = f"{LABELS.get(model_name, model_name)}{' (small)' if args.quick else ''}, batch {batch}"
+    log = args.resnet_log or os.path.join(tempfile.mkdtemp(), f"{model_name}_b{batch}.json")
+    model, x = build(model_name, batch=batch, small=args.quick)
     model.eval()
     first_call_s: dict[str, float] = {}
     tuned_opts = {"tuning_log_file": log, "tuning_n_trials": trials}
@@ -355,7 +367,7 @@ def resnet_main(args: argparse.Namespace) -> None:
           "| unguarded / untuned (paired) | trials (tasks) | tuning+compile s |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     print(
-        f"| ResNet-18{' (small)' if args.quick else ''}, batch 1 | {ms['eager']:.2f} | "
+        f"| {label} | {ms['eager']:.2f} | "
         f"{ms['inductor_freezing']:.2f} | {ms['ours_untuned']:.2f} | {ms['ours_tuned']:.2f} | "
         f"{ms['ours_tuned_unguarded']:.2f} | {ratio:.2f} | {paired:.3f} | {paired_ung:.3f} | "
         f"{len(recs)} ({len(tasks)}) | {first_call_s['ours_tuned']:.0f} |"
@@ -366,14 +378,22 @@ def resnet_main(args: argparse.Namespace) -> None:
         which = {-1: "analytical kept", 0: "all tuned tasks kept", 1: "clear wins only kept"}
         print(f"guard: tuned/analytical {tried}: {which[v.get('choice', 0 if v['kept'] else -1)]}"
               f" ({v['guard_s']:.1f} s)")  # fmt: skip
-    print(f"target: tuned <= 0.90 x Inductor with freezing: {'met' if ratio <= 0.9 else 'missed'}")
+    # Issue 14's target for ResNet-18 b1 is 10% below Inductor; for the other models the graph
+    # backend's (issue 12): at or below it, the tuning log used where the analytical is not.
+    goal = 0.9 if (model_name, batch) == ("resnet18", 1) else 1.0
+    print(f"target: tuned <= {goal:.2f} x Inductor with freezing: "
+          f"{'met' if ratio <= goal else 'missed'}")  # fmt: skip
     print(f"{threads} threads; CPU {record.cpu_name()}; log {log}")
-    out = Path(__file__).parent / "results" / "tuning_resnet18.json"
+    default = (model_name, batch) == ("resnet18", 1)
+    stem = "tuning_resnet18" if default else f"tuning_{model_name}_b{batch}"
+    out = Path(__file__).parent / "results" / f"{stem}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(
         json.dumps(
             {
                 "quick": args.quick,
+                "model": model_name,
+                "batch": batch,
                 "threads": threads,
                 "cpu": record.cpu_name(),
                 "trials": len(recs),
@@ -506,7 +526,9 @@ def pipeline_main(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--resnet", action="store_true", help="ResNet-18 end to end (see above)")
+    ap.add_argument("--resnet", action="store_true", help="a whole model end to end (see above)")
+    ap.add_argument("--model", default="resnet18", help="with --resnet: benchmarks/models/ name")
+    ap.add_argument("--batch", type=int, default=1, help="with --resnet: batch size")
     ap.add_argument("--resnet-trials", type=int, default=300)
     ap.add_argument("--resnet-log", default=None, help="tuning log (default: a fresh one)")
     ap.add_argument("--threads", type=int, default=0, help="0: all cores")

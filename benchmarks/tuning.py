@@ -11,6 +11,7 @@ search over ``auto_schedule_space``'s knobs; candidates are measured in worker p
                                           [--budget-s 400] [--only conv,bert,sgemm]
                                           [--match 128x28x28->128,SGEMM]
     .venv/bin/python benchmarks/tuning.py --resnet [--quick] [--resnet-trials 300]
+                                          [--model resnet50 --batch 8]
     .venv/bin/python benchmarks/tuning.py --pipeline-ab [--quick]
 
 The whole run must fit in about 8 minutes, so tuning has a time budget (``--budget-s``,
@@ -31,14 +32,16 @@ table also gives the verification's own paired ratio (chosen over analytical, me
 rounds) next to the final timing's, and how many proposals were skipped because their code
 had been measured already ("dup").
 
-``--resnet``: ResNet-18 (batch 1) end to end through ``torch.compile``: eager, Inductor with
+``--resnet``: ResNet-18 (batch 1; another model of benchmarks/models/ with ``--model NAME
+--batch N``) end to end through ``torch.compile``: eager, Inductor with
 freezing, pytvmbridge untuned, then pytvmbridge with ``options={"tuning_n_trials": N,
 "tuning_log_file": log}`` (the graph's distinct convolution and matmul workloads tuned with the
 budget split by the task scheduler, the whole-graph guard deciding what is kept, then compiled
 with the log), and the same log replayed without the guard; every variant is compiled first,
 then all are timed interleaved (7 rounds, the order rotating, medians), with the paired
 tuned/untuned ratios and the guard's verdicts (target: tuned at least 10% below Inductor).
-JSON: benchmarks/results/tuning_resnet18.json.
+JSON: benchmarks/results/tuning_resnet18.json (``tuning_<model>_b<batch>.json`` for another
+model; its target is the graph backend's, at or below Inductor).
 
 ``--pipeline-ab``: the search's wall time on conv2d 128x28x28 k3s1 (40 trials, three rounds,
 the order rotating) with the runner seen through ``run`` only, with the batch's builds

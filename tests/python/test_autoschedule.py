@@ -1106,3 +1106,65 @@ def test_group_norm_statistics_are_computed_per_group_inside_the_output_loop():
             torch.from_numpy(a), groups, torch.from_numpy(gv), torch.from_numpy(bv)
         ).numpy()
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+# ---- short image rows fused into whole vectors ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "size, transposed, fused",
+    [
+        (56, False, True),  # 56 = 3.5 vectors per row; 56 * 56 = 196 whole vectors
+        (28, False, True),
+        (64, False, False),  # whole vectors already
+        (56, True, False),  # x read as [n, c, w, h]: fusing would make every load a gather
+    ],
+)
+def test_short_image_rows_fuse_into_whole_vectors(size, transposed, fused):
+    import torch
+
+    x = tvm.placeholder((2, 8, size, size), name="x")
+    scale = tvm.placeholder((8,), name="scale")
+    if transposed:
+        y = tvm.compute(
+            (2, 8, size, size), lambda n, c, h, w: x[n, c, w, h] * scale[c] + 1.0, name="y"
+        )
+    else:
+        y = tvm.compute(
+            (2, 8, size, size), lambda n, c, h, w: x[n, c, h, w] * scale[c] + 1.0, name="y"
+        )
+    s = tvm.auto_schedule([y])
+    text = str(tvm.lower(s, [x, scale, y]))
+    assert ("h.w.fused" in text) == fused
+    assert ("fuse_rows" in tvm.auto_schedule_space([y])["knobs"]["y"]) == fused
+    f = tvm.build(s, [x, scale, y])
+    if fused:  # the compact function loads plain vectors, no gathers
+        assert "vgather" not in f.get_source("asm")
+    xi = torch.randn(2, 8, size, size)
+    si = torch.randn(8)
+    out = torch.empty(2, 8, size, size)
+    f(xi, si, out)
+    src = xi.transpose(2, 3) if transposed else xi
+    torch.testing.assert_close(out, src * si.view(1, 8, 1, 1) + 1.0, rtol=1e-6, atol=1e-6)
+    # A strided output (the generic function) computes the same through the fused index.
+    wide = torch.empty(2, 8, size, size + 3)
+    f(xi, si, wide[..., :size])
+    torch.testing.assert_close(wide[..., :size], out, rtol=0, atol=0)
+
+
+def test_batch_norm_image_rows_are_fused():
+    import torch
+
+    x = tvm.placeholder((1, 16, 56, 56), name="x")
+    params = [tvm.placeholder((16,), name=n) for n in ("g", "b", "m", "v")]
+    y = topi.nn.batch_norm(x, *params)[0]
+    s = tvm.auto_schedule([y])
+    assert "i2.i3.fused" in str(tvm.lower(s, [x, *params, y]))
+    f = tvm.build(s, [x, *params, y])
+    xi = torch.randn(1, 16, 56, 56)
+    g, b, m = torch.randn(16), torch.randn(16), torch.randn(16)
+    v = torch.rand(16) + 0.5
+    out = torch.empty_like(xi)
+    f(xi, g, b, m, v, out)
+    ref = torch.nn.functional.batch_norm(xi, m, v, g, b, eps=1e-5)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)

@@ -142,7 +142,7 @@ void prefetch_inputs(Context& ctx, const Stage& st, const std::vector<IterVar>& 
   auto size = output_size(c);
   auto iterations = const_product(outer);
   if (!size || !iterations || *iterations <= 0 || !computes_math(ctx, st)) return;
-  prefetch_ahead(ctx, st, outer.back(), streamed_tensors(ctx, {st}, *size), *size / *iterations,
+  prefetch_ahead(ctx, st, outer.back(), streamed_tensors(ctx, {st}, *size), *iterations,
                  *size * c->output_dtype(0).bytes(), kStreamPrefetchBytes);
 }
 

@@ -532,7 +532,7 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   // KB: 0.94 / 0.97, 8 KB: 0.97 / 0.98).
   auto iterations = const_product(outer);
   if (work && iterations && *iterations > 0 && *work >= kMinParallelWork) {
-    prefetch_ahead(ctx, out, at, streamed, *work / *iterations, *work * oc->output_dtype(0).bytes(),
+    prefetch_ahead(ctx, out, at, streamed, *iterations, *work * oc->output_dtype(0).bytes(),
                    kRowPrefetchBytes);
   }
   return true;

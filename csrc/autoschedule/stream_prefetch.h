@@ -20,11 +20,11 @@ std::vector<Tensor> streamed_tensors(const Context& ctx, const std::vector<Stage
                                      int64_t elements);
 
 // Knob "prefetch" of `st` (default on): each tensor of `inputs` is prefetched `ahead_bytes`
-// ahead on `loop`, one of the loop's iterations reading `elements_per_iteration` elements of
-// it. Offered only when `output_bytes` and the inputs together are several MB (they come from
-// memory on every call); does nothing for an empty `inputs`.
+// ahead on `loop`, whose `iterations` (those of the loops around it included) walk through
+// each input once. Offered only when `output_bytes` and the inputs together are several MB
+// (they come from memory on every call); does nothing for an empty `inputs`.
 void prefetch_ahead(Context& ctx, const Stage& st, const IterVar& loop,
-                    const std::vector<Tensor>& inputs, int64_t elements_per_iteration,
-                    int64_t output_bytes, int64_t ahead_bytes);
+                    const std::vector<Tensor>& inputs, int64_t iterations, int64_t output_bytes,
+                    int64_t ahead_bytes);
 
 }  // namespace ptb::autoschedule

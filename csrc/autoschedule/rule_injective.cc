@@ -100,9 +100,9 @@ bool rows_read_alike(const TensorRead* read, const Expr& h, const Expr& w, int64
 // every other one across cache lines) and the two together are whole vectors, provided every
 // read indexes them as the output does (or not at all), so that each vector of the fused axis
 // is one contiguous, aligned run of every operand. The same fusion as the row groups'
-// (rule_row_attach.cc). batch_norm (1, 64, 56, 56) against a copy of the same bytes in the
-// same process: one thread 0.99 -> 1.03 of the copy, 2 threads 0.78 -> 0.84 (15.4 -> 14.3 us);
-// (8, 64, 56, 56) 1.02 -> 1.04.
+// (rule_row_attach.cc). batch_norm (1, 64, 56, 56), rows and fused compiled twice each in one
+// process (rows, fused, fused, rows), against a copy of the same bytes: 2 threads 0.85 -> 0.91
+// of the copy (13.1 -> 12.3 us), one thread 0.96 -> 1.01; (8, 64, 56, 56) level.
 bool rows_fuse(Context& ctx, const Stage& st, const ComputeOpNode* c, int64_t lanes) {
   const std::vector<IterVar>& leaves = st->leaf_iter_vars;
   size_t n = c->axis.size();
@@ -133,10 +133,12 @@ bool rows_fuse(Context& ctx, const Stage& st, const ComputeOpNode* c, int64_t la
 // kStreamPrefetchBytes ahead, on the loop around the vector loop (knob "prefetch"). Its
 // instructions (exact GELU: 21 per vector of 16 floats) take about as long as the memory
 // traffic, and the hardware prefetchers alone do not keep enough lines in flight for the two to
-// overlap. (8, 128, 768) float32, 2 threads, against a copy of the same bytes in the same
-// process: GELU 0.90 -> 1.12 of the copy, SiLU 0.96 -> 1.07, sigmoid 0.99 -> 1.07, tanh 1.04
-// -> 1.15; 1, 4 and 8 KB ahead gave GELU 1.09, 1.05 and 1.07. Plain arithmetic (ReLU 1.18 ->
-// 1.12) and data that stays in L2 (batch 1, 786 KB) gain nothing, so they are left alone.
+// overlap. (8, 128, 768) float32, 2 threads, off and on compiled twice each in one process
+// (off, on, on, off: the first module built times a few percent slower whatever it holds) and
+// timed in rotating rounds against a copy of the same bytes: GELU 0.95 -> 1.07 of the copy,
+// tanh GELU 0.94 -> 1.06, SiLU 0.94 -> 1.07, sigmoid 0.97 -> 1.07, tanh 0.97 -> 1.05, exp 1.09
+// -> 1.15. ReLU, whose few instructions keep up with memory, ran 4% slower with it, and data
+// that stays in L2 (batch 1, 786 KB) gains nothing: both are left alone.
 void prefetch_inputs(Context& ctx, const Stage& st, const std::vector<IterVar>& outer) {
   const ComputeOpNode* c = as_compute(st->op);
   auto size = output_size(c);
@@ -200,9 +202,11 @@ void schedule_injective(Context& ctx, const Stage& st) {
   // With 512-bit registers, elementwise and broadcast arithmetic (no math calls, whose inline
   // forms want whole 512-bit registers) takes half-width vectors: with the data in L2, one
   // thread, (1, 128, 768) float32: relu 9.3 -> 8.4 us, add 11.8 -> 9.9 us, clip 9.3 -> 8.6 us (a
-  // copy 8.9 us); from memory both widths run at the same speed. Not for other injective
-  // stages: pad and strided_slice measured slower with them. One vector per iteration: a wider
-  // vector of them would be legalized back into 512-bit registers; LLVM unrolls the loop.
+  // copy 8.9 us); from memory both widths run at the same speed ((8, 128, 768), 2 threads, each
+  // width compiled twice in one process and timed in rotating rounds: relu, bias add, clip and
+  // broadcast_to within 0-3%). Not for other injective stages: pad and strided_slice measured
+  // slower with them. One vector per iteration: a wider vector of them would be legalized back
+  // into 512-bit registers; LLVM unrolls the loop.
   int64_t half = lanes / 2;
   if (half > 1) factors.insert(factors.begin(), half);
   if (ctx.unit.vector_bits >= 512 && half > 1 && streaming_arithmetic(ctx, c) &&

@@ -524,14 +524,18 @@ bool schedule_row_group(Context& ctx, const Stage& out,
       schedule_reduction(ctx, st, /*attached=*/true);
     }
   }
-  // The rows a few blocks ahead prefetched (knob "prefetch", when the data comes from memory):
-  // the block's instructions (softmax: an exponential per element, two trees per row) take
-  // about as long as its memory traffic, and the hardware prefetchers alone do not overlap the
-  // two. (8, 12, 128, 128) float32, 2 threads, against a copy of the same bytes in the same
-  // process: softmax 0.85 -> 0.97 of the copy, log_softmax 0.80 -> 0.98 with 4 KB ahead (2
-  // KB: 0.94 / 0.97, 8 KB: 0.97 / 0.98).
+  // The rows a few blocks ahead prefetched (knob "prefetch", when the data comes from memory)
+  // where the statistics or buffers compute a math function of every element (softmax's
+  // exponentials): the block's instructions then take about as long as its memory traffic,
+  // and the hardware prefetchers alone do not overlap the two. (8, 12, 128, 128) float32, 2
+  // threads, off and on compiled twice each in one process (off, on, on, off: the first module
+  // built times a few percent slower whatever it holds), against a copy of the same bytes:
+  // softmax 0.90 -> 1.00 of the copy, log_softmax 0.88 -> 1.01 with 4 KB ahead. The norms,
+  // whose statistics are sums, gained nothing (layer_norm (8, 128, 768) 1.03 -> 1.01).
+  bool math = std::any_of(members.begin() + 1, members.end(),
+                          [&](const Stage& st) { return computes_math(ctx, st); });
   auto iterations = const_product(outer);
-  if (work && iterations && *iterations > 0 && *work >= kMinParallelWork) {
+  if (math && work && iterations && *iterations > 0 && *work >= kMinParallelWork) {
     prefetch_ahead(ctx, out, at, streamed, *iterations, *work * oc->output_dtype(0).bytes(),
                    kRowPrefetchBytes);
   }

@@ -12,12 +12,6 @@ namespace {
 
 // Inlined producers are followed at most this deep (a chain of elementwise stages).
 constexpr int kMaxInlineDepth = 8;
-// Data a stage streams is taken to come from memory on every call from this many bytes (the
-// L2s of the cores running it hold less). Below it the prefetches find their lines in cache
-// and only take load slots: group_norm (1, 64, 56, 56), 1.6 MB in and out, 2 threads, ran 14.8
-// -> 18.6 us with them; softmax (1, 12, 128, 128), 1.5 MB, 22.9 -> 23.6 us. From 3 MB they pay:
-// GELU (4, 128, 768), 57.9 -> 54.7 us.
-constexpr int64_t kFromMemoryBytes = int64_t{3} << 20;
 
 // The stage producing `read`'s tensor when that stage is inlined (its body is part of the
 // reader's), else nullptr.
@@ -69,7 +63,9 @@ void collect_streamed(const Context& ctx, const ComputeOpNode* c, int64_t elemen
 }  // namespace
 
 bool computes_math(const Context& ctx, const Stage& st) {
-  const ComputeOpNode* c = as_compute(st->op);
+  // The operation as written: a rule may have rewritten the stage's own (softmax's sum of
+  // exponentials reads them from a summand stage of its own, not inlined).
+  const ComputeOpNode* c = as_compute(st->origin_op);
   return c != nullptr && math_in(ctx, c, 0);
 }
 
@@ -83,23 +79,30 @@ std::vector<Tensor> streamed_tensors(const Context& ctx, const std::vector<Stage
   return found;
 }
 
+std::optional<int64_t> streamed_bytes(const std::vector<Tensor>& inputs, int64_t output_bytes) {
+  int64_t bytes = output_bytes;
+  for (const Tensor& t : inputs) {
+    int64_t n = t.dtype().bytes();
+    for (const Expr& e : t.shape()) {
+      auto v = as_const_int(e);
+      if (!v) return std::nullopt;
+      n *= *v;
+    }
+    bytes += n;
+  }
+  return bytes;
+}
+
 void prefetch_ahead(Context& ctx, const Stage& st, const IterVar& loop,
                     const std::vector<Tensor>& inputs, int64_t iterations, int64_t output_bytes,
                     int64_t ahead_bytes) {
   if (inputs.empty() || iterations <= 0) return;
-  std::vector<int64_t> sizes;
-  int64_t bytes = output_bytes;
+  auto bytes = streamed_bytes(inputs, output_bytes);
+  if (!bytes || *bytes < kFromMemoryBytes || ctx.knob(st, "prefetch", 1, {0, 1}) == 0) return;
   for (const Tensor& t : inputs) {
-    int64_t n = t.dtype().bytes();
-    for (const Expr& e : t.shape()) n *= as_const_int(e).value_or(0);
-    sizes.push_back(n);
-    bytes += n;
-  }
-  if (bytes < kFromMemoryBytes || ctx.knob(st, "prefetch", 1, {0, 1}) == 0) return;
-  for (size_t i = 0; i < inputs.size(); ++i) {
     // The bytes of the tensor one iteration of the loop walks through.
-    int64_t step = std::max<int64_t>(1, sizes[i] / iterations);
-    prefetch(st, inputs[i], loop, std::max<int64_t>(1, (ahead_bytes + step - 1) / step));
+    int64_t step = std::max<int64_t>(1, *streamed_bytes({t}, 0) / iterations);
+    prefetch(st, t, loop, std::max<int64_t>(1, (ahead_bytes + step - 1) / step));
   }
 }
 

@@ -324,3 +324,21 @@ def test_softmax_rows_from_memory_are_prefetched_blocks_ahead(op):
     out0 = torch.empty_like(xi)
     f0(xi, out0)
     torch.testing.assert_close(out0, out, rtol=0, atol=0)
+
+
+def test_norm_rows_whose_statistics_are_sums_are_not_prefetched():
+    # layer_norm at batch 8 streams 6 MB as softmax does, but its statistics are sums: the
+    # block's instructions keep up with memory, and a prefetch measured no gain there.
+    x = te.placeholder((8, 128, 768), name="x")
+    g = te.placeholder((768,), name="g")
+    b = te.placeholder((768,), name="b")
+    y = tvm.topi.nn.layer_norm(x, g, b, axis=[-1])
+    assert _knob_stage(y) is None
+    s = tvm.auto_schedule([y])
+    assert "prefetch(" not in str(tvm.lower(s, [x, g, b, y]))
+    f = tvm.build(s, [x, g, b, y])
+    xi, gi, bi = torch.randn(8, 128, 768), torch.randn(768), torch.randn(768)
+    out = torch.empty_like(xi)
+    f(xi, gi, bi, out)
+    ref = torch.nn.functional.layer_norm(xi, (768,), gi, bi, eps=1e-5)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)

@@ -134,7 +134,8 @@ bool rows_fuse(Context& ctx, const Stage& st, const ComputeOpNode* c, int64_t la
 // instructions (exact GELU: 21 per vector of 16 floats) take about as long as the memory
 // traffic, and the hardware prefetchers alone do not keep enough lines in flight for the two to
 // overlap. (8, 128, 768) float32, 2 threads, off and on compiled twice each in one process
-// (off, on, on, off: the first module built times a few percent slower whatever it holds) and
+// (off, on, on, off: the variant timed right after PyTorch's copy pays for its spinning OpenMP
+// workers) and
 // timed in rotating rounds against a copy of the same bytes: GELU 0.95 -> 1.07 of the copy,
 // tanh GELU 0.94 -> 1.06, SiLU 0.94 -> 1.07, sigmoid 0.97 -> 1.07, tanh 0.97 -> 1.05, exp 1.09
 // -> 1.15. ReLU, whose few instructions keep up with memory, ran 4% slower with it, and data

@@ -528,9 +528,9 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   // where the statistics or buffers compute a math function of every element (softmax's
   // exponentials): the block's instructions then take about as long as its memory traffic,
   // and the hardware prefetchers alone do not overlap the two. (8, 12, 128, 128) float32, 2
-  // threads, off and on compiled twice each in one process (off, on, on, off: the first module
-  // built times a few percent slower whatever it holds), against a copy of the same bytes:
-  // softmax 0.90 -> 1.00 of the copy, log_softmax 0.88 -> 1.01 with 4 KB ahead. The norms,
+  // threads, off and on compiled twice each in one process (off, on, on, off: the variant timed
+  // right after PyTorch's copy pays for its spinning OpenMP workers), against a copy of the same
+  // bytes: softmax 0.90 -> 1.00 of the copy, log_softmax 0.88 -> 1.01 with 4 KB ahead. The norms,
   // whose statistics are sums, gained nothing (layer_norm (8, 128, 768) 1.03 -> 1.01).
   bool math = std::any_of(members.begin() + 1, members.end(),
                           [&](const Stage& st) { return computes_math(ctx, st); });

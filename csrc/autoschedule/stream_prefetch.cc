@@ -24,6 +24,17 @@ const ComputeOpNode* inlined_producer(const Context& ctx, const TensorRead* read
   return nullptr;
 }
 
+// Elements of output `value_index` of `op`; 0 when a size is symbolic.
+int64_t elements_of(const Operation& op, int value_index) {
+  int64_t n = 1;
+  for (const Expr& e : op->output_shape(value_index)) {
+    auto v = as_const_int(e);
+    if (!v) return 0;
+    n *= *v;
+  }
+  return n;
+}
+
 bool math_in(const Context& ctx, const ComputeOpNode* c, int depth) {
   for (const Expr& body : c->body) {
     if (calls_math(body)) return true;
@@ -46,12 +57,7 @@ void collect_streamed(const Context& ctx, const ComputeOpNode* c, int64_t elemen
       }
       bool own = std::any_of(stages.begin(), stages.end(),
                              [&](const Stage& st) { return st->origin_op == read->op; });
-      int64_t n = 1;
-      for (const Expr& e : read->op->output_shape(read->value_index)) {
-        auto v = as_const_int(e);
-        n = v ? n * *v : 0;
-        if (!v) break;
-      }
+      int64_t n = elements_of(read->op, read->value_index);
       Tensor t(read->op, read->value_index);
       if (!own && n >= elements && std::find(found.begin(), found.end(), t) == found.end()) {
         found.push_back(t);
@@ -63,8 +69,8 @@ void collect_streamed(const Context& ctx, const ComputeOpNode* c, int64_t elemen
 }  // namespace
 
 bool computes_math(const Context& ctx, const Stage& st) {
-  // The operation as written: a rule may have rewritten the stage's own (softmax's sum of
-  // exponentials reads them from a summand stage of its own, not inlined).
+  // The operation as written: a rule may have rewritten the stage's (softmax's sum of
+  // exponentials then reads them from a summand stage of its own, which is not inlined).
   const ComputeOpNode* c = as_compute(st->origin_op);
   return c != nullptr && math_in(ctx, c, 0);
 }
@@ -82,13 +88,9 @@ std::vector<Tensor> streamed_tensors(const Context& ctx, const std::vector<Stage
 std::optional<int64_t> streamed_bytes(const std::vector<Tensor>& inputs, int64_t output_bytes) {
   int64_t bytes = output_bytes;
   for (const Tensor& t : inputs) {
-    int64_t n = t.dtype().bytes();
-    for (const Expr& e : t.shape()) {
-      auto v = as_const_int(e);
-      if (!v) return std::nullopt;
-      n *= *v;
-    }
-    bytes += n;
+    int64_t n = elements_of(t.op(), t.value_index());
+    if (n == 0) return std::nullopt;
+    bytes += n * t.dtype().bytes();
   }
   return bytes;
 }

@@ -10,6 +10,25 @@ const ComputeOpNode* as_compute(const Operation& op) {
   return static_cast<const ComputeOpNode*>(op.get());
 }
 
+const ComputeOpNode* inlined_producer(const Schedule& sch, const TensorRead* read) {
+  for (const Stage& producer : sch->stages) {
+    if (producer->origin_op == read->op && producer->attach_type == AttachType::kInline) {
+      return as_compute(producer->op);
+    }
+  }
+  return nullptr;
+}
+
+int64_t elements_of(const Operation& op, int value_index) {
+  int64_t n = 1;
+  for (const Expr& e : op->output_shape(value_index)) {
+    auto v = as_const_int(e);
+    if (!v) return 0;
+    n *= *v;
+  }
+  return n;
+}
+
 bool is_tuple_of_sums(const ComputeOpNode* c) {
   if (c == nullptr || c->body.size() < 2) return false;
   const auto* first = c->body[0].as<Reduce>();

@@ -28,6 +28,13 @@ bool is_tuple_of_sums(const ComputeOpNode* c);
 // The compute behind a stage (nullptr when it is not a compute).
 const ComputeOpNode* as_compute(const Operation& op);
 
+// The compute producing `read`'s tensor when its stage in `sch` is inlined (its body is part of
+// the reader's), else nullptr.
+const ComputeOpNode* inlined_producer(const Schedule& sch, const TensorRead* read);
+
+// Elements of output `value_index` of `op`; 0 when a size is symbolic.
+int64_t elements_of(const Operation& op, int value_index);
+
 // Every tensor read in `e`, in order of appearance (repeats included).
 std::vector<const TensorRead*> tensor_reads(const Expr& e);
 

@@ -25,13 +25,8 @@ bool streaming_arithmetic(const Context& ctx, const ComputeOpNode* c) {
   for (const Expr& body : c->body) {
     if (calls_math(body)) return false;
     for (const TensorRead* read : tensor_reads(body)) {
-      for (const Stage& producer : ctx.sch->stages) {
-        if (producer->origin_op != read->op || producer->attach_type != AttachType::kInline) {
-          continue;
-        }
-        const ComputeOpNode* pc = as_compute(producer->op);
-        if (pc == nullptr || !streaming_arithmetic(ctx, pc)) return false;
-      }
+      const ComputeOpNode* pc = inlined_producer(ctx.sch, read);
+      if (pc != nullptr && !streaming_arithmetic(ctx, pc)) return false;
     }
   }
   return true;
@@ -43,24 +38,12 @@ int64_t largest_read(const Context& ctx, const ComputeOpNode* c, int depth) {
   int64_t most = 0;
   for (const Expr& body : c->body) {
     for (const TensorRead* read : tensor_reads(body)) {
-      const Stage* inlined = nullptr;
-      for (const Stage& producer : ctx.sch->stages) {
-        if (producer->origin_op == read->op && producer->attach_type == AttachType::kInline) {
-          inlined = &producer;
-        }
-      }
-      const ComputeOpNode* pc = inlined ? as_compute((*inlined)->op) : nullptr;
+      const ComputeOpNode* pc = inlined_producer(ctx.sch, read);
       if (pc != nullptr && depth < 8) {
         most = std::max(most, largest_read(ctx, pc, depth + 1));
         continue;
       }
-      int64_t n = 1;
-      for (const Expr& e : read->op->output_shape(read->value_index)) {
-        auto v = as_const_int(e);
-        n = v ? n * *v : 0;
-        if (!v) break;
-      }
-      most = std::max(most, n);
+      most = std::max(most, elements_of(read->op, read->value_index));
     }
   }
   return most;
@@ -117,12 +100,8 @@ bool rows_fuse(Context& ctx, const Stage& st, const ComputeOpNode* c, int64_t la
   Expr h = c->axis[n - 2]->var, w = c->axis[n - 1]->var;
   for (const Expr& body : c->body) {
     for (const TensorRead* read : tensor_reads(body)) {
-      for (const Stage& producer : ctx.sch->stages) {
-        // An inlined producer's reads are in its own axes: not followed, the rows stay apart.
-        if (producer->origin_op == read->op && producer->attach_type == AttachType::kInline) {
-          return false;
-        }
-      }
+      // An inlined producer's reads are in its own axes: not followed, the rows stay apart.
+      if (inlined_producer(ctx.sch, read) != nullptr) return false;
       if (!rows_read_alike(read, h, w, *eh, *ew)) return false;
     }
   }
@@ -135,11 +114,10 @@ bool rows_fuse(Context& ctx, const Stage& st, const ComputeOpNode* c, int64_t la
 // traffic, and the hardware prefetchers alone do not keep enough lines in flight for the two to
 // overlap. (8, 128, 768) float32, 2 threads, off and on compiled twice each in one process
 // (off, on, on, off: the variant timed right after PyTorch's copy pays for its spinning OpenMP
-// workers) and
-// timed in rotating rounds against a copy of the same bytes: GELU 0.95 -> 1.07 of the copy,
-// tanh GELU 0.94 -> 1.06, SiLU 0.94 -> 1.07, sigmoid 0.97 -> 1.07, tanh 0.97 -> 1.05, exp 1.09
-// -> 1.15. ReLU, whose few instructions keep up with memory, ran 4% slower with it, and data
-// that stays in L2 (batch 1, 786 KB) gains nothing: both are left alone.
+// workers) and timed in rotating rounds against a copy of the same bytes: GELU 0.95 -> 1.07 of
+// the copy, tanh GELU 0.94 -> 1.06, SiLU 0.94 -> 1.07, sigmoid 0.97 -> 1.07, tanh 0.97 -> 1.05,
+// exp 1.09 -> 1.15. ReLU, whose few instructions keep up with memory, ran 4% slower with it,
+// and data that stays in L2 (batch 1, 786 KB) gains nothing: both are left alone.
 void prefetch_inputs(Context& ctx, const Stage& st, const std::vector<IterVar>& outer) {
   const ComputeOpNode* c = as_compute(st->op);
   auto size = output_size(c);

@@ -13,33 +13,11 @@ namespace {
 // Inlined producers are followed at most this deep (a chain of elementwise stages).
 constexpr int kMaxInlineDepth = 8;
 
-// The stage producing `read`'s tensor when that stage is inlined (its body is part of the
-// reader's), else nullptr.
-const ComputeOpNode* inlined_producer(const Context& ctx, const TensorRead* read) {
-  for (const Stage& producer : ctx.sch->stages) {
-    if (producer->origin_op == read->op && producer->attach_type == AttachType::kInline) {
-      return as_compute(producer->op);
-    }
-  }
-  return nullptr;
-}
-
-// Elements of output `value_index` of `op`; 0 when a size is symbolic.
-int64_t elements_of(const Operation& op, int value_index) {
-  int64_t n = 1;
-  for (const Expr& e : op->output_shape(value_index)) {
-    auto v = as_const_int(e);
-    if (!v) return 0;
-    n *= *v;
-  }
-  return n;
-}
-
 bool math_in(const Context& ctx, const ComputeOpNode* c, int depth) {
   for (const Expr& body : c->body) {
     if (calls_math(body)) return true;
     for (const TensorRead* read : tensor_reads(body)) {
-      const ComputeOpNode* pc = inlined_producer(ctx, read);
+      const ComputeOpNode* pc = inlined_producer(ctx.sch, read);
       if (pc != nullptr && depth < kMaxInlineDepth && math_in(ctx, pc, depth + 1)) return true;
     }
   }
@@ -50,7 +28,7 @@ void collect_streamed(const Context& ctx, const ComputeOpNode* c, int64_t elemen
                       const std::vector<Stage>& stages, std::vector<Tensor>& found) {
   for (const Expr& body : c->body) {
     for (const TensorRead* read : tensor_reads(body)) {
-      const ComputeOpNode* pc = inlined_producer(ctx, read);
+      const ComputeOpNode* pc = inlined_producer(ctx.sch, read);
       if (pc != nullptr) {
         if (depth < kMaxInlineDepth) collect_streamed(ctx, pc, elements, depth + 1, stages, found);
         continue;

@@ -53,24 +53,30 @@ def ops_table(data: dict[str, Any]) -> str:
 
 
 def models_table(data: dict[str, Any]) -> str:
-    """The model table: eager, Inductor with freezing and ours, with compile times.
+    """The model table: eager, Inductor with freezing and ours, with compile times, and the
+    paired per-round ratios where the JSON has them (range, rounds ours was the faster).
 
     >>> models_table({"rows": []}).splitlines()[0].split(" | ")[0]
     '| model'
     """
     lines = [
         "| model | batch | eager ms | Inductor (freezing) ms | ours ms | ours / Inductor "
-        "| Inductor compile s | our compile s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| per round (faster) | Inductor compile s | our compile s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         ratio = r["pytvmbridge_ms"] / r["inductor_freezing_ms"]
         ours = f"{r['pytvmbridge_ms']:.2f}"
         if ratio <= 1.0:
             ours = f"**{ours}**"
+        paired = r.get("ours_over_inductor_per_round")
+        rounds = ""
+        if paired:
+            faster = f"{paired['rounds_faster']}/{paired['rounds']}"
+            rounds = f"{paired['min']:.2f}-{paired['max']:.2f} ({faster})"
         lines.append(
             f"| {MODEL_NAMES.get(r['model'], r['model'])} | {r['batch']} | {r['eager_ms']:.2f} "
-            f"| {r['inductor_freezing_ms']:.2f} | {ours} | {ratio:.2f} "
+            f"| {r['inductor_freezing_ms']:.2f} | {ours} | {ratio:.2f} | {rounds} "
             f"| {r['inductor_compile_s']:.1f} | {r['pytvmbridge_compile_s']:.1f} |"
         )
     return "\n".join(lines)

@@ -7,16 +7,19 @@ plus the compile time (first call) of each compiled variant, all in one run, und
 ``torch.no_grad()``. The three are compiled first and then timed in interleaved rounds (the
 order rotating from round to round, each round a median over enough calls to fill its share of
 the time), and each figure is the median of its rounds: a drift of the machine's speed during
-the run then affects all three alike instead of whichever was timed last. Prints a table and
-writes benchmarks/results/models.json.
+the run then affects all three alike instead of whichever was timed last. Since ours and
+Inductor are timed in the same rounds, each round also gives a paired ratio: the table prints
+their range and in how many rounds ours was the faster, which tells a steady lead from a tie
+(the JSON keeps their median too). Prints a table and writes benchmarks/results/models.json.
 
     .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
-        [--threads N] [--cpu-time] [--layout NCHWc|NCHW] [--profile]
+        [--threads N] [--cpu-time] [--layout NCHWc|NCHW] [--profile] [--rounds N]
 
 ``--quick``: the small test sizes of each model, batch 1 only, few repetitions (a smoke run).
 ``--cpu-time`` times process CPU time instead of wall time: with ``--threads 1`` it is the
 figure that stays meaningful on a machine other jobs are loading (compile times stay wall).
-``--layout`` is our backend's ``layout`` option (default ``NCHWc``).
+``--layout`` is our backend's ``layout`` option (default ``NCHWc``). ``--rounds`` sets the
+number of interleaved rounds (default 7; the time per model grows with it).
 ``--profile`` also prints, per model and batch, where our compiled model spends its time: the
 kernel call's and each parallel loop's median over 20 calls (``pytvmbridge.profile_loops()``;
 the loops are numbered in ``lower()``'s order), after the timing rounds.
@@ -70,9 +73,9 @@ def median_ms(fn, x, min_time: float, min_runs: int, max_runs: int) -> float:
 def interleaved_ms(
     fns: dict, x, min_time: float, min_runs: int, max_runs: int, rounds: int = ROUNDS
 ) -> dict:
-    """Per name in ``fns``: the median over ``rounds`` rounds of :func:`median_ms`, the variants
-    timed one after the other within a round and the order rotated from round to round, each
-    round given ``min_time / rounds`` seconds."""
+    """Per name in ``fns``: the list of ``rounds`` rounds' :func:`median_ms`, the variants timed
+    one after the other within a round and the order rotated from round to round, each round
+    given ``min_time / rounds`` seconds."""
     names = list(fns)
     per_round: dict = {n: [] for n in names}
     runs = max(1, min_runs // 2)
@@ -81,7 +84,21 @@ def interleaved_ms(
             per_round[n].append(
                 median_ms(fns[n], x, min_time / rounds, runs, max(runs, max_runs // rounds))
             )
-    return {n: statistics.median(v) for n, v in per_round.items()}
+    return per_round
+
+
+def paired_ratios(ours: list, theirs: list) -> dict:
+    """The round-by-round ratios ``ours[r] / theirs[r]`` of two variants timed in the same
+    rounds: their median, extremes, and how many rounds ours was the faster. A median ratio
+    near 1.0 says little alone; the rounds say whether it is a tie or a steady lead."""
+    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
+    return {
+        "median": statistics.median(ratios),
+        "min": min(ratios),
+        "max": max(ratios),
+        "rounds_faster": sum(r < 1.0 for r in ratios),
+        "rounds": len(ratios),
+    }
 
 
 def compiled(model, backend: str, options: dict | None = None, reset: bool = True):
@@ -108,6 +125,7 @@ def main() -> None:
     parser.add_argument("--cpu-time", action="store_true", help="time process CPU time")
     parser.add_argument("--layout", default="NCHWc", choices=["NCHWc", "NCHW"])
     parser.add_argument("--profile", action="store_true", help="per-loop table of ours")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "models.json"))
     opts = parser.parse_args()
     try:
@@ -129,7 +147,8 @@ def main() -> None:
     rows = []
     header = (
         f"{'model':<13}{'batch':>6}{'eager ms':>10}{'inductor ms':>13}{'ours ms':>10}"
-        f"{'ours/ind':>10}{'ind compile s':>15}{'ours compile s':>16}"
+        f"{'ours/ind':>10}{'per round':>13}{'faster':>8}{'ind compile s':>15}"
+        f"{'ours compile s':>16}"
     )
     clock = "process CPU time" if opts.cpu_time else "wall time"
     print(f"torch {torch.__version__}, {opts.threads} threads, float32, no_grad, {clock}")
@@ -146,11 +165,15 @@ def main() -> None:
                 ms = interleaved_ms(
                     {"eager": model, "inductor": ind, "ours": ours},
                     x,
-                    3 * min_time,
+                    3 * min_time * opts.rounds / ROUNDS,
                     min_runs,
                     max_runs,
+                    rounds=opts.rounds,
                 )
-                eager, ind_ms, ours_ms = ms["eager"], ms["inductor"], ms["ours"]
+                eager, ind_ms, ours_ms = (
+                    statistics.median(ms[n]) for n in ("eager", "inductor", "ours")
+                )
+                paired = paired_ratios(ms["ours"], ms["inductor"])
             row = {
                 "model": name,
                 "batch": batch,
@@ -159,11 +182,15 @@ def main() -> None:
                 "pytvmbridge_ms": ours_ms,
                 "inductor_compile_s": ind_compile,
                 "pytvmbridge_compile_s": ours_compile,
+                "ours_over_inductor_per_round": paired,
             }
             rows.append(row)
             print(
                 f"{name:<13}{batch:>6}{eager:>10.2f}{ind_ms:>13.2f}{ours_ms:>10.2f}"
-                f"{ours_ms / ind_ms:>10.2f}{ind_compile:>15.1f}{ours_compile:>16.1f}",
+                f"{ours_ms / ind_ms:>10.2f}"
+                f"{paired['min']:>7.2f}-{paired['max']:<5.2f}"
+                f"{paired['rounds_faster']:>5}/{paired['rounds']:<2}"
+                f"{ind_compile:>15.1f}{ours_compile:>16.1f}",
                 flush=True,
             )
             if opts.profile:

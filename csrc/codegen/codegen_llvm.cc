@@ -1338,13 +1338,13 @@ class CodeGenLLVM {
     return emit_math(b_, op->op, args, t, *vector_math_, avx512_);
   }
 
-  // prefetch(x[i]): llvm.prefetch of x + i into L2 (locality 2 is x86's prefetcht1: the lines
-  // of a weight streamed for the next iteration of an outer loop, which L1 could not hold until
-  // then anyway). The address is computed without "inbounds": a prefetch may point past the end
-  // of the buffer (the hint never faults). An unresolved request (two arguments) emits nothing.
+  // prefetch(x[i], level): llvm.prefetch of x + i into cache level 1 (locality 3, x86's
+  // prefetcht0) or 2 (locality 2, prefetcht1). The address is computed without "inbounds": a
+  // prefetch may point past the end of the buffer (the hint never faults). An unresolved
+  // request (three arguments) emits nothing.
   llvm::Value* emit_prefetch(const Call* op) {
     llvm::Value* zero = b_.getInt32(0);
-    if (op->args.size() != 1) return zero;
+    if (op->args.size() != 2) return zero;
     const auto* load = op->args[0].as<Load>();
     PTB_ICHECK(load && load->index.dtype().is_scalar(), "prefetch of a non-scalar read");
     llvm::Value* base = lookup(load->buffer->data.as<Var>());
@@ -1352,7 +1352,8 @@ class CodeGenLLVM {
     llvm::Value* ptr = b_.CreateGEP(elem, base, to_offset(emit(load->index), load->index.dtype()));
     llvm::Function* fn =
         llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {ptr->getType()});
-    b_.CreateCall(fn, {ptr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+    int locality = *as_const_int(op->args[1]) == 1 ? 3 : 2;
+    b_.CreateCall(fn, {ptr, b_.getInt32(0), b_.getInt32(locality), b_.getInt32(1)});
     return zero;
   }
 

@@ -353,12 +353,15 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
       if (t.is_bool()) type_error("abs() of a bool expression");
       break;
     case Intrinsic::kPrefetch:
-      if (args.size() != 1 && args.size() != 2) {
-        type_error("prefetch() takes 1 or 2 arguments, got ", args.size());
+      // A request (read, offset, cache level) or, resolved, (read, cache level).
+      if (args.size() != 2 && args.size() != 3) {
+        type_error("prefetch() takes 2 or 3 arguments, got ", args.size());
       }
       PTB_ICHECK(args[0].as<Load>() || args[0].as<TensorRead>(), "prefetch of a non-read");
       PTB_ICHECK(args[0].dtype().is_scalar(), "prefetch of a vector read");
-      PTB_ICHECK(args.size() == 1 || args[1].as<IntImm>(), "prefetch offset not a constant");
+      for (size_t i = 1; i < args.size(); ++i) {
+        PTB_ICHECK(args[i].as<IntImm>(), "prefetch offset or cache level not a constant");
+      }
       t = DataType::Int(32);
       break;
     case Intrinsic::kIsNan:

@@ -25,13 +25,15 @@ constexpr int64_t kMaxLines = int64_t{1} << 16;
 const Load* request_read(const Stmt& s) {
   const auto* ev = s.as<Evaluate>();
   const auto* call = ev ? ev->value.as<Call>() : nullptr;
-  if (!call || call->op != Intrinsic::kPrefetch || call->args.size() != 2) return nullptr;
+  if (!call || call->op != Intrinsic::kPrefetch || call->args.size() != 3) return nullptr;
   return call->args[0].as<Load>();
 }
 
 int64_t request_offset(const Stmt& s) {
   return *as_const_int(s.as<Evaluate>()->value.as<Call>()->args[1]);
 }
+
+Expr request_level(const Stmt& s) { return s.as<Evaluate>()->value.as<Call>()->args[2]; }
 
 // The reads of one buffer inside a loop body, with the intervals of the loops around them (all
 // inside the body) and whether any index uses a variable the body binds otherwise (a let).
@@ -242,7 +244,7 @@ std::optional<Region> read_region(const ReadCollector& reads, DataType t, int64_
 // The request of `loop` for `read`'s buffer, `offset` iterations ahead, resolved inside `body`
 // (the loop's body without its requests); nothing when the region is not one constant stretch
 // or a set of them.
-std::optional<Stmt> resolve(const For* loop, const Load* request, int64_t offset,
+std::optional<Stmt> resolve(const For* loop, const Load* request, int64_t offset, const Expr& level,
                             const Stmt& body) {
   ReadCollector reads(request->buffer.get());
   reads.visit(body);
@@ -273,7 +275,8 @@ std::optional<Stmt> resolve(const For* loop, const Load* request, int64_t offset
           idx_add(idx_mul(r, make_const(t, region->stride)), idx_mul(c, make_const(t, per_line)));
     }
     Expr index = simplify(idx_add(next, offset_in_region));
-    return Evaluate::make(Call::make(Intrinsic::kPrefetch, {Load::make(request->buffer, index)}));
+    return Evaluate::make(
+        Call::make(Intrinsic::kPrefetch, {Load::make(request->buffer, index), level}));
   };
   int64_t k = (lines + spread.iterations - 1) / spread.iterations;
   // A burst after all (no inner loop to spread over, or too few iterations): not worth it.
@@ -313,7 +316,10 @@ class Resolver : public IRMutator {
     }
     Stmt inner = Block::make(std::move(rest));
     for (const Stmt& r : requests) {
-      if (auto resolved = resolve(op, request_read(r), request_offset(r), inner)) inner = *resolved;
+      if (auto resolved =
+              resolve(op, request_read(r), request_offset(r), request_level(r), inner)) {
+        inner = *resolved;
+      }
     }
     return For::make(op->var, op->min, op->extent, op->for_kind, inner);
   }

@@ -1,7 +1,8 @@
 // Resolves the schedule's prefetch() requests into prefetches of single cache lines.
 //
-// A request prefetch(T[0], d) at the top of loop v's body asks for the region of buffer T that
-// iteration v + d reads. The pass finds that region from the reads of T inside the loop (their
+// A request prefetch(T[0], d, c) at the top of loop v's body asks for the region of buffer T
+// that iteration v + d reads, fetched into cache level c; each resolved prefetch(T[i], c) keeps
+// the level. The pass finds that region from the reads of T inside the loop (their
 // interval over the inner loops, which must be one contiguous stretch of constant length once
 // the strides are known, so it runs on the compact specialization) and spreads its lines over
 // the iterations of the loops nested inside v: a few distinct lines per iteration of the

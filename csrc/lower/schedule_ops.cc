@@ -9,6 +9,7 @@
 #include "ir/visitor.h"
 #include "schedule/bound.h"
 #include "schedule/loop_index.h"
+#include "schedule/primitives.h"
 #include "schedule/scan_group.h"
 #include "schedule/stage_bodies.h"
 #include "support/error.h"
@@ -302,20 +303,28 @@ class NestBuilder {
     return IfThenElse::make(GE::make(t, cast(t.dtype(), scan->init_extent)), std::move(produce));
   }
 
-  // The stage's prefetch() requests on `leaf`, first in the loop's body: prefetch(T[0...], d)
-  // stands for "the region of T that iteration + d reads", which lower/prefetch_streams.cc
-  // resolves once the loop nest is flat and its strides known.
+  // The stage's prefetch() requests on `leaf`, first in the loop's body: prefetch(T[0...], d, c)
+  // stands for "the region of T that iteration + d reads, into cache level c", which
+  // lower/prefetch_streams.cc resolves once the loop nest is flat and its strides known.
   static Stmt with_prefetches(const StageNode& stage, const IterVar& leaf, Stmt body) {
     std::vector<Stmt> stmts;
     auto sch = stage.schedule.lock();
     for (const StageNode::Prefetch& p : stage.prefetches) {
       if (p.axis != leaf) continue;
-      // A tensor moved inside some loop after the request (compute_at) has no buffer here.
-      if (sch && sch->stage(p.tensor.op())->attach_type == AttachType::kScope) continue;
+      // A tensor moved inside some loop after the request (compute_at) has no buffer here,
+      // unless that loop is around this one.
+      if (sch) {
+        Stage producer = sch->stage(p.tensor.op());
+        if (producer->attach_type == AttachType::kScope &&
+            !computed_around(producer, sch->stage(stage.op), leaf)) {
+          continue;
+        }
+      }
       std::vector<Expr> origin(p.tensor.ndim(), make_zero(DataType::Int(32)));
       Expr read = TensorRead::make(p.tensor.op(), p.tensor.value_index(), std::move(origin));
       Expr offset = make_const(DataType::Int(32), p.offset);
-      stmts.push_back(Evaluate::make(Call::make(Intrinsic::kPrefetch, {read, offset})));
+      Expr level = make_const(DataType::Int(32), int64_t{p.cache_level});
+      stmts.push_back(Evaluate::make(Call::make(Intrinsic::kPrefetch, {read, offset, level})));
     }
     if (stmts.empty()) return body;
     stmts.push_back(std::move(body));

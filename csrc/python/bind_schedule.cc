@@ -154,13 +154,15 @@ void bind_schedule(py::module_& m) {
           py::arg("var"))
       .def(
           "prefetch",
-          [](const Stage& s, py::handle tensor, py::handle var, int64_t offset) {
+          [](const Stage& s, py::handle tensor, py::handle var, int64_t offset, int cache_level) {
             prefetch(s, to_tensor(tensor, "prefetch() tensor"), to_iter_var(var, "prefetch() axis"),
-                     offset);
+                     offset, cache_level);
           },
-          py::arg("tensor"), py::arg("var"), py::arg("offset") = 1,
+          py::arg("tensor"), py::arg("var"), py::arg("offset") = 1, py::arg("cache_level") = 2,
           "TVM's prefetch: on each iteration of `var`, the region of `tensor` that iteration + "
-          "`offset` reads is fetched into cache ahead of its use (a hint: values never change).")
+          "`offset` reads is fetched into cache ahead of its use (a hint: values never change). "
+          "`cache_level` 2 (default) fetches into L2, for a stream from memory; 1 into L1, for "
+          "the next steps of an inner loop reading from L2.")
       .def(
           "compute_at",
           [](const Stage& s, py::handle parent, py::handle scope) {

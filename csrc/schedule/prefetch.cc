@@ -24,19 +24,46 @@ bool inside(const Schedule& sch, const Stage& reader, const Stage& stage, int de
 
 }  // namespace
 
-void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int64_t offset) {
+bool computed_around(const Stage& producer, const Stage& stage, const IterVar& axis) {
+  if (producer->attach_type != AttachType::kScope) return false;
+  Stage s = stage;
+  IterVar at = axis;
+  for (int depth = 0; s && depth < 64; ++depth) {
+    if (s == producer->attach_stage) {
+      size_t outer = s->leaf_position(producer->attach_ivar, "prefetch");
+      size_t inner = s->leaf_position(at, "prefetch");
+      // On the request's own stage the producer's loop must be strictly outside: computed at
+      // `axis` itself, it is recomputed in every iteration, after the request. A stage
+      // attached at the producer's loop runs after the producer, inside its scope.
+      return depth == 0 ? outer < inner : outer <= inner;
+    }
+    if (s->attach_type != AttachType::kScope) return false;
+    at = s->attach_ivar;
+    s = s->attach_stage;
+  }
+  return false;
+}
+
+void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int64_t offset,
+              int cache_level) {
   stage->leaf_position(axis, "prefetch");
   if (offset < 1) {
     value_error("prefetch on ", stage->describe(), ": offset must be a positive number of ",
                 "iterations ahead, got ", offset);
   }
+  if (cache_level != 1 && cache_level != 2) {
+    value_error("prefetch on ", stage->describe(), ": cache_level must be 1 (L1) or 2 (L2), got ",
+                cache_level);
+  }
   auto sch = stage->schedule.lock();
   PTB_ICHECK(sch, "stage without a schedule");
   Stage producer = sch->stage(tensor.op());
-  if (producer->attach_type != AttachType::kRoot && producer->attach_type != AttachType::kInline) {
+  if (producer->attach_type != AttachType::kRoot && producer->attach_type != AttachType::kInline &&
+      !computed_around(producer, stage, axis)) {
     value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
-                "' is computed inside another stage's loops; only an input or a tensor computed "
-                "at root has a region to fetch ahead");
+                "' is computed inside another stage's loops, not around this loop; only an "
+                "input, a tensor computed at root or one computed at a loop around this one has "
+                "a region to fetch ahead");
   }
   std::vector<Stage> readers = sch->consumers(producer);
   bool read = std::any_of(readers.begin(), readers.end(),
@@ -45,7 +72,7 @@ void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int
     value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
                 "' is not read by this stage or a stage computed inside its loops");
   }
-  stage->prefetches.push_back({tensor, axis, offset});
+  stage->prefetches.push_back({tensor, axis, offset, cache_level});
 }
 
 }  // namespace ptb

@@ -38,7 +38,16 @@ void unroll(const Stage& stage, const IterVar& axis);
 // into cache ahead of its use, spread over the iterations of the loops inside `axis` so that
 // the fetches overlap the computation. A hint: values never change, and a region lowering cannot
 // describe as one contiguous stretch (a strided argument, say) is not prefetched.
-void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int64_t offset);
+// `cache_level` 2 (the default) fetches into L2: a stream from memory, used after the next
+// iterations of an outer loop, which L1 could not hold until then. 1 fetches into L1: the next
+// steps of an inner loop reading from L2, whose loads would otherwise wait on it (a GEMM's
+// packed panel, a few hundred bytes per reduction step).
+void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int64_t offset,
+              int cache_level = 2);
+// Whether `producer` is computed (compute_at) at a loop around leaf `axis` of `stage`: its
+// buffer then exists throughout that loop (a panel packed at the panel loop, read by the
+// row tiles' reduction inside it), and a prefetch of it there has a region.
+bool computed_around(const Stage& producer, const Stage& stage, const IterVar& axis);
 
 // ---- where a stage is computed (attach_primitives.cc) ----
 

@@ -50,11 +50,13 @@ struct StageNode {
   IterVar attach_ivar;  // kScope: the consumer's loop this stage is computed inside
   bool is_output = false;
   // prefetch() requests: on each iteration of `axis`, the region of `tensor` that iteration +
-  // `offset` reads is fetched ahead (lower/prefetch_streams.h).
+  // `offset` reads is fetched ahead into cache level `cache_level` (1 or 2;
+  // lower/prefetch_streams.h).
   struct Prefetch {
     Tensor tensor;
     IterVar axis;
     int64_t offset;
+    int cache_level = 2;
   };
   std::vector<Prefetch> prefetches;
   // The schedule holding this stage (compute_at checks the data flow through it).

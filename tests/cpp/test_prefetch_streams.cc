@@ -26,9 +26,10 @@ Stmt loop(const Expr& v, int64_t extent, Stmt body) {
   return For::make(v, make_zero(kI32), IntImm::make(kI32, extent), ForKind::kSerial,
                    std::move(body));
 }
-Stmt request(const Buffer& b, int64_t offset) {
+Stmt request(const Buffer& b, int64_t offset, int64_t level = 2) {
   return Evaluate::make(
-      Call::make(Intrinsic::kPrefetch, {Load::make(b, i64(0)), IntImm::make(kI32, offset)}));
+      Call::make(Intrinsic::kPrefetch,
+                 {Load::make(b, i64(0)), IntImm::make(kI32, offset), IntImm::make(kI32, level)}));
 }
 
 // The resolved prefetches at the top of the body of the loop over `v` (none: nullopt), each as
@@ -42,7 +43,7 @@ std::optional<std::vector<Expr>> prefetches_in(const Stmt& s, const Expr& v) {
         const auto* ev = x.as<Evaluate>();
         const auto* call = ev ? ev->value.as<Call>() : nullptr;
         if (!call || call->op != Intrinsic::kPrefetch) break;
-        EXPECT_EQ(call->args.size(), 1u);
+        EXPECT_EQ(call->args.size(), 2u);
         out.push_back(call->args[0].as<Load>()->index);
       }
       return out;
@@ -67,7 +68,7 @@ bool has_request(const Stmt& s) {
   bool found = false;
   for_each_expr(s, [&](const Expr& e) {
     const auto* c = e.as<Call>();
-    found = found || (c && c->op == Intrinsic::kPrefetch && c->args.size() == 2);
+    found = found || (c && c->op == Intrinsic::kPrefetch && c->args.size() == 3);
   });
   return found;
 }
@@ -122,6 +123,40 @@ TEST(PrefetchStreams, StridedRowsAreFetchedRowByRow) {
     EXPECT_EQ(at((*p)[0], values), 3 * 64 + row * 1024);
     EXPECT_EQ(at((*p)[1], values), 3 * 64 + row * 1024 + 16);
   }
+}
+
+TEST(PrefetchStreams, CacheLevelIsKeptByEachLine) {
+  // A GEMM's reduction loop: for k < 96: request(B, 8, level 1); out[0..15] += B[k*64 + 0..15]
+  // ... four vectors, unrolled (no inner loop). Step k + 8's row of the packed panel, 64
+  // floats: 5 lines at the top of the body (one extra for a stretch that need not start at a
+  // line), each a prefetch into L1.
+  Expr k = Var::make(kI32, "k");
+  Buffer b = make_buffer("B", kF32, {i64(104 * 64)});
+  Buffer out = make_buffer("out", kF32, {i64(64)});
+  std::vector<Stmt> body{request(b, 8, 1)};
+  for (int64_t v = 0; v < 4; ++v) {
+    Expr at_k = Add::make(cast(kI64, Mul::make(k, IntImm::make(kI32, 64))), i64(16 * v));
+    Expr lanes = Ramp::make(at_k, i64(1), 16);
+    Expr acc = Ramp::make(i64(16 * v), i64(1), 16);
+    body.push_back(Store::make(out, Add::make(Load::make(out, acc), Load::make(b, lanes)), acc));
+  }
+  Stmt s = prefetch_streams(loop(k, 96, Block::make(std::move(body))));
+  EXPECT_FALSE(has_request(s));
+  const auto* f = s.as<For>();
+  ASSERT_NE(f, nullptr);
+  const auto* block = f->body.as<Block>();
+  ASSERT_NE(block, nullptr);
+  std::vector<int64_t> lines;
+  for (const Stmt& x : block->stmts) {
+    const auto* ev = x.as<Evaluate>();
+    const auto* call = ev ? ev->value.as<Call>() : nullptr;
+    if (!call || call->op != Intrinsic::kPrefetch) break;
+    ASSERT_EQ(call->args.size(), 2u);
+    EXPECT_EQ(as_const_int(call->args[1]), 1);
+    lines.push_back(at(call->args[0].as<Load>()->index, {{k.get(), IntImm::make(kI32, 10)}}));
+  }
+  EXPECT_EQ(lines, (std::vector<int64_t>{18 * 64, 18 * 64 + 16, 18 * 64 + 32, 18 * 64 + 48,
+                                         18 * 64 + 64}));
 }
 
 TEST(PrefetchStreams, UnresolvableRequestsAreDropped) {

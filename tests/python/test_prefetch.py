@@ -45,7 +45,7 @@ def test_primitive_resolves_and_keeps_values(offset):
     s[args[-1]].prefetch(args[1], ro, offset)
     text = str(tvm.lower(s, args))
     # The request sits at the top of the block loop; the compact build resolves it.
-    assert f"prefetch(B[0i64], {offset})" in text
+    assert f"prefetch(B[0i64], {offset}, 2)" in text
     f = tvm.build(s, args)
     assert _llvm_prefetches(f) >= 1
     a = rng.standard_normal((m, k)).astype("float32")
@@ -104,7 +104,7 @@ def test_a_tensor_read_through_an_inlined_stage_can_be_prefetched():
     s[F].prefetch(R, io, 1)
     s[F].prefetch(R, io, 1)  # a second request for the same region changes no value
     text = str(tvm.lower(s, [A, B, R, F]))
-    assert "prefetch(R[0i64], 1)" in text
+    assert "prefetch(R[0i64], 1, 2)" in text
     f = tvm.build(s, [A, B, R, F])
     assert _llvm_prefetches(f) >= 1
     a = rng.standard_normal((m, k)).astype("float32")
@@ -145,7 +145,7 @@ def test_plane_block_prefetches_the_next_weight_slice(knob):
     s = tvm.auto_schedule(out, "llvm", {STAGE: {"prefetch": knob}})
     text = str(tvm.lower(s, [*args, out]))
     # The request is the first statement of the input-channel block loop.
-    request = re.search(r"for \(rco, 0, 4\) {\n *prefetch\(w\[0i64\], 1\)", text)
+    request = re.search(r"for \(rco, 0, 4\) {\n *prefetch\(w\[0i64\], 1, 2\)", text)
     assert (request is not None) == bool(knob)
     f = tvm.build(s, [*args, out])
     assert (_llvm_prefetches(f) > 0) == bool(knob)
@@ -195,7 +195,7 @@ def test_dense_panel_prefetch_default_and_values(m, k, n, default):
         text = str(tvm.lower(s, [*args, out]))
         # The request is on the parallel panel loop.
         assert bool(
-            re.search(r"parallel \(\S+, 0, \d+\) {\n *prefetch\(wp\[0i64\], 1\)", text)
+            re.search(r"parallel \(\S+, 0, \d+\) {\n *prefetch\(wp\[0i64\], 1, 2\)", text)
         ) == (knob == 1)
         f = tvm.build(s, [*args, out])
         y = np.zeros((m, n), "float32")
@@ -247,12 +247,8 @@ def test_panel_pack_prefetches_rows_ahead_with_the_knob():
     b = rng.standard_normal((n, n)).astype("float32")
     for knob in (0, 1):
         s = tvm.auto_schedule(C, config={stage: {"prefetch": knob}})
-        assert (
-            re.search(
-                r"for \(ax0, 0, 256\) {\n *prefetch\(B\[0i64\], 16\)", str(tvm.lower(s, [A, B, C]))
-            )
-            is None
-        ) == (knob == 0)
+        request = r"for \(ax0, 0, 256\) {\n *prefetch\(B\[0i64\], 16, 2\)"
+        assert (re.search(request, str(tvm.lower(s, [A, B, C]))) is None) == (knob == 0)
         f = tvm.build(s, [A, B, C])
         assert (_llvm_prefetches(f) > 0) == bool(knob)
         c = np.zeros((n, n), "float32")
@@ -290,7 +286,7 @@ def test_math_on_data_from_memory_prefetches_its_input(op, batch, prefetched):
     s = tvm.auto_schedule([y])
     text = str(tvm.lower(s, [x, y]))
     # 2 KB ahead: the vector loop of 64 floats (256 B) runs inside the prefetching loop.
-    assert ("prefetch(x[0i64], 8)" in text) == prefetched
+    assert ("prefetch(x[0i64], 8, 2)" in text) == prefetched
     f = tvm.build(s, [x, y])
     assert (_llvm_prefetches(f) > 0) == prefetched
     xi = torch.randn(*shape)
@@ -310,7 +306,7 @@ def test_softmax_rows_from_memory_are_prefetched_blocks_ahead(op):
     stage = _knob_stage(y)
     assert stage is not None
     s = tvm.auto_schedule([y])
-    assert "prefetch(x[0i64], 2)" in str(tvm.lower(s, [x, y]))
+    assert "prefetch(x[0i64], 2, 2)" in str(tvm.lower(s, [x, y]))
     f = tvm.build(s, [x, y])
     assert _llvm_prefetches(f) > 0
     xi = torch.randn(8, 12, 128, 128)
@@ -342,3 +338,101 @@ def test_norm_rows_whose_statistics_are_sums_are_not_prefetched():
     f(xi, gi, bi, out)
     ref = torch.nn.functional.layer_norm(xi, (768,), gi, bi, eps=1e-5)
     torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("level, instruction", [(1, "prefetcht0"), (2, "prefetcht1")])
+def test_cache_level_picks_the_instruction(level, instruction):
+    # Level 1 fetches into L1 (x86's prefetcht0), level 2 into L2 (prefetcht1); the request
+    # keeps its level through lowering. Values against NumPy.
+    m, n, k, kb = 24, 48, 64, 16
+    s, args, ro = _blocked_matmul(m, n, k, kb)
+    s[args[-1]].prefetch(args[1], ro, 1, cache_level=level)
+    assert f"prefetch(B[0i64], 1, {level})" in str(tvm.lower(s, args))
+    f = tvm.build(s, args)
+    asm = f.get_source("asm")
+    other = "prefetcht1" if level == 1 else "prefetcht0"
+    assert instruction in asm and other not in asm
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    c = np.zeros((m, n), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_cache_level_other_than_1_or_2_is_a_value_error():
+    s, args, ro = _blocked_matmul(8, 16, 32, 8)
+    with pytest.raises(ValueError, match=r"cache_level must be 1 \(L1\) or 2 \(L2\), got 3"):
+        s[args[-1]].prefetch(args[1], ro, 1, cache_level=3)
+
+
+def test_a_tensor_computed_around_the_loop_can_be_prefetched():
+    # B2 computed at C's row loop exists throughout the reduction inside it: a request on the
+    # reduction loop is accepted and resolved; values unchanged.
+    m, n, k = 8, 16, 64
+    A = te.placeholder((m, k), name="A")
+    B = te.placeholder((k, n), name="B")
+    B2 = te.compute((k, n), lambda r, j: B[r, j] * 2.0, name="B2")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B2[r, j], axis=r), name="C")
+    s = te.create_schedule(C.op)
+    i, j = C.op.axis
+    s[C].reorder(i, C.op.reduce_axis[0], j)
+    s[B2].compute_at(s[C], i)
+    s[C].prefetch(B2, C.op.reduce_axis[0], 4, cache_level=1)
+    assert "prefetch(B2[0i64], 4, 1)" in str(tvm.lower(s, [A, B, C]))
+    f = tvm.build(s, [A, B, C])
+    assert "prefetcht0" in f.get_source("asm")
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    c = np.zeros((m, n), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ (2 * b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m, k, n", [(96, 256, 128), (13, 200, 192)])
+def test_dense_panels_prefetch_reduction_steps_into_l1(m, k, n):
+    # "prefetch_steps": a pre-packed panel's row that many reduction steps ahead, into L1; on by
+    # default (8 steps). Every candidate computes the same product (NumPy).
+    args, out, width = _dense_pack(m, k, n)
+    stage = "T_dense_pack"
+    space = tvm.auto_schedule_space(out)
+    assert space["default"][stage]["prefetch_steps"] == 8
+    assert space["knobs"][stage]["prefetch_steps"] == [0, 4, 8, 16]
+    x = rng.standard_normal((m, k)).astype("float32")
+    w = rng.standard_normal((n, k)).astype("float32")
+    b = rng.standard_normal(n).astype("float32")
+    wp = np.ascontiguousarray(w.reshape(n // width, width, k).transpose(0, 2, 1))
+    for steps in space["knobs"][stage]["prefetch_steps"]:
+        s = tvm.auto_schedule(out, config={stage: {"prefetch_steps": steps}})
+        text = str(tvm.lower(s, [*args, out]))
+        assert (f"prefetch(wp[0i64], {steps}, 1)" in text) == (steps > 0)
+        f = tvm.build(s, [*args, out])
+        assert ("prefetcht0" in f.get_source("asm")) == (steps > 0)
+        y = np.zeros((m, n), "float32")
+        f(x, wp, b, y)
+        np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-4, atol=1e-4 * k**0.5)
+
+
+def test_panel_pack_offers_reduction_steps_off_by_default():
+    # A panel packed at the panel loop (SGEMM's) is offered the L1 prefetch of its own copy,
+    # off by default; with it on, the request on the packed copy resolves and the product is
+    # unchanged.
+    from pytvmbridge import topi
+
+    n = 512
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    C = topi.matmul(A, B)
+    stage = "T_matmul"
+    space = tvm.auto_schedule_space(C)
+    assert space["default"][stage]["pack_inner"] == 2  # packed at the panel loop
+    assert space["default"][stage]["prefetch_steps"] == 0
+    a = rng.standard_normal((n, n)).astype("float32")
+    b = rng.standard_normal((n, n)).astype("float32")
+    for steps in (0, 8):
+        s = tvm.auto_schedule(C, config={stage: {"prefetch_steps": steps}})
+        f = tvm.build(s, [A, B, C])
+        assert ("prefetcht0" in f.get_source("asm")) == (steps > 0)
+        c = np.zeros((n, n), "float32")
+        f(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)

@@ -295,14 +295,18 @@ def test_row_sum_uses_vector_accumulators():
 
 
 def test_long_contiguous_reductions_use_several_accumulator_vectors():
-    # A max over 1024 contiguous elements: four vectors of partial maxima (not one chain of
-    # dependent vmaxps); a whole-tensor sum's parallel parts get the same, its contiguous axis
-    # innermost although rfactor leaves the parts' inner axis last.
+    # A max over 1024 contiguous elements: eight vectors of partial maxima (not one chain of
+    # dependent vmaxps and NaN fix-ups: two instructions a step, so twice a sum's four chains;
+    # 1024 holds two steps of 8 vectors of 8 or 16 lanes); a whole-tensor sum's parallel parts
+    # get four, its contiguous axis innermost although rfactor leaves the parts' inner axis
+    # last. NaN still wins, wherever it is.
     A = tvm.placeholder((6, 1024), name="A")
     M = topi.max(A, axis=1)
     s = tvm.auto_schedule(M)
-    assert tvm.auto_schedule_space(M)["default"][M.op.name]["accumulator_vectors"] == 4
+    assert tvm.auto_schedule_space(M)["default"][M.op.name]["accumulator_vectors"] == 8
     a = rand(6, 1024)
+    a[2, 700] = np.nan
+    a[4, 3] = np.nan
     (out,) = run(s, [A, M], [a])
     np.testing.assert_array_equal(out, a.max(axis=1))
 

@@ -34,6 +34,17 @@ def _blocked_matmul(m: int, n: int, k: int, kb: int) -> tuple:
     return s, [A, B, C], ro
 
 
+def _square_matmul(n: int) -> tuple:
+    """topi.matmul of two n x n placeholders (SGEMM's panel pack at n >= 256), with inputs."""
+    from pytvmbridge import topi
+
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    a = rng.standard_normal((n, n)).astype("float32")
+    b = rng.standard_normal((n, n)).astype("float32")
+    return A, B, topi.matmul(A, B), a, b
+
+
 def _llvm_prefetches(f) -> int:
     return len(re.findall(r"call void @llvm\.prefetch", f.get_source("ll")))
 
@@ -203,8 +214,8 @@ def test_dense_panel_prefetch_default_and_values(m, k, n, default):
         np.testing.assert_allclose(y, x @ w.T + b, rtol=1e-4, atol=1e-4 * k**0.5)
 
 
-def test_a_tensor_computed_inside_a_loop_is_refused_or_skipped():
-    m, n, k = 8, 16, 16
+def _doubled_operand_matmul(m: int, n: int, k: int) -> tuple:
+    """C = A @ B2 with B2 = 2 B an intermediate stage (to move with compute_at), and inputs."""
     A = te.placeholder((m, k), name="A")
     B = te.placeholder((k, n), name="B")
     B2 = te.compute((k, n), lambda r, j: B[r, j] * 2.0, name="B2")
@@ -212,6 +223,12 @@ def test_a_tensor_computed_inside_a_loop_is_refused_or_skipped():
     C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B2[r, j], axis=r), name="C")
     a = rng.standard_normal((m, k)).astype("float32")
     b = rng.standard_normal((k, n)).astype("float32")
+    return A, B, B2, C, a, b
+
+
+def test_a_tensor_computed_inside_a_loop_is_refused_or_skipped():
+    m, n, k = 8, 16, 16
+    A, B, B2, C, a, b = _doubled_operand_matmul(m, n, k)
     # Refused when B2 is already computed inside C's loops...
     s = te.create_schedule(C.op)
     i = C.op.axis[0]
@@ -234,17 +251,11 @@ def test_panel_pack_prefetches_rows_ahead_with_the_knob():
     # SGEMM's panel pack reads 64 columns of each of B's rows (1 KB apart here); the knob (off by
     # default) prefetches the row 16 iterations ahead of the one being packed. Values against
     # NumPy either way.
-    from pytvmbridge import topi
-
     n = 256
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    C = topi.matmul(A, B)
+    A, B, C, a, b = _square_matmul(n)
     stage = "T_matmul"
     space = tvm.auto_schedule_space(C)
     assert space["default"][stage]["prefetch"] == 0
-    a = rng.standard_normal((n, n)).astype("float32")
-    b = rng.standard_normal((n, n)).astype("float32")
     for knob in (0, 1):
         s = tvm.auto_schedule(C, config={stage: {"prefetch": knob}})
         request = r"for \(ax0, 0, 256\) {\n *prefetch\(B\[0i64\], 16, 2\)"
@@ -369,11 +380,7 @@ def test_a_tensor_computed_around_the_loop_can_be_prefetched():
     # B2 computed at C's row loop exists throughout the reduction inside it: a request on the
     # reduction loop is accepted and resolved; values unchanged.
     m, n, k = 8, 16, 64
-    A = te.placeholder((m, k), name="A")
-    B = te.placeholder((k, n), name="B")
-    B2 = te.compute((k, n), lambda r, j: B[r, j] * 2.0, name="B2")
-    r = te.reduce_axis((0, k), name="r")
-    C = te.compute((m, n), lambda i, j: te.sum(A[i, r] * B2[r, j], axis=r), name="C")
+    A, B, B2, C, a, b = _doubled_operand_matmul(m, n, k)
     s = te.create_schedule(C.op)
     i, j = C.op.axis
     s[C].reorder(i, C.op.reduce_axis[0], j)
@@ -382,8 +389,6 @@ def test_a_tensor_computed_around_the_loop_can_be_prefetched():
     assert "prefetch(B2[0i64], 4, 1)" in str(tvm.lower(s, [A, B, C]))
     f = tvm.build(s, [A, B, C])
     assert "prefetcht0" in f.get_source("asm")
-    a = rng.standard_normal((m, k)).astype("float32")
-    b = rng.standard_normal((k, n)).astype("float32")
     c = np.zeros((m, n), "float32")
     f(a, b, c)
     np.testing.assert_allclose(c, a @ (2 * b), rtol=1e-4, atol=1e-4)
@@ -417,18 +422,12 @@ def test_panel_pack_offers_reduction_steps_off_by_default():
     # A panel packed at the panel loop (SGEMM's) is offered the L1 prefetch of its own copy,
     # off by default; with it on, the request on the packed copy resolves and the product is
     # unchanged.
-    from pytvmbridge import topi
-
     n = 512
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    C = topi.matmul(A, B)
+    A, B, C, a, b = _square_matmul(n)
     stage = "T_matmul"
     space = tvm.auto_schedule_space(C)
     assert space["default"][stage]["pack_inner"] == 2  # packed at the panel loop
     assert space["default"][stage]["prefetch_steps"] == 0
-    a = rng.standard_normal((n, n)).astype("float32")
-    b = rng.standard_normal((n, n)).astype("float32")
     for steps in (0, 8):
         s = tvm.auto_schedule(C, config={stage: {"prefetch_steps": steps}})
         f = tvm.build(s, [A, B, C])

@@ -45,6 +45,15 @@ def _square_matmul(n: int) -> tuple:
     return A, B, topi.matmul(A, B), a, b
 
 
+def _check_product(f, m: int, n: int, k: int) -> None:
+    """f(a, b, c) computes c = a @ b (against NumPy) on random inputs."""
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    c = np.zeros((m, n), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
 def _llvm_prefetches(f) -> int:
     return len(re.findall(r"call void @llvm\.prefetch", f.get_source("ll")))
 
@@ -59,11 +68,7 @@ def test_primitive_resolves_and_keeps_values(offset):
     assert f"prefetch(B[0i64], {offset}, 2)" in text
     f = tvm.build(s, args)
     assert _llvm_prefetches(f) >= 1
-    a = rng.standard_normal((m, k)).astype("float32")
-    b = rng.standard_normal((k, n)).astype("float32")
-    c = np.zeros((m, n), "float32")
-    f(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    _check_product(f, m, n, k)
 
 
 def test_strided_arguments_run_without_prefetch():
@@ -363,11 +368,7 @@ def test_cache_level_picks_the_instruction(level, instruction):
     asm = f.get_source("asm")
     other = "prefetcht1" if level == 1 else "prefetcht0"
     assert instruction in asm and other not in asm
-    a = rng.standard_normal((m, k)).astype("float32")
-    b = rng.standard_normal((k, n)).astype("float32")
-    c = np.zeros((m, n), "float32")
-    f(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    _check_product(f, m, n, k)
 
 
 def test_cache_level_other_than_1_or_2_is_a_value_error():

@@ -67,8 +67,7 @@ def to_graph(fn: Callable | torch.nn.Module, example_inputs: Sequence[Any]) -> I
         >>> g(torch.zeros(3))[0].tolist()
         [0.0, 0.0, 0.0]
     """
-    from torch._decomp import core_aten_decompositions
-
+    from ..graph.backend import core_decompositions
     from ..graph.partition import is_supported
 
     if not isinstance(example_inputs, (list, tuple)):
@@ -76,7 +75,7 @@ def to_graph(fn: Callable | torch.nn.Module, example_inputs: Sequence[Any]) -> I
         raise TVMTypeError(f"example_inputs must be a list or tuple of tensors, found {found}")
     module = fn if isinstance(fn, torch.nn.Module) else _Wrap(fn)
     exported = torch.export.export(module, tuple(example_inputs))
-    gm = exported.run_decompositions(core_aten_decompositions()).graph_module
+    gm = exported.run_decompositions(core_decompositions()).graph_module
     supported, unsupported = [], []
     for node in gm.graph.nodes:
         if node.op != "call_function":

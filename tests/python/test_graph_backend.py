@@ -470,3 +470,21 @@ def test_compiled_graph_pickles_after_it_ran():
     x2 = torch.randn(3, 8)
     torch.testing.assert_close(copy(x2, w), f(x2, w), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(cg(x2, w), f(x2, w), rtol=1e-5, atol=1e-5)
+
+
+def test_core_decompositions_are_torchs_and_built_once():
+    # The backend's table is torch's core ATen decompositions, materialized once per process
+    # (torch's lazy table cost 20-70 ms per compiled subgraph); a graph that needs one of them
+    # (hardswish, decomposed into core operators) still matches eager.
+    from torch._decomp import core_aten_decompositions
+
+    from pytvmbridge.graph.backend import core_decompositions
+
+    table = core_decompositions()
+    assert set(table) == set(core_aten_decompositions().keys())
+    assert torch.ops.aten.hardswish.default in table
+    assert core_decompositions() is table
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: torch.nn.functional.hardswish(x) * 2, backend="pytvmbridge")
+    x = torch.linspace(-5, 5, 41)
+    torch.testing.assert_close(f(x), torch.nn.functional.hardswish(x) * 2)

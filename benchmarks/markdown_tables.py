@@ -54,14 +54,16 @@ def ops_table(data: dict[str, Any]) -> str:
 
 def models_table(data: dict[str, Any]) -> str:
     """The model table: eager, Inductor with freezing and ours, with compile times, and the
-    paired per-round ratios where the JSON has them (range, rounds ours was the faster).
+    paired per-round ratios where the JSON has them (median, range, rounds ours was the
+    faster).
 
     >>> models_table({"rows": []}).splitlines()[0].split(" | ")[0]
     '| model'
     """
     lines = [
         "| model | batch | eager ms | Inductor (freezing) ms | ours ms | ours / Inductor "
-        "| per round (faster) | Inductor compile s | our compile s |",
+        "| paired per round: median (range, rounds faster) | Inductor compile s "
+        "| our compile s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
@@ -73,7 +75,8 @@ def models_table(data: dict[str, Any]) -> str:
         rounds = ""
         if paired:
             faster = f"{paired['rounds_faster']}/{paired['rounds']}"
-            rounds = f"{paired['min']:.2f}-{paired['max']:.2f} ({faster})"
+            spread = f"{paired['min']:.2f}-{paired['max']:.2f}"
+            rounds = f"{paired['median']:.2f} ({spread}, {faster})"
         lines.append(
             f"| {MODEL_NAMES.get(r['model'], r['model'])} | {r['batch']} | {r['eager_ms']:.2f} "
             f"| {r['inductor_freezing_ms']:.2f} | {ours} | {ratio:.2f} | {rounds} "

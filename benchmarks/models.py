@@ -9,8 +9,9 @@ order rotating from round to round, each round a median over enough calls to fil
 the time), and each figure is the median of its rounds: a drift of the machine's speed during
 the run then affects all three alike instead of whichever was timed last. Since ours and
 Inductor are timed in the same rounds, each round also gives a paired ratio: the table prints
-their range and in how many rounds ours was the faster, which tells a steady lead from a tie
-(the JSON keeps their median too). Prints a table and writes benchmarks/results/models.json.
+their median and range and in how many rounds ours was the faster, which tells a steady lead
+from a tie, and stays right when the machine's speed drifts during the rounds (the ratio of the
+two medians then need not). Prints a table and writes benchmarks/results/models.json.
 
     .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
         [--threads N] [--cpu-time] [--layout NCHWc|NCHW] [--profile] [--rounds N]
@@ -152,7 +153,7 @@ def main() -> None:
     rows = []
     header = (
         f"{'model':<13}{'batch':>6}{'eager ms':>10}{'inductor ms':>13}{'ours ms':>10}"
-        f"{'ours/ind':>10}{'per round':>13}{'faster':>8}{'ind compile s':>15}"
+        f"{'ours/ind':>10}{'paired, range':>18}{'faster':>8}{'ind compile s':>15}"
         f"{'ours compile s':>16}"
     )
     clock = "process CPU time" if opts.cpu_time else "wall time"
@@ -193,7 +194,7 @@ def main() -> None:
             print(
                 f"{name:<13}{batch:>6}{eager:>10.2f}{ind_ms:>13.2f}{ours_ms:>10.2f}"
                 f"{ours_ms / ind_ms:>10.2f}"
-                f"{paired['min']:>7.2f}-{paired['max']:<5.2f}"
+                f"{paired['median']:>7.2f} {paired['min']:.2f}-{paired['max']:<5.2f}"
                 f"{paired['rounds_faster']:>5}/{paired['rounds']:<2}"
                 f"{ind_compile:>15.1f}{ours_compile:>16.1f}",
                 flush=True,

@@ -410,8 +410,9 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
         combine && combine->dtype.is_float() &&
         (combine->combiner == ReduceKind::kMax || combine->combiner == ReduceKind::kMin);
     int64_t vectors = 1;
-    for (int64_t v : {8, 4, 2}) {
-      if (v == 8 && !two_step) continue;
+    std::vector<int64_t> widths = {4, 2};
+    if (two_step) widths.insert(widths.begin(), 8);
+    for (int64_t v : widths) {
       if (inner_extent && *inner_extent % (v * lanes) == 0 && *inner_extent >= 2 * v * lanes) {
         vectors = v;
         break;

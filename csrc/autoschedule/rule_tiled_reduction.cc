@@ -307,10 +307,17 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
   }
   // The case "pack_inner" takes (its conditions, before the tile is known), which needs a tile
   // that divides the rows: where this one does not, the 8 x 2 tile packing inside the loop
-  // measured better. Where it does, the two combine (dense 1024x3072->768 streaming its
-  // activations against the weight's 768 rows: 0.99-1.01x PyTorch, 8 x 2 0.94-0.97x).
+  // measured better for a streamed operand packed with a transpose (a dense layer's weight).
+  // Where it does, the two combine (dense 1024x3072->768 streaming its activations against the
+  // weight's 768 rows: 0.99-1.01x PyTorch, 8 x 2 0.94-0.97x). An operand packed as it is
+  // (matmul's b, (K, N)) keeps this tile, its panel then packed at the panel loop ("pack_inner"
+  // 2): 2 threads, in torch.matmul's time, 8 x 2 packing inside the loop against 6 x 4 packing
+  // each panel: 128x768 @ 768x3072 0.77-0.79x -> 0.91-0.95x, 128x3072 @ 3072x768 0.80x ->
+  // 0.88x, 128x768 @ 768x768 0.83x -> 0.92x, 1024x3072 @ 3072x768 0.95x -> 1.03x.
+  bool transposed = plan.streamed_dim >= 0 &&
+                    plan.streamed_dim != static_cast<int>(plan.streamed->indices.size()) - 1;
   bool inner_case = plan.panel_width == 0 && others_rows_only && kext && *kext > *rext &&
-                    (!sbytes || *sbytes > kCachedBytes);
+                    (!sbytes || *sbytes > kCachedBytes) && transposed;
   int64_t lanes = ctx.lanes(c->output_dtype(0));
   int64_t best = 0;
   double best_cost = 0;
@@ -338,8 +345,6 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
   // rows: the row tiles then share the parallel loop with no guard (dense x @ w.T at batch 1
   // streaming its 128 rows of activations, two panels, against 768 or 3072 weight rows: 6 x 4
   // 1.06-1.16x against 8 x 2's 0.98-1.10x PyTorch, one thread).
-  bool transposed = plan.streamed_dim >= 0 &&
-                    plan.streamed_dim != static_cast<int>(plan.streamed->indices.size()) - 1;
   if (best > 0 && vext && *vext / (best % 8 * lanes) < kPackedRowsPanels &&
       !(transposed && *rext % (best / 8) == 0))
     return 0;

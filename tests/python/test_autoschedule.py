@@ -457,6 +457,29 @@ def test_large_weight_is_packed_one_panel_at_a_time_inside_the_panel_loop():
     assert tvm.auto_schedule_space(mm)["default"]["T_matmul"]["pack_inner"] == 2
 
 
+@pytest.mark.skipif(
+    not tvm._core.host_cpu_features().get("avx512f"), reason="the 6 x 4 tile is AVX-512's"
+)
+def test_untransposed_operand_out_of_cache_keeps_the_wide_tile():
+    # matmul's b held (K, N) and out of cache (2 MiB), a reduction longer than the 64 rows,
+    # which 6 does not divide: the 6 x 4 tile stays (the last row tile peeled) and b is packed
+    # one panel at a time at the panel loop (pack_inner 2). A dense weight in this place (packed
+    # with a transpose) keeps the 8 x 2 tile packing inside the loop (the test above).
+    from pytvmbridge import topi
+
+    A = tvm.placeholder((64, 512), name="A")
+    B = tvm.placeholder((512, 1024), name="B")
+    C = topi.matmul(A, B)
+    point = tvm.auto_schedule_space(C)["default"]["T_matmul"]
+    assert (point["tile_rows"], point["tile_vectors"], point["pack_inner"]) == (6, 4, 2)
+    s = tvm.auto_schedule(C)
+    text = str(tvm.lower(s, [A, B, C]))
+    assert text.index("parallel (") < text.index("allocate B.packed[float32 * 1 * 512 * 64]")
+    a, b = rand(64, 512), rand(512, 1024)
+    (c,) = run(s, [A, B, C], [a, b])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+
+
 @pytest.mark.parametrize(
     "shape, change",
     [

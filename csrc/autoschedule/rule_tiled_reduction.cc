@@ -769,8 +769,23 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     if (order == 1 && block == 0 && block_rows == 0 && !first.empty() && k_block == 0) {
       candidates.push_back(2);
       auto panel_iterations = const_product(first);
-      panel_pack_pays =
-          row_operand(c, plan) && panel_iterations && *panel_iterations >= kPackedRowsPanels;
+      // Also for a convolution with a window (3 x 3) whose weight does not stay in cache: its
+      // separate packing pass writes the whole copy to memory and reads it back on every call.
+      // 2 threads, in PyTorch's time, the separate pass (all loops parallel) against each panel
+      // packed at the panel loop: ResNet's 512x7x7 3x3 (9.4 MB of weight) at batch 1
+      // 1.18-1.38x -> 1.32-1.63x, batch 8 0.97x -> 1.01x; 256x14x14->512 stride 2 (4.7 MB)
+      // 1.28-1.30x -> 1.47-1.53x, batch 8 0.98x -> 1.01x; 256x14x14 (2.4 MB) and 128x28x28->256
+      // stride 2 (1.2 MB) level. Not for 1 x 1 windows: 1024x14x14->2048 stride 2 1.02x ->
+      // 0.97x, 512x7x7->2048 at batch 8 1.11x -> 1.03x; 2048x7x7->512 level.
+      auto sbytes = bytes_of(plan.streamed);
+      int windowed = 0;
+      for (const IterVar& r : c->reduce_axis) {
+        auto ext = extent_of(r);
+        if (!ext || *ext > 1) ++windowed;
+      }
+      bool weight_out_of_cache = windowed >= 2 && sbytes && *sbytes > kCachedBytes;
+      panel_pack_pays = (row_operand(c, plan) || weight_out_of_cache) && panel_iterations &&
+                        *panel_iterations >= kPackedRowsPanels;
     }
     // On by default when the streamed operand does not stay in cache and the reduction is
     // longer than the rows (a BERT dense layer at batch 1: 128 rows, 768 or 3072 long): then

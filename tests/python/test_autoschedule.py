@@ -515,8 +515,9 @@ def test_panel_packed_at_the_panel_loop_computes_the_same_values(shape, change):
 
 @pytest.mark.parametrize("shape", [(2, 16, 9, 9, 48, 3, 3, 1, 1), (1, 8, 15, 15, 40, 3, 3, 2, 1)])
 def test_conv_with_its_weight_packed_at_the_panel_loop(shape):
-    # Not a default for convolutions (several reductions), but a point the tuner may take: the
-    # panel of weights (output channels, padded past 48 or 40) packed per panel iteration.
+    # Not a default for a convolution whose weight stays in cache (the test below), but a point
+    # the tuner may take: the panel of weights (output channels, padded past 48 or 40) packed
+    # per panel iteration.
     n, c, h, w_, o, kh, kw, stride, pad = shape
     args = conv_bias_relu(*shape)
     assert tvm.auto_schedule_space(args[-1])["default"]["conv"]["pack_inner"] == 0
@@ -527,6 +528,23 @@ def test_conv_with_its_weight_packed_at_the_panel_loop(shape):
     x, w, b = rand(n, c, h, w_), rand(o, c, kh, kw), rand(o)
     (y,) = run(s, args, [x, w, b])
     np.testing.assert_allclose(y, conv_reference(x, w, b, stride, pad), rtol=1e-3, atol=1e-3)
+
+
+def test_windowed_conv_with_a_weight_out_of_cache_packs_it_at_the_panel_loop():
+    # A 3 x 3 convolution whose weight (256 x 160 x 3 x 3, 1.4 MiB) does not stay in cache packs
+    # each panel of it at the panel loop by default (no separate pass writing the whole copy
+    # to memory on every call); a 1 x 1 window with as large a weight keeps the separate pass.
+    windowed = conv_bias_relu(1, 160, 7, 7, 256, 3, 3, 1, 1)
+    assert tvm.auto_schedule_space(windowed[-1])["default"]["conv"]["pack_inner"] == 2
+    s = tvm.auto_schedule(windowed[-1])
+    text = str(tvm.lower(s, windowed))
+    assert text.count("parallel (") == 1
+    assert text.index("parallel (") < text.index("allocate W.packed")
+    x, w, b = rand(1, 160, 7, 7), rand(256, 160, 3, 3), rand(256)
+    (y,) = run(s, windowed, [x, w, b])
+    np.testing.assert_allclose(y, conv_reference(x, w, b, 1, 1), rtol=1e-3, atol=1e-3)
+    pointwise = conv_bias_relu(1, 1440, 7, 7, 256, 1, 1, 1, 0)
+    assert tvm.auto_schedule_space(pointwise[-1])["default"]["conv"]["pack_inner"] == 0
 
 
 def test_batch_matmul_packs_each_heads_panel_in_the_parallel_loop():

@@ -312,8 +312,9 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
   // weight's 768 rows: 0.99-1.01x PyTorch, 8 x 2 0.94-0.97x). An operand packed as it is
   // (matmul's b, (K, N)) keeps this tile, its panel then packed at the panel loop ("pack_inner"
   // 2): 2 threads, in torch.matmul's time, 8 x 2 packing inside the loop against 6 x 4 packing
-  // each panel: 128x768 @ 768x3072 0.77-0.79x -> 0.91-0.95x, 128x3072 @ 3072x768 0.80x ->
-  // 0.88x, 128x768 @ 768x768 0.83x -> 0.92x, 1024x3072 @ 3072x768 0.95x -> 1.03x.
+  // each panel: 128x768 @ 768x3072 0.77-0.81x -> 0.91-0.98x, 128x3072 @ 3072x768 0.76-0.80x ->
+  // 0.85-0.88x, 128x768 @ 768x768 0.83-0.86x -> 0.92-0.95x, 1024x3072 @ 3072x768 0.95-0.98x
+  // -> 1.02-1.05x.
   bool transposed = plan.streamed_dim >= 0 &&
                     plan.streamed_dim != static_cast<int>(plan.streamed->indices.size()) - 1;
   bool inner_case = plan.panel_width == 0 && others_rows_only && kext && *kext > *rext &&
@@ -348,8 +349,9 @@ int64_t packed_rows_default(const Context& ctx, const ComputeOpNode* c, const Ti
   // Fewer panels do too for a batched product (batch_matmul: both operands depend on another
   // output axis), whose batches the threads share: 2 threads, in torch.matmul's time, 6 x 4
   // against 8 x 2 (with the rows read in place): BERT's attention at batch 8, (96, 128, 64) @
-  // (96, 64, 128) with k transposed 0.91x -> 1.00x, (96, 128, 128) @ (96, 128, 64) 0.93x ->
-  // 1.18x; at batch 1 (12 heads) level and 1.31x -> 1.43x.
+  // (96, 64, 128) with k transposed 0.89-0.91x -> 0.97-1.00x, (96, 128, 128) @ (96, 128, 64)
+  // 0.88-0.93x -> 1.11-1.18x; at batch 1 (12 heads) level, and 1.31x -> 1.43x (level in a
+  // second run).
   int64_t batches = 1;
   for (size_t a = 0; a < c->axis.size(); ++a) {
     int ai = static_cast<int>(a);
@@ -773,10 +775,10 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
       // separate packing pass writes the whole copy to memory and reads it back on every call.
       // 2 threads, in PyTorch's time, the separate pass (all loops parallel) against each panel
       // packed at the panel loop: ResNet's 512x7x7 3x3 (9.4 MB of weight) at batch 1
-      // 1.18-1.38x -> 1.32-1.63x, batch 8 0.97x -> 1.01x; 256x14x14->512 stride 2 (4.7 MB)
-      // 1.28-1.30x -> 1.47-1.53x, batch 8 0.98x -> 1.01x; 256x14x14 (2.4 MB) and 128x28x28->256
-      // stride 2 (1.2 MB) level. Not for 1 x 1 windows: 1024x14x14->2048 stride 2 1.02x ->
-      // 0.97x, 512x7x7->2048 at batch 8 1.11x -> 1.03x; 2048x7x7->512 level.
+      // 1.16-1.38x -> 1.32-1.63x, batch 8 0.97x -> 1.01x; 256x14x14->512 stride 2 (4.7 MB)
+      // 1.26-1.30x -> 1.47-1.53x, batch 8 0.98x -> 1.01x; 256x14x14 (2.4 MB) and 128x28x28->256
+      // stride 2 (1.2 MB) level. Not for 1 x 1 windows: 1024x14x14->2048 stride 2 0.99x ->
+      // 0.93x, 512x7x7->2048 at batch 8 0.99x -> 0.91x (at batch 1 level).
       auto sbytes = bytes_of(plan.streamed);
       int windowed = 0;
       for (const IterVar& r : c->reduce_axis) {

@@ -1353,7 +1353,13 @@ class CodeGenLLVM {
     llvm::Function* fn =
         llvm::Intrinsic::getDeclaration(&module_, llvm::Intrinsic::prefetch, {ptr->getType()});
     int locality = *as_const_int(op->args[1]) == 1 ? 3 : 2;
-    b_.CreateCall(fn, {ptr, b_.getInt32(0), b_.getInt32(locality), b_.getInt32(1)});
+    llvm::CallInst* call =
+        b_.CreateCall(fn, {ptr, b_.getInt32(0), b_.getInt32(locality), b_.getInt32(1)});
+    // The buffer's alias scope, as its loads have: without it LLVM cannot tell that the call
+    // leaves the other buffers alone, and LICM keeps the stores to a register block that the
+    // loop updates (an accumulator buffer read back after the loop) inside the loop, one per
+    // accumulator per iteration.
+    annotate(call, load->buffer);
     return zero;
   }
 

@@ -475,3 +475,39 @@ def test_prefetch_in_an_accumulating_loop_keeps_the_block_in_registers():
     out = torch.empty(2, 64, 14, 14)
     f(xt, wt, out)
     torch.testing.assert_close(out, torch.nn.functional.conv2d(xt, wt), rtol=1e-4, atol=1e-4)
+
+
+def test_convolution_input_is_prefetched_channels_ahead():
+    # NCHW, the output channels vectorized: consecutive input channels are a whole plane apart
+    # (3 KB at 28x28), beyond any hardware prefetcher, so the tiles' broadcast input is fetched
+    # 8 channels ahead into L1
+    # ("prefetch_input"); not with 3 channels (the stem), nor with 7x7 planes (196 bytes
+    # apart), nor for a matrix product, whose rows are read along the reduction.
+    from pytvmbridge import topi
+
+    def conv(c, h, k, config=None):
+        x = tvm.placeholder((2, c, h, h), name="x")
+        w = tvm.placeholder((64, c, k, k), name="w")
+        y = topi.nn.conv2d(x, w, 1, k // 2)
+        point = tvm.auto_schedule_space(y, config=config)["default"]["T_conv2d_nchw"]
+        f = tvm.build(tvm.auto_schedule(y, config=config), [x, w, y])
+        xt, wt = torch.randn(2, c, h, h), torch.randn(64, c, k, k)
+        out = torch.empty(2, 64, h, h)
+        f(xt, wt, out)
+        want = torch.nn.functional.conv2d(xt, wt, padding=k // 2)
+        torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-3)
+        return point["prefetch_input"], f.get_source("asm").count("prefetcht0")
+
+    steps, fetches = conv(64, 28, 1)
+    assert steps == 8 and fetches > 0
+    steps, fetches = conv(64, 28, 3)  # through the padded input, a stage of its own
+    assert steps == 8 and fetches > 0
+    assert conv(3, 28, 3)[0] == 0
+    assert conv(64, 7, 3)[0] == 0
+    # The padding inlined into the product (a point the tuner may take): nothing to prefetch
+    # by that name, and the request is not made.
+    assert conv(64, 28, 3, {"pad_temp": {"inline": 1}, "T_conv2d_nchw": {}}) == (0, 0)
+    A = tvm.placeholder((64, 256), name="A")
+    B = tvm.placeholder((256, 64), name="B")
+    knobs = tvm.auto_schedule_space(topi.matmul(A, B))["knobs"]["T_matmul"]
+    assert knobs.get("prefetch_input", [0]) == [0]

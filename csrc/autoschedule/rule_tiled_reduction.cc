@@ -1039,13 +1039,7 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   StridedOperand input = broadcast_operand_stride(c, plan);
   // Only where the block reads the operand itself: not its packed rows, nor a stage inlined
   // into it (a convolution's padding, read through as its input).
-  if (rows_packed) input = {};
-  for (const Stage& producer : ctx.sch->stages) {
-    if (input.read && producer->origin_op == input.read->op &&
-        producer->attach_type == AttachType::kInline) {
-      input = {};
-    }
-  }
+  if (rows_packed || (input.read && inlined_producer(ctx.sch, input.read))) input = {};
   std::vector<int64_t> input_candidates = {0};
   bool unsplit = reds.size() == c->reduce_axis.size();
   if (input.read && unsplit && input.stride_bytes >= 64) input_candidates = {0, 4, 8, 16};

@@ -464,6 +464,8 @@ def _build_disturbance(task: Any, rounds: int) -> list[float]:
     rng = random.Random(0)
     ratios = []
     with autotvm.LocalRunner(task, n_parallel=2) as runner:
+        if runner.split is not None:  # timed on the timed runs' CPUs, the builds on the rest
+            os.sched_setaffinity(0, runner.split[0])
         runner.collect(runner.submit([task.space.default()] * 2), measure=False)  # workers up
         for _ in range(rounds):
             time.sleep(0.05)
@@ -483,9 +485,16 @@ def pipeline_main(args: argparse.Namespace) -> None:
     (``MeasureOption(overlap_builds=True)``); and how much a build disturbs a timed run."""
     import xgboost  # noqa: F401  (imported once, outside the timings)
 
+    import pytvmbridge as tvm
     from pytvmbridge import autotvm
+    from pytvmbridge.autotvm.measure import cpu_split
     from pytvmbridge.autotvm.tuner import make_tuner
 
+    if args.threads:
+        tvm.set_num_threads(args.threads)
+    split = cpu_split(tvm.get_num_threads())
+    print(f"{tvm.get_num_threads()} threads; CPUs for timed runs / builds: "
+          f"{split if split else 'not split (none to spare)'}")  # fmt: skip
     task = autotvm.auto_task(conv_workload, (128, 28, 128, 3, 1, 1), name="conv2d")
     autotvm.LocalRunner(task).close()  # the reference outputs, computed once
     n = 16 if args.quick else 40
@@ -519,9 +528,10 @@ def pipeline_main(args: argparse.Namespace) -> None:
         f"a kernel timed while two candidates compile / timed alone: median "
         f"{statistics.median(disturb):.2f} (rounds: {', '.join(f'{r:.2f}' for r in disturb)})"
     )
-    out = Path(__file__).parent / "results" / "tuning_pipeline.json"
+    out = Path(__file__).parent / "results" / f"tuning_pipeline_t{tvm.get_num_threads()}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"workload": task.description, "rows": rows,
+                               "threads": tvm.get_num_threads(), "cpu_split": split,
                                "build_disturbance": disturb}, indent=1))  # fmt: skip
     print(f"wrote {out}")
 

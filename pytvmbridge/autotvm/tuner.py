@@ -294,16 +294,26 @@ class Tuner:
                     else:
                         inflight, inflight_n = configs, len(configs)
                 upcoming: list[Any] = []
-                if pipelined and done + inflight_n < n_trial and self.has_next() and in_time():
+                more = pipelined and done + inflight_n < n_trial and self.has_next() and in_time()
+                overlap = more and getattr(runner, "overlap", False)
+                if more and not overlap:
                     upcoming = self._propose(min(batch, n_trial - done - inflight_n))
                 best = self.best_cost if math.isfinite(self.best_cost) else None
                 ahead: Any = None
-                if upcoming and getattr(runner, "overlap", False):
-                    # overlap_builds: the next batch builds while this one is measured
-                    self._share_schedules(runner)
-                    ahead, upcoming = runner.submit(upcoming), []
+
+                def build_ahead(n: int = min(batch, n_trial - done - inflight_n)) -> None:
+                    # overlap_builds: while this batch's first candidate is measured, the next
+                    # batch is proposed and submitted; it builds while the rest are measured
+                    nonlocal ahead
+                    configs = self._propose(n)
+                    if configs:
+                        self._share_schedules(runner)
+                        ahead = runner.submit(configs)
+
                 try:
-                    if pipelined:
+                    if overlap:
+                        results = runner.collect(inflight, best, meanwhile=build_ahead)
+                    elif pipelined:
                         results = runner.collect(inflight, best)
                     else:
                         results = runner.run(inflight, best)

@@ -187,6 +187,102 @@ def test_builds_run_while_the_tuner_proposes(tmp_path):
     assert all(r["error"] == OK for r in recs)
 
 
+def test_cpu_split_gives_timed_runs_their_own_cores(monkeypatch):
+    from pytvmbridge.autotvm import measure
+
+    # eight CPUs, two hardware threads per core: CPU c shares its core with c + 4 (mod 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5, 6, 7})
+    monkeypatch.setattr(measure, "_core_siblings", lambda c: {c % 4, c % 4 + 4})
+    # the timed runs take CPUs 0 and 1; their siblings 4 and 5 are left idle
+    assert measure.cpu_split(2) == ([0, 1], [2, 3, 6, 7])
+    assert measure.cpu_split(1) == ([0], [1, 2, 3, 5, 6, 7])
+    assert measure.cpu_split(4) is None  # the other four are the timed cores' siblings
+    assert measure.cpu_split(8) is None and measure.cpu_split(9) is None
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 9})  # a taskset mask
+    monkeypatch.setattr(measure, "_core_siblings", lambda c: {c})
+    assert measure.cpu_split(1) == ([3], [9])
+
+
+def test_overlap_is_on_by_default_only_with_cpus_to_spare(monkeypatch):
+    from pytvmbridge.autotvm import measure
+
+    task = autotvm.task.create("test_matmul", args=(N,))
+    monkeypatch.setattr(measure, "cpu_split", lambda threads: None)
+    with autotvm.LocalRunner(task, n_parallel=1) as runner:
+        assert not runner.overlap and runner.split is None and len(runner._workers) == 1
+    monkeypatch.setattr(measure, "cpu_split", lambda threads: ([0], [1]))
+    with autotvm.LocalRunner(task, n_parallel=1) as runner:
+        assert runner.overlap and runner.split == ([0], [1]) and len(runner._workers) == 2
+    opt = MeasureOption(overlap_builds=False)
+    with autotvm.LocalRunner(task, n_parallel=1, option=opt) as runner:
+        assert not runner.overlap and runner.split is None
+
+
+def test_builds_and_timed_runs_keep_to_their_cpus(tmp_path):
+    """One thread for the timed runs on a machine with a CPU to spare (this one has two): the
+    workers build on the other CPUs and measure on the first, and the tuner's own work during
+    a measurement stays off it."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
+    task = autotvm.task.create("test_matmul", args=(N,))
+    threads = tvm.get_num_threads()
+    tvm.set_num_threads(1)
+    try:
+        opt = MeasureOption(repeat=1, min_repeat_ms=1)
+        with autotvm.LocalRunner(task, n_parallel=2, option=opt) as runner:
+            timed, builds = runner.split
+            assert timed == cpus[:1] and builds and not set(builds) & set(timed)
+            rng = random.Random(5)
+            configs = [task.space.sample(rng) for _ in range(2)]
+            runner.collect(runner.submit(configs), measure=False)  # built, not measured
+            pids = [w[0].pid for w in runner._workers if w is not None]
+            assert len(pids) == 2
+            assert all(os.sched_getaffinity(p) == set(builds) for p in pids)
+            seen: list[set[int]] = []
+            results = runner.collect(
+                runner.submit(configs), meanwhile=lambda: seen.append(os.sched_getaffinity(0))
+            )
+            assert seen == [set(builds)]  # the caller, while the first candidate was timed
+            assert os.sched_getaffinity(0) == set(cpus)  # and given back its CPUs after
+            assert all(r.error == OK and r.costs and r.measure_s > 0 for r in results)
+            # the workers that measured last are on the timed CPU, with every thread
+            pids = [w[0].pid for w in runner._workers if w is not None]
+            for p in pids:
+                for tid in os.listdir(f"/proc/{p}/task"):
+                    assert os.sched_getaffinity(int(tid)) == set(timed)
+        # the tuner with this runner: every record checked, the best one computes the product
+        log = tmp_path / "pinned.json"
+        tuner = autotvm.RandomTuner(task, seed=2)
+        tuner.tune(6, log_file=log, measure_option=opt, progress=False, verify=False)
+        recs = list(record.load(log, verified=False))
+        assert len(recs) == 6 and all(r["error"] == OK for r in recs)
+        s, args = task.instantiate(min(recs, key=record.record_cost)["config"])
+        rng2 = np.random.default_rng(4)
+        a, b = rng2.standard_normal((N, N), "float32"), rng2.standard_normal((N, N), "float32")
+        c = np.zeros((N, N), "float32")
+        _run(s, args, a, b, c)
+        np.testing.assert_allclose(c, _matmul_ref(a, b), rtol=1e-4, atol=1e-4)
+    finally:
+        tvm.set_num_threads(threads)
+
+
+def test_an_error_in_the_callers_work_during_a_measurement_leaves_the_runner_usable():
+    task = autotvm.task.create("test_matmul", args=(N,))
+    opt = MeasureOption(repeat=1, min_repeat_ms=1, overlap_builds=True)
+    cfg = task.space.default()
+
+    def boom() -> None:
+        raise RuntimeError("proposal failed")
+
+    with autotvm.LocalRunner(task, n_parallel=1, option=opt) as runner:
+        with pytest.raises(RuntimeError, match="proposal failed"):
+            runner.collect(runner.submit([cfg]), meanwhile=boom)
+        assert not runner._busy
+        [r] = runner.run([cfg])  # the measurement's answer was read: the pipe is in step
+        assert r.error == OK and r.costs
+
+
 def test_overlap_builds_the_next_batch_while_this_one_is_measured(tmp_path):
     task = autotvm.task.create("test_matmul", args=(N,))
     opt = MeasureOption(repeat=1, min_repeat_ms=1, overlap_builds=True)
@@ -196,11 +292,19 @@ def test_overlap_builds_the_next_batch_while_this_one_is_measured(tmp_path):
         assert len(runner._workers) == 4  # two sets of two workers
         submit, collect = runner.submit, runner.collect
         runner.submit = lambda configs: events.append("submit") or submit(configs)
-        runner.collect = lambda *a, **k: events.append("collect") or collect(*a, **k)
+
+        def logged_collect(*a, **k):
+            events.append("collect")
+            try:
+                return collect(*a, **k)
+            finally:
+                events.append("collected")
+
+        runner.collect = logged_collect
         tuner.tune(7, log_file=tmp_path / "o.json", runner=runner, progress=False, verify=False)
         assert not runner._busy  # every batch collected
-    # the second batch is submitted before the first is collected (measured)
-    assert events[:3] == ["submit", "submit", "collect"]
+    # the second batch is proposed and submitted while the first is measured
+    assert events[:4] == ["submit", "collect", "submit", "collected"]
     recs = list(record.load(tmp_path / "o.json", verified=False))
     assert len(recs) == 7 and len({json.dumps(r["config"], sort_keys=True) for r in recs}) == 7
     # every candidate, built in either set of workers, checked against the reference

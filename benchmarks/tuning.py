@@ -195,13 +195,18 @@ def final_timings(
     return times, paired
 
 
-def tune_one(w: dict[str, Any], checkpoints: list[int], budget_s: float, log: str) -> dict:
+def tune_one(
+    w: dict[str, Any], checkpoints: list[int], budget_s: float, log: str, overlap: bool = True
+) -> dict:
     from pytvmbridge import autotvm
     from pytvmbridge.autotvm import record
 
     task = autotvm.auto_task(w["func"], w["args"], name=w["name"], flop=w["flop"])
     tuner = autotvm.EvolutionaryTuner(task, seed=0)
-    opt = autotvm.MeasureOption(repeat=3, min_repeat_ms=10, timeout=30)
+    # overlap_builds None: builds beside the measurements where CPUs are to spare
+    opt = autotvm.MeasureOption(
+        repeat=3, min_repeat_ms=10, timeout=30, overlap_builds=None if overlap else False
+    )
     start = time.perf_counter()
     runner = autotvm.LocalRunner(task, option=opt)
     n_parallel = runner.n_parallel
@@ -492,7 +497,7 @@ def pipeline_main(args: argparse.Namespace) -> None:
 
     if args.threads:
         tvm.set_num_threads(args.threads)
-    split = cpu_split(tvm.get_num_threads())
+    split = None if args.no_overlap else cpu_split(tvm.get_num_threads())
     print(f"{tvm.get_num_threads()} threads; CPUs for timed runs / builds: "
           f"{split if split else 'not split (none to spare)'}")  # fmt: skip
     task = autotvm.auto_task(conv_workload, (128, 28, 128, 3, 1, 1), name="conv2d")
@@ -545,6 +550,11 @@ def main() -> None:
     ap.add_argument("--resnet-trials", type=int, default=300)
     ap.add_argument("--resnet-log", default=None, help="tuning log (default: a fresh one)")
     ap.add_argument("--threads", type=int, default=0, help="0: all cores")
+    ap.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="builds wait for the measurements even where CPUs are to spare (for the A/B)",
+    )
     ap.add_argument("--trials", default="64,256,1000")
     ap.add_argument("--budget-s", type=float, default=400.0)
     ap.add_argument("--only", default="conv,bert,sgemm")
@@ -567,6 +577,13 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     else:
         torch.set_num_threads(tvm.get_num_threads())
+    from pytvmbridge.autotvm.measure import cpu_split
+
+    split = None if args.no_overlap else cpu_split(tvm.get_num_threads())
+    print(
+        f"{tvm.get_num_threads()} threads; CPUs for timed runs / for builds and the tuner: "
+        f"{split if split else 'not split (none to spare: builds wait for the measurements)'}"
+    )
     checkpoints = [8] if args.quick else [int(x) for x in args.trials.split(",")]
     budget = 30.0 if args.quick else args.budget_s
     ws = workloads(args.quick, set(args.only.split(",")))
@@ -578,7 +595,7 @@ def main() -> None:
     t_all = time.perf_counter()
     for w in ws:
         share = max(10.0, budget * w["flop"] / total_flop)
-        res = tune_one(w, checkpoints, share, log)
+        res = tune_one(w, checkpoints, share, log, overlap=not args.no_overlap)
         configs = {"analytical": None}
         for cp in checkpoints:
             configs[f"tuned@{cp}"] = res["best_at"].get(cp)
@@ -676,13 +693,17 @@ def main() -> None:
             )
     wall = time.perf_counter() - t_all
     print(f"total wall time {wall:.0f} s; {tvm.get_num_threads()} threads; CPU {record.cpu_name()}")
-    out = Path(__file__).parent / "results" / "tuning.json"
+    name = f"tuning_t{args.threads}.json" if args.threads else "tuning.json"
+    if args.no_overlap:
+        name = name.replace(".json", "_no_overlap.json")
+    out = Path(__file__).parent / "results" / name
     out.parent.mkdir(exist_ok=True)
     out.write_text(
         json.dumps(
             {
                 "quick": args.quick,
                 "threads": tvm.get_num_threads(),
+                "cpu_split": split,
                 "cpu": record.cpu_name(),
                 "checkpoints": checkpoints,
                 "rows": rows,

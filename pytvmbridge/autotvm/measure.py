@@ -165,7 +165,8 @@ class MeasureOption:
     # tuner's next proposals meanwhile. None (the default): only where this process may run
     # on more CPUs than a timed run's threads; the timed run then has CPUs of its own and
     # everything else is kept off them (see cpu_split). True on a machine without spare CPUs
-    # shares them: the builds then disturb the timed runs (1.47x slower on 2 cores, 2 threads).
+    # shares them: the builds and proposals then disturb the timed runs (a build made one
+    # 1.47x slower on 2 cores, 2 threads).
     overlap_builds: bool | None = None
 
 

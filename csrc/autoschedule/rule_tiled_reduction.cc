@@ -49,6 +49,11 @@ constexpr int64_t kInputStrideBytes = 512;
 // Accumulator registers a tile aims for: 8 x 2 and 6 x 2 AVX-512 vectors measured best for
 // SGEMM (4 x 1 is latency-bound, 14 x 2 spills).
 constexpr int64_t kTargetAccumulators = 16;
+// The band of accumulator counts a tile's rows are chosen in before a row count that divides
+// the axis is preferred: fewer leave the FMA units waiting on their latency (6 x 2 is the
+// smallest tile measured at the full rate); more crowd out the broadcast values of a window.
+constexpr int64_t kMinAccumulators = 12;
+constexpr int64_t kMaxAccumulators = 20;
 // Panels that must read a row operand for the 6 x 4 tile (below) to pay by default.
 constexpr int64_t kPackedRowsPanels = 8;
 // The tag of a convolution in the blocked NCHW[b]c layout (pytvmbridge/graph/layout.py).
@@ -605,11 +610,21 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
     int64_t max_rows = budget / vectors;
     for (int64_t r = 2; r <= max_rows && (!rext || r <= *rext); ++r) row_candidates.push_back(r);
     // About kTargetAccumulators accumulators (enough independent FMAs in flight to hide their
-    // latency without spilling), preferring a row count that divides the axis (no guard).
+    // latency without spilling), preferring a row count that divides the axis (no guard), but
+    // where the register file holds the target, only among tiles of kMinAccumulators to
+    // kMaxAccumulators: a guarded last tile costs less than a tile that is latency-bound, or
+    // whose broadcast values spill. 2 threads, against PyTorch, NCHW conv2d 256->128 1x1 at
+    // batch 8: 57 wide 3 x 2 -> 8 x 2 (the last tile 1 row) 0.62x -> 1.06x, 55 wide 5 x 2 ->
+    // 8 x 2 (the last 7) 0.88x -> 1.13x (11 x 2, a divisor, 1.15x); 64->64 3x3 at batch 1, 55
+    // wide: 5 x 2 1.81x, 8 x 2 2.06x, 11 x 2 1.70x.
+    bool target_fits = max_rows * vectors >= kTargetAccumulators;
     rows = 0;
     auto key = [&](int64_t r) {
       bool divides = rext && *rext % r == 0;
-      return std::make_tuple(divides ? 0 : 1, std::abs(r * vectors - kTargetAccumulators), r);
+      int64_t acc = r * vectors;
+      bool off_band = target_fits && (acc < kMinAccumulators || acc > kMaxAccumulators);
+      return std::make_tuple(off_band ? 1 : 0, divides ? 0 : 1, std::abs(acc - kTargetAccumulators),
+                             r);
     };
     for (int64_t r = 1; r <= max_rows; ++r) {
       if (rext && r > *rext) break;

@@ -211,6 +211,47 @@ def test_short_row_whole_tile_over_prepacked_panels():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize(
+    "width, kernel, avx512_rows",
+    [
+        (57, 3, 8),  # 3 x 19: 3 rows was the divisor (6 accumulators); now 7 tiles of 8 + 1 row
+        (55, 3, 8),  # 5 x 11: 5 rows (10 accumulators) or 11 (22, the window's values spill)
+        (17, 1, 8),  # a prime: 1 row was the only divisor (2 accumulators)
+        (56, 3, 8),  # a divisor in the band is still preferred
+        (60, 3, 6),  # 6 and 10 divide, both 4 accumulators from the target of 16: the smaller
+    ],
+)
+def test_tile_rows_are_not_a_small_divisor_of_an_odd_row(width, kernel, avx512_rows):
+    # Rows that divide the output row are preferred only among tiles of 12 to 20 AVX-512
+    # accumulators: a guarded last tile costs less than a latency-bound or spilling tile.
+    import torch
+
+    x = tvm.placeholder((2, 8, width, width), name="x")
+    w = tvm.placeholder((32, 8, kernel, kernel), name="w")
+    y = topi.nn.conv2d(x, w, 1, kernel // 2, 1)
+    point = tvm.auto_schedule_space(y)["default"]["T_conv2d_nchw"]
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert (point["tile_rows"], point["tile_vectors"]) == (avx512_rows, 2)
+    xv, wv = rand(2, 8, width, width), rand(32, 8, kernel, kernel)
+    (got,) = run(tvm.auto_schedule(y), [x, w, y], [xv, wv])
+    want = torch.nn.functional.conv2d(
+        torch.from_numpy(xv), torch.from_numpy(wv), padding=kernel // 2
+    ).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_matmul_rows_that_only_small_tiles_divide_take_eight():
+    A = tvm.placeholder((57, 256), name="A")
+    B = tvm.placeholder((256, 96), name="B")
+    C = topi.matmul(A, B)
+    point = tvm.auto_schedule_space(C)["default"]["T_matmul"]
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert point["tile_rows"] == 8  # 57 = 3 x 19: 7 tiles of 8 rows and one of 1
+    a, b = rand(57, 256), rand(256, 96)
+    (c,) = run(tvm.auto_schedule(C), [A, B, C], [a, b])
+    np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+
+
 def test_short_row_whole_tile_for_a_1x1_conv():
     # No window along the row (a 1x1 convolution): each broadcast row value serves one tap, so
     # the whole 14-column row is one tile (14 x 2 AVX-512 vectors) even over packed weights.

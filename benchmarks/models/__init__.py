@@ -47,12 +47,19 @@ MODELS: dict[str, tuple[Callable[..., torch.nn.Module], Callable[[dict], tuple],
     "mlp": (MLP, lambda k: (k.get("in_features", 784),), {}, {"in_features": 32, "hidden": 64}),
     "gated": (GatedNet, lambda k: (k.get("features", 256),), {}, {"features": 16}),
 }  # fmt: skip
+# The models whose input is an image of size "image" (square, 224 by default).
+IMAGE_MODELS = frozenset({"resnet18", "resnet50", "mobilenet_v2"})
 
 
-def build(name: str, batch: int = 1, small: bool = False, seed: int = 0) -> tuple[Any, Any]:
-    """``(model in eval mode, random input of the given batch)`` for model ``name``."""
+def build(
+    name: str, batch: int = 1, small: bool = False, seed: int = 0, image: int | None = None
+) -> tuple[Any, Any]:
+    """``(model in eval mode, random input of the given batch)`` for model ``name``; ``image``
+    sets an image model's input size (224 by default), and is ignored by the others."""
     builder, shape_of, full, small_kwargs = MODELS[name]
     kwargs = dict(small_kwargs if small else full)
+    if image is not None and name in IMAGE_MODELS:
+        kwargs["image"] = image
     torch.manual_seed(seed)
     size_only = {"image", "seq"}
     model = builder(**{k: v for k, v in kwargs.items() if k not in size_only}).eval()

@@ -240,6 +240,35 @@ def test_tile_rows_are_not_a_small_divisor_of_an_odd_row(width, kernel, avx512_r
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
+def test_prepacked_panels_over_a_prime_row_take_eight_rows():
+    # The graph's NCHWc convolutions at a 299 x 299 input have 19-wide rows in ResNet's third
+    # stage: 1 row (2 accumulators) was the only divisor; 8 rows and a 3-row last tile now.
+    x = tvm.placeholder((1, 32, 21, 21), name="x")
+    w = tvm.placeholder((2, 32, 3, 3, 32), name="w")
+    rc = tvm.reduce_axis((0, 32), name="rc")
+    ry = tvm.reduce_axis((0, 3), name="ry")
+    rx = tvm.reduce_axis((0, 3), name="rx")
+    y = tvm.compute(
+        (1, 64, 19, 19),
+        lambda b, o, i, j: tvm.sum(
+            x[b, rc, i + ry, j + rx] * w[o // 32, rc, ry, rx, o % 32], [rc, ry, rx]
+        ),
+        name="conv",
+    )
+    if tvm._core.host_cpu_features().get("avx512f"):
+        assert tvm.auto_schedule_space(y)["default"]["conv"]["tile_rows"] == 8
+    xv, wv = rand(1, 32, 21, 21), rand(2, 32, 3, 3, 32)
+    (got,) = run(tvm.auto_schedule(y), [x, w, y], [xv, wv])
+    w_oihw = wv.transpose(0, 4, 1, 2, 3).reshape(64, 32, 3, 3)
+    want = np.zeros((1, 64, 19, 19), np.float32)
+    for dy in range(3):
+        for dx in range(3):
+            want += np.einsum(
+                "bcij,oc->boij", xv[:, :, dy : dy + 19, dx : dx + 19], w_oihw[:, :, dy, dx]
+            )
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
 def test_matmul_rows_that_only_small_tiles_divide_take_eight():
     A = tvm.placeholder((57, 256), name="A")
     B = tvm.placeholder((256, 96), name="B")

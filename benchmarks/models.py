@@ -15,6 +15,7 @@ two medians then need not). Prints a table and writes benchmarks/results/models.
 
     .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
         [--threads N] [--cpu-time] [--layout NCHWc|NCHW] [--profile] [--rounds N] [--image N]
+        [--seq N]
 
 ``--quick``: the small test sizes of each model, batch 1 only, few repetitions (a smoke run).
 ``--cpu-time`` times process CPU time instead of wall time: with ``--threads 1`` it is the
@@ -22,7 +23,8 @@ figure that stays meaningful on a machine other jobs are loading (compile times 
 ``--layout`` is our backend's ``layout`` option (default ``NCHWc``). ``--rounds`` sets the
 number of interleaved rounds (default 7; the time per model grows with it). ``--image N``
 gives the image models (ResNets, MobileNetV2) N x N inputs instead of 224 x 224: sizes such as
-299 make every layer's output rows odd (150, 75, 38, 19, 10).
+299 make every layer's output rows odd (150, 75, 38, 19, 10); ``--seq N`` gives the BERT layer
+N tokens instead of 128 (197: ViT-B/16's patches and class token).
 ``--profile`` also prints, per model and batch, where our compiled model spends its time: the
 kernel call's and each parallel loop's median over 20 calls (``pytvmbridge.profile_loops()``;
 the loops are numbered in ``lower()``'s order), after the timing rounds.
@@ -135,6 +137,7 @@ def main() -> None:
     parser.add_argument(
         "--image", type=int, default=None, help="input size of the image models (224)"
     )
+    parser.add_argument("--seq", type=int, default=None, help="sequence length of BERT (128)")
     parser.add_argument("--profile", action="store_true", help="per-loop table of ours")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "models.json"))
@@ -166,7 +169,7 @@ def main() -> None:
     print(header)
     for name in names:
         for batch in batches:
-            model, x = build(name, batch=batch, small=opts.quick, image=opts.image)
+            model, x = build(name, batch=batch, small=opts.quick, image=opts.image, seq=opts.seq)
             with torch.no_grad():
                 ind = compiled(model, "inductor")
                 ind_compile = first_call_s(ind, x)
@@ -220,6 +223,7 @@ def main() -> None:
         "clock": clock,
         "layout": opts.layout,
         "image": opts.image or 224,
+        "seq": opts.seq or 128,
         "quick": opts.quick,
         "rows": rows,
         "geomean_ours_over_inductor_freezing": geomean,

@@ -49,17 +49,27 @@ MODELS: dict[str, tuple[Callable[..., torch.nn.Module], Callable[[dict], tuple],
 }  # fmt: skip
 # The models whose input is an image of size "image" (square, 224 by default).
 IMAGE_MODELS = frozenset({"resnet18", "resnet50", "mobilenet_v2"})
+# The models whose input is a sequence of "seq" tokens (128 by default).
+SEQUENCE_MODELS = frozenset({"bert_layer"})
 
 
 def build(
-    name: str, batch: int = 1, small: bool = False, seed: int = 0, image: int | None = None
+    name: str,
+    batch: int = 1,
+    small: bool = False,
+    seed: int = 0,
+    image: int | None = None,
+    seq: int | None = None,
 ) -> tuple[Any, Any]:
     """``(model in eval mode, random input of the given batch)`` for model ``name``; ``image``
-    sets an image model's input size (224 by default), and is ignored by the others."""
+    sets an image model's input size (224 by default), ``seq`` a sequence model's length (128);
+    each is ignored by the other models."""
     builder, shape_of, full, small_kwargs = MODELS[name]
     kwargs = dict(small_kwargs if small else full)
     if image is not None and name in IMAGE_MODELS:
         kwargs["image"] = image
+    if seq is not None and name in SEQUENCE_MODELS:
+        kwargs["seq"] = seq
     torch.manual_seed(seed)
     size_only = {"image", "seq"}
     model = builder(**{k: v for k, v in kwargs.items() if k not in size_only}).eval()

@@ -178,17 +178,26 @@ def test_matmul_decisions_in_lower():
     np.testing.assert_allclose(d, np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
 
 
-def test_short_row_whole_tile_over_prepacked_panels():
-    # Weights already in panels of 32 output channels (the graph's NCHWc layout): the whole
-    # 14-column row is one tile of 14 x 2 AVX-512 vectors; the NCHW 3x3 conv below, whose
-    # weights the schedule packs itself, gets 7 rows instead.
-    x = tvm.placeholder((1, 64, 16, 16), name="x")
-    w = tvm.placeholder((2, 64, 3, 3, 32), name="w")
-    rc = tvm.reduce_axis((0, 64), name="rc")
+@pytest.mark.parametrize(
+    "channels, width, avx512_rows",
+    [
+        # the whole 14-column row is one tile of 14 x 2 AVX-512 vectors; the NCHW 3x3 conv
+        # below, whose weights the schedule packs itself, gets 7 rows instead
+        (64, 14, 14),
+        # ResNet's third stage at a 299 x 299 input: 19-wide rows, where 1 row (2
+        # accumulators) was the only divisor; 8 rows and a 3-row last tile now
+        (32, 19, 8),
+    ],
+)
+def test_row_tile_over_prepacked_panels(channels, width, avx512_rows):
+    # Weights already in panels of 32 output channels (the graph's NCHWc layout).
+    x = tvm.placeholder((1, channels, width + 2, width + 2), name="x")
+    w = tvm.placeholder((2, channels, 3, 3, 32), name="w")
+    rc = tvm.reduce_axis((0, channels), name="rc")
     ry = tvm.reduce_axis((0, 3), name="ry")
     rx = tvm.reduce_axis((0, 3), name="rx")
     y = tvm.compute(
-        (1, 64, 14, 14),
+        (1, 64, width, width),
         lambda b, o, i, j: tvm.sum(
             x[b, rc, i + ry, j + rx] * w[o // 32, rc, ry, rx, o % 32], [rc, ry, rx]
         ),
@@ -197,16 +206,18 @@ def test_short_row_whole_tile_over_prepacked_panels():
     space = tvm.auto_schedule_space(y)
     assert space["rules"]["conv"] == "tiled_reduction"
     if tvm._core.host_cpu_features().get("avx512f"):
-        assert space["default"]["conv"]["tile_rows"] == 14
-    xv, wv = rand(1, 64, 16, 16), rand(2, 64, 3, 3, 32)
+        assert space["default"]["conv"]["tile_rows"] == avx512_rows
+    xv, wv = rand(1, channels, width + 2, width + 2), rand(2, channels, 3, 3, 32)
     (got,) = run(tvm.auto_schedule(y), [x, w, y], [xv, wv])
     # reference: unpack the panels to OIHW and sum the 3x3 window in NumPy
-    w_oihw = wv.transpose(0, 4, 1, 2, 3).reshape(64, 64, 3, 3)
-    want = np.zeros((1, 64, 14, 14), np.float32)
+    w_oihw = wv.transpose(0, 4, 1, 2, 3).reshape(64, channels, 3, 3)
+    want = np.zeros((1, 64, width, width), np.float32)
     for dy in range(3):
         for dx in range(3):
             want += np.einsum(
-                "bcij,oc->boij", xv[:, :, dy : dy + 14, dx : dx + 14], w_oihw[:, :, dy, dx]
+                "bcij,oc->boij",
+                xv[:, :, dy : dy + width, dx : dx + width],
+                w_oihw[:, :, dy, dx],
             )
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
@@ -237,35 +248,6 @@ def test_tile_rows_are_not_a_small_divisor_of_an_odd_row(width, kernel, avx512_r
     want = torch.nn.functional.conv2d(
         torch.from_numpy(xv), torch.from_numpy(wv), padding=kernel // 2
     ).numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
-
-
-def test_prepacked_panels_over_a_prime_row_take_eight_rows():
-    # The graph's NCHWc convolutions at a 299 x 299 input have 19-wide rows in ResNet's third
-    # stage: 1 row (2 accumulators) was the only divisor; 8 rows and a 3-row last tile now.
-    x = tvm.placeholder((1, 32, 21, 21), name="x")
-    w = tvm.placeholder((2, 32, 3, 3, 32), name="w")
-    rc = tvm.reduce_axis((0, 32), name="rc")
-    ry = tvm.reduce_axis((0, 3), name="ry")
-    rx = tvm.reduce_axis((0, 3), name="rx")
-    y = tvm.compute(
-        (1, 64, 19, 19),
-        lambda b, o, i, j: tvm.sum(
-            x[b, rc, i + ry, j + rx] * w[o // 32, rc, ry, rx, o % 32], [rc, ry, rx]
-        ),
-        name="conv",
-    )
-    if tvm._core.host_cpu_features().get("avx512f"):
-        assert tvm.auto_schedule_space(y)["default"]["conv"]["tile_rows"] == 8
-    xv, wv = rand(1, 32, 21, 21), rand(2, 32, 3, 3, 32)
-    (got,) = run(tvm.auto_schedule(y), [x, w, y], [xv, wv])
-    w_oihw = wv.transpose(0, 4, 1, 2, 3).reshape(64, 32, 3, 3)
-    want = np.zeros((1, 64, 19, 19), np.float32)
-    for dy in range(3):
-        for dx in range(3):
-            want += np.einsum(
-                "bcij,oc->boij", xv[:, :, dy : dy + 19, dx : dx + 19], w_oihw[:, :, dy, dx]
-            )
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 

@@ -190,12 +190,48 @@ def cpu_split(threads: int) -> tuple[list[int], list[int]] | None:
         return None
     if threads < 1 or len(cpus) <= threads:
         return None
+    quota = _cpu_quota()
+    if quota is not None and quota < threads + 1:  # a container's --cpus: no time to spare
+        return None
     timed = cpus[:threads]
     # Not the other hardware threads of the timed runs' cores: a build there takes their
     # execution units.
     shared = set().union(*(_core_siblings(c) for c in timed))
     rest = [c for c in cpus[threads:] if c not in shared]
     return (timed, rest) if rest else None
+
+
+def _cpu_quota(root: str = "/") -> float | None:
+    """The CPUs' worth of time this process's cgroup allows (``docker --cpus``: the affinity
+    mask still lists every CPU), or None where it is unlimited or unknown. cgroup v2's
+    ``cpu.max`` or v1's ``cpu.cfs_quota_us``, at the process's own cgroup or else at the
+    mount's root (what a container sees of its own)."""
+
+    def read(path: str) -> str | None:
+        try:
+            with open(os.path.join(root, path.lstrip("/"))) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    for line in (read("/proc/self/cgroup") or "").splitlines():
+        hierarchy, controllers, path = [*line.split(":", 2), "", ""][:3]
+        try:
+            if hierarchy == "0" and not controllers:  # v2
+                text = read(f"/sys/fs/cgroup{path}/cpu.max") or read("/sys/fs/cgroup/cpu.max")
+                if text:
+                    quota, period = [*text.split(), "100000"][:2]
+                    return None if quota == "max" else int(quota) / int(period)
+            elif "cpu" in controllers.split(","):  # v1
+                base = "/sys/fs/cgroup/" + controllers
+                for where in (f"{base}{path}", base, "/sys/fs/cgroup/cpu"):
+                    quota = read(f"{where}/cpu.cfs_quota_us")
+                    period = read(f"{where}/cpu.cfs_period_us")
+                    if quota and period:
+                        return None if int(quota) < 0 else int(quota) / int(period)
+        except ValueError:  # not a number: treated as unknown
+            return None
+    return None
 
 
 def _core_siblings(cpu: int) -> set[int]:

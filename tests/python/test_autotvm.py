@@ -193,6 +193,7 @@ def test_cpu_split_gives_timed_runs_their_own_cores(monkeypatch):
     # eight CPUs, two hardware threads per core: CPU c shares its core with c + 4 (mod 8)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5, 6, 7})
     monkeypatch.setattr(measure, "_core_siblings", lambda c: {c % 4, c % 4 + 4})
+    monkeypatch.setattr(measure, "_cpu_quota", lambda: None)
     # the timed runs take CPUs 0 and 1; their siblings 4 and 5 are left idle
     assert measure.cpu_split(2) == ([0, 1], [2, 3, 6, 7])
     assert measure.cpu_split(1) == ([0], [1, 2, 3, 5, 6, 7])
@@ -201,6 +202,61 @@ def test_cpu_split_gives_timed_runs_their_own_cores(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 9})  # a taskset mask
     monkeypatch.setattr(measure, "_core_siblings", lambda c: {c})
     assert measure.cpu_split(1) == ([3], [9])
+
+
+def _cgroup_tree(root, files):
+    for path, text in files.items():
+        full = root / path.lstrip("/")
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text(text)
+    return str(root)
+
+
+@pytest.mark.parametrize(
+    "files, quota",
+    [
+        # cgroup v2, a container started with --cpus=2.5
+        ({"/proc/self/cgroup": "0::/box\n", "/sys/fs/cgroup/box/cpu.max": "250000 100000\n"}, 2.5),
+        ({"/proc/self/cgroup": "0::/\n", "/sys/fs/cgroup/cpu.max": "max 100000\n"}, None),
+        # v2, the process's path not visible inside the container: the mount's root
+        ({"/proc/self/cgroup": "0::/host/path\n", "/sys/fs/cgroup/cpu.max": "150000 100000"}, 1.5),
+        # cgroup v1 (this machine's kind), unlimited and limited
+        (
+            {
+                "/proc/self/cgroup": "4:memory:/x\n1:cpu,cpuacct:/\n0::/\n",
+                "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us": "-1\n",
+                "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+            },
+            None,
+        ),
+        (
+            {
+                "/proc/self/cgroup": "1:cpu:/job\n",
+                "/sys/fs/cgroup/cpu/job/cpu.cfs_quota_us": "300000\n",
+                "/sys/fs/cgroup/cpu/job/cpu.cfs_period_us": "100000\n",
+            },
+            3.0,
+        ),
+        ({"/proc/self/cgroup": "1:cpu:/\n"}, None),  # no files: unknown
+        ({}, None),  # not Linux
+    ],
+)
+def test_cpu_quota_reads_the_cgroup_limit(tmp_path, files, quota):
+    from pytvmbridge.autotvm import measure
+
+    assert measure._cpu_quota(_cgroup_tree(tmp_path, files)) == quota
+
+
+def test_cpu_split_leaves_a_container_limit_no_cpu_to_spare(monkeypatch):
+    from pytvmbridge.autotvm import measure
+
+    # eight CPUs in the mask, but the cgroup allows two CPUs' worth of time
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setattr(measure, "_core_siblings", lambda c: {c})
+    monkeypatch.setattr(measure, "_cpu_quota", lambda: 2.0)
+    assert measure.cpu_split(2) is None and measure.cpu_split(1) == ([0], [1, 2, 3, 4, 5, 6, 7])
+    monkeypatch.setattr(measure, "_cpu_quota", lambda: 3.0)
+    assert measure.cpu_split(2) == ([0, 1], [2, 3, 4, 5, 6, 7])
 
 
 def test_overlap_is_on_by_default_only_with_cpus_to_spare(monkeypatch):

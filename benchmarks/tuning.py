@@ -468,18 +468,22 @@ def _build_disturbance(task: Any, rounds: int) -> list[float]:
 
     rng = random.Random(0)
     ratios = []
+    cpus = os.sched_getaffinity(0)
     with autotvm.LocalRunner(task, n_parallel=2) as runner:
         if runner.split is not None:  # timed on the timed runs' CPUs, the builds on the rest
             os.sched_setaffinity(0, runner.split[0])
-        runner.collect(runner.submit([task.space.default()] * 2), measure=False)  # workers up
-        for _ in range(rounds):
-            time.sleep(0.05)
-            alone = timed()
-            pending = runner.submit([task.canonical(task.space.sample(rng)) for _ in range(2)])
-            time.sleep(0.01)  # the workers are compiling
-            during = timed()
-            runner.collect(pending, measure=False)
-            ratios.append(during / alone)
+        try:
+            runner.collect(runner.submit([task.space.default()] * 2), measure=False)  # warm
+            for _ in range(rounds):
+                time.sleep(0.05)
+                alone = timed()
+                pending = runner.submit([task.canonical(task.space.sample(rng)) for _ in range(2)])
+                time.sleep(0.01)  # the workers are compiling
+                during = timed()
+                runner.collect(pending, measure=False)
+                ratios.append(during / alone)
+        finally:
+            os.sched_setaffinity(0, cpus)
     return ratios
 
 

@@ -2,11 +2,15 @@
 // register tile reads per reduction step become contiguous (matmul's B: [K, N] -> [N / w, K, w];
 // a convolution's weights: [O, I, kh, kw] -> [O / w, I, kh, kw, w]). The copy costs one pass over
 // the operand; it pays when each element is read many times.
+#include <algorithm>
+#include <numeric>
+
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
 #include "ir/mutator.h"
 #include "ir/op.h"
 #include "schedule/loop_index.h"
+#include "schedule/primitives.h"
 
 namespace ptb::autoschedule {
 
@@ -101,6 +105,70 @@ Stage pack_operand(Context& ctx, const Stage& st, const TensorRead* read, int di
   ctx.sch->insert_stage(ctx.sch->position(st), pack);
   ctx.name_new(pack, st, suffix);
   return pack;
+}
+
+namespace {
+
+// The most elements one unrolled body of a pack gathers: 144 for a 3 x 3 window's 16 channels,
+// 147 for the 3-channel 7 x 7 stem.
+constexpr int64_t kMaxTransposedTaps = 256;
+
+IterVar leaf_of_root(const Stage& st, const IterVar& root) {
+  for (const IterVar& leaf : st->leaf_iter_vars) {
+    if (leaf.get() == root.get()) return leaf;
+  }
+  return IterVar();
+}
+
+}  // namespace
+
+void unroll_for_transposed_reads(const Stage& pack, int dim, size_t source_dims, int64_t lanes) {
+  // Contiguous along the packed dimension: plain vector loads already.
+  if (dim < 0 || static_cast<size_t>(dim) + 1 >= source_dims || lanes < 4) return;
+  const std::vector<IterVar>& roots = pack->root_iter_vars;  // [panel, other dims..., lane]
+  IterVar lane = leaf_of_root(pack, roots.back());
+  auto width = const_extent(roots.back());
+  if (!lane || lane.get() != pack->leaf_iter_vars.back().get() || !width || *width % lanes != 0) {
+    return;
+  }
+  // A prefetch along a row of the source (the tuner's "prefetch" of a pack) stays on its loop.
+  for (const auto& p : pack->prefetches) {
+    auto on_root = [&](const IterVar& r) { return r.get() == p.axis.get(); };
+    if (std::any_of(roots.begin(), roots.end(), on_root)) return;
+  }
+  // Innermost first: unroll whole loops while the run is short, split the loop that completes
+  // a multiple of `lanes`.
+  std::vector<IterVar> whole;
+  IterVar split_axis;
+  int64_t split_factor = 0;
+  int64_t taps = 1;
+  for (size_t i = roots.size() - 2; i >= 1 && taps % lanes != 0; --i) {
+    IterVar axis = leaf_of_root(pack, roots[i]);
+    auto extent = const_extent(roots[i]);
+    if (!axis || !extent) break;
+    int64_t need = lanes / std::gcd(taps, lanes);
+    if (*extent % need == 0 && *extent > need) {
+      split_axis = axis;
+      split_factor = need;
+      taps *= need;
+      break;
+    }
+    if (taps * *extent > kMaxTransposedTaps) break;
+    whole.push_back(axis);
+    taps *= *extent;
+  }
+  if (taps < lanes) return;
+  for (const IterVar& axis : whole) unroll(pack, axis);
+  if (split_axis) {
+    auto [outer, inner] =
+        split(pack, split_axis, make_const(split_axis->var.dtype(), split_factor), Expr());
+    unroll(pack, inner);
+  }
+  if (*width > lanes) {
+    auto [outer, inner] = split(pack, lane, make_const(lane->var.dtype(), lanes), Expr());
+    unroll(pack, outer);
+    vectorize(pack, inner);
+  }
 }
 
 }  // namespace ptb::autoschedule

@@ -1074,6 +1074,11 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan) {
   auto last_red = extent_of(reds.back());
   bool short_red = last_red && *last_red <= 4 && reds.size() > 1;
   if (ctx.knob(st, "unroll_reduce", short_red ? 1 : 0, {0, 1}) == 1) unroll(compute, reds.back());
+  if (stream_pack) {
+    DataType packed_type = as_compute(stream_pack->op)->output_dtype(0);
+    unroll_for_transposed_reads(stream_pack, plan.streamed_dim, sshape.size(),
+                                ctx.lanes(packed_type));
+  }
 }
 
 }  // namespace ptb::autoschedule

@@ -147,6 +147,15 @@ void schedule_tiled(Context& ctx, const Stage& st, const TiledPlan& plan);
 Stage pack_operand(Context& ctx, const Stage& st, const TensorRead* read, int dim,
                    const IterVar& axis, int64_t width, const std::string& suffix = ".packed");
 
+// A pack whose source is not contiguous along the packed dimension (a weight [O, C, kh, kw] or
+// [N, K] packed along O or N) reads each vector with a gather. Unrolls the pack's innermost
+// loops, which step along the source's rows, into runs of `lanes` consecutive elements (at
+// most kMaxTransposedTaps), and splits a lane loop wider than `lanes`, so that codegen reads
+// each lanes x lanes block with contiguous row loads and a transpose in registers
+// (codegen/transposed_groups.h) instead of `lanes` gathers. Leaves the pack as it is where the
+// loops cannot give a whole run. `source_dims` is the source's rank.
+void unroll_for_transposed_reads(const Stage& pack, int dim, size_t source_dims, int64_t lanes);
+
 // ---- block_cache.cc ----
 
 // cache_write of `st` into a new stage whose axes are st's in the order `perm`; `st` becomes a

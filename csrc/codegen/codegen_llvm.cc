@@ -26,6 +26,7 @@
 #include "codegen/minmax_avx512.h"
 #include "codegen/strided_groups.h"
 #include "codegen/target.h"
+#include "codegen/transposed_groups.h"
 #include "ir/op.h"
 #include "ir/visitor.h"
 #include "runtime/backend_api.h"
@@ -539,6 +540,7 @@ class CodeGenLLVM {
     size_t loops = 0;
     for (const Stmt& c : op->stmts) loops += c.as<For>() != nullptr;
     bool outline = loops > kMaxLoopNestsPerFunction;
+    TransposeScope transposes(this, op);
     for (const Stmt& c : op->stmts) {
       const For* loop = c.as<For>();
       if (outline && loop && !(loop->for_kind == ForKind::kParallel && !fs_.parallel)) {
@@ -547,6 +549,106 @@ class CodeGenLLVM {
         emit(c);
       }
     }
+  }
+
+  // ---------------------------------------------------------------- transposed gathers
+
+  // The gathers of each run of stores in a block that read the columns of a matrix block
+  // (find_transposed_groups): registered for the block's lifetime; a group's rows are loaded
+  // and transposed where its first column is used, which is the value of a store in the run,
+  // so they dominate the group's later stores.
+  class TransposeScope {
+   public:
+    TransposeScope(CodeGenLLVM* cg, const Block* block) : cg_(cg), mark_(cg->transposes_.size()) {
+      std::vector<const Store*> run;
+      auto flush = [&] {
+        if (run.size() >= 4) {
+          for (TransposedGroup& g : find_transposed_groups(run)) {
+            size_t id = cg_->transposes_.size();
+            for (const auto& [load, column] : g.taps) cg_->transpose_taps_[load] = {id, column};
+            cg_->transposes_.push_back({std::move(g), {}});
+          }
+        }
+        run.clear();
+      };
+      for (const Stmt& c : block->stmts) {
+        if (const auto* store = c.as<Store>()) {
+          run.push_back(store);
+        } else {
+          flush();
+        }
+      }
+      flush();
+    }
+    ~TransposeScope() {
+      while (cg_->transposes_.size() > mark_) {
+        for (const auto& tap : cg_->transposes_.back().group.taps) {
+          cg_->transpose_taps_.erase(tap.first);
+        }
+        cg_->transposes_.pop_back();
+      }
+    }
+    TransposeScope(const TransposeScope&) = delete;
+    TransposeScope& operator=(const TransposeScope&) = delete;
+
+   private:
+    CodeGenLLVM* cg_;
+    size_t mark_;
+  };
+
+  struct PendingTranspose {
+    TransposedGroup group;
+    std::vector<llvm::Value*> columns;  // empty until the first tap is emitted
+  };
+
+  // Column `column` of group `id`, as a value of type `t`: the group's rows are loaded (row r
+  // is the `lanes` contiguous elements at base + r * stride, which are exactly the elements
+  // the group's gathers read) and transposed on first use.
+  llvm::Value* transposed_column(size_t id, int column, DataType t) {
+    PendingTranspose& p = transposes_[id];
+    if (p.columns.empty()) {
+      const TransposedGroup& g = p.group;
+      llvm::Type* mem_ty = memory_type(ctx_, t);
+      llvm::Type* elem = mem_ty->getScalarType();
+      llvm::Value* data = lookup(g.buffer->data.as<Var>());
+      llvm::Value* base = to_offset(emit(g.base), g.base.dtype());
+      llvm::Value* stride = to_offset(emit(g.stride), g.stride.dtype());
+      std::vector<llvm::Value*> rows;
+      for (int r = 0; r < g.lanes; ++r) {
+        llvm::Value* start = b_.CreateAdd(base, b_.CreateMul(stride, b_.getInt64(r)));
+        llvm::Value* ptr = b_.CreateInBoundsGEP(elem, data, start);
+        llvm::LoadInst* row = b_.CreateAlignedLoad(mem_ty, ptr, element_align(g.buffer));
+        annotate(row, g.buffer);
+        rows.push_back(row);
+      }
+      p.columns = transpose_rows(std::move(rows));
+    }
+    return from_memory(b_, p.columns[column], t);
+  }
+
+  // The columns of a square matrix held as its rows: log2(L) rounds of a perfect shuffle, each
+  // pairing row i with row i + L/2 and interleaving their low halves into row 2i and their
+  // high halves into row 2i + 1 (after round j, row i holds the elements whose row and column
+  // indices have had j bits exchanged).
+  std::vector<llvm::Value*> transpose_rows(std::vector<llvm::Value*> rows) {
+    int lanes = static_cast<int>(rows.size());
+    int half = lanes / 2;
+    std::vector<int> low(lanes), high(lanes);
+    for (int i = 0; i < half; ++i) {
+      low[2 * i] = i;
+      low[2 * i + 1] = lanes + i;
+      high[2 * i] = half + i;
+      high[2 * i + 1] = lanes + half + i;
+    }
+    for (int round = 1; round < lanes; round *= 2) {
+      std::vector<llvm::Value*> next(lanes);
+      for (int i = 0; i < half; ++i) {
+        next[2 * i] = b_.CreateShuffleVector(rows[i], rows[i + half], low);
+        next[2 * i + 1] = b_.CreateShuffleVector(rows[i], rows[i + half], high);
+      }
+      rows = std::move(next);
+    }
+    return rows;
   }
 
   // Fills a pointer array and a metadata array (backend_api.h's encoding) in the entry block and
@@ -1214,6 +1316,12 @@ class CodeGenLLVM {
     if (k == ExprKind::kIntImm || k == ExprKind::kFloatImm || k == ExprKind::kVar) {
       return emit_node(e);
     }
+    if (k == ExprKind::kLoad && !transpose_taps_.empty()) {
+      auto tap = transpose_taps_.find(e.get());
+      if (tap != transpose_taps_.end()) {
+        return transposed_column(tap->second.first, tap->second.second, e.dtype());
+      }
+    }
     auto it = fs_.values.find(e.get());
     if (it != fs_.values.end()) return it->second;
     check_stack();
@@ -1501,6 +1609,10 @@ class CodeGenLLVM {
   std::unordered_set<VarKey> write_only_;           // arguments stored to and never loaded
   std::vector<llvm::MDNode*> alias_scopes_;         // the scope of each group
   std::vector<llvm::Value*> masks_;  // lane masks of the enclosing lane-wise if_then_else
+  // The transposed gathers of the blocks being emitted (TransposeScope), innermost last, and
+  // each tap's group and column.
+  std::vector<PendingTranspose> transposes_;
+  std::unordered_map<const ExprNode*, std::pair<size_t, int>> transpose_taps_;
   int outlined_count_ = 0;
   // The kernel being emitted, for the names of its parallel loops, and how many it has so far.
   std::string kernel_label_;

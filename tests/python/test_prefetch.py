@@ -469,7 +469,9 @@ def test_prefetch_in_an_accumulating_loop_keeps_the_block_in_registers():
     calls = [line for line in ir.splitlines() if "call void @llvm.prefetch" in line]
     assert calls and all("!alias.scope" in c and "!noalias" in c for c in calls)
     loop = _loop_with(f.get_source("asm"), "prefetcht0")
-    assert sum("vfmadd" in line for line in loop) == 14
+    # Fourteen FMAs a step; LLVM may unroll the step (by 2 for -mcpu=znver4), so a multiple.
+    fmas = sum("vfmadd" in line for line in loop)
+    assert fmas > 0 and fmas % 14 == 0, loop
     assert not [line for line in loop if line.rstrip().endswith("(%rsp)")], loop
     xt, wt = torch.randn(2, 64, 14, 14), torch.randn(64, 64, 1, 1)
     out = torch.empty(2, 64, 14, 14)

@@ -1,9 +1,10 @@
 """Packs that read their source across rows (a weight [O, C, kh, kw] or [N, K] packed into
 panels along O or N) read blocks of rows and transpose them in registers instead of gathering
 each vector (autoschedule/pack_operand.cc, codegen/transposed_groups.h). The auto-scheduled
-convolutions and dense layers must equal PyTorch's on shapes whose unrolled runs are whole
-(3x3 windows of 16 channels, K a multiple of 16), partial (the 3-channel 7x7 stem: 147 taps,
-three left as gathers; K = 100) or absent, and a pack with whole runs has no gather left."""
+convolutions and dense layers must equal PyTorch's on shapes whose unrolled bodies are whole
+runs (1x1 windows and K a multiple of 16: 16 elements), a run and gathers left over (3x3
+windows: two channels, 18 elements; K = 100 or 33) or no run (the 3-channel 7x7 stem: 7
+elements, its 49 too many to unroll; K = 7), and a pack of whole runs has no gather left."""
 
 import re
 
@@ -26,8 +27,9 @@ def _gathers(asm: str) -> int:
         (1, 512, 7, 512, 3, 1, 1),  # 9.4 MB of weight packed on every call
         (1, 64, 14, 64, 3, 1, 1),
         (2, 32, 9, 48, 1, 1, 0),  # 1x1: the channels split by 16
-        (1, 3, 20, 64, 7, 2, 3),  # the stem: 147 taps a panel, 9 runs and 3 gathers
-        (1, 5, 11, 17, 3, 1, 1),  # 45 taps: 2 runs; 17 outputs: a padded panel
+        (1, 3, 20, 64, 7, 2, 3),  # the stem: gathers
+        (1, 5, 11, 17, 3, 1, 1),  # 5 channels: no pair to unroll (gathers); a padded panel
+        (1, 6, 11, 17, 3, 1, 1),  # 6 channels: pairs; 17 outputs: a padded panel
     ],
 )
 def test_conv2d_with_a_packed_weight_matches_torch(b, c, h, o, k, s, p):

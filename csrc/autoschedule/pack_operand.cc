@@ -173,16 +173,24 @@ void unroll_for_transposed_reads(const Stage& pack, int dim, size_t source_dims,
     break;
   }
   if (taps < lanes) return;
+  // The unrolled body, outermost first.
+  std::vector<IterVar> body(whole.rbegin(), whole.rend());
   for (const IterVar& axis : whole) unroll(pack, axis);
   if (split_axis) {
     auto [outer, inner] =
         split(pack, split_axis, make_const(split_axis->var.dtype(), split_factor), Expr());
     unroll(pack, inner);
+    body.insert(body.begin(), inner);
   }
   if (*width > lanes) {
+    // A panel of several vectors: one vector of lanes per iteration of a loop around the
+    // unrolled body, whose stores then take one transpose per run (unrolled as well, a
+    // 64-wide panel's body took four: 122 ms to compile batch_matmul's, against 52).
     auto [outer, inner] = split(pack, lane, make_const(lane->var.dtype(), lanes), Expr());
-    unroll(pack, outer);
     vectorize(pack, inner);
+    std::vector<IterVar> order = {outer};
+    order.insert(order.end(), body.begin(), body.end());
+    reorder(pack, order);
   }
 }
 

@@ -126,7 +126,8 @@ IterVar leaf_of_root(const Stage& st, const IterVar& root) {
 
 void unroll_for_transposed_reads(const Stage& pack, int dim, size_t source_dims, int64_t lanes) {
   // Contiguous along the packed dimension: plain vector loads already.
-  if (dim < 0 || static_cast<size_t>(dim) + 1 >= source_dims || lanes < 4) return;
+  // Codegen transposes blocks of 4, 8 or 16 lanes (a 32-lane float16 vector stays a gather).
+  if (dim < 0 || static_cast<size_t>(dim) + 1 >= source_dims || lanes < 4 || lanes > 16) return;
   const std::vector<IterVar>& roots = pack->root_iter_vars;  // [panel, other dims..., lane]
   IterVar lane = leaf_of_root(pack, roots.back());
   auto width = const_extent(roots.back());

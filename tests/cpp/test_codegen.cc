@@ -21,6 +21,7 @@
 #include "runtime/backend_api.h"
 #include "runtime/thread_pool.h"
 #include "support/error.h"
+#include "test_codegen_util.h"
 
 namespace ptb {
 namespace {
@@ -34,16 +35,6 @@ Expr var(const std::string& name, DataType t = i32) { return Var::make(t, name);
 Expr off(const Expr& e) { return cast(kOffsetType.with_lanes(e.dtype().lanes()), e); }
 Stmt loop(const Expr& v, const Expr& extent, const Stmt& body, ForKind k = ForKind::kSerial) {
   return For::make(v, make_zero(v.dtype()), extent, k, body);
-}
-
-LoweredFunc func(const std::string& name, std::vector<Buffer> args, std::vector<Expr> scalars,
-                 Stmt body) {
-  LoweredFunc f;
-  f.name = name;
-  f.args = std::move(args);
-  f.scalar_params = std::move(scalars);
-  f.body = std::move(body);
-  return f;
 }
 
 JITModule::KernelFn compile_one(const LoweredFunc& f, std::shared_ptr<JITModule>* keep,
@@ -61,7 +52,7 @@ LoweredFunc vector_add() {
          c = make_buffer("C", f32, {n});
   Expr i = var("i");
   Stmt body = Store::make(c, Add::make(Load::make(a, off(i)), Load::make(b, off(i))), off(i));
-  return func("vector_add", {a, b, c}, {n}, loop(i, n, body));
+  return testing::lowered_func("vector_add", {a, b, c}, {n}, loop(i, n, body));
 }
 
 TEST(Codegen, ScalarLoopWithSymbolicExtent) {
@@ -92,8 +83,9 @@ TEST(Codegen, RampAndBroadcastVectors) {
   Stmt body =
       Store::make(c, Add::make(Mul::make(Load::make(a, idx), two), Load::make(b, idx)), idx);
   std::shared_ptr<JITModule> m;
-  auto fn =
-      compile_one(func("ramp", {a, b, c}, {n}, loop(io, FloorDiv::make(n, c32(16)), body)), &m);
+  auto fn = compile_one(
+      testing::lowered_func("ramp", {a, b, c}, {n}, loop(io, FloorDiv::make(n, c32(16)), body)),
+      &m);
   const int64_t len = 64;
   std::vector<float> av(len), bv(len), cv(len);
   for (int i = 0; i < len; ++i) {
@@ -115,7 +107,7 @@ TEST(Codegen, GatherScatterAndBroadcastIndices) {
   Expr first = Load::make(a, Broadcast::make(c64(0), 8));
   Stmt body = Store::make(c, Add::make(Load::make(a, src), first), dst);
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("gather", {a, c}, {}, body), &m);
+  auto fn = compile_one(testing::lowered_func("gather", {a, c}, {}, body), &m);
   std::vector<float> av(24), cv(16, -1.0f);
   for (int i = 0; i < 24; ++i) av[i] = 10.0f + i;
   void* data[] = {av.data(), cv.data()};
@@ -157,7 +149,8 @@ TEST(Codegen, IfThenElseGuardsOutOfBoundsReads) {
   Expr v = Call::make(Intrinsic::kIfThenElse,
                       {LT::make(next, n), Load::make(a, off(next)), FloatImm::make(f32, -1.0)});
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("shift", {a, c}, {n}, loop(i, n, Store::make(c, v, off(i)))), &m);
+  auto fn = compile_one(
+      testing::lowered_func("shift", {a, c}, {n}, loop(i, n, Store::make(c, v, off(i)))), &m);
   const int64_t len = 1000;
   GuardedArray a_mem(len);
   std::vector<float> cv(len);
@@ -179,8 +172,9 @@ TEST(Codegen, LaneWiseIfThenElseMasksTheLoads) {
                                                Broadcast::make(FloatImm::make(f32, 7), 16)});
   Expr out_idx = Ramp::make(off(Mul::make(io, c32(16))), c64(1), 16);
   std::shared_ptr<JITModule> m;
-  auto fn =
-      compile_one(func("masked", {a, c}, {n}, loop(io, c32(2), Store::make(c, v, out_idx))), &m);
+  auto fn = compile_one(
+      testing::lowered_func("masked", {a, c}, {n}, loop(io, c32(2), Store::make(c, v, out_idx))),
+      &m);
   const int64_t len = 20;
   GuardedArray a_mem(len);
   for (int k = 0; k < len; ++k) a_mem.data()[k] = 100 + k;
@@ -200,7 +194,8 @@ TEST(Codegen, PredicatedLoadsAndStores) {
   Expr idx = Ramp::make(c64(0), c64(1), 16);
   Expr value = Add::make(Load::make(a, idx, pred), Broadcast::make(FloatImm::make(f32, 1), 16));
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("tail", {a, c}, {n}, Store::make(c, value, idx, pred)), &m);
+  auto fn =
+      compile_one(testing::lowered_func("tail", {a, c}, {n}, Store::make(c, value, idx, pred)), &m);
   const int64_t len = 5;
   GuardedArray a_mem(len), c_mem(len);
   for (int k = 0; k < len; ++k) a_mem.data()[k] = k;
@@ -220,7 +215,7 @@ TEST(Codegen, ParallelLoopCapturesOuterValues) {
   Stmt body =
       LetStmt::make(s, Mul::make(n, c32(2)), LetStmt::make(k, FloatImm::make(f32, 3.0), par));
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("par", {a, c}, {n}, body), &m);
+  auto fn = compile_one(testing::lowered_func("par", {a, c}, {n}, body), &m);
   int saved = get_num_threads();
   for (int threads : {1, 2, 4}) {
     set_num_threads(threads);
@@ -252,7 +247,7 @@ TEST(Codegen, NestedParallelLoopsAndAllocationsInside) {
                               Add::make(row, off(j2))));
   Stmt body = loop(i, n, Allocate::make(t, Block::make({fill, out})), ForKind::kParallel);
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("nested", {a, c}, {n, mm}, body), &m);
+  auto fn = compile_one(testing::lowered_func("nested", {a, c}, {n, mm}, body), &m);
   const int64_t rows = 37, cols = 53;
   std::vector<float> av(rows * cols), cv(rows * cols);
   for (size_t q = 0; q < av.size(); ++q) av[q] = q;
@@ -282,7 +277,7 @@ TEST(Codegen, AllocateOnStackAndHeap) {
   Stmt body = Allocate::make(
       small, Allocate::make(large, Allocate::make(sym, Block::make({s1, s2, s3, s4}))));
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("alloc", {a, c}, {n}, body), &m);
+  auto fn = compile_one(testing::lowered_func("alloc", {a, c}, {n}, body), &m);
   const int64_t len = 777;
   std::vector<float> av(len), cv(len);
   for (int64_t q = 0; q < len; ++q) av[q] = q;
@@ -303,7 +298,7 @@ TEST(Codegen, FailedAllocationReturnsAnErrorCode) {
   Stmt body = Allocate::make(huge, Block::make({Store::make(huge, FloatImm::make(f32, 1), c64(0)),
                                                 Store::make(c, Load::make(huge, c64(0)), c64(0))}));
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("huge", {c}, {n}, body), &m);
+  auto fn = compile_one(testing::lowered_func("huge", {c}, {n}, body), &m);
   float out = 0;
   void* data[] = {&out};
   int64_t too_big[] = {int64_t{1} << 60};
@@ -320,7 +315,8 @@ TEST(Codegen, UnrolledLoopAndIfThenElseStatement) {
   Stmt body = IfThenElse::make(EQ::make(FloorMod::make(i, c32(2)), c32(0)),
                                Store::make(c, c64(1), off(i)), Store::make(c, c64(2), off(i)));
   std::shared_ptr<JITModule> m;
-  auto fn = compile_one(func("unrolled", {c}, {}, loop(i, c32(8), body, ForKind::kUnrolled)), &m);
+  auto fn = compile_one(
+      testing::lowered_func("unrolled", {c}, {}, loop(i, c32(8), body, ForKind::kUnrolled)), &m);
   std::vector<int64_t> cv(8);
   void* data[] = {cv.data()};
   ASSERT_EQ(fn(data, nullptr), 0);
@@ -330,9 +326,9 @@ TEST(Codegen, UnrolledLoopAndIfThenElseStatement) {
 TEST(Codegen, VectorizedLoopIsAnInternalError) {
   Buffer c = make_buffer("C", f32, {c32(4)});
   Expr i = var("i");
-  auto f =
-      func("v", {c}, {},
-           loop(i, c32(4), Store::make(c, FloatImm::make(f32, 0), off(i)), ForKind::kVectorized));
+  auto f = testing::lowered_func(
+      "v", {c}, {},
+      loop(i, c32(4), Store::make(c, FloatImm::make(f32, 0), off(i)), ForKind::kVectorized));
   EXPECT_THROW(JITModule::compile({f}, Target::parse("llvm"), "v"), InternalError);
 }
 
@@ -362,7 +358,7 @@ TEST(Jit, KernelNamesDoNotCaptureLibraryCalls) {
     Expr i = var("i");
     Stmt s = Store::make(y, Call::make(Intrinsic::kExp, {Load::make(x, off(i))}), off(i));
     if (std::string(name) == "memset") s = Store::make(y, FloatImm::make(f32, 0), off(i));
-    funcs.push_back(func(name, {x, y}, {}, loop(i, c32(64), s)));
+    funcs.push_back(testing::lowered_func(name, {x, y}, {}, loop(i, c32(64), s)));
   }
   auto m = JITModule::compile(funcs, Target::parse("llvm"), "names");
   std::vector<float> xf(64, 1.0f), yf(64, -1.0f);
@@ -426,7 +422,7 @@ LoweredFunc matmul(int64_t size) {
   Stmt body =
       loop(i, c32(size),
            Block::make({loop(j, c32(size), init), loop(k, c32(size), loop(j, c32(size), update))}));
-  return func("matmul", {a, b, c}, {}, body);
+  return testing::lowered_func("matmul", {a, b, c}, {}, body);
 }
 
 TEST(Jit, MatmulCompilesQuicklyAndIsCorrect) {

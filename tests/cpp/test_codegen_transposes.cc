@@ -14,6 +14,7 @@
 #include "ir/expr.h"
 #include "ir/op.h"
 #include "ir/stmt.h"
+#include "test_codegen_util.h"
 
 namespace ptb {
 namespace {
@@ -21,16 +22,6 @@ namespace {
 const DataType f32 = DataType::Float(32);
 
 Expr c64(int64_t v) { return IntImm::make(kOffsetType, v); }
-
-LoweredFunc func(const std::string& name, std::vector<Buffer> args, std::vector<Expr> scalars,
-                 Stmt body) {
-  LoweredFunc f;
-  f.name = name;
-  f.args = std::move(args);
-  f.scalar_params = std::move(scalars);
-  f.body = std::move(body);
-  return f;
-}
 
 // dst[ramp(lanes * k, 1, lanes)] = src[ramp(start + k, stride, lanes)] for each k of `columns`,
 // in that order: column k of the block whose row r starts at start + r * stride.
@@ -93,8 +84,8 @@ TEST_P(TransposedBlock, MatchesTheGathers) {
   std::vector<int> columns = range(lanes);
   std::reverse(columns.begin(), columns.end());  // the last column first
   Stmt body = Block::make(column_stores(a, c, c64(start), s, lanes, columns));
-  auto m = JITModule::compile({func("block", {a, c}, {s}, body)}, Target::parse("llvm"),
-                              "test_transposed_block");
+  auto m = JITModule::compile({testing::lowered_func("block", {a, c}, {s}, body)},
+                              Target::parse("llvm"), "test_transposed_block");
   EXPECT_EQ(m->get_source("ll").find("gather"), std::string::npos);
   std::vector<float> av(start + stride * lanes), cv(lanes * lanes, -1.0f);
   for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(i);
@@ -119,7 +110,7 @@ TEST(TransposedGroups, InPlaceStoresKeepTheirOrder) {
     stores.push_back(Store::make(a, Load::make(a, Ramp::make(c64(k), c64(64), 8)),
                                  Ramp::make(c64(64 * k), c64(1), 8)));
   }
-  auto m = JITModule::compile({func("in_place", {a}, {}, Block::make(stores))},
+  auto m = JITModule::compile({testing::lowered_func("in_place", {a}, {}, Block::make(stores))},
                               Target::parse("llvm"), "test_transposed_in_place");
   std::vector<float> av(512), expected(512);
   for (int i = 0; i < 512; ++i) av[i] = expected[i] = static_cast<float>(i);

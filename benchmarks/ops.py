@@ -320,6 +320,20 @@ def cases(batch: int) -> list[Case]:
         lambda: _io([ph(heads, name="x")], lambda x: topi.transpose(x, (0, 2, 1, 3))),
         lambda x: x.permute(0, 2, 1, 3).contiguous(),
     )
+    # K^T of attention as a tensor of its own, and a feature map to channels-last: the last
+    # axis moves, so each output vector reads across the input's rows.
+    add(
+        f"transpose last two {act}",
+        "memory",
+        lambda: _io([ph(act, name="x")], lambda x: topi.transpose(x, (0, 2, 1))),
+        lambda x: x.transpose(1, 2).contiguous(),
+    )
+    add(
+        f"NCHW -> NHWC {img}",
+        "memory",
+        lambda: _io([ph(img, name="x")], lambda x: topi.transpose(x, (0, 2, 3, 1))),
+        lambda x: x.permute(0, 2, 3, 1).contiguous(),
+    )
     add(
         f"reshape {act}",
         "memory",

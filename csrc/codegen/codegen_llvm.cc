@@ -563,9 +563,13 @@ class CodeGenLLVM {
       std::vector<const Store*> run;
       auto flush = [&] {
         if (run.size() >= 4) {
+          std::unordered_map<const ExprNode*, const Store*> store_of;
+          for (const Store* store : run) store_of.emplace(store->value.get(), store);
           for (TransposedGroup& g : find_transposed_groups(run)) {
             size_t id = cg_->transposes_.size();
-            for (const auto& [load, column] : g.taps) cg_->transpose_taps_[load] = {id, column};
+            for (const auto& [load, column] : g.taps) {
+              cg_->transpose_taps_[load] = {id, column, store_of.at(load)};
+            }
             cg_->transposes_.push_back({std::move(g), {}});
           }
         }
@@ -1252,7 +1256,9 @@ class CodeGenLLVM {
     DataType t = op->value.dtype();
     int lanes = t.lanes();
     if (lanes > 1) share_strided_loads(op->value);
+    current_store_ = op;
     llvm::Value* value = to_memory(b_, emit(op->value), t);
+    current_store_ = nullptr;
     llvm::Value* pred = op->predicate.defined() ? emit(op->predicate) : nullptr;
     if (pred && lanes == 1) {  // a scalar predicate: a branch around the store
       llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "store", fs_.fn);
@@ -1317,9 +1323,11 @@ class CodeGenLLVM {
       return emit_node(e);
     }
     if (k == ExprKind::kLoad && !transpose_taps_.empty()) {
+      // Only as the value of its own store in the run: the same load node elsewhere (a shared
+      // subexpression) may come after a write to its buffer, or not be dominated by the run.
       auto tap = transpose_taps_.find(e.get());
-      if (tap != transpose_taps_.end()) {
-        return transposed_column(tap->second.first, tap->second.second, e.dtype());
+      if (tap != transpose_taps_.end() && tap->second.store == current_store_) {
+        return transposed_column(tap->second.group, tap->second.column, e.dtype());
       }
     }
     auto it = fs_.values.find(e.get());
@@ -1612,7 +1620,13 @@ class CodeGenLLVM {
   // The transposed gathers of the blocks being emitted (TransposeScope), innermost last, and
   // each tap's group and column.
   std::vector<PendingTranspose> transposes_;
-  std::unordered_map<const ExprNode*, std::pair<size_t, int>> transpose_taps_;
+  struct TransposeTap {
+    size_t group;
+    int column;
+    const Store* store;  // the store whose whole value the load is
+  };
+  std::unordered_map<const ExprNode*, TransposeTap> transpose_taps_;
+  const Store* current_store_ = nullptr;  // the store emit_store is emitting
   int outlined_count_ = 0;
   // The kernel being emitted, for the names of its parallel loops, and how many it has so far.
   std::string kernel_label_;

@@ -124,5 +124,27 @@ TEST(TransposedGroups, InPlaceStoresKeepTheirOrder) {
   EXPECT_EQ(av, expected);
 }
 
+TEST(TransposedGroups, ASharedLoadOutsideItsRunIsLoadedAgain) {
+  // The run transposes column 0 of A's 8 x 8 block into C; then a loop writes A, and a store
+  // after it reuses the run's first load node (a shared subexpression): that store must read
+  // A as the loop left it, not the run's transposed column.
+  Buffer a = make_buffer("A", f32, {c64(512)}), c = make_buffer("C", f32, {c64(64)});
+  Buffer d = make_buffer("D", f32, {c64(8)});
+  std::vector<Stmt> stmts = column_stores(a, c, c64(0), c64(64), 8, range(8));
+  Expr first = stmts[0].as<Store>()->value;
+  Expr i = Var::make(kOffsetType, "i");
+  stmts.push_back(For::make(i, c64(0), c64(512), ForKind::kSerial,
+                            Store::make(a, FloatImm::make(f32, -1.0), i)));
+  stmts.push_back(Store::make(d, first, Ramp::make(c64(0), c64(1), 8)));
+  auto m = JITModule::compile({testing::lowered_func("shared", {a, c, d}, {}, Block::make(stmts))},
+                              Target::parse("llvm"), "test_transposed_shared");
+  std::vector<float> av(512), cv(64), dv(8);
+  for (int i2 = 0; i2 < 512; ++i2) av[i2] = static_cast<float>(i2);
+  void* data[] = {av.data(), cv.data(), dv.data()};
+  ASSERT_EQ(m->lookup("shared")(data, nullptr), 0);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(cv[r], static_cast<float>(64 * r)) << r;
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(dv[r], -1.0f) << r;
+}
+
 }  // namespace
 }  // namespace ptb

@@ -5,8 +5,6 @@ equal NumPy's, with the blocks (extents that 16 or 8 divide) and without (odd ex
 of more than 16 lanes, the knob off, strided arrays), and a blocked transpose gathers
 nothing."""
 
-import re
-
 import numpy as np
 import pytest
 
@@ -21,6 +19,11 @@ def _build(shape, axes, dtype, config=None):
     y = topi.transpose(x, axes)
     s = tvm.auto_schedule([y], config=config)
     return tvm.build(s, [x, y]), y
+
+
+def _gathers(f) -> int:
+    # In the LLVM IR, so on any target (AVX2 targets without fast gathers scalarize them).
+    return f.get_source("ll").count("llvm.masked.gather")
 
 
 def _data(shape, dtype):
@@ -50,7 +53,7 @@ def test_transpose_matches_numpy(shape, axes, dtype):
 
 def test_a_blocked_transpose_gathers_nothing_and_the_knob_turns_it_off():
     f, y = _build((256, 128), (1, 0), "float32")
-    assert re.search(r"\bv\w*gather", f.get_source("asm")) is None
+    assert _gathers(f) == 0
     space = tvm.auto_schedule_space([y])
     assert space["knobs"][y.op.name]["transpose_block"] == [0, 1, 2]
     # The output's rows are 1 KB apart: blocks in the source's row order.
@@ -58,8 +61,7 @@ def test_a_blocked_transpose_gathers_nothing_and_the_knob_turns_it_off():
     a = _data((256, 128), "float32")
     for mode in (0, 1, 2):
         g, _ = _build((256, 128), (1, 0), "float32", {y.op.name: {"transpose_block": mode}})
-        gathers = re.search(r"\bv\w*gather", g.get_source("asm")) is not None
-        assert gathers == (mode == 0)
+        assert (_gathers(g) > 0) == (mode == 0)
         out = np.empty((128, 256), "float32")
         g(a, out)
         np.testing.assert_array_equal(out, a.T)

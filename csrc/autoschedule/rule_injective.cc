@@ -129,7 +129,8 @@ void prefetch_inputs(Context& ctx, const Stage& st, const std::vector<IterVar>& 
 
 // Knob "transpose_block": a copy (the body is one read of a stored tensor) whose vector axis
 // steps along a dimension of its source other than the last, while another of its axes steps
-// along the source's last (a transpose, a permute that moves the last axis, NCHW -> NHWC). As
+// along the source's last (a transpose, a permute that moves the last axis, NCHW -> NHWC or
+// NCHW16c). As
 // vectorized, each vector is a gather of `lanes` elements a row apart; tiled in blocks of
 // `lanes` x `lanes`, the block's rows one unrolled loop and its columns the vector, each block
 // is `lanes` stores whose loads codegen reads as the block's rows, transposed in registers
@@ -151,9 +152,17 @@ bool transpose_blocks(Context& ctx, const Stage& st, const ComputeOpNode* c, int
     if (read->indices.back().same_as(leaves[i]->var)) row = static_cast<int>(i);
   }
   if (row < 0) return false;
+  // The vector axis in one other dimension, alone or plus an offset (a channel block's
+  // `16 cb + ci`: NCHW -> NCHW16c).
+  auto steps_with_vector = [&](const Expr& e) {
+    if (e.same_as(vec->var)) return true;
+    const auto* add = e.as<Add>();
+    return add && ((add->a.same_as(vec->var) && !uses_var(add->b, vec->var)) ||
+                   (add->b.same_as(vec->var) && !uses_var(add->a, vec->var)));
+  };
   bool strided = false;
   for (size_t d = 0; d + 1 < read->indices.size(); ++d) {
-    if (read->indices[d].same_as(vec->var)) {
+    if (!strided && steps_with_vector(read->indices[d])) {
       strided = true;
     } else if (uses_var(read->indices[d], vec->var)) {
       return false;

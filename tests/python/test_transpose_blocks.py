@@ -83,3 +83,29 @@ def test_strided_arrays_run_the_generic_kernel():
     wide = np.zeros((32, 128), "float32")
     f(np.ascontiguousarray(a), wide[:, ::2])
     np.testing.assert_array_equal(wide[:, ::2], a.T)
+
+
+@pytest.mark.parametrize(
+    "shape,layout,block",
+    [
+        ((2, 64, 56, 56), "NCHW16c", 16),
+        ((1, 32, 28, 24), "NCHW8c", 8),
+        ((1, 48, 7, 7), "NCHW16c", 16),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_channel_blocking_matches_numpy(shape, layout, block, dtype):
+    # NCHW -> NCHW[x]c reads x[n, 16 cb + ci, h, w]: the vector axis ci plus an offset. 56 and
+    # 24 wide rows take blocks; 7 does not (gathers).
+    x = tvm.placeholder(shape, name="x", dtype=dtype)
+    y = topi.layout_transform(x, "NCHW", layout)
+    f = tvm.build(tvm.auto_schedule([y]), [x, y])
+    if shape[3] % 8 == 0:
+        assert _gathers(f) == 0
+    n, c, h, w = shape
+    a = _data(shape, dtype)
+    out = np.empty((n, c // block, h, w, block), dtype)
+    f(a, out)
+    np.testing.assert_array_equal(
+        out, a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2)
+    )

@@ -115,11 +115,10 @@ namespace {
 // compile a 3x3 convolution, against 45 ms); two channels (18) give one run and two gathers.
 constexpr int64_t kMaxTransposedTaps = 32;
 
-IterVar leaf_of_root(const Stage& st, const IterVar& root) {
-  for (const IterVar& leaf : st->leaf_iter_vars) {
-    if (leaf.get() == root.get()) return leaf;
-  }
-  return IterVar();
+// Whether `iv` is still a loop of `st` (not split or fused by an earlier rule).
+bool is_leaf(const Stage& st, const IterVar& iv) {
+  const auto& leaves = st->leaf_iter_vars;
+  return std::find(leaves.begin(), leaves.end(), iv) != leaves.end();
 }
 
 }  // namespace
@@ -129,11 +128,9 @@ void unroll_for_transposed_reads(const Stage& pack, int dim, size_t source_dims,
   // Codegen transposes blocks of 4, 8 or 16 lanes (a 32-lane float16 vector stays a gather).
   if (dim < 0 || static_cast<size_t>(dim) + 1 >= source_dims || lanes < 4 || lanes > 16) return;
   const std::vector<IterVar>& roots = pack->root_iter_vars;  // [panel, other dims..., lane]
-  IterVar lane = leaf_of_root(pack, roots.back());
-  auto width = const_extent(roots.back());
-  if (!lane || lane.get() != pack->leaf_iter_vars.back().get() || !width || *width % lanes != 0) {
-    return;
-  }
+  const IterVar& lane = roots.back();
+  auto width = const_extent(lane);
+  if (lane != pack->leaf_iter_vars.back() || !width || *width % lanes != 0) return;
   // A prefetch along a row of the source (the tuner's "prefetch" of a pack) stays on its loop.
   for (const auto& p : pack->prefetches) {
     auto on_root = [&](const IterVar& r) { return r.get() == p.axis.get(); };
@@ -145,10 +142,10 @@ void unroll_for_transposed_reads(const Stage& pack, int dim, size_t source_dims,
   IterVar split_axis;
   int64_t split_factor = 0;
   int64_t taps = 1;
-  for (size_t i = roots.size() - 2; i >= 1 && taps % lanes != 0 && taps < lanes; --i) {
-    IterVar axis = leaf_of_root(pack, roots[i]);
-    auto extent = const_extent(roots[i]);
-    if (!axis || !extent) break;
+  for (size_t i = roots.size() - 2; i >= 1 && taps < lanes; --i) {
+    const IterVar& axis = roots[i];
+    auto extent = const_extent(axis);
+    if (!is_leaf(pack, axis) || !extent) break;
     if (taps * *extent <= kMaxTransposedTaps) {
       // Whole, or split where a factor completes a multiple of `lanes`.
       int64_t need = lanes / std::gcd(taps, lanes);

@@ -130,9 +130,8 @@ void prefetch_inputs(Context& ctx, const Stage& st, const std::vector<IterVar>& 
 // Knob "transpose_block": a copy (the body is one read of a stored tensor) whose vector axis
 // steps along a dimension of its source other than the last, while another of its axes steps
 // along the source's last (a transpose, a permute that moves the last axis, NCHW -> NHWC or
-// NCHW16c). As
-// vectorized, each vector is a gather of `lanes` elements a row apart; tiled in blocks of
-// `lanes` x `lanes`, the block's rows one unrolled loop and its columns the vector, each block
+// NCHW16c). As vectorized, each vector is a gather of `lanes` elements a row apart; tiled in blocks
+// of `lanes` x `lanes`, the block's rows one unrolled loop and its columns the vector, each block
 // is `lanes` stores whose loads codegen reads as the block's rows, transposed in registers
 // (codegen/transposed_groups.h). Both extents must be multiples of the block (16 lanes, or 8).
 // 2 threads, float32, PyTorch's `copy_(x.permute(...))` in the same process: 1024 x 1024

@@ -19,6 +19,24 @@ const ComputeOpNode* inlined_producer(const Schedule& sch, const TensorRead* rea
   return nullptr;
 }
 
+const ComputeOpNode* winograd_inverse_in(const Schedule& sch, const ComputeOpNode* c) {
+  // Depth-limited: an epilogue is a handful of stages.
+  std::vector<std::pair<const ComputeOpNode*, int>> todo{{c, 0}};
+  while (!todo.empty()) {
+    auto [op, depth] = todo.back();
+    todo.pop_back();
+    if (op == nullptr) continue;
+    if (op->tag == "winograd_inverse_transform") return op;
+    if (depth >= 8) continue;
+    for (const Expr& body : op->body) {
+      for (const TensorRead* read : tensor_reads(body)) {
+        todo.emplace_back(inlined_producer(sch, read), depth + 1);
+      }
+    }
+  }
+  return nullptr;
+}
+
 int64_t elements_of(const Operation& op, int value_index) {
   int64_t n = 1;
   for (const Expr& e : op->output_shape(value_index)) {

@@ -32,6 +32,11 @@ const ComputeOpNode* as_compute(const Operation& op);
 // the reader's), else nullptr.
 const ComputeOpNode* inlined_producer(const Schedule& sch, const TensorRead* read);
 
+// The Winograd inverse transform (topi/nn/winograd.py, tag "winograd_inverse_transform") that
+// `c` is, or reads through stages inlined into it (its bias and activation epilogue), else
+// nullptr.
+const ComputeOpNode* winograd_inverse_in(const Schedule& sch, const ComputeOpNode* c);
+
 // Elements of output `value_index` of `op`; 0 when a size is symbolic.
 int64_t elements_of(const Operation& op, int value_index);
 

@@ -58,6 +58,31 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
       }
     }
   }
+  // Winograd's data transform (topi/nn/winograd.py) sums 4 to 16 of its input's elements into
+  // each of its own, and reads every element up to 36 times: what it reads stays stored, its
+  // padded input and the stage that pad reads (the epilogue of the convolution before it,
+  // whose inverse transform would otherwise be recomputed in every sum; with constant shapes
+  // the pad then writes only its border, as below).
+  auto keep_producers = [&](const Stage& st) {
+    std::vector<Stage> kept;
+    for (const Tensor& t : st->op->input_tensors()) {
+      for (const Stage& producer : sch->stages) {
+        if (t.op() == producer->origin_op && classify(producer) == StageKind::kInjective) {
+          keep.insert(producer.get());
+          kept.push_back(producer);
+        }
+      }
+    }
+    return kept;
+  };
+  for (const Stage& st : snapshot) {
+    const ComputeOpNode* c = as_compute(st->op);
+    if (c == nullptr || c->tag != "winograd_data_transform") continue;
+    for (const Stage& pad : keep_producers(st)) {
+      const ComputeOpNode* pc = as_compute(pad->op);
+      if (pc != nullptr && pc->tag == "injective,pad") keep_producers(pad);
+    }
+  }
   // A stored pad's input stays stored as well (the epilogue of the convolution before it, say):
   // storage flattening then keeps it in the pad's interior, and the pad writes only the border
   // (lower/storage_flatten.cc). Inlined into the pad, it was a copy of the whole tensor. Only
@@ -98,7 +123,7 @@ Result auto_schedule(const Schedule& sch, const Target& target, const Config* gi
       case StageKind::kPlaceholder:
         break;
       case StageKind::kInjective:
-        schedule_injective(ctx, st);
+        if (!schedule_winograd_transform(ctx, st)) schedule_injective(ctx, st);
         break;
       case StageKind::kReduction: {
         auto it = plans.find(st.get());

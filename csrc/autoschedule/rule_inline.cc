@@ -6,9 +6,31 @@
 // a separable max pool's column maxima, computed once per output row).
 #include "autoschedule/analysis.h"
 #include "autoschedule/rules.h"
+#include "ir/op.h"
 #include "schedule/primitives.h"
 
 namespace ptb::autoschedule {
+
+namespace {
+
+// Whether every consumer of `st` is elementwise or broadcast arithmetic over `st`'s own shape
+// (a bias, an activation, a residual add in the same blocked layout), which reads each element
+// once, at its own vector lane.
+bool elementwise_consumers(const Schedule& sch, const Stage& st) {
+  const std::vector<Expr>& shape = st->op->output_shape(0);
+  for (const Stage& consumer : sch->consumers(st)) {
+    const ComputeOpNode* cc = as_compute(consumer->op);
+    if (cc == nullptr || (cc->tag != "elemwise" && cc->tag != "broadcast")) return false;
+    const std::vector<Expr>& out = consumer->op->output_shape(0);
+    if (out.size() != shape.size()) return false;
+    for (size_t d = 0; d < out.size(); ++d) {
+      if (as_const_int(out[d]) != as_const_int(shape[d])) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 void inline_injective(Context& ctx, const std::unordered_set<const StageNode*>& keep) {
   for (const Stage& st : ctx.sch->stages) {
@@ -20,8 +42,16 @@ void inline_injective(Context& ctx, const std::unordered_set<const StageNode*>& 
       if (as_compute(consumer->op) == nullptr) consumers_ok = false;
     }
     if (!consumers_ok) continue;
-    int64_t fallback =
-        keep.count(st.get()) || row_buffer(ctx, st, keep) || window_rows_buffer(ctx, st) ? 0 : 1;
+    // Winograd's inverse transform, with the epilogue fused into it, is stored in its own
+    // layout before any other reader (a layout change back to NCHW, a pool, the next data
+    // transform): read at another lane, or several times, each read would choose and sum
+    // its tree anew (a vector whose lanes lie in different tiles sums every branch).
+    bool winograd_result = winograd_inverse_in(ctx.sch, as_compute(st->op)) != nullptr &&
+                           !elementwise_consumers(ctx.sch, st);
+    int64_t fallback = keep.count(st.get()) || row_buffer(ctx, st, keep) ||
+                               window_rows_buffer(ctx, st) || winograd_result
+                           ? 0
+                           : 1;
     if (ctx.knob(st, "inline", fallback, {0, 1}) == 1) {
       compute_inline(st);
       ctx.rule(st, "inline");

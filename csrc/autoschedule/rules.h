@@ -34,6 +34,14 @@ void inline_injective(Context& ctx, const std::unordered_set<const StageNode*>& 
 // and vectorized, the outer loops fused and run in parallel.
 void schedule_injective(Context& ctx, const Stage& st);
 
+// ---- rule_winograd.cc ----
+
+// Winograd's data transform (tag "winograd_data_transform"), or a stage holding the inverse
+// transform with its epilogue: the points of each tile unrolled innermost, around the vector,
+// the tiles' rows in parallel (knob "unroll_tile"). Returns false (nothing changed) for any
+// other stage or knob 0.
+bool schedule_winograd_transform(Context& ctx, const Stage& st);
+
 // ---- rule_reduction.cc ----
 
 // Reductions without data reuse (sums, means, norms' statistics, pooling windows): vectorized

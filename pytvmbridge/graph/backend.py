@@ -15,7 +15,9 @@ would stay in PyTorch), ``num_threads`` (threads of the compiled kernels), ``tun
 :mod:`pytvmbridge.autotvm.graph_tuning`), ``tuning_n_trials`` (tune the graph's operators for that
 many trials in total first, logging to ``tuning_log_file``), ``target`` (an ``llvm`` target
 string), ``layout`` (``"NCHWc"``, the default: convolution chains computed in blocked
-channels, see :mod:`pytvmbridge.graph.layout`; ``"NCHW"``: every tensor in PyTorch's layout).
+channels, see :mod:`pytvmbridge.graph.layout`; ``"NCHW"``: every tensor in PyTorch's layout),
+``winograd`` (True, the default: stride-1 3x3 convolutions with enough output tiles computed by
+Winograd's algorithm, :mod:`pytvmbridge.topi.nn.winograd`; False: every convolution direct).
 
 Example:
     >>> import torch
@@ -43,6 +45,7 @@ KNOWN_OPTIONS = (
     "target",
     "opt_level",
     "layout",
+    "winograd",
 )
 
 
@@ -57,6 +60,7 @@ class BackendOptions:
     target: str = "llvm"
     opt_level: int = 3
     layout: str = "NCHWc"
+    winograd: bool = True
 
     @classmethod
     def parse(cls, options: dict[str, Any] | None) -> BackendOptions:
@@ -77,6 +81,10 @@ class BackendOptions:
         if parsed.layout not in ("NCHWc", "NCHW"):
             raise TVMValueError(
                 f"options['layout'] must be 'NCHWc' or 'NCHW', found {parsed.layout!r}"
+            )
+        if not isinstance(parsed.winograd, bool):
+            raise TVMValueError(
+                f"options['winograd'] must be True or False, found {parsed.winograd!r}"
             )
         n = parsed.tuning_n_trials
         if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -105,6 +113,7 @@ def _graph_compiler(opts: BackendOptions) -> Any:
             tuning_log_file=opts.tuning_log_file,
             tuning_n_trials=opts.tuning_n_trials,
             layout=opts.layout,
+            winograd=opts.winograd,
         )
         return make_boxed_func(compiled.forward)
 

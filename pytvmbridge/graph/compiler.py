@@ -40,7 +40,14 @@ from ..kernel import _operations  # one walk over the operation graph
 from ..schedule import create_schedule
 from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
-from .layout import blocking, conv_block, host_block
+from .layout import (
+    blocking,
+    conv_block,
+    host_block,
+    winograd_shape,
+    winograd_tile,
+    winograd_weights,
+)
 from .linear import fold_linear_views
 from .ops import CONVERTERS
 from .read_through import plan_read_through
@@ -195,8 +202,7 @@ def import_graph(
     derived: dict[str, te.Tensor] = {}
     for dname, (_, dshape) in plan.derived.items():
         if dname in prepacked:
-            width = prepacked[dname]
-            dshape = [-(-dshape[0] // width), dshape[1], dshape[2], dshape[3], width]
+            dshape = _packed_shape(dname, list(dshape), prepacked[dname])
         derived[dname] = te.placeholder(list(dshape), "float32", name=dname)
 
     def value(arg: Any) -> Any:
@@ -210,8 +216,7 @@ def import_graph(
                     raise UnsupportedGraphError(f"input {node.name} has dtype {val.dtype}")
                 shape = [_dim_value(d, size_vars) for d in val.shape]
                 if node.name in prepacked:
-                    width = prepacked[node.name]
-                    shape = [-(-shape[0] // width), shape[1], shape[2], shape[3], width]
+                    shape = _packed_shape(node.name, shape, prepacked[node.name])
                 env[node] = te.placeholder(shape, _DTYPES[val.dtype], name=node.name)
             elif isinstance(val, torch.SymInt):
                 env[node] = _dim_value(val, size_vars)
@@ -237,6 +242,23 @@ def import_graph(
         else:
             raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
     return inputs + list(derived.values()), outputs, size_vars
+
+
+def _packed_shape(name: str, shape: list[Any], width: int) -> list[Any]:
+    """The shape of the OIHW weight ``name`` passed packed in panels of ``width`` output
+    channels, ``[O/width, I, kh, kw, width]``, or Winograd-transformed in such blocks when the
+    import marks it so (:func:`.layout.winograd_weights`)."""
+    tile_size = winograd_weights().get(name)
+    if tile_size:
+        return winograd_shape(shape, width, tile_size)
+    return [-(-shape[0] // width), shape[1], shape[2], shape[3], width]
+
+
+def _weight_spec(name: str, source: Source, width: int, winograd: dict[str, int]) -> Derived:
+    """How the kernel's packed weight ``name`` is computed from ``source``."""
+    if name in winograd:
+        return Derived("winograd_pack", (source,), (width, winograd[name]))
+    return Derived("conv_pack", (source,), (width,))
 
 
 _CONVOLUTION = torch.ops.aten.convolution.default
@@ -334,16 +356,19 @@ def compile_graph(
     if tuning is None:  # batched products read their operands' view chains in place
         plan.rewrites.update(plan_read_through(gm))
     lanes = _layout_lanes(options, target)
+    winograd: dict[str, int] = {}
     with blocking(lanes):
         inputs, outputs, size_vars = import_graph(gm, plan=plan)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
         prepacked.update(_blocked_weights(gm, plan, lanes))
+        if options.get("winograd", True):
+            winograd = _winograd_weights(gm, plan, lanes)
     if prepacked:
         # Weights whose output channels the panels pad (see layout.channel_block).
         out_channels = {n.name: n.meta["val"].shape[0] for n in placeholders if n.name in prepacked}
         out_channels.update({k: shape[0] for k, (_, shape) in plan.derived.items()})
         padded = {k: out_channels[k] for k, w in prepacked.items() if out_channels[k] % w}
-        with blocking(lanes, padded):
+        with blocking(lanes, padded, winograd):
             inputs, outputs, size_vars = import_graph(gm, prepacked, plan)
     derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
     inputs = inputs[: len(placeholders)]
@@ -370,12 +395,13 @@ def compile_graph(
         if hash(tensor.op) in used:
             spec = plan.derived[dname][0]
             if dname in prepacked:
-                spec = Derived("conv_pack", (spec,), (prepacked[dname],))
+                spec = _weight_spec(dname, spec, prepacked[dname], winograd)
             sources.append(spec)
             kernel_args.append(tensor)
     for i, node in enumerate(placeholders):
         if node.name in prepacked and hash(inputs[i].op) in used:
-            sources[sources.index(i)] = Derived("conv_pack", (i,), (prepacked[node.name],))
+            spec = _weight_spec(node.name, i, prepacked[node.name], winograd)
+            sources[sources.index(i)] = spec
     bindings: dict[str, tuple[int, int | None]] = {}
     for i, node in enumerate(placeholders):
         val = node.meta["val"]
@@ -442,6 +468,29 @@ def _blocked_weights(gm: torch.fx.GraphModule, plan: FoldPlan, lanes: int) -> di
         ):
             widths[weight.name] = block
     return widths
+
+
+def _winograd_weights(gm: torch.fx.GraphModule, plan: FoldPlan, lanes: int) -> dict[str, int]:
+    """The convolution weights to pass Winograd-transformed (:func:`.layout.winograd_tile`):
+    name -> tile size, for graph inputs read only by convolutions of one tile size, and for
+    the batch-norm-folded weights of such convolutions (one convolution each)."""
+    if not lanes:
+        return {}
+    tiles = {n: winograd_tile(n, lanes) for n in gm.graph.nodes if n.target is _CONVOLUTION}
+    out: dict[str, int] = {}
+    for node, tile_size in tiles.items():
+        weight = node.args[1]
+        folded = f"{weight.name}_bn"
+        if not tile_size:
+            continue
+        if node in plan.rewrites and folded in plan.derived:
+            out[folded] = tile_size
+        elif weight.op == "placeholder" and all(
+            tiles.get(u) == tile_size and u.args[1] is weight and u.args[0] is not weight
+            for u in weight.users
+        ):
+            out[weight.name] = tile_size
+    return out
 
 
 def _conv_panel_widths(

@@ -88,6 +88,18 @@ def _conv_pack(w: torch.Tensor, width: int) -> torch.Tensor:
     return pack_weight(w, width)
 
 
+def _winograd_pack(w: torch.Tensor, width: int, tile_size: int) -> torch.Tensor:
+    """OIHW 3x3 -> ``G w G^T`` per channel pair, blocked ``[m + 2, m + 2, O/width, I, width]``
+    (``topi.nn.conv2d_winograd_nchwc``'s kernel), computed in float64."""
+    from ..topi.nn.winograd import winograd_transform_matrices
+
+    g = torch.from_numpy(winograd_transform_matrices(tile_size)[2])
+    u = torch.einsum("ap,oipq,bq->aboi", g, w.double(), g)
+    alpha, _, o, i = u.shape
+    u = u.reshape(alpha, alpha, o // width, width, i).permute(0, 1, 2, 4, 3)
+    return u.to(w.dtype).contiguous()
+
+
 def _bn_scale(gamma: torch.Tensor | None, var: torch.Tensor, eps: float) -> torch.Tensor:
     scale = torch.rsqrt(var + eps)
     return scale if gamma is None else scale * gamma
@@ -108,6 +120,7 @@ _TRANSFORMS: dict[str, Callable[..., torch.Tensor]] = {
     "dense_pack": _dense_pack,  # (W,), (block,)
     "transpose": _transpose,  # (W,), ()
     "conv_pack": _conv_pack,  # (W,), (width,)
+    "winograd_pack": _winograd_pack,  # (W,), (width, tile size)
     "bn_weight": _bn_weight,  # (W, gamma, var), (eps,)
     "bn_bias": _bn_bias,  # (bias, gamma, beta, mean, var), (eps,)
 }

@@ -51,6 +51,8 @@ DEPTHWISE_NCHWC_TAG = "depthwise_conv2d_NCHWc"
 _LANES: contextvars.ContextVar[int] = contextvars.ContextVar("nchwc_lanes", default=0)
 # Pre-packed weights whose output channels were padded to whole blocks: name -> real count.
 _PADDED: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("nchwc_padded")
+# Weights passed Winograd-transformed, [m + 2, m + 2, O/b, I, b]: name -> tile size m.
+_WINOGRAD: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("nchwc_winograd")
 
 
 def host_block() -> int:
@@ -66,17 +68,60 @@ def host_block() -> int:
 
 
 @contextlib.contextmanager
-def blocking(lanes: int, padded: dict[str, int] | None = None) -> Iterator[None]:
+def blocking(
+    lanes: int, padded: dict[str, int] | None = None, winograd: dict[str, int] | None = None
+) -> Iterator[None]:
     """Converters inside this block compute blocked convolutions for vectors of ``lanes``
     float32 (0: off); ``padded`` names the pre-packed weights whose output channels are padded
-    to whole panels, with their real output channel count."""
+    to whole panels, with their real output channel count; ``winograd`` the weights passed
+    Winograd-transformed (see :func:`winograd_tile`), with their tile size."""
     token = _LANES.set(lanes)
     padded_token = _PADDED.set(dict(padded or {}))
+    winograd_token = _WINOGRAD.set(dict(winograd or {}))
     try:
         yield
     finally:
+        _WINOGRAD.reset(winograd_token)
         _PADDED.reset(padded_token)
         _LANES.reset(token)
+
+
+def winograd_weights() -> dict[str, int]:
+    """The weights the import in progress receives Winograd-transformed: name -> tile size."""
+    return _WINOGRAD.get({})
+
+
+def winograd_tile(node: torch.fx.Node, lanes: int) -> int:
+    """The tile size ``m`` of F(m x m, 3 x 3) for the FX ``aten.convolution`` node, 0 for a
+    direct convolution: an ungrouped 3x3 convolution of stride 1 and dilation 1, computed
+    blocked (:func:`conv_block`) with no padded panel, whose input channels are whole vectors
+    (so that whatever block its input arrives in divides them) and whose image size is static;
+    ``m`` from :func:`~pytvmbridge.topi.nn.winograd_tile_size`."""
+    block = conv_block(node, lanes)
+    if not block:
+        return 0
+    _, w, _, stride, padding, dilation, _, _, groups = node.args
+    x, weight = node.args[0].meta["val"], w.meta["val"]
+    out_c, in_c, kh, kw = weight.shape
+    if (kh, kw) != (3, 3) or groups != 1 or out_c % block or in_c % lanes:
+        return 0
+    if tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
+        return 0
+    if not all(isinstance(d, int) for d in x.shape[2:]):
+        return 0
+    ph, pw = padding
+    out_h, out_w = x.shape[2] + 2 * ph - 2, x.shape[3] + 2 * pw - 2
+    if out_h < 1 or out_w < 1:
+        return 0
+    batch = x.shape[0] if isinstance(x.shape[0], int) else None
+    return topi.nn.winograd_tile_size(batch, out_h, out_w)
+
+
+def winograd_shape(shape: list[Any], width: int, tile_size: int) -> list[Any]:
+    """The ``[m + 2, m + 2, O/b, I, b]`` shape of an OIHW weight of ``shape`` passed
+    Winograd-transformed in blocks of ``width`` output channels."""
+    alpha = tile_size + 2
+    return [alpha, alpha, -(-shape[0] // width), shape[1], width]
 
 
 def packed_out_channels(w: te.Tensor) -> int | None:
@@ -180,6 +225,9 @@ def conv2d_nchwc(
     of any block; a depthwise convolution's of the same block); ``w`` is OIHW or pre-packed
     ``[O/block, I, kh, kw, block]``; ``groups`` is 1 or the channel count (depthwise).
     """
+    tile_size = winograd_weights().get(w.op.name) if len(w.shape) == 5 else None
+    if tile_size:
+        return _winograd_conv(x, w, bias, padding, block, tile_size)
     source = blocked_source(x)
     in_block = const_int(source.shape[-1]) if source is not None else None
     if source is not None and groups != 1 and in_block != block:
@@ -263,18 +311,46 @@ def conv2d_nchwc(
 
         out = te.compute(shape, fplain, name="T_conv2d_NCHWc", tag=tag.CONV2D_NCHWC,
                          attrs=attrs)  # fmt: skip
-    if bias is not None:
-        conv = out
+    return unpack(_add_bias(out, bias, out_c), out_c)
 
-        def fbias(i: Any, oc: Any, y: Any, xx: Any, oi: Any) -> Any:
-            c = oc * block + oi
-            if out_c % block == 0:
-                return conv[i, oc, y, xx, oi] + bias[c]
-            # The padding lanes read no bias (one masked vector load).
-            return conv[i, oc, y, xx, oi] + te.if_then_else(c < out_c, bias[c], 0.0)
 
-        out = te.compute(shape, fbias, name="T_add", tag=tag.BROADCAST)
-    return unpack(out, out_c)
+def _add_bias(conv: te.Tensor, bias: te.Tensor | None, out_c: int) -> te.Tensor:
+    """A blocked convolution's output plus its per-channel ``bias`` (None: none)."""
+    if bias is None:
+        return conv
+    block = const_int(conv.shape[-1])
+
+    def fbias(i: Any, oc: Any, y: Any, xx: Any, oi: Any) -> Any:
+        c = oc * block + oi
+        if out_c % block == 0:
+            return conv[i, oc, y, xx, oi] + bias[c]
+        # The padding lanes read no bias (one masked vector load).
+        return conv[i, oc, y, xx, oi] + te.if_then_else(c < out_c, bias[c], 0.0)
+
+    return te.compute(conv.shape, fbias, name="T_add", tag=tag.BROADCAST)
+
+
+def _winograd_conv(
+    x: te.Tensor,
+    w: te.Tensor,
+    bias: te.Tensor | None,
+    padding: tuple[int, int],
+    block: int,
+    tile_size: int,
+) -> te.Tensor:
+    """A 3x3 convolution (stride 1, ungrouped) by Winograd's algorithm, ``w`` transformed and
+    blocked ``[m + 2, m + 2, O/block, I, block]``; returns the NCHW unpack view of its blocked
+    output. ``x`` is read through to its blocked source, or (NCHW) through a blocking view the
+    data transform inlines; :func:`winograd_tile` guarantees whole input blocks."""
+    source = blocked_source(x)
+    in_c = const_int(x.shape[1])
+    if source is None or in_c % const_int(source.shape[-1]):
+        lanes = next(b for b in (2 * block, block, active_lanes(), 1) if b and in_c % b == 0)
+        source = topi.nn.pack_nchwc(x, lanes)
+    ph, pw = padding
+    out = topi.nn.conv2d_winograd_nchwc(source, w, (ph, pw, ph, pw), tile_size)
+    out_c = const_int(w.shape[2]) * block
+    return unpack(_add_bias(out, bias, out_c), out_c)
 
 
 # Weight bytes above which a strided 1x1 convolution reads a compact copy of its input's
@@ -428,4 +504,7 @@ __all__ = [
     "through_blocks",
     "unpack",
     "weight_block",
+    "winograd_shape",
+    "winograd_tile",
+    "winograd_weights",
 ]

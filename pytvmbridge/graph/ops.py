@@ -32,6 +32,7 @@ from .layout import (
     packed_out_channels,
     through_blocks,
     weight_block,
+    winograd_weights,
 )
 from .prepack import conv2d_prepacked
 
@@ -248,6 +249,8 @@ def _blocked(x: te.Tensor, w: te.Tensor, groups: int, lanes: int) -> int:
     """The output block of a convolution, :func:`.layout.conv_block` on TE shapes (0: NCHW)."""
     if not lanes:
         return 0
+    if w.op.name in winograd_weights():  # [m + 2, m + 2, O/b, I, b]: chosen blocked
+        return const_int(w.shape[4])
     dims = [const_int(d) for d in (*w.shape[:4], x.shape[1])]
     if None in dims:
         return 0

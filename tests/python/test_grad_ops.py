@@ -181,6 +181,18 @@ CASES = {
     "topi.nn.pack_dense_weight": (lambda w: nn.pack_dense_weight(w, 2), [(4, 3)]),
     "topi.nn.pack_nchwc": (lambda x: nn.pack_nchwc(x, 2), [(1, 4, 2, 2)]),
     "topi.nn.pack_oihwio": (lambda w: nn.pack_oihwio(w, 2, 2), [(4, 2, 1, 1)]),
+    "topi.nn.conv2d_winograd_nchw": (
+        lambda x, w: nn.conv2d_winograd_nchw(x, w, 1, 1, 1, tile_size=2),
+        [(1, 2, 3, 3), (2, 2, 3, 3)],
+    ),
+    "topi.nn.conv2d_winograd_nchwc": (
+        lambda x, u: nn.conv2d_winograd_nchwc(x, u, 0, 2),
+        [(1, 1, 4, 3, 2), (4, 4, 1, 2, 2)],
+    ),
+    "topi.nn.conv2d_winograd_weight_transform": (
+        lambda w: nn.conv2d_winograd_weight_transform(w, 4),
+        [(2, 1, 3, 3)],
+    ),
     "topi.nn.pad": (lambda x: nn.pad(x, (0, 1), (1, 0)), [(3, 4)]),
     "topi.nn.pool": (lambda x: nn.pool(x, 2, 1, 0, "avg"), [(1, 1, 3, 3)]),
     "topi.nn.pool2d": (
@@ -227,7 +239,11 @@ NOT_DIFFERENTIABLE = {
 }
 
 # Public names of topi.nn that build no tensor: helpers for writing operators.
-NOT_OPERATORS = {"topi.nn.get_pad_tuple": "computes padding amounts (integers)"}
+NOT_OPERATORS = {
+    "topi.nn.get_pad_tuple": "computes padding amounts (integers)",
+    "topi.nn.winograd_tile_size": "chooses a tile size (an integer)",
+    "topi.nn.winograd_transform_matrices": "returns NumPy constants",
+}
 
 
 def _resolve(name: str):

@@ -43,6 +43,13 @@ from .pooling import (
     pool2d,
 )
 from .softmax import log_softmax, softmax
+from .winograd import (
+    conv2d_winograd_nchw,
+    conv2d_winograd_nchwc,
+    conv2d_winograd_weight_transform,
+    winograd_tile_size,
+    winograd_transform_matrices,
+)
 
 __all__ = [
     "adaptive_avg_pool2d",
@@ -56,6 +63,9 @@ __all__ = [
     "conv2d_NCHWc",
     "conv2d_nchw",
     "conv2d_transpose_nchw",
+    "conv2d_winograd_nchw",
+    "conv2d_winograd_nchwc",
+    "conv2d_winograd_weight_transform",
     "dense",
     "dense_pack",
     "depthwise_conv2d_nchw",
@@ -87,4 +97,6 @@ __all__ = [
     "softplus",
     "tanh",
     "unpack_nchwc",
+    "winograd_tile_size",
+    "winograd_transform_matrices",
 ]

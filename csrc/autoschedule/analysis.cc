@@ -1,5 +1,8 @@
 #include "autoschedule/analysis.h"
 
+#include <algorithm>
+#include <unordered_set>
+
 #include "ir/op.h"
 #include "ir/visitor.h"
 
@@ -20,13 +23,23 @@ const ComputeOpNode* inlined_producer(const Schedule& sch, const TensorRead* rea
 }
 
 const ComputeOpNode* winograd_inverse_in(const Schedule& sch, const ComputeOpNode* c) {
-  // Depth-limited: an epilogue is a handful of stages.
+  auto is_inverse = [](const ComputeOpNode* op) {
+    return op != nullptr && op->tag == "winograd_inverse_transform";
+  };
+  // Asked of every injective stage: most schedules hold none (one pass over the stages).
+  if (std::none_of(sch->stages.begin(), sch->stages.end(),
+                   [&](const Stage& st) { return is_inverse(as_compute(st->origin_op)); })) {
+    return nullptr;
+  }
+  // Each inlined producer visited once (an epilogue's reads join: a residual add reads the
+  // block's input and the convolution's result), at most 8 deep.
+  std::unordered_set<const ComputeOpNode*> seen;
   std::vector<std::pair<const ComputeOpNode*, int>> todo{{c, 0}};
   while (!todo.empty()) {
     auto [op, depth] = todo.back();
     todo.pop_back();
-    if (op == nullptr) continue;
-    if (op->tag == "winograd_inverse_transform") return op;
+    if (op == nullptr || !seen.insert(op).second) continue;
+    if (is_inverse(op)) return op;
     if (depth >= 8) continue;
     for (const Expr& body : op->body) {
       for (const TensorRead* read : tensor_reads(body)) {

@@ -13,4 +13,15 @@ int Context::lanes(DataType t) const {
   return std::max(1, unit.vector_bits / bits);
 }
 
+std::shared_ptr<const StageBodies> Context::bodies() {
+  std::vector<StageState> state;
+  state.reserve(sch->stages.size());
+  for (const Stage& st : sch->stages) state.push_back({st.get(), st->op.get(), st->attach_type});
+  if (!bodies_ || state != bodies_state_) {
+    bodies_ = std::make_shared<const StageBodies>(inline_bodies(sch));
+    bodies_state_ = std::move(state);
+  }
+  return bodies_;
+}
+
 }  // namespace ptb::autoschedule

@@ -2,6 +2,7 @@
 // target's vector unit, the decisions (knobs) made so far, and which stages are settled.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -10,6 +11,7 @@
 #include "autoschedule/config.h"
 #include "codegen/target_info.h"
 #include "schedule/schedule.h"
+#include "schedule/stage_bodies.h"
 
 namespace ptb::autoschedule {
 
@@ -36,6 +38,23 @@ struct Context {
   }
   // Vector lanes for elements of `t` (at least 1).
   int lanes(DataType t) const;
+  // inline_bodies(sch), computed again only when the schedule's stages, their operations or
+  // their inlining changed since the last call. Several rules ask for every root stage, and
+  // the bodies can be large (Winograd's transforms): ResNet-50's schedule took 10 s with a
+  // fresh computation each time, most of it rebuilding the same bodies.
+  std::shared_ptr<const StageBodies> bodies();
+
+ private:
+  struct StageState {
+    const StageNode* stage;
+    const OperationNode* op;
+    AttachType attach;
+    bool operator==(const StageState& o) const {
+      return stage == o.stage && op == o.op && attach == o.attach;
+    }
+  };
+  std::vector<StageState> bodies_state_;
+  std::shared_ptr<const StageBodies> bodies_;
 };
 
 }  // namespace ptb::autoschedule

@@ -286,7 +286,8 @@ bool schedule_row_group(Context& ctx, const Stage& out,
     return false;
   }
   const ComputeOpNode* oc = as_compute(out->op);
-  StageBodies bodies = inline_bodies(ctx.sch);
+  std::shared_ptr<const StageBodies> cached_bodies = ctx.bodies();
+  const StageBodies& bodies = *cached_bodies;
   // Row buffers (row_buffer above, left stored by the inlining rule): elementwise stages of the
   // output's shape that the output reads; their elements are computed once per row, next to
   // the statistics that read them.
@@ -633,7 +634,8 @@ bool schedule_reduction_rows(Context& ctx, const Stage& st,
   }
   const ComputeOpNode* sc = as_compute(st->op);
   if (sc->axis.empty()) return false;
-  StageBodies bodies = inline_bodies(ctx.sch);
+  std::shared_ptr<const StageBodies> cached_bodies = ctx.bodies();
+  const StageBodies& bodies = *cached_bodies;
   std::vector<IterVar> axes(sc->axis.begin(), sc->axis.end());
   // The statistics: reductions read by nothing but st, at all of st's axes (one element per
   // output element, trailing axes of one).

@@ -443,7 +443,8 @@ std::vector<int64_t> block_rows_candidates(const ComputeOpNode* c, const TiledPl
 
 Stage fusable_epilogue(Context& ctx, const Stage& st) {
   if (st->is_output) return nullptr;
-  StageBodies bodies = inline_bodies(ctx.sch);
+  std::shared_ptr<const StageBodies> cached_bodies = ctx.bodies();
+  const StageBodies& bodies = *cached_bodies;
   std::vector<Stage> consumers = effective_consumers(ctx.sch, bodies, st);
   if (consumers.size() != 1) return nullptr;
   Stage e = consumers[0];

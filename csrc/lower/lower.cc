@@ -1,5 +1,7 @@
 #include "lower/lower.h"
 
+#include "support/phase_timer.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <unordered_set>
@@ -111,17 +113,27 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
     }
   }
 
+  PhaseTimer timer("lower passes " + name);  // PYTVMBRIDGE_COMPILE_TIMES=1
   Stmt s = schedule_ops(sch, arg_ops);
   s = serialize_packed_calls(s);
+  timer.mark("schedule_ops");
   s = storage_flatten(s, buffers);
+  timer.mark("flatten");
   s = simplify(s);
+  timer.mark("simplify");
   // A non-dividing tile's guards: tested once per tile (main part), before unrolling copies them.
   if (!std::getenv("PYTVMBRIDGE_NO_PARTITION")) s = partition_loops(s);
+  timer.mark("partition");
   s = unroll_loops(s);
+  timer.mark("unroll");
   s = vectorize_loops(s);
+  timer.mark("vectorize");
   s = simplify(s);
+  timer.mark("simplify");
   s = balance_sums(s);
+  timer.mark("balance_sums");
   s = plan_memory(s);  // dead intermediates' memory reused by later ones
+  timer.mark("plan_memory");
 
   std::unordered_set<const ExprNode*> bound;
   for (const Expr& v : f.scalar_params) bound.insert(v.get());

@@ -94,6 +94,9 @@ std::vector<Stage> effective_consumers(const Schedule& sch, const StageBodies& b
       }
       continue;
     }
+    // Only a stage whose inputs lead to the producer (through inlined stages) can read it: a
+    // walk over operations, where the bodies can be large (Winograd's transforms: 600 reads).
+    if (!reads_through_inline(sch, st, producer)) continue;
     bool reads = false;
     for (const Expr& b : it->second) {
       for_each_expr(b, [&](const Expr& e) {

@@ -38,7 +38,10 @@ std::vector<Tensor> collect_reads(const std::vector<Expr>& exprs) {
 }  // namespace
 
 std::vector<Tensor> PlaceholderOpNode::input_tensors() const { return {}; }
-std::vector<Tensor> ComputeOpNode::input_tensors() const { return collect_reads(body); }
+std::vector<Tensor> ComputeOpNode::input_tensors() const {
+  std::call_once(inputs_once_, [this] { inputs_ = collect_reads(body); });
+  return inputs_;
+}
 
 Expr Tensor::operator()(std::vector<Expr> indices) const {
   return TensorRead::make(op_, value_index_, std::move(indices));

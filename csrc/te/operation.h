@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -72,6 +73,12 @@ struct ComputeOpNode : OperationNode {
   // TVM's TOPI tags its computes, so that automatic schedules can recognise operators.
   const std::string tag;
   const OpAttrs attrs;
+
+ private:
+  // input_tensors(), found once: the body is immutable, and the scheduler asks for every stage
+  // over and over (each walk of a Winograd transform's body visits 600 reads).
+  mutable std::once_flag inputs_once_;
+  mutable std::vector<Tensor> inputs_;
 };
 
 class Tensor {

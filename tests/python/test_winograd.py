@@ -80,7 +80,7 @@ def test_pre_computed_kernel_matches_numpy_transform():
     x = RNG.standard_normal((1, 3, 10, 10)).astype("float32")
     X = tvm.placeholder(x.shape, name="X")
     Up = tvm.placeholder((6, 6, 4, 3), name="Up")
-    Y = topi.nn.conv2d_winograd_nchw(X, Up, 1, 1, 1, pre_computed=True, tile_size=4)
+    Y = topi.nn.conv2d_winograd_nchw(X, Up, 1, 1, 1, pre_computed=True)  # tile 4, from Up
     u = np.einsum("ap,kcpq,bq->abkc", G, kernel.astype(np.float64), G).astype("float32")
     got = _run([Y], [X, Up, Y], [x, u])
     np.testing.assert_allclose(got, _conv_reference(x, kernel, 1), rtol=1e-4, atol=1e-4)
@@ -122,9 +122,13 @@ def test_auto_schedule_unrolls_the_tiles_and_tiles_the_products():
 
 def test_tile_size_choice():
     choose = topi.nn.winograd_tile_size
-    assert [choose(1, s, s) for s in (56, 28, 14, 7)] == [4, 4, 2, 0]
-    assert [choose(8, s, s) for s in (14, 7)] == [4, 2]
-    assert choose(None, 14, 14) == 2  # a symbolic batch counts as one image
+    resnet = [(56, 64), (28, 128), (14, 256), (7, 512)]
+    assert [choose(1, s, s, c, c) for s, c in resnet] == [4, 4, 4, 2]
+    # At batch 8, F(4x4) has tiles enough at 7 x 7 but a 38 MB kernel.
+    assert [choose(8, s, s, c, c) for s, c in resnet] == [4, 4, 4, 2]
+    assert choose(8, 7, 7, 256, 256) == 4
+    assert choose(None, 7, 7) == 2  # a symbolic batch counts as one image
+    assert choose(1, 7, 7) == 2 and choose(1, 6, 6) == 0  # 16 tiles of F(2x2), then 9
 
 
 def test_bad_arguments_raise():
@@ -198,7 +202,7 @@ def _compiled_graphs(model: torch.nn.Module, x: torch.Tensor, **options) -> list
     return graphs
 
 
-@pytest.mark.parametrize("size, tile_size", [(28, 4), (14, 2)])
+@pytest.mark.parametrize("size, tile_size", [(16, 4), (8, 2)])
 def test_graph_compiler_uses_winograd_for_3x3_layers(size, tile_size):
     x = torch.randn(1, 3, size, size)
     for winograd in (True, False):

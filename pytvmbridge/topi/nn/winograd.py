@@ -121,25 +121,43 @@ def winograd_transform_matrices(tile_size: int) -> tuple[np.ndarray, np.ndarray,
     return as_array(at).T, as_array(bt).T, as_array(g)
 
 
-def winograd_tile_size(batch: Any, out_h: int, out_w: int) -> int:
-    """The tile size the graph compiler uses for a stride-1 3x3 convolution of this output size
-    (0: a direct convolution does better). F(4x4) wherever its tiles give the matrix products
-    at least 49 rows an image (4x fewer multiplications); F(2x2) where only its smaller tiles
-    do; else direct: the transformed kernel is 16/9 (F(2x2)) or 4x (F(4x4)) the size of the
-    kernel, and with few rows a product is bound by reading it.
+# F(4x4)'s transformed kernel (36 values per channel pair, 4x the kernel) beyond this many
+# bytes is read from memory rather than cache on every call; half of the 32 MB L3 of the host
+# the choice was measured on.
+_F4_KERNEL_BYTES = 16 << 20
 
-    Measured against the direct blocked convolution, float32, 2 threads, batch 1: 64 channels
-    at 56 x 56 F(4x4) 2.8x, 128 at 28 x 28 F(4x4) 3.2x (F(2x2) 2.0x), 256 at 14 x 14 F(2x2)
-    1.34x (F(4x4) 1.07x), 512 at 7 x 7 F(2x2) 0.82x. ``batch`` is symbolic (None) for a
-    dynamic batch: then it counts as 1.
+
+def winograd_tile_size(
+    batch: Any, out_h: int, out_w: int, in_channels: int = 0, out_channels: int = 0
+) -> int:
+    """The tile size the graph compiler uses for a stride-1 3x3 float32 convolution of this
+    output size and these channels (0: a direct convolution does better).
+
+    F(4x4) (4x fewer multiplications) wherever its tiles give each of the 36 matrix products
+    at least 16 rows and its transformed kernel stays under 16 MB; else F(2x2) (2.25x fewer)
+    where its tiles give 16 rows; else direct: with fewer rows a product is bound by reading
+    the transformed kernel (16/9 or 4x the size of the kernel) and does not gain.
+
+    Measured against the direct blocked convolution, each with its automatic schedule,
+    float32, 2 threads (AMD EPYC, AVX-512): batch 1, 64 channels at 56 x 56: F(4x4) 3.4x
+    (F(2x2) 1.9x); 128 at 28 x 28: F(4x4) 3.2x (F(2x2) 2.1x); 256 at 14 x 14: F(4x4) 2.6x
+    (F(2x2) 2.1x); 512 at 7 x 7: F(2x2) 1.6x (F(4x4), 4 tiles and a 38 MB kernel, 1.0x).
+    Batch 8: 256 at 14 x 14 F(4x4) 2.6x (F(2x2) 1.9x); 512 at 7 x 7 F(2x2) 1.6x (F(4x4)
+    1.5x). ``batch`` is None for a dynamic batch: it then counts as 1. Channels left 0 (not
+    known) put no bound on the kernel's size.
 
     Example:
-        >>> [winograd_tile_size(1, size, size) for size in (56, 14, 7)]
-        [4, 2, 0]
+        >>> [winograd_tile_size(1, size, size, c, c) for size, c in ((56, 64), (7, 512))]
+        [4, 2]
+        >>> winograd_tile_size(1, 2, 2)
+        0
     """
     images = batch if isinstance(batch, int) and batch > 0 else 1
+    f4_kernel_bytes = 36 * in_channels * out_channels * 4
     for m in (4, 2):
-        if images * -(-out_h // m) * -(-out_w // m) >= 49:
+        if m == 4 and f4_kernel_bytes > _F4_KERNEL_BYTES:
+            continue
+        if images * -(-out_h // m) * -(-out_w // m) >= 16:
             return m
     return 0
 
@@ -359,8 +377,8 @@ def conv2d_winograd_nchw(
 ) -> Tensor:
     """NCHW 3x3 convolution (stride 1, dilation 1, ungrouped) by Winograd's algorithm (TVM's
     signature); ``kernel`` is OIHW ``[K, C, 3, 3]``, or with ``pre_computed`` already
-    transformed, ``[m + 2, m + 2, K, C]``. ``tile_size`` (2 or 4) defaults to
-    :func:`winograd_tile_size`'s choice, or 2 where that is none. Internally the channels are
+    transformed, ``[m + 2, m + 2, K, C]``. ``tile_size`` (2 or 4) defaults to the transformed
+    kernel's, or to :func:`winograd_tile_size`'s choice, or 2 where that is none. Internally the channels are
     blocked (:func:`conv2d_winograd_nchwc`) and the views in and out are inlined.
 
     Example:
@@ -380,10 +398,17 @@ def conv2d_winograd_nchw(
         raise TVMValueError(f"conv2d_winograd_nchw computes dilation 1 only, found {dilation!r}")
     n, in_c, in_h, in_w = data.shape
     pads = get_pad_tuple(padding, (3, 3))
+    if tile_size is None and pre_computed:
+        tile_size = get_const_int(kernel.shape[0], "the transformed kernel's tile") - 2
     if tile_size is None:
         out_h = get_const_int(in_h, "the data's height") + pads[0] + pads[2] - 2
         out_w = get_const_int(in_w, "the data's width") + pads[1] + pads[3] - 2
-        tile_size = winograd_tile_size(const_int(n), out_h, out_w) or 2
+        tile_size = (
+            winograd_tile_size(
+                const_int(n), out_h, out_w, const_int(in_c) or 0, const_int(kernel.shape[0]) or 0
+            )
+            or 2
+        )
     m = _check_tile_size(tile_size)
     if pre_computed:
         check_ndim(kernel, 4, "kernel of conv2d_winograd_nchw", "[m + 2, m + 2, K, C]")

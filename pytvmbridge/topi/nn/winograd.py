@@ -378,8 +378,9 @@ def conv2d_winograd_nchw(
     """NCHW 3x3 convolution (stride 1, dilation 1, ungrouped) by Winograd's algorithm (TVM's
     signature); ``kernel`` is OIHW ``[K, C, 3, 3]``, or with ``pre_computed`` already
     transformed, ``[m + 2, m + 2, K, C]``. ``tile_size`` (2 or 4) defaults to the transformed
-    kernel's, or to :func:`winograd_tile_size`'s choice, or 2 where that is none. Internally the channels are
-    blocked (:func:`conv2d_winograd_nchwc`) and the views in and out are inlined.
+    kernel's, or to :func:`winograd_tile_size`'s choice, or 2 where that is none. Internally
+    the channels are blocked (:func:`conv2d_winograd_nchwc`); the data is packed into blocks
+    and the result unpacked by stored copies.
 
     Example:
         >>> import pytvmbridge as tvm

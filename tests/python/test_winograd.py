@@ -124,11 +124,10 @@ def test_tile_size_choice():
     choose = topi.nn.winograd_tile_size
     resnet = [(56, 64), (28, 128), (14, 256), (7, 512)]
     assert [choose(1, s, s, c, c) for s, c in resnet] == [4, 4, 4, 2]
-    # At batch 8, F(4x4) has tiles enough at 7 x 7 but a 38 MB kernel.
-    assert [choose(8, s, s, c, c) for s, c in resnet] == [4, 4, 4, 2]
-    assert choose(8, 7, 7, 256, 256) == 4
+    assert [choose(8, s, s, c, c) for s, c in resnet] == [4, 4, 4, 4]
     assert choose(None, 7, 7) == 2  # a symbolic batch counts as one image
     assert choose(1, 7, 7) == 2 and choose(1, 6, 6) == 0  # 16 tiles of F(2x2), then 9
+    assert choose(2, 6, 6) == 2 and choose(4, 7, 7) == 4
 
 
 def test_bad_arguments_raise():

@@ -121,42 +121,32 @@ def winograd_transform_matrices(tile_size: int) -> tuple[np.ndarray, np.ndarray,
     return as_array(at).T, as_array(bt).T, as_array(g)
 
 
-# F(4x4)'s transformed kernel (36 values per channel pair, 4x the kernel) beyond this many
-# bytes is read from memory rather than cache on every call; half of the 32 MB L3 of the host
-# the choice was measured on.
-_F4_KERNEL_BYTES = 16 << 20
-
-
 def winograd_tile_size(
     batch: Any, out_h: int, out_w: int, in_channels: int = 0, out_channels: int = 0
 ) -> int:
     """The tile size the graph compiler uses for a stride-1 3x3 float32 convolution of this
-    output size and these channels (0: a direct convolution does better).
+    output size (0: a direct convolution does better). The channels are accepted for the
+    choice's signature; they do not change it today.
 
     F(4x4) (4x fewer multiplications) wherever its tiles give each of the 36 matrix products
-    at least 16 rows and its transformed kernel stays under 16 MB; else F(2x2) (2.25x fewer)
-    where its tiles give 16 rows; else direct: with fewer rows a product is bound by reading
-    the transformed kernel (16/9 or 4x the size of the kernel) and does not gain.
+    at least 16 rows; else F(2x2) (2.25x fewer) where its tiles give 16 rows; else direct:
+    with fewer rows a product is bound by reading the transformed kernel (16/9 or 4x the size
+    of the kernel) and the transforms do not pay.
 
-    Measured against the direct blocked convolution, each with its automatic schedule,
-    float32, 2 threads (AMD EPYC, AVX-512): batch 1, 64 channels at 56 x 56: F(4x4) 3.4x
-    (F(2x2) 1.9x); 128 at 28 x 28: F(4x4) 3.2x (F(2x2) 2.1x); 256 at 14 x 14: F(4x4) 2.6x
-    (F(2x2) 2.1x); 512 at 7 x 7: F(2x2) 1.6x (F(4x4), 4 tiles and a 38 MB kernel, 1.0x).
-    Batch 8: 256 at 14 x 14 F(4x4) 2.6x (F(2x2) 1.9x); 512 at 7 x 7 F(2x2) 1.6x (F(4x4)
-    1.5x). ``batch`` is None for a dynamic batch: it then counts as 1. Channels left 0 (not
-    known) put no bound on the kernel's size.
+    ``benchmarks/winograd.py`` (each variant blocked and automatically scheduled, a ReLU fused,
+    float32, 2 threads, AMD EPYC with AVX-512), direct / F(2x2) / F(4x4) ms: batch 1, 64
+    channels at 56 x 56: 1.04 / 0.58 / 0.33; 128 at 28 x 28: 1.02 / 0.50 / 0.29; 256 at
+    14 x 14 (16 tiles of F(4x4)): 1.01 / 0.47 / 0.40; 512 at 7 x 7 (4 tiles of F(4x4), 16 of
+    F(2x2)): 1.08 / 0.77 / 1.03. Batch 8, 512 at 7 x 7 (32 tiles of F(4x4)): 8.21 / 5.40 /
+    4.34. ``batch`` is None for a dynamic batch: it then counts as 1.
 
     Example:
-        >>> [winograd_tile_size(1, size, size, c, c) for size, c in ((56, 64), (7, 512))]
-        [4, 2]
-        >>> winograd_tile_size(1, 2, 2)
-        0
+        >>> [winograd_tile_size(1, size, size) for size in (56, 14, 7, 2)]
+        [4, 4, 2, 0]
     """
+    del in_channels, out_channels
     images = batch if isinstance(batch, int) and batch > 0 else 1
-    f4_kernel_bytes = 36 * in_channels * out_channels * 4
     for m in (4, 2):
-        if m == 4 and f4_kernel_bytes > _F4_KERNEL_BYTES:
-            continue
         if images * -(-out_h // m) * -(-out_w // m) >= 16:
             return m
     return 0

@@ -81,12 +81,16 @@ def _compiled_graphs(model, inputs, dynamic=False, **options):
 def test_blocked_chain_matches_eager(batch):
     graphs = _compiled_graphs(_model(), [torch.randn(batch, 3, 29, 29)])
     assert len(graphs) == 1
-    widths = [d.params[0] for d in graphs[0].derived_inputs if d.kind == "conv_pack"]
+    packs = [d for d in graphs[0].derived_inputs if d.kind in ("conv_pack", "winograd_pack")]
+    widths = [d.params[0] for d in packs]
     # stem, a, b, dw1, dw2 and back run blocked (their weights in panels of their block: two
-    # vectors); the convolution with an odd channel count in padded blocks of one vector.
+    # vectors); the convolution with an odd channel count in padded blocks of one vector. a
+    # and b (3x3, stride 1, 8x8 images: 16 tiles of F(2x2) an image) run by Winograd's
+    # algorithm, their weights transformed in the same blocks.
     assert channel_block(2 * BLOCK, LANES) == 2 * LANES
     assert widths.count(2 * LANES) == 6
     assert widths.count(LANES) == 1
+    assert [d.params for d in packs if d.kind == "winograd_pack"] == [(2 * LANES, 2)] * 2
 
 
 def test_blocked_chain_dynamic_batch_compiles_once():

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -447,50 +447,39 @@ def _layout_lanes(options: dict, target: str) -> int:
     return host_block()
 
 
-def _blocked_weights(gm: torch.fx.GraphModule, plan: FoldPlan, lanes: int) -> dict[str, int]:
-    """The weights of the convolutions computed blocked (see :mod:`.layout`), to pass packed
-    in panels of their output block: graph inputs read only as such weights, and the
-    batch-norm-folded weights of such convolutions."""
-    if not lanes:
-        return {}
-    convs = [n for n in gm.graph.nodes if n.target is _CONVOLUTION]
-    blocks = {n: conv_block(n, lanes) for n in convs}
-    widths: dict[str, int] = {}
-    for node, block in blocks.items():
+def _weights_by(
+    gm: torch.fx.GraphModule, plan: FoldPlan, choice: Callable[[torch.fx.Node], int]
+) -> dict[str, int]:
+    """Convolution weights -> ``choice`` of their convolution node (0: none): graph inputs read
+    only as the weight of convolutions that all make the same choice, and the
+    batch-norm-folded weights of such convolutions (one convolution each)."""
+    chosen = {n: choice(n) for n in gm.graph.nodes if n.target is _CONVOLUTION}
+    out: dict[str, int] = {}
+    for node, value in chosen.items():
         weight = node.args[1]
         folded = f"{weight.name}_bn"
-        if not block:
+        if not value:
             continue
         if node in plan.rewrites and folded in plan.derived:
-            widths[folded] = block
+            out[folded] = value
         elif weight.op == "placeholder" and all(
-            blocks.get(u) and u.args[1] is weight and u.args[0] is not weight for u in weight.users
+            chosen.get(u) == value and u.args[1] is weight and u.args[0] is not weight
+            for u in weight.users
         ):
-            widths[weight.name] = block
-    return widths
+            out[weight.name] = value
+    return out
+
+
+def _blocked_weights(gm: torch.fx.GraphModule, plan: FoldPlan, lanes: int) -> dict[str, int]:
+    """The weights of the convolutions computed blocked (see :mod:`.layout`), to pass packed
+    in panels of their output block (name -> block)."""
+    return _weights_by(gm, plan, lambda n: conv_block(n, lanes)) if lanes else {}
 
 
 def _winograd_weights(gm: torch.fx.GraphModule, plan: FoldPlan, lanes: int) -> dict[str, int]:
     """The convolution weights to pass Winograd-transformed (:func:`.layout.winograd_tile`):
-    name -> tile size, for graph inputs read only by convolutions of one tile size, and for
-    the batch-norm-folded weights of such convolutions (one convolution each)."""
-    if not lanes:
-        return {}
-    tiles = {n: winograd_tile(n, lanes) for n in gm.graph.nodes if n.target is _CONVOLUTION}
-    out: dict[str, int] = {}
-    for node, tile_size in tiles.items():
-        weight = node.args[1]
-        folded = f"{weight.name}_bn"
-        if not tile_size:
-            continue
-        if node in plan.rewrites and folded in plan.derived:
-            out[folded] = tile_size
-        elif weight.op == "placeholder" and all(
-            tiles.get(u) == tile_size and u.args[1] is weight and u.args[0] is not weight
-            for u in weight.users
-        ):
-            out[weight.name] = tile_size
-    return out
+    name -> tile size."""
+    return _weights_by(gm, plan, lambda n: winograd_tile(n, lanes)) if lanes else {}
 
 
 def _conv_panel_widths(

@@ -97,7 +97,7 @@ def main() -> None:
                 compile_ms[variant] = ms
             calls["torch"] = lambda x=x, w=weight: torch.relu(F.conv2d(x, w, padding=1))
             ms = {k: v * 1e3 for k, v in medians(calls, 7, 0.05, 0.05).items()}
-            tile = topi.nn.winograd_tile_size(batch, h, h, c, c)
+            tile = topi.nn.winograd_tile_size(batch, h, h)
             chosen = {0: "direct", 2: "F2", 4: "F4"}[tile]
             row = {
                 "layer": f"{c}x{h}x{h}->{c} k3s1",

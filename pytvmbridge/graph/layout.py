@@ -114,7 +114,7 @@ def winograd_tile(node: torch.fx.Node, lanes: int) -> int:
     if out_h < 1 or out_w < 1:
         return 0
     batch = x.shape[0] if isinstance(x.shape[0], int) else None
-    return topi.nn.winograd_tile_size(batch, out_h, out_w, in_c, out_c)
+    return topi.nn.winograd_tile_size(batch, out_h, out_w)
 
 
 def winograd_shape(shape: list[Any], width: int, tile_size: int) -> list[Any]:

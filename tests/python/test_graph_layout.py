@@ -4,6 +4,7 @@ ReLU6, max pooling) against eager PyTorch, batch 1 and more, and a dynamic batch
 
 import pytest
 import torch
+from graph_spy import compiled_graphs
 from torch import nn
 
 from pytvmbridge.error import TVMValueError
@@ -54,32 +55,9 @@ def _model() -> nn.Module:
     return model
 
 
-def _compiled_graphs(model, inputs, dynamic=False, **options):
-    graphs = []
-    original = backend.partition_and_compile
-
-    def spy(gm, **opts):
-        fused = original(gm, **opts)
-        graphs.extend(m.compiled for m in fused.modules() if hasattr(m, "compiled"))
-        return fused
-
-    backend.partition_and_compile = spy
-    try:
-        torch._dynamo.reset()
-        compiled = torch.compile(model, backend="pytvmbridge", options=options or None)
-        with torch.no_grad():
-            for x in inputs:
-                if dynamic:
-                    torch._dynamo.mark_dynamic(x, 0)
-                torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
-    finally:
-        backend.partition_and_compile = original
-    return graphs
-
-
 @pytest.mark.parametrize("batch", [1, 3])
 def test_blocked_chain_matches_eager(batch):
-    graphs = _compiled_graphs(_model(), [torch.randn(batch, 3, 29, 29)])
+    graphs = compiled_graphs(_model(), [torch.randn(batch, 3, 29, 29)])
     assert len(graphs) == 1
     packs = [d for d in graphs[0].derived_inputs if d.kind in ("conv_pack", "winograd_pack")]
     widths = [d.params[0] for d in packs]
@@ -95,13 +73,13 @@ def test_blocked_chain_matches_eager(batch):
 
 def test_blocked_chain_dynamic_batch_compiles_once():
     inputs = [torch.randn(b, 3, 21, 21) for b in (2, 5, 3)]
-    graphs = _compiled_graphs(_model(), inputs, dynamic=True)
+    graphs = compiled_graphs(_model(), inputs, dynamic=True)
     assert len(graphs) == 1 and graphs[0].size_bindings
 
 
 def test_nchw_layout_option_gives_the_same_values():
     x = torch.randn(2, 3, 17, 17)
-    graphs = _compiled_graphs(_model(), [x], layout="NCHW")
+    graphs = compiled_graphs(_model(), [x], layout="NCHW")
     widths = [d.params[0] for d in graphs[0].derived_inputs if d.kind == "conv_pack"]
     assert len(widths) < 6  # depthwise weights are not packed in NCHW
 
@@ -167,7 +145,7 @@ def test_padded_channel_blocks_match_eager(batch):
     bn = model.proj[1]
     bn.running_mean.uniform_(-0.2, 0.2)
     bn.running_var.uniform_(0.5, 1.5)
-    graphs = _compiled_graphs(model, [torch.randn(batch, 3, 18, 18)])
+    graphs = compiled_graphs(model, [torch.randn(batch, 3, 18, 18)])
     # proj and proj2 (c outputs) run blocked, their weights in one zero-padded panel
     packs = [d for d in graphs[0].derived_inputs if d.kind == "conv_pack" and d.params == (block,)]
     assert len(packs) >= 2

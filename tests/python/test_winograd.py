@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from graph_spy import compiled_graphs
 
 import pytvmbridge as tvm
 from pytvmbridge import te, topi
 from pytvmbridge.error import TVMTypeError, TVMValueError
-from pytvmbridge.graph import backend
 from pytvmbridge.graph.fold import Derived, materialize
 
 RNG = np.random.default_rng(7)
@@ -122,9 +122,9 @@ def test_auto_schedule_unrolls_the_tiles_and_tiles_the_products():
 
 def test_tile_size_choice():
     choose = topi.nn.winograd_tile_size
-    resnet = [(56, 64), (28, 128), (14, 256), (7, 512)]
-    assert [choose(1, s, s, c, c) for s, c in resnet] == [4, 4, 4, 2]
-    assert [choose(8, s, s, c, c) for s, c in resnet] == [4, 4, 4, 4]
+    resnet = [56, 28, 14, 7]  # ResNet's 3x3 stride-1 layers
+    assert [choose(1, s, s) for s in resnet] == [4, 4, 4, 2]
+    assert [choose(8, s, s) for s in resnet] == [4, 4, 4, 4]
     assert choose(None, 7, 7) == 2  # a symbolic batch counts as one image
     assert choose(1, 7, 7) == 2 and choose(1, 6, 6) == 0  # 16 tiles of F(2x2), then 9
     assert choose(2, 6, 6) == 2 and choose(4, 7, 7) == 4
@@ -178,34 +178,11 @@ def _model(c: int) -> torch.nn.Module:
     return model.eval()
 
 
-def _compiled_graphs(model: torch.nn.Module, x: torch.Tensor, **options) -> list:
-    """The CompiledGraphs torch.compile makes of ``model`` (checked against eager on ``x``)."""
-    graphs = []
-    original = backend.partition_and_compile
-
-    def spy(gm, **opts):
-        fused = original(gm, **opts)
-        graphs.extend(m.compiled for m in fused.modules() if hasattr(m, "compiled"))
-        return fused
-
-    backend.partition_and_compile = spy
-    try:
-        torch._dynamo.reset()
-        compiled = torch.compile(model, backend="pytvmbridge", options=options)
-        with torch.no_grad():
-            expected = model(x)
-            got = compiled(x)
-        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4 * expected.abs().max())
-    finally:
-        backend.partition_and_compile = original
-    return graphs
-
-
 @pytest.mark.parametrize("size, tile_size", [(16, 4), (8, 2)])
 def test_graph_compiler_uses_winograd_for_3x3_layers(size, tile_size):
     x = torch.randn(1, 3, size, size)
     for winograd in (True, False):
-        (graph,) = _compiled_graphs(_model(32), x, winograd=winograd)
+        (graph,) = compiled_graphs(_model(32), [x], scale_atol=True, winograd=winograd)
         kinds = [d.kind for d in graph.derived_inputs]
         tiles = [d.params[1] for d in graph.derived_inputs if d.kind == "winograd_pack"]
         # The 3 -> 32 stem has 3 input channels (no whole vector): direct in both.

@@ -121,12 +121,9 @@ def winograd_transform_matrices(tile_size: int) -> tuple[np.ndarray, np.ndarray,
     return as_array(at).T, as_array(bt).T, as_array(g)
 
 
-def winograd_tile_size(
-    batch: Any, out_h: int, out_w: int, in_channels: int = 0, out_channels: int = 0
-) -> int:
+def winograd_tile_size(batch: Any, out_h: int, out_w: int) -> int:
     """The tile size the graph compiler uses for a stride-1 3x3 float32 convolution of this
-    output size (0: a direct convolution does better). The channels are accepted for the
-    choice's signature; they do not change it today.
+    output size (0: a direct convolution does better).
 
     F(4x4) (4x fewer multiplications) wherever its tiles give each of the 36 matrix products
     at least 16 rows; else F(2x2) (2.25x fewer) where its tiles give 16 rows; else direct:
@@ -144,7 +141,6 @@ def winograd_tile_size(
         >>> [winograd_tile_size(1, size, size) for size in (56, 14, 7, 2)]
         [4, 4, 2, 0]
     """
-    del in_channels, out_channels
     images = batch if isinstance(batch, int) and batch > 0 else 1
     for m in (4, 2):
         if images * -(-out_h // m) * -(-out_w // m) >= 16:
@@ -394,12 +390,7 @@ def conv2d_winograd_nchw(
     if tile_size is None:
         out_h = get_const_int(in_h, "the data's height") + pads[0] + pads[2] - 2
         out_w = get_const_int(in_w, "the data's width") + pads[1] + pads[3] - 2
-        tile_size = (
-            winograd_tile_size(
-                const_int(n), out_h, out_w, const_int(in_c) or 0, const_int(kernel.shape[0]) or 0
-            )
-            or 2
-        )
+        tile_size = winograd_tile_size(const_int(n), out_h, out_w) or 2
     m = _check_tile_size(tile_size)
     if pre_computed:
         check_ndim(kernel, 4, "kernel of conv2d_winograd_nchw", "[m + 2, m + 2, K, C]")

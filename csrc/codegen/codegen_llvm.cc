@@ -148,6 +148,7 @@ class CodeGenLLVM {
       kernel_label_ += " (strided)";
     }
     parallel_count_ = 0;
+    versioned_root_ = f.versioned ? f.body.get() : nullptr;
     if (module_.getFunction(symbol) != nullptr) {
       value_error("two functions named '", f.name, "' in one module");
     }
@@ -825,7 +826,10 @@ class CodeGenLLVM {
       // The loop's name for the loop profile (runtime/loop_profile.h): the kernel's and the
       // loop's place among its parallel loops, which is their order in lower()'s text.
       std::string label = kernel_label_ + " loop " + std::to_string(parallel_count_++);
-      llvm::Value* name = b_.CreateGlobalString(label, ".loop_name");
+      // One string per name: the profile keys a row on its address, and a versioned body's
+      // two copies of a loop are one row.
+      llvm::Value*& name = loop_names_[label];
+      if (name == nullptr) name = b_.CreateGlobalString(label, ".loop_name");
       status = b_.CreateCall(parallel_for_, {n, body_fn, closure, name});
     } else {
       status = b_.CreateCall(body_fn, {b_.getInt64(0), n, closure});
@@ -865,10 +869,13 @@ class CodeGenLLVM {
     llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "endif", fs_.fn);
     b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : merge);
     b_.SetInsertPoint(then_bb);
+    int first_parallel = parallel_count_;
     emit(op->then_case);
     b_.CreateBr(merge);
     if (else_bb) {
       b_.SetInsertPoint(else_bb);
+      // Two versions of one loop nest: the else branch's loops carry the same names.
+      if (op == versioned_root_) parallel_count_ = first_parallel;
       emit(op->else_case);
       b_.CreateBr(merge);
     }
@@ -1631,6 +1638,8 @@ class CodeGenLLVM {
   // The kernel being emitted, for the names of its parallel loops, and how many it has so far.
   std::string kernel_label_;
   int parallel_count_ = 0;
+  const StmtNode* versioned_root_ = nullptr;  // LoweredFunc::versioned's IfThenElse
+  std::unordered_map<std::string, llvm::Value*> loop_names_;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "ir/visitor.h"
 #include "lower/lower.h"
+#include "lower/specialize_strides.h"
 #include "support/error.h"
 #include "support/phase_timer.h"
 #include "support/stack.h"
@@ -89,11 +90,7 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
   auto jit = JITModule::compile({compact}, tgt, name);
   KernelFn compact_fn = jit->lookup(compact.name);
   GenericCompiler compile_generic = [generic, tgt, name] {
-    return on_deep_stack([&] {
-      auto generic_jit = JITModule::compile({generic}, tgt, name);
-      KernelFn fn = generic_jit->lookup(generic.name);
-      return std::make_pair(std::move(generic_jit), fn);
-    });
+    return on_deep_stack([&] { return compile_strided_variant(generic, tgt, name); });
   };
   auto module =
       std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit, nullptr,
@@ -102,6 +99,14 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return module;
+}
+
+std::pair<std::shared_ptr<JITModule>, KernelFn> compile_strided_variant(const LoweredFunc& generic,
+                                                                        const Target& target,
+                                                                        const std::string& name) {
+  auto jit = JITModule::compile({specialize_unit_stride(generic)}, target, name);
+  KernelFn fn = jit->lookup(generic.name);
+  return {std::move(jit), fn};
 }
 
 std::shared_ptr<Module> build_module(const Schedule& sch, const std::vector<Tensor>& args,

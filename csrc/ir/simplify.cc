@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -829,6 +830,25 @@ class Simplifier : public IRMutator {
             return Broadcast::make(mutate(FloorDiv::make(ra->base, bb->value)), lanes);
           } else {
             return Ramp::make(IntImm::make(ra->base.dtype(), *r), ra->stride, lanes);
+          }
+        }
+        // The same when b is g*k + r0 for any k, g divides c and r0 + s*(n-1) < g: the lanes
+        // stay inside one multiple of g, which no multiple of c splits. A vectorized fused
+        // loop over whole rows, ramp(8 * i, 1, 8) // 56 and % 56, is then a row and a ramp
+        // within it (a vector load from a view whose rows are apart, not a gather).
+        if (!r) {
+          Linear l = linearize(ra->base);
+          int64_t g = 0;
+          for (const Term& t : l.terms) g = std::gcd(g, t.coeff < 0 ? -t.coeff : t.coeff);
+          if (g > 0 && *c % g == 0) {
+            int64_t r0 = ((l.constant % g) + g) % g;
+            if (r0 + *s * (lanes - 1) < g) {
+              if constexpr (k == ExprKind::kFloorDiv) {
+                return Broadcast::make(mutate(FloorDiv::make(ra->base, bb->value)), lanes);
+              } else {
+                return Ramp::make(mutate(FloorMod::make(ra->base, bb->value)), ra->stride, lanes);
+              }
+            }
           }
         }
       }

@@ -13,7 +13,6 @@
 #include "lower/balance_sums.h"
 #include "lower/partition_loops.h"
 #include "lower/plan_memory.h"
-#include "lower/prefetch_streams.h"
 #include "lower/schedule_ops.h"
 #include "lower/serialize_packed_calls.h"
 #include "lower/storage_flatten.h"
@@ -145,21 +144,6 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
 // The passes recurse as deep as the expressions are; a deep one is lowered again on a deep stack.
 LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name) {
   return with_deep_stack([&] { return lower_here(sch, args, name); });
-}
-
-LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name) {
-  LoweredFunc out = f;
-  out.name = name;
-  VarMap vmap;
-  for (const Buffer& b : f.args) {
-    std::vector<Expr> compact = compact_strides(b->shape);
-    for (size_t d = 0; d < b->strides.size(); ++d) vmap[b->strides[d].get()] = compact[d];
-  }
-  out.body = balance_sums(simplify(substitute(f.body, vmap)));
-  // The schedule's prefetch requests, resolved now that the strides are known (debugging and
-  // A/B timing: PYTVMBRIDGE_NO_PREFETCH=1 leaves them unresolved, which emits nothing).
-  if (!std::getenv("PYTVMBRIDGE_NO_PREFETCH")) out.body = prefetch_streams(out.body);
-  return out;
 }
 
 }  // namespace ptb

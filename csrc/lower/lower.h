@@ -15,8 +15,4 @@ namespace ptb {
 // size cannot be bound from the arguments' shapes.
 LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name);
 
-// The same function specialised for compact (row-major, contiguous) arguments: every stride
-// variable replaced by the product of the inner extents, which lets loads become vector loads.
-LoweredFunc specialize_compact(const LoweredFunc& f, const std::string& name);
-
 }  // namespace ptb

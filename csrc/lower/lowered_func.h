@@ -25,6 +25,10 @@ struct LoweredFunc {
   std::vector<Buffer> args;
   std::vector<Expr> scalar_params;  // Vars
   Stmt body;
+  // The body is an IfThenElse whose two branches are versions of one loop nest (the strided
+  // variant's unit-stride fast path and its general body): their loops are one loop each in
+  // the loop profile, numbered as in lower()'s text.
+  bool versioned = false;
 };
 
 }  // namespace ptb

@@ -6,6 +6,7 @@
 #include "codegen/cpu_features.h"
 #include "codegen/jit.h"
 #include "codegen/target.h"
+#include "driver/build.h"
 #include "driver/fingerprint.h"
 #include "lower/lower.h"
 #include "python/bindings.h"
@@ -59,12 +60,8 @@ void bind_module_file(py::module_& m) {
         // The strided variant, when the entry lacks it, is lowered and compiled on demand as
         // build() would have.
         GenericCompiler compile_generic = [sch, tensors, tgt, name] {
-          return on_deep_stack([&] {
-            LoweredFunc generic = lower(sch, tensors, name);
-            auto jit = JITModule::compile({generic}, tgt, name);
-            KernelFn fn = jit->lookup(generic.name);
-            return std::make_pair(std::move(jit), fn);
-          });
+          return on_deep_stack(
+              [&] { return compile_strided_variant(lower(sch, tensors, name), tgt, name); });
         };
         return without_gil([&] { return load_module_bytes(bytes, origin, compile_generic); });
       },
@@ -89,10 +86,7 @@ void bind_module_file(py::module_& m) {
             }
             Schedule sch = create_schedule(outputs);
             autoschedule::auto_schedule(sch, tgt, nullptr);
-            LoweredFunc generic = lower(sch, tensors, name);
-            auto jit = JITModule::compile({generic}, tgt, name);
-            KernelFn fn = jit->lookup(generic.name);
-            return std::make_pair(std::move(jit), fn);
+            return compile_strided_variant(lower(sch, tensors, name), tgt, name);
           });
         };
         return without_gil([&] { return load_module_bytes(bytes, origin, compile_generic); });

@@ -292,6 +292,27 @@ TEST_F(Simplify, TileStartsAreMultiplesOfTheTile) {
   EXPECT_EQ(to_string(simplify(crossing)).rfind("floordiv(ramp(", 0), 0u);
 }
 
+TEST_F(Simplify, RampFromAMultipleStaysInOneRowOfAMultipleWidth) {
+  // A fused (h, w) loop of rows of 56, vectorized by 8: the ramp 8 * x + [0, 8) lies in one
+  // multiple of 8, and 8 divides 56, so every lane has the same row and the columns are a ramp.
+  Expr c56 = Broadcast::make(i32(56), 8);
+  Expr base = Mul::make(x, i32(8));
+  EXPECT_EQ(simple(FloorDiv::make(Ramp::make(base, i32(1), 8), c56)), "x8(floordiv((x * 8), 56))");
+  EXPECT_EQ(simple(FloorMod::make(Ramp::make(base, i32(1), 8), c56)),
+            "ramp(floormod((x * 8), 56), 1, 8)");
+  // Offset by 4 with 4 lanes: still inside the multiple of 8 (lanes 4..7).
+  Expr c56q = Broadcast::make(i32(56), 4);
+  EXPECT_EQ(simple(FloorDiv::make(Ramp::make(Add::make(base, i32(4)), i32(1), 4), c56q)),
+            "x4(floordiv(((x * 8) + 4), 56))");
+  // Rows of 60 (8 does not divide 60), or 8 lanes from an offset of 4: a lane may cross a row.
+  Expr c60 = Broadcast::make(i32(60), 8);
+  EXPECT_EQ(to_string(simplify(FloorDiv::make(Ramp::make(base, i32(1), 8), c60)))
+                .rfind("floordiv(ramp(", 0),
+            0u);
+  Expr shifted = FloorDiv::make(Ramp::make(Add::make(base, i32(4)), i32(1), 8), c56);
+  EXPECT_EQ(to_string(simplify(shifted)).rfind("floordiv(ramp(", 0), 0u);
+}
+
 TEST_F(Simplify, VectorQuotientTimesDivisorPlusRemainderIsTheDividend) {
   // An (h, w) tile read along one axis k as [k // 7, k % 7] with the compact strides 7 and 1:
   // o + (k // 7) * 7 + (k % 7) * 1 is the contiguous ramp o + k, whatever k's lanes cross.

@@ -205,6 +205,26 @@ def test_strided_arrays_show_the_generic_version():
     np.testing.assert_allclose(c, a.T * 2 + 1, rtol=1e-6)
 
 
+def test_unit_stride_views_name_the_same_loops():
+    # A view whose last axis is contiguous runs the strided variant's fast path, a copy of its
+    # loop nest: the same two rows, numbered as in lower()'s text, as the general body's.
+    s, args = _two_loops(16, 8)
+    f = tvm.build(s, args, name="sliced")
+    wide = rng.standard_normal((16, 20)).astype("float32")
+    a = wide[:, 3:11]  # rows 20 apart, columns contiguous
+    c = np.zeros((8, 16), "float32")
+    with tvm.profile_loops() as prof:
+        f(a, c)
+        f(wide[:, 3:19:2], c)  # a stepped last axis: the general body
+    assert [r.name for r in prof] == [
+        "sliced (strided) loop 0",
+        "sliced (strided) loop 1",
+        "sliced (strided) call",
+    ]
+    assert [r.calls for r in prof] == [2, 2, 2]
+    np.testing.assert_allclose(c, wide[:, 3:19:2].T * 2 + 1, rtol=1e-6)
+
+
 def test_two_kernels_of_one_name_keep_separate_rows():
     # Every compiled graph's kernel is "fused_0"; a model with a graph break runs two.
     s1, args1 = _two_loops(16, 8)

@@ -12,6 +12,7 @@
 #include "ir/visitor.h"
 #include "lower/balance_sums.h"
 #include "lower/partition_loops.h"
+#include "lower/partition_ranges.h"
 #include "lower/plan_memory.h"
 #include "lower/schedule_ops.h"
 #include "lower/serialize_packed_calls.h"
@@ -123,6 +124,12 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   // A non-dividing tile's guards: tested once per tile (main part), before unrolling copies them.
   if (!std::getenv("PYTVMBRIDGE_NO_PARTITION")) s = partition_loops(s);
   timer.mark("partition");
+  // A comparison a part of a loop decides (a concatenation's, a pad's): that part without it.
+  // PYTVMBRIDGE_NO_PARTITION_RANGES=1 turns this one off alone (tests of partition_loops).
+  if (!std::getenv("PYTVMBRIDGE_NO_PARTITION") && !std::getenv("PYTVMBRIDGE_NO_PARTITION_RANGES")) {
+    s = partition_ranges(s);
+  }
+  timer.mark("partition_ranges");
   s = unroll_loops(s);
   timer.mark("unroll");
   s = vectorize_loops(s);

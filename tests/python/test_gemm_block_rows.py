@@ -110,13 +110,15 @@ def test_row_blocks_outermost_and_the_operand_packed_rows_first():
     assert text.index("for (panel, 0, ") > pack
     # Then the blocks of rows outermost, fused with the panels into the parallel loop, and the
     # 21 whole tiles of a block (128 = 6 x 21 + 2) with the reduction free of guards; the last,
-    # partial tile of each block peeled after them.
+    # partial tile of each block peeled after them, its rows loop cut to the 2 rows that exist
+    # (partition_ranges: the guard `i.inner.inner + 126 < 128` decided on each side of 2).
     nest = text.index("parallel (i.outer.j.outer.fused, 0, ")
     assert nest > pack
     tiles = text.index("for (i.inner.outer, 0, 21)", nest)
     reduction = text[text.index("for (k", tiles) :].split("\n    }", 1)[0]
     assert "if (" not in reduction
-    assert "(i.inner.inner + 126) < 128" in text[tiles:]
+    assert "for (i.inner.inner, 0, 2)" in text[tiles:]
+    assert "< 128" not in text[tiles:]
     a, b = rand(512, 128), rand(128, 256)
     np.testing.assert_allclose(run(s, args, [a, b]), a @ b, rtol=1e-4, atol=1e-3)
 

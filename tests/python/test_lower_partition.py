@@ -15,6 +15,14 @@ from pytvmbridge import te
 rng = np.random.default_rng(5)
 
 
+@pytest.fixture(autouse=True)
+def _this_pass_alone(monkeypatch):
+    # partition_ranges (run next) splits the loop over tiles where these guards are decided,
+    # which takes the main/tail branch out of the loop: the structure checked here is this
+    # pass's own. test_partition_ranges_peels_the_tail runs both.
+    monkeypatch.setenv("PYTVMBRIDGE_NO_PARTITION_RANGES", "1")
+
+
 def _tiled_matmul(m: int, n: int, k: int, vectors: int, rows: int) -> tuple:
     """C = A @ B with a rows x (vectors x 16) register tile: rows and vectors unrolled, the 16
     lanes vectorized, the reduction outside the tile (the tuner's micro-kernel shape)."""
@@ -191,3 +199,15 @@ def test_random_tiles_match_numpy():
         vectors, rows = int(pick.integers(1, 5)), int(pick.integers(1, 6))
         s, args = _tiled_matmul(m, n, k, vectors, rows)
         _run(s, args, m, n, k)
+
+
+def test_partition_ranges_peels_the_tail(monkeypatch):
+    # With partition_ranges after this pass, the loop over the column tiles is split where the
+    # main/tail test is decided: each part takes one branch (here the two tiles are two parts
+    # of one iteration each, straight code), and only the tail's masked lanes are left.
+    monkeypatch.delenv("PYTVMBRIDGE_NO_PARTITION_RANGES")
+    s, args = _tiled_matmul(3, 40, 6, 2, 3)
+    text = str(tvm.lower(s, args))
+    assert "} else {" not in text and "for (i.outer.j.outer.fused" not in text, text
+    assert len(re.findall(r"\) if \(", text)) > 0, text  # the tail's 8 of 16 lanes
+    _run(s, args, 3, 40, 6)

@@ -15,17 +15,12 @@
 #include "ir/simplify.h"
 #include "ir/substitute.h"
 #include "ir/visitor.h"
+#include "lower/value_set.h"
 
 namespace ptb {
 
 namespace {
 
-struct LoopRange {
-  Expr var;
-  int64_t min;
-  int64_t extent;
-};
-using LoopRanges = std::unordered_map<const ExprNode*, LoopRange>;
 using NodeSet = std::unordered_set<const ExprNode*>;
 
 // What one loop body holds: its tile loops (unrolled or vectorized, constant bounds), the
@@ -133,64 +128,6 @@ bool affine(const Expr& e, const LoopRanges& tiles, int64_t sign,
     }
   }
   return false;
-}
-
-// The values an integer expression of the enclosing loops' variables can take: a superset,
-// within [lo, hi] and congruent to lo modulo step (step 0: lo only).
-struct ValueSet {
-  int64_t lo;
-  int64_t hi;
-  int64_t step;
-};
-
-std::optional<ValueSet> value_set(const Expr& e, const LoopRanges& loops) {
-  if (auto c = as_const_int(e)) return ValueSet{*c, *c, 0};
-  if (e.as<Var>()) {
-    auto it = loops.find(e.get());
-    if (it == loops.end()) return std::nullopt;
-    const LoopRange& r = it->second;
-    return ValueSet{r.min, r.min + r.extent - 1, r.extent > 1 ? 1 : 0};
-  }
-  if (const auto* x = e.as<Cast>()) {
-    DataType from = x->value.dtype(), to = x->dtype;
-    if (!from.is_integer() || !to.is_integer() || to.bits() < from.bits()) return std::nullopt;
-    return value_set(x->value, loops);
-  }
-  if (const auto* x = e.as<Add>()) {
-    auto a = value_set(x->a, loops), b = value_set(x->b, loops);
-    if (!a || !b) return std::nullopt;
-    return ValueSet{a->lo + b->lo, a->hi + b->hi, std::gcd(a->step, b->step)};
-  }
-  if (const auto* x = e.as<Sub>()) {
-    auto a = value_set(x->a, loops), b = value_set(x->b, loops);
-    if (!a || !b) return std::nullopt;
-    return ValueSet{a->lo - b->hi, a->hi - b->lo, std::gcd(a->step, b->step)};
-  }
-  if (const auto* x = e.as<Mul>()) {
-    auto a = value_set(x->a, loops);
-    auto c = as_const_int(x->b);
-    if (!a || !c) return std::nullopt;
-    if (*c >= 0) return ValueSet{a->lo * *c, a->hi * *c, a->step * *c};
-    return ValueSet{a->hi * *c, a->lo * *c, -a->step * *c};
-  }
-  if (const auto* x = e.as<FloorMod>()) {
-    auto a = value_set(x->a, loops);
-    auto m = as_const_int(x->b);
-    if (!a || !m || *m <= 0) return std::nullopt;
-    if (a->lo >= 0 && a->hi < *m) return a;
-    if (a->step == 0) return ValueSet{floor_mod(a->lo, *m), floor_mod(a->lo, *m), 0};
-    int64_t g = std::gcd(a->step, *m);
-    int64_t lo = floor_mod(a->lo, g);
-    return ValueSet{lo, lo + (*m - 1 - lo) / g * g, g};
-  }
-  if (const auto* x = e.as<FloorDiv>()) {
-    auto a = value_set(x->a, loops);
-    auto m = as_const_int(x->b);
-    if (!a || !m || *m <= 0) return std::nullopt;
-    int64_t lo = floor_div(a->lo, *m), hi = floor_div(a->hi, *m);
-    return ValueSet{lo, hi, lo == hi ? 0 : 1};
-  }
-  return std::nullopt;
 }
 
 // A guard's comparison affine in the tile variables, as

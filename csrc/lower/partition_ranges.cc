@@ -10,63 +10,15 @@
 #include "ir/simplify.h"
 #include "ir/substitute.h"
 #include "ir/visitor.h"
+#include "lower/value_set.h"
 #include "schedule/interval.h"
 
 namespace ptb {
 
 namespace {
 
-// Inclusive bounds of an integer expression.
-struct Bounds {
-  int64_t lo;
-  int64_t hi;
-};
-using LoopBounds = std::unordered_map<const ExprNode*, Bounds>;
-
 // The most parts one loop is split into (each is a copy of its body).
 constexpr size_t kMaxParts = 4;
-
-std::optional<Bounds> bounds_of(const Expr& e, const LoopBounds& loops) {
-  if (auto c = as_const_int(e)) return Bounds{*c, *c};
-  if (e.as<Var>()) {
-    auto it = loops.find(e.get());
-    if (it == loops.end()) return std::nullopt;
-    return it->second;
-  }
-  if (const auto* x = e.as<Cast>()) {
-    DataType from = x->value.dtype(), to = x->dtype;
-    if (!from.is_integer() || !to.is_integer() || to.bits() < from.bits()) return std::nullopt;
-    return bounds_of(x->value, loops);
-  }
-  if (const auto* x = e.as<Add>()) {
-    auto a = bounds_of(x->a, loops), b = bounds_of(x->b, loops);
-    if (!a || !b) return std::nullopt;
-    return Bounds{a->lo + b->lo, a->hi + b->hi};
-  }
-  if (const auto* x = e.as<Sub>()) {
-    auto a = bounds_of(x->a, loops), b = bounds_of(x->b, loops);
-    if (!a || !b) return std::nullopt;
-    return Bounds{a->lo - b->hi, a->hi - b->lo};
-  }
-  if (const auto* x = e.as<Mul>()) {
-    auto a = bounds_of(x->a, loops);
-    auto c = as_const_int(x->b);
-    if (!a || !c) return std::nullopt;
-    return *c >= 0 ? Bounds{a->lo * *c, a->hi * *c} : Bounds{a->hi * *c, a->lo * *c};
-  }
-  if (const auto* x = e.as<FloorDiv>()) {
-    auto a = bounds_of(x->a, loops);
-    auto c = as_const_int(x->b);
-    if (!a || !c || *c <= 0) return std::nullopt;
-    return Bounds{floor_div(a->lo, *c), floor_div(a->hi, *c)};
-  }
-  if (const auto* x = e.as<FloorMod>()) {
-    auto c = as_const_int(x->b);
-    if (!bounds_of(x->a, loops) || !c || *c <= 0) return std::nullopt;
-    return Bounds{0, *c - 1};
-  }
-  return std::nullopt;
-}
 
 // Whether `v` occurs in e only through sums, differences, products by constants and widening
 // casts (e is affine in v).
@@ -95,7 +47,7 @@ bool affine_in(const Expr& e, const Expr& v) {
 struct Comparison {
   Expr node;
   int64_t coef;
-  Bounds rest;
+  ValueSet rest;
   int64_t limit;
 
   // Over iterations [first, last] of v: 1 holds on all, 0 fails on all, -1 neither.
@@ -119,7 +71,7 @@ struct Comparison {
   }
 };
 
-std::optional<Comparison> comparison_in(const Expr& cmp, const Expr& v, const LoopBounds& inner) {
+std::optional<Comparison> comparison_in(const Expr& cmp, const Expr& v, const LoopRanges& inner) {
   Expr a, b;
   int64_t limit = 0;  // a - b < 0, or a - b < 1 for a non-strict comparison
   if (const auto* x = cmp.as<LT>()) a = x->a, b = x->b;
@@ -146,7 +98,7 @@ std::optional<Comparison> comparison_in(const Expr& cmp, const Expr& v, const Lo
   };
   Expr d0 = at(0);
   auto coef = as_const_int(simplify(Sub::make(at(1), d0)));
-  auto rest = bounds_of(d0, inner);
+  auto rest = value_set(d0, inner);
   if (!coef || *coef == 0 || !rest) return std::nullopt;
   return Comparison{cmp, *coef, *rest, limit};
 }
@@ -182,42 +134,21 @@ class Decide : public IRMutator {
   std::vector<std::pair<Expr, bool>> decided_;
 };
 
-bool holds_vector_loop(const Stmt& s) {
-  bool found = false;
-  struct Finder : IRVisitor {
-    bool* found;
-    explicit Finder(bool* f) : found(f) {}
-    using IRVisitor::visit;
-    void visit(const Expr&) override {}
+// The loops inside a loop body with constant bounds, and whether one of them is vectorized.
+struct InnerLoops : IRVisitor {
+  LoopRanges ranges;
+  bool vectorized = false;
+  using IRVisitor::visit;
+  void visit(const Expr&) override {}
 
-   protected:
-    void visit_node(const For* op) override {
-      if (op->for_kind == ForKind::kVectorized) *found = true;
-      IRVisitor::visit_node(op);
-    }
-  } finder(&found);
-  finder.visit(s);
-  return found;
-}
-
-LoopBounds inner_loops(const Stmt& s) {
-  LoopBounds out;
-  struct Collect : IRVisitor {
-    LoopBounds* out;
-    explicit Collect(LoopBounds* o) : out(o) {}
-    using IRVisitor::visit;
-    void visit(const Expr&) override {}
-
-   protected:
-    void visit_node(const For* op) override {
-      auto min = as_const_int(op->min), extent = as_const_int(op->extent);
-      if (min && extent && *extent >= 1) (*out)[op->var.get()] = {*min, *min + *extent - 1};
-      IRVisitor::visit_node(op);
-    }
-  } collect(&out);
-  collect.visit(s);
-  return out;
-}
+ protected:
+  void visit_node(const For* op) override {
+    vectorized = vectorized || op->for_kind == ForKind::kVectorized;
+    auto min = as_const_int(op->min), extent = as_const_int(op->extent);
+    if (min && extent && *extent >= 1) ranges[op->var.get()] = {op->var, *min, *extent};
+    IRVisitor::visit_node(op);
+  }
+};
 
 class PartitionRanges : public IRMutator {
  protected:
@@ -227,12 +158,12 @@ class PartitionRanges : public IRMutator {
     Stmt loop =
         body.same_as(op->body) ? self : For::make(op->var, op->min, op->extent, op->for_kind, body);
     auto min = as_const_int(op->min), extent = as_const_int(op->extent);
-    if (op->for_kind != ForKind::kSerial || !min || !extent || *extent < 2 ||
-        !holds_vector_loop(body)) {
-      return loop;
-    }
+    if (op->for_kind != ForKind::kSerial || !min || !extent || *extent < 2) return loop;
+    InnerLoops scan;
+    scan.visit(body);
+    if (!scan.vectorized) return loop;
+    const LoopRanges& inner = scan.ranges;
     int64_t first = *min, last = *min + *extent - 1;
-    LoopBounds inner = inner_loops(body);
     std::vector<Comparison> comparisons;
     std::vector<int64_t> cuts;  // iterations that start a part
     for_each_expr(body, [&](const Expr& e) {

@@ -3,9 +3,11 @@ next to the same kernel on compact arrays and PyTorch eager on the same views, i
 
 Rows: a copy and an add written into column slices of a wider array (as a concatenation
 does), dense on one column chunk of a fused q/k/v projection, softmax over a slice of rows and
-columns, and a row-stepped slice. Before the fast path these calls took the general strided
-body, whose loads along the last axis were gathers (the copy row: 330 us against 38 us
-compact). Medians of interleaved rounds; JSON goes to benchmarks/results/views.json.
+columns, and a row-stepped slice; and pointwise kernels on channels_last tensors, whose
+memory is dense in another order of the dimensions (the compact variant runs over it, and an
+output the kernel allocates keeps that layout). Before the fast path these calls took the
+general strided body, whose loads along the last axis were gathers (the copy row: 330 us
+against 38 us compact). Medians of interleaved rounds; JSON goes to benchmarks/results/views.json.
 
     .venv/bin/python benchmarks/views.py [--threads 2] [--rounds 9]
 """
@@ -101,6 +103,39 @@ def cases(torch: Any, tvm: Any, topi: Any) -> list[dict[str, Any]]:
             ours=lambda: relu(rows, relu_out),
             compact=lambda: relu(rows_c, relu_out),
             torch=lambda: torch.relu(rows),
+        )
+    )
+    # channels_last: every stride permuted, memory dense. A pointwise kernel runs its compact
+    # variant over it; the output it allocates is channels_last too, as torch's is.
+    cl = torch.randn(b, 64, 56, 56).to(memory_format=torch.channels_last)
+    cl_c, cl_out = cl.contiguous(), torch.empty_like(cl)
+    out.append(
+        dict(
+            name="relu (8, 64, 56, 56) channels_last, out given",
+            ours=lambda: relu(cl, cl_out),
+            compact=lambda: relu(cl_c, relu_out),
+            torch=lambda: torch.relu(cl),
+        )
+    )
+    relu_torch = tvm.to_pytorch(relu)
+    out.append(
+        dict(
+            name="relu (8, 64, 56, 56) channels_last, allocated",
+            ours=lambda: relu_torch(cl),
+            compact=lambda: relu_torch(cl_c),
+            torch=lambda: torch.relu(cl),
+        )
+    )
+    cl2 = torch.randn(b, 64, 56, 56).to(memory_format=torch.channels_last)
+    cl2_c = cl2.contiguous()
+    r2 = tvm.placeholder((b, 64, 56, 56), name="r2")
+    residual = build([topi.nn.relu(topi.add(r, r2))], [r, r2])
+    out.append(
+        dict(
+            name="relu(x + y) (8, 64, 56, 56) channels_last",
+            ours=lambda: residual(cl, cl2, cl_out),
+            compact=lambda: residual(cl_c, cl2_c, relu_out),
+            torch=lambda: torch.relu(cl + cl2),
         )
     )
     return out

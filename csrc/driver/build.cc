@@ -12,6 +12,7 @@
 #include "support/error.h"
 #include "support/phase_timer.h"
 #include "support/stack.h"
+#include "te/pointwise.h"
 
 namespace ptb {
 
@@ -96,6 +97,7 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
       std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit, nullptr,
                                compact_fn, to_string(generic.body), std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
+  module->set_pointwise(is_pointwise(args));
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return module;

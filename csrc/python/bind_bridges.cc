@@ -235,6 +235,18 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
     for (int k = 0; k < v.n_in; ++k) tensors[k] = &in[k].tensor();
     computed = v.mod->output_shapes(tensors.data(), static_cast<size_t>(v.n_in));
   }
+  // A pointwise kernel's outputs take its inputs' layout when they share one that is dense but
+  // not row-major (channels_last), as PyTorch's elementwise operators do: the kernel then runs
+  // its compact variant on all of them (Module::run), not the strided one.
+  const int64_t* like_strides = nullptr;
+  if (route == AllocRoute::kTorch && v.mod->pointwise() && v.n_in > 0) {
+    PerArg<const DLTensor*, kMaxArgs> inputs(v.n_in);
+    for (int k = 0; k < v.n_in; ++k) inputs[k] = &in[k].tensor();
+    const DLTensor& first = *inputs[0];
+    if (!is_compact(first) && share_dense_layout(inputs.data(), static_cast<size_t>(v.n_in))) {
+      like_strides = first.strides;
+    }
+  }
   CallArgs<kMaxArgs> out(v.n_out);
   for (int k = 0; k < v.n_out; ++k) {
     const ArgSpec& spec = specs[v.outputs[k]];
@@ -250,7 +262,7 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
             dim.kind == OutDim::kConst ? dim.value : in[dim.input].tensor().shape[dim.dim];
       }
     }
-    out[k].allocate(framework, route, ndim, shape, dl_dtype(spec.dtype));
+    out[k].allocate(framework, route, ndim, shape, dl_dtype(spec.dtype), like_strides);
   }
   PerArg<const DLTensor*, kMaxArgs> tensors(v.n_all);
   PerArg<bool, kMaxArgs> read_only(v.n_all);

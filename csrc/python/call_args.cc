@@ -60,8 +60,12 @@ constexpr size_t kDataAlign = 64;
 
 void free_torch_block(DLManagedTensorVersioned* self) { std::free(self); }
 
-DLManagedTensorVersioned* new_torch_block(int ndim, const int64_t* shape, DLDataType dtype) {
-  const size_t header = sizeof(DLManagedTensorVersioned) + sizeof(int64_t) * ndim;
+// `strides`: null for a row-major tensor, else strides that lay the elements out densely in some
+// order of the dimensions (the same number of bytes).
+DLManagedTensorVersioned* new_torch_block(int ndim, const int64_t* shape, const int64_t* strides,
+                                          DLDataType dtype) {
+  const int dim_arrays = strides != nullptr ? 2 : 1;
+  const size_t header = sizeof(DLManagedTensorVersioned) + sizeof(int64_t) * ndim * dim_arrays;
   size_t bytes = (static_cast<size_t>(dtype.bits) * dtype.lanes + 7) / 8;
   bool overflow = false;
   for (int d = 0; d < ndim; ++d) {
@@ -77,13 +81,18 @@ DLManagedTensorVersioned* new_torch_block(int ndim, const int64_t* shape, DLData
   auto* managed = static_cast<DLManagedTensorVersioned*>(block);
   auto* dims = reinterpret_cast<int64_t*>(managed + 1);
   std::memcpy(dims, shape, sizeof(int64_t) * ndim);
+  int64_t* steps = nullptr;
+  if (strides != nullptr) {
+    steps = dims + ndim;
+    std::memcpy(steps, strides, sizeof(int64_t) * ndim);
+  }
   const uintptr_t start = reinterpret_cast<uintptr_t>(block) + header;
   void* data = reinterpret_cast<void*>((start + kDataAlign - 1) & ~uintptr_t{kDataAlign - 1});
   managed->version = DLPackVersion{kDLPackMajor, kDLPackMinor};
   managed->manager_ctx = nullptr;
   managed->deleter = free_torch_block;
   managed->flags = 0;
-  managed->dl_tensor = DLTensor{data, DLDevice{kDLCPU, 0}, ndim, dtype, dims, nullptr, 0};
+  managed->dl_tensor = DLTensor{data, DLDevice{kDLCPU, 0}, ndim, dtype, dims, steps, 0};
   return managed;
 }
 
@@ -287,7 +296,7 @@ void CallArg::read(PyObject* obj, const ArgName& what, bool output) {
 }
 
 void CallArg::allocate(PyObject* framework, AllocRoute route, int ndim, const int64_t* shape,
-                       DLDataType dtype) {
+                       DLDataType dtype, const int64_t* strides) {
   framework_ = framework;
   alloc_ = route;
   read_only_ = false;
@@ -296,10 +305,14 @@ void CallArg::allocate(PyObject* framework, AllocRoute route, int ndim, const in
       // One block of our own memory (the managed tensor, its shape, then the data) handed to
       // PyTorch, which frees it through the deleter when the tensor goes: half the cost of
       // torch's allocator (at::empty through the dispatcher, then a second tensor around it).
-      DLManagedTensorVersioned* managed = new_torch_block(ndim, shape, dtype);
+      DLManagedTensorVersioned* managed = new_torch_block(ndim, shape, strides, dtype);
       view_ = managed->dl_tensor;
       std::memcpy(shape_, view_.shape, sizeof(int64_t) * ndim);
       view_.shape = shape_;
+      if (strides != nullptr) {
+        std::memcpy(strides_, strides, sizeof(int64_t) * ndim);
+        view_.strides = strides_;
+      }
       void* tensor = nullptr;
       auto to_python =
           reinterpret_cast<ToPyObject>(torch_exchange()->managed_tensor_to_py_object_no_sync);

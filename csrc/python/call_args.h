@@ -58,9 +58,11 @@ class CallArg {
   void read(PyObject* obj, const ArgName& what, bool output);
 
   // A new output of `framework` (alloc `route`) with this shape and dtype; result() gives the
-  // framework's array once the kernel has run.
+  // framework's array once the kernel has run. `strides`, if not null, lay the elements out
+  // densely in another order of the dimensions (a pointwise kernel's output in its inputs'
+  // channels_last layout); only PyTorch's route takes them, the others allocate row-major.
   void allocate(PyObject* framework, AllocRoute route, int ndim, const int64_t* shape,
-                DLDataType dtype);
+                DLDataType dtype, const int64_t* strides = nullptr);
 
   // The framework's array for an allocated output (a new reference), or nullptr with an error.
   PyObject* result();

@@ -133,16 +133,6 @@ bool dtype_matches(const DataType& want, const DLDataType& got) {
   return want.is_bool() && got.code == kDLUInt && got.bits == 8;
 }
 
-bool is_compact(const DLTensor& t) {
-  if (!t.strides) return true;
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.shape[d];
-  }
-  return true;
-}
-
 // The byte range [lo, hi) an array's elements span (empty arrays span nothing).
 std::pair<uintptr_t, uintptr_t> byte_span(const DLTensor& t) {
   uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
@@ -196,6 +186,50 @@ std::string strides_str(const DLTensor& t) {
 }
 
 }  // namespace
+
+bool is_compact(const DLTensor& t) {
+  if (!t.strides) return true;
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+// Whether the arrays (of one shape) all have the same strides, dimensions of size 1 aside, and
+// those strides are positive and lay the elements out with no gap in some order of the
+// dimensions: then every array's elements lie at data + k * itemsize, k = 0 .. size - 1, in the
+// same order, and a pointwise kernel's compact variant, which walks k, computes the right thing.
+bool share_dense_layout(const DLTensor* const* tensors, size_t n) {
+  const DLTensor& first = *tensors[0];
+  auto stride_of = [](const DLTensor& t, int d) {
+    if (t.strides) return t.strides[d];
+    int64_t s = 1;
+    for (int k = d + 1; k < t.ndim; ++k) s *= t.shape[k];
+    return s;
+  };
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, extent) of the dimensions over 1
+  for (int d = 0; d < first.ndim; ++d) {
+    if (first.shape[d] == 0) return true;  // no elements: any variant does nothing
+    if (first.shape[d] == 1) continue;
+    int64_t stride = stride_of(first, d);
+    for (size_t i = 1; i < n; ++i) {
+      if (tensors[i]->ndim != first.ndim || tensors[i]->shape[d] != first.shape[d] ||
+          stride_of(*tensors[i], d) != stride) {
+        return false;
+      }
+    }
+    dims.emplace_back(stride, first.shape[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, extent] : dims) {
+    if (stride != expected) return false;
+    expected *= extent;
+  }
+  return true;
+}
 
 Module::Module(std::string name, std::vector<ArgSpec> args, std::vector<Expr> slots,
                std::shared_ptr<JITModule> jit, KernelFn generic, KernelFn compact,
@@ -401,14 +435,17 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
       }
     }
   }
-  KernelFn fn = all_compact ? compact_ : generic_kernel();
+  // Arrays laid out alike but not row-major (channels_last): a pointwise kernel's compact
+  // variant walks their memory in order, at the speed of a compact call.
+  bool run_compact = all_compact || (pointwise_ && n > 0 && share_dense_layout(tensors, n));
+  KernelFn fn = run_compact ? compact_ : generic_kernel();
   int32_t rc;
   if (loop_profile_enabled()) {
     auto start = std::chrono::steady_clock::now();
     rc = fn(data, slots);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    record_loop(all_compact ? call_label_.c_str() : strided_call_label_.c_str(), 1, seconds);
+    record_loop(run_compact ? call_label_.c_str() : strided_call_label_.c_str(), 1, seconds);
   } else {
     rc = fn(data, slots);
   }

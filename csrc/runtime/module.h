@@ -45,6 +45,14 @@ struct InternalSize {
   Expr expr;
 };
 
+// Whether an array is row-major with no gaps (dimensions of size 1 aside): the compact variant's
+// layout.
+bool is_compact(const DLTensor& t);
+// Whether `n` arrays of one shape all have the same strides (dimensions of size 1 aside), positive
+// and laying the elements out with no gap in some order of the dimensions (channels_last, a
+// transposed array): element k in memory order of each array then meets element k of the others.
+bool share_dense_layout(const DLTensor* const* tensors, size_t n);
+
 // Compiles the strided (generic) variant of a kernel on demand: the JIT holding it and its entry.
 using GenericCompiler = std::function<std::pair<std::shared_ptr<JITModule>, KernelFn>()>;
 
@@ -70,6 +78,11 @@ class Module {
   // Seconds build_module took (lowering, LLVM optimisation, machine code), shown by displays.
   double compile_seconds() const { return compile_seconds_; }
   void set_compile_seconds(double seconds) { compile_seconds_ = seconds; }
+  // A pointwise kernel (te/pointwise.h) runs its compact variant on arrays that all share one
+  // dense layout in another order of their dimensions (channels_last, transposed), not only on
+  // row-major ones: element k of every array in memory order meets element k of the others.
+  bool pointwise() const { return pointwise_; }
+  void set_pointwise(bool pointwise) { pointwise_ = pointwise; }
 
   // Checks `n` tensors against the signature (count, ndim, dtype, device, constant and symbolic
   // sizes, writable and non-overlapping outputs), binds sizes and strides and runs the kernel.
@@ -108,6 +121,7 @@ class Module {
   KernelFn compact_;
   std::string lowered_;
   bool has_expr_dims_ = false;  // some size is an expression, checked after binding
+  bool pointwise_ = false;
   std::vector<InternalSize> internal_sizes_;
   double compile_seconds_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -397,6 +398,7 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
       {"imports", std::move(imports)},
       {"lowered", module.lowered_text()},
       {"compile_seconds", module.compile_seconds()},
+      {"pointwise", module.pointwise()},
   };
   std::string manifest_text;
   llvm::raw_string_ostream os(manifest_text);
@@ -537,6 +539,12 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
                                          jit->lookup(compact_name), r.str(m, "lowered"),
                                          std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
+  // Files saved before the field existed run such arrays through the strided variant.
+  if (const json::Value* pointwise = m.get("pointwise")) {
+    std::optional<bool> flag = pointwise->getAsBoolean();
+    if (!flag) r.fail("field 'pointwise' must be true or false");
+    module->set_pointwise(*flag);
+  }
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return module;

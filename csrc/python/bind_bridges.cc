@@ -236,10 +236,12 @@ PyObject* call_allocating(const Variant& v, CallArgs<kMaxArgs>& in, PyObject* fr
     computed = v.mod->output_shapes(tensors.data(), static_cast<size_t>(v.n_in));
   }
   // A pointwise kernel's outputs take its inputs' layout when they share one that is dense but
-  // not row-major (channels_last), as PyTorch's elementwise operators do: the kernel then runs
-  // its compact variant on all of them (Module::run), not the strided one.
+  // not row-major (channels_last, Fortran order), as PyTorch's elementwise operators and NumPy's
+  // ufuncs do: the kernel then runs its compact variant on all of them (Module::run), not the
+  // strided one.
   const int64_t* like_strides = nullptr;
-  if (route == AllocRoute::kTorch && v.mod->pointwise() && v.n_in > 0) {
+  if ((route == AllocRoute::kTorch || route == AllocRoute::kNumpy) && v.mod->pointwise() &&
+      v.n_in > 0) {
     PerArg<const DLTensor*, kMaxArgs> inputs(v.n_in);
     for (int k = 0; k < v.n_in; ++k) inputs[k] = &in[k].tensor();
     const DLTensor& first = *inputs[0];

@@ -326,7 +326,7 @@ void CallArg::allocate(PyObject* framework, AllocRoute route, int ndim, const in
       return;
     }
     case AllocRoute::kNumpy: {
-      object_ = numpy_empty(ndim, shape, dtype);
+      object_ = numpy_empty(ndim, shape, dtype, strides);
       if (object_ == nullptr) throw py::error_already_set();
       bool read_only = false;
       PTB_ICHECK(numpy_view(object_, &view_, strides_, kMaxViewDims, &read_only),

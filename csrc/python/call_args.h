@@ -60,7 +60,8 @@ class CallArg {
   // A new output of `framework` (alloc `route`) with this shape and dtype; result() gives the
   // framework's array once the kernel has run. `strides`, if not null, lay the elements out
   // densely in another order of the dimensions (a pointwise kernel's output in its inputs'
-  // channels_last layout); only PyTorch's route takes them, the others allocate row-major.
+  // channels_last layout); PyTorch's and NumPy's routes take them, the others allocate
+  // row-major.
   void allocate(PyObject* framework, AllocRoute route, int ndim, const int64_t* shape,
                 DLDataType dtype, const int64_t* strides = nullptr);
 

@@ -124,14 +124,20 @@ bool numpy_view(PyObject* obj, DLTensor* out, int64_t* strides, int max_dims, bo
   return true;
 }
 
-PyObject* numpy_empty(int ndim, const int64_t* shape, DLDataType dtype) {
+PyObject* numpy_empty(int ndim, const int64_t* shape, DLDataType dtype, const int64_t* strides) {
   const int type_num = from_dl(dtype);
   if (type_num < 0) {
     PyErr_SetString(PyExc_TypeError, "numpy_empty: a dtype NumPy does not have");
     return nullptr;
   }
-  return PyArray_SimpleNew(ndim, const_cast<npy_intp*>(reinterpret_cast<const npy_intp*>(shape)),
-                           type_num);
+  auto* dims = const_cast<npy_intp*>(reinterpret_cast<const npy_intp*>(shape));
+  if (strides == nullptr) return PyArray_SimpleNew(ndim, dims, type_num);
+  // NumPy allocates size * itemsize bytes and keeps the strides given (in bytes): a dense
+  // layout in another order of the dimensions fits that block exactly.
+  npy_intp steps[NPY_MAXDIMS];
+  const npy_intp item = (dtype.bits * dtype.lanes + 7) / 8;
+  for (int d = 0; d < ndim; ++d) steps[d] = static_cast<npy_intp>(strides[d]) * item;
+  return PyArray_New(&PyArray_Type, ndim, dims, type_num, steps, nullptr, 0, 0, nullptr);
 }
 
 #else  // a build without NumPy's headers: the generic routes do everything
@@ -139,7 +145,7 @@ PyObject* numpy_empty(int ndim, const int64_t* shape, DLDataType dtype) {
 bool numpy_ready() { return false; }
 bool numpy_is_array(PyObject*) { return false; }
 bool numpy_view(PyObject*, DLTensor*, int64_t*, int, bool*) { return false; }
-PyObject* numpy_empty(int, const int64_t*, DLDataType) {
+PyObject* numpy_empty(int, const int64_t*, DLDataType, const int64_t*) {
   PyErr_SetString(PyExc_RuntimeError, "this build of pytvmbridge has no NumPy C API");
   return nullptr;
 }

@@ -24,7 +24,9 @@ bool numpy_is_array(PyObject* obj);
 // know, strides that are not whole elements, more than `max_dims` dimensions). Needs numpy_ready().
 bool numpy_view(PyObject* obj, DLTensor* out, int64_t* strides, int max_dims, bool* read_only);
 
-// A new C-contiguous array, or nullptr with a Python error set. Needs numpy_ready().
-PyObject* numpy_empty(int ndim, const int64_t* shape, DLDataType dtype);
+// A new array, C-contiguous or with `strides` (in elements, a dense layout in another order of
+// the dimensions), or nullptr with a Python error set. Needs numpy_ready().
+PyObject* numpy_empty(int ndim, const int64_t* shape, DLDataType dtype,
+                      const int64_t* strides = nullptr);
 
 }  // namespace ptb::python

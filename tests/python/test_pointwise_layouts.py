@@ -184,3 +184,32 @@ def test_saved_module_keeps_the_fast_path(tmp_path):
     out = torch.empty_like(a)
     assert variant_names(g, a, out) == ["absval call"]
     torch.testing.assert_close(out, a.abs(), rtol=0, atol=0)
+
+
+def test_allocated_numpy_outputs_keep_fortran_order():
+    x = tvm.placeholder((40, 24), name="x")
+    w = tvm.placeholder((40, 24), name="w")
+    f = tvm.to_numpy(auto_build([topi.subtract(x, w)], [x, w], name="sub"))
+    a = np.asfortranarray(rng.standard_normal((40, 24)).astype("float32"))
+    b = np.asfortranarray(rng.standard_normal((40, 24)).astype("float32"))
+    out = f(a, b)
+    assert out.flags.f_contiguous and not out.flags.c_contiguous
+    np.testing.assert_array_equal(out, a - b)
+    c = f(np.ascontiguousarray(a), np.ascontiguousarray(b))
+    assert c.flags.c_contiguous
+    np.testing.assert_array_equal(c, a - b)
+
+
+def test_kernel_decorator_on_channels_last_tensors():
+    @tvm.kernel
+    def scaled_silu(t):
+        return tvm.compute(t.shape, lambda *i: t(*i) * tvm.sigmoid(t(*i)) * 2.0, name="silu2")
+
+    a = channels_last(2, 8, 5, 7)
+    out = scaled_silu(a)
+    assert out.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(out, torch.nn.functional.silu(a) * 2.0, rtol=1e-5, atol=1e-6)
+    # The same kernel on a row-major tensor: a row-major output, the same values.
+    out_c = scaled_silu(a.contiguous())
+    assert out_c.is_contiguous()
+    torch.testing.assert_close(out_c, out, rtol=0, atol=0)

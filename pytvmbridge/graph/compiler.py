@@ -57,6 +57,49 @@ from .views import cancel_view_pairs
 _DTYPES = {torch.float32: "float32", torch.int64: "int64"}
 
 
+@dataclass(frozen=True)
+class PermutedInput:
+    """A kernel argument that is graph input ``index`` seen in its memory order:
+    ``input.permute(dims)``, a row-major view of a tensor whose layout is dense but not
+    row-major (``channels_last``). The kernel reads it through an inlined view back to the
+    graph's order of dimensions, so it runs its compact variant on such inputs instead of the
+    strided one (which would gather every vector)."""
+
+    index: int
+    dims: tuple[int, ...]
+
+
+def memory_order(val: Any) -> tuple[int, ...] | None:
+    """The order of ``val``'s dimensions from the largest stride to the smallest when its layout
+    is dense but not row-major (channels_last: ``(0, 2, 3, 1)``), else None (row-major, gaps,
+    overlaps, symbolic strides).
+
+    Example:
+        >>> import torch
+        >>> memory_order(torch.empty(2, 3, 4, 5).to(memory_format=torch.channels_last))
+        (0, 2, 3, 1)
+        >>> memory_order(torch.empty(2, 3)) is None
+        True
+    """
+    if not isinstance(val, torch.Tensor) or val.dim() < 2:
+        return None
+    strides, shape = val.stride(), val.shape
+    if not all(isinstance(x, int) for x in strides) or val.is_contiguous():
+        return None
+    order = tuple(sorted(range(val.dim()), key=lambda d: (-strides[d], d)))
+    expected = 1
+    for pos, d in enumerate(reversed(order)):
+        if isinstance(shape[d], int) and shape[d] == 1:
+            continue
+        if strides[d] != expected:
+            return None
+        if pos + 1 < len(order):  # a symbolic size may only be the outermost dimension
+            if not isinstance(shape[d], int):
+                return None
+            expected *= shape[d]
+    return order
+
+
 class UnsupportedGraphError(TVMNotImplementedError):
     """A graph holds an operator or value the graph compiler cannot convert."""
 
@@ -122,8 +165,13 @@ class CompiledGraph:
 
     @property
     def tensor_inputs(self) -> list[int]:
-        """The graph inputs passed to the kernel as they are."""
-        return [s for s in self.kernel_sources if isinstance(s, int)]
+        """The graph inputs passed to the kernel as they are (or permuted to their memory
+        order: :class:`PermutedInput`)."""
+        return [
+            s if isinstance(s, int) else s.index
+            for s in self.kernel_sources
+            if isinstance(s, (int, PermutedInput))
+        ]
 
     @property
     def derived_inputs(self) -> list[Derived]:
@@ -154,7 +202,11 @@ class CompiledGraph:
             raise TVMTypeError(f"compiled graph takes {self.num_inputs} inputs, found {len(args)}")
         derived = self._derived
         kernel_args = [
-            args[s] if type(s) is int else derived.get(k, s, args)
+            args[s]
+            if type(s) is int
+            else args[s.index].permute(s.dims)
+            if type(s) is PermutedInput
+            else derived.get(k, s, args)
             for k, s in enumerate(self.kernel_sources)
         ]
         # Symbolic-int inputs (a batch size passed as a number) are not kernel arguments; the
@@ -184,6 +236,7 @@ def import_graph(
     gm: torch.fx.GraphModule,
     prepacked: dict[str, int] | None = None,
     plan: FoldPlan | None = None,
+    permuted: frozenset[str] = frozenset(),
 ) -> tuple[list[Any], list[Any], dict[str, te.Var]]:
     """Convert every node of ``gm`` to TE: returns (placeholders, outputs, size variables).
 
@@ -192,6 +245,8 @@ def import_graph(
     :func:`~.fold.plan_folds` of ``gm``), which also replaces the converters of the nodes that
     read them. ``prepacked`` names convolution weights (graph inputs or derived inputs)
     declared packed (``[O/w, I, kh, kw, w]``, value ``w``; see :mod:`.prepack`).
+    ``permuted`` names tensor inputs whose example is dense in another order of its dimensions
+    (:func:`memory_order`): each is declared in that order and read through a view.
     """
     prepacked = prepacked or {}
     plan = plan_folds(gm) if plan is None else plan
@@ -215,8 +270,24 @@ def import_graph(
                 if val.dtype not in _DTYPES:
                     raise UnsupportedGraphError(f"input {node.name} has dtype {val.dtype}")
                 shape = [_dim_value(d, size_vars) for d in val.shape]
+                order = memory_order(val) if node.name in permuted else None
                 if node.name in prepacked:
                     shape = _packed_shape(node.name, shape, prepacked[node.name])
+                    order = None
+                if order is not None:
+                    stored = te.placeholder(
+                        [shape[d] for d in order], _DTYPES[val.dtype], name=node.name
+                    )
+                    # The graph's order of dimensions over the stored one; inlined into every
+                    # reader by the automatic schedule.
+                    env[node] = te.compute(
+                        shape,
+                        lambda *i, t=stored, o=order: t[tuple(i[d] for d in o)],
+                        name=f"{node.name}_view",
+                        tag="injective",
+                    )
+                    inputs.append(stored)
+                    continue
                 env[node] = te.placeholder(shape, _DTYPES[val.dtype], name=node.name)
             elif isinstance(val, torch.SymInt):
                 env[node] = _dim_value(val, size_vars)
@@ -242,6 +313,22 @@ def import_graph(
         else:
             raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
     return inputs + list(derived.values()), outputs, size_vars
+
+
+def _permuted_inputs(gm: torch.fx.GraphModule, plan: FoldPlan) -> frozenset[str]:
+    """The tensor inputs to declare in their memory order (:class:`PermutedInput`): those whose
+    example is dense but not row-major, less convolution weights and the sources of weight
+    transforms, which are packed from PyTorch's tensor whatever its layout."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    weights = _packable_weights(gm)
+    for spec, _ in plan.derived.values():
+        leaves = spec.leaves() if isinstance(spec, Derived) else [spec]
+        weights.update(placeholders[i].name for i in leaves if isinstance(i, int))
+    return frozenset(
+        n.name
+        for n in placeholders
+        if n.name not in weights and memory_order(n.meta.get("val")) is not None
+    )
 
 
 def _packed_shape(name: str, shape: list[Any], width: int) -> list[Any]:
@@ -342,7 +429,9 @@ def compile_graph(
         for n in gm.graph.nodes:
             if "tensor_meta" in n.meta and "val" not in n.meta:
                 tm = n.meta["tensor_meta"]
-                n.meta["val"] = torch.empty(tm.shape, dtype=tm.dtype, device="meta")
+                n.meta["val"] = torch.empty_strided(
+                    tm.shape, tm.stride, dtype=tm.dtype, device="meta"
+                )
             elif "val" not in n.meta and n.op == "placeholder":
                 n.meta["val"] = example_inputs[placeholders.index(n)]
     # Tuning tasks are cut from the graph as it is computed (blocked convolutions included); the
@@ -356,9 +445,10 @@ def compile_graph(
     if tuning is None:  # batched products read their operands' view chains in place
         plan.rewrites.update(plan_read_through(gm))
     lanes = _layout_lanes(options, target)
+    permuted = _permuted_inputs(gm, plan) if options.get("permute_inputs") else frozenset()
     winograd: dict[str, int] = {}
     with blocking(lanes):
-        inputs, outputs, size_vars = import_graph(gm, plan=plan)
+        inputs, outputs, size_vars = import_graph(gm, plan=plan, permuted=permuted)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
         prepacked.update(_blocked_weights(gm, plan, lanes))
         if options.get("winograd", True):
@@ -369,7 +459,7 @@ def compile_graph(
         out_channels.update({k: shape[0] for k, (_, shape) in plan.derived.items()})
         padded = {k: out_channels[k] for k, w in prepacked.items() if out_channels[k] % w}
         with blocking(lanes, padded, winograd):
-            inputs, outputs, size_vars = import_graph(gm, prepacked, plan)
+            inputs, outputs, size_vars = import_graph(gm, prepacked, plan, permuted)
     derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
     inputs = inputs[: len(placeholders)]
     for node, out in zip(out_nodes, outputs, strict=True):
@@ -389,7 +479,9 @@ def compile_graph(
     kernel_args: list[te.Tensor] = []
     for i, v in enumerate(inputs):
         if isinstance(v, te.Tensor) and hash(v.op) in used:
-            sources.append(i)
+            val = placeholders[i].meta["val"]
+            order = memory_order(val) if placeholders[i].name in permuted else None
+            sources.append(i if order is None else PermutedInput(i, order))
             kernel_args.append(v)
     for dname, tensor in derived.items():
         if hash(tensor.op) in used:

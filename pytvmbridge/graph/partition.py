@@ -148,6 +148,8 @@ def partition_and_compile(
     if not partitions:
         return gm
     fused = partitioner.fuse_partitions(partitions)
+    # Inputs laid out channels_last (as Dynamo traced them) are read in their memory order.
+    options.setdefault("permute_inputs", True)
     for node in list(fused.graph.nodes):
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue

@@ -498,7 +498,11 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   // exponentials) inside the buffer's loop over the row or the block. (A copy of the list:
   // rfactor adds stages to it.)
   std::vector<Stage> stages = ctx.sch->stages;
-  for (const Stage& st : stages) {
+  // Buffers consumers first: a buffer only another buffer reads (a math function of the input,
+  // log(x), read by softmax's shared exp(log(x) - max)) is computed in the loop its reader is
+  // computed in, which must be placed already.
+  for (auto it = stages.rbegin(); it != stages.rend(); ++it) {
+    const Stage& st = *it;
     if (in(buffers, st)) {
       ctx.rule(st, "row_buffer");
       compute_at(st, out, at);

@@ -431,7 +431,9 @@ def _unsqueeze(x: te.Tensor, dim: int) -> te.Tensor:
 def _squeeze(x: te.Tensor, dims: Any) -> te.Tensor:
     dims = [dims] if isinstance(dims, int) else list(dims)
     axes = [_axis(d, len(x.shape)) for d in dims]
-    axes = [a for a in axes if isinstance(x.shape[a], int) and x.shape[a] == 1]
+    # TE shapes hold IntImm, not int: const_int reads both (a symbolic size is never squeezed,
+    # as PyTorch squeezes only dimensions that are 1)
+    axes = [a for a in axes if const_int(x.shape[a]) == 1]
     return topi.squeeze(x, axes) if axes else topi.identity(x)
 
 

@@ -118,6 +118,27 @@ def _reshape_groups(in_shape: Sequence[Any], out_shape: Sequence[Any]) -> list |
     return groups
 
 
+def _inferred_dim(in_shape: list[Any], others: list[Any]) -> Any:
+    """The size of reshape's -1 dimension when some size is symbolic: the input's sizes that the
+    other entries do not take one for one (``x.view(x.size(0), -1)`` of ``(n, 8, 2, 2)``: 32,
+    not ``floordiv(n * 32, n)``, which the simplifier cannot cancel: n may be 0), divided by
+    the entries left over."""
+    left = list(in_shape)
+    rest = []
+    for s in others:
+        match = next((k for k, f in enumerate(left) if same_dim(f, s)), None)
+        if match is None:
+            rest.append(s)
+        else:
+            left.pop(match)
+    den = const_int(prod(rest))
+    constant = prod([f for f in left if const_int(f) is not None])
+    symbolic = [f for f in left if const_int(f) is None]
+    if den is not None and den != 0 and constant % den == 0:
+        return prod([constant // den, *symbolic])
+    return te.floordiv(prod(left), prod(rest))
+
+
 def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
     """``a`` with the same elements in row-major order and shape ``newshape``; one entry may be
     -1 (inferred). Entries may be symbolic.
@@ -146,7 +167,8 @@ def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
                 )
             shape[unknown[0]] = total // known
         else:
-            shape[unknown[0]] = te.floordiv(total, known)
+            others = [s for d, s in enumerate(shape) if d != unknown[0]]
+            shape[unknown[0]] = _inferred_dim(list(a.shape), others)
     new_total = prod(shape)
     if isinstance(total, int) and isinstance(new_total, int) and total != new_total:
         raise TVMValueError(

@@ -46,6 +46,28 @@ def test_reshape_symbolic():
     run([A], outs, [a[:1]], [a[:1].reshape(1, 2, 3), a[:1].reshape(-1, 3), a[:1]])
 
 
+def test_reshape_infers_a_constant_beside_a_symbolic_batch():
+    # x.view(x.size(0), -1): the inferred size cancels the batch, a constant a matmul can
+    # check against its weight (not floordiv(n * 32, n)).
+    n = tvm.var("n")
+    A = tvm.placeholder((n, 8, 2, 2), name="A")
+    flat, halves, quarter = (
+        topi.reshape(A, (n, -1)),
+        topi.reshape(A, (2, -1)),
+        topi.reshape(A, (-1, 4)),
+    )
+    assert [int(d) for d in flat.shape[1:]] == [32]
+    assert int(quarter.shape[1]) == 4
+    a = random((3, 8, 2, 2), "float32")
+    run([A], [flat], [a], [a.reshape(3, -1)])
+    run([A], [halves], [a[:2]], [a[:2].reshape(2, -1)])
+    run([A], [quarter], [a], [a.reshape(-1, 4)])
+    B = tvm.placeholder((n, 3), name="B")  # 3 n / 2 has no constant form: floordiv, still right
+    odd = topi.reshape(B, (2, -1))
+    b = random((4, 3), "float32")
+    run([B], [odd], [b], [b.reshape(2, -1)])
+
+
 @pytest.mark.parametrize(
     "shape, newshape",
     [

@@ -20,6 +20,7 @@ kernel argument each input and constant is, which outputs are returned, the opti
 Example:
     >>> import tempfile, torch, pytvmbridge.torch_compile as ptc
     >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    >>> model = model.eval()
     >>> d = tempfile.mkdtemp()
     >>> compiled = ptc.compile(model, {"input_infos": [("x", ("batch", 4))], "export_dir": d})
     >>> x = torch.randn(5, 4)
@@ -34,6 +35,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -414,6 +416,10 @@ def _compile_graph(
 def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> CompiledModel:
     """Compile a model with PyTorchTVM's options; the result is a ``torch.nn.Module``.
 
+    The model is compiled for inference, as in eval mode (batch norm with its running statistics,
+    dropout off; a model in training mode is compiled so, with a warning), and its outputs have
+    no gradient: train with ``torch.compile(model, backend="pytvmbridge")``.
+
     ``option``: ``input_infos`` (a list of ``(name, shape)`` or ``(name, shape, dtype)``; a shape
     entry may be a size name such as ``"batch"``, compiled once for every size),
     ``default_dtype`` (``"float32"``), ``export_dir`` (also write the compiled model there for
@@ -425,13 +431,22 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
 
     Example:
         >>> import torch, pytvmbridge.torch_compile as ptc
-        >>> model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+        >>> model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh()).eval()
         >>> compiled = ptc.compile(model, {"input_infos": [("x", (4, 3))]})
         >>> x = torch.randn(4, 3)
         >>> torch.allclose(compiled(x), model(x), atol=1e-5)
         True
     """
     option = _parse_options(option)
+    if isinstance(module_or_traced, torch.nn.Module) and module_or_traced.training:
+        warnings.warn(
+            "pytvmbridge.torch.compile compiles a model for inference, as in eval mode (batch "
+            "norm uses its running statistics, dropout is off), but this model is in training "
+            "mode; call model.eval() first, or train with torch.compile(model, "
+            'backend="pytvmbridge")',
+            UserWarning,
+            stacklevel=2,
+        )
     ep, examples = _export(module_or_traced, option["input_infos"])
     sources, constants = _lifted_inputs(ep, examples)
     module, kernel_inputs, output_of, derived = _compile_graph(ep, examples, constants, option)

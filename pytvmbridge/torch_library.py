@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from .build import Module
-from .error import TVMValueError
+from .error import TVMNotImplementedError, TVMValueError
 from .runtime import module_from_bytes, module_to_bytes
 
 __all__ = ["TorchModule", "output_spec", "run_module"]
@@ -172,6 +172,25 @@ def _run_module_fake(
         else torch.empty([_eval_dim(d, inputs) for d in o["shape"]], dtype=_dtype(o["dtype"]))
         for o in signature["outputs"]
     ]
+
+
+def _run_module_backward(ctx: Any, grads: list[torch.Tensor]) -> Any:
+    del ctx, grads
+    raise TVMNotImplementedError(
+        "pytvmbridge::run_module has no gradient: a model compiled with "
+        "pytvmbridge.torch.compile (or a saved module run as a torch op) computes its forward "
+        'pass only; train with torch.compile(model, backend="pytvmbridge"), or call the model '
+        "under torch.no_grad()"
+    )
+
+
+def _run_module_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    del ctx, inputs, output
+
+
+# A gradient formula that says what is missing, instead of PyTorch's generic "no autograd
+# formula was registered" naming no pytvmbridge API.
+run_module.register_autograd(_run_module_backward, setup_context=_run_module_setup)
 
 
 class TorchModule(torch.nn.Module):

@@ -161,6 +161,9 @@ class CompiledGraph:
     output_dtypes: list[torch.dtype]
     output_of: list[int]  # graph output -> index into the Module's outputs
     output_tuple: bool
+    # Per Module output: None, or the dims that make the output (computed in its memory order,
+    # traced channels_last) a view in the graph's order of dimensions, with eager's strides.
+    output_views: tuple[tuple[int, ...] | None, ...] = ()
     _derived: DerivedCache = field(default_factory=DerivedCache, repr=False, compare=False)
 
     @property
@@ -215,6 +218,11 @@ class CompiledGraph:
         n_out = len(self.output_shapes)
         if n_out == 1:
             outs = (outs,)
+        if self.output_views:
+            outs = tuple(
+                o if dims is None else o.permute(dims)
+                for o, dims in zip(outs, self.output_views, strict=True)
+            )
         if self.output_tuple:
             return tuple(outs[i] for i in self.output_of)
         return outs[self.output_of[0]]
@@ -313,6 +321,18 @@ def import_graph(
         else:
             raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
     return inputs + list(derived.values()), outputs, size_vars
+
+
+def _stored_in_order(out: te.Tensor, order: tuple[int, ...]) -> te.Tensor:
+    """``out`` with its dimensions in ``order`` (largest stride first): the kernel writes it
+    row-major, so the permuted view the graph returns has the traced output's strides."""
+    where = [order.index(d) for d in range(len(order))]
+    return te.compute(
+        [out.shape[d] for d in order],
+        lambda *i: out[tuple(i[w] for w in where)],
+        name=f"{out.op.name}_stored",
+        tag="injective",
+    )
 
 
 def _permuted_inputs(gm: torch.fx.GraphModule, plan: FoldPlan) -> frozenset[str]:
@@ -471,6 +491,14 @@ def compile_graph(
     for k in range(len(unique)):
         node = out_nodes[output_of.index(k)]
         out_meta.append(node.meta["val"])
+    output_views: list[tuple[int, ...] | None] = [None] * len(unique)
+    if options.get("permute_inputs"):  # eager lays these out channels_last: stored so, viewed
+        for k, out in enumerate(unique):
+            order = memory_order(out_meta[k])
+            if order is None or len(order) != len(out.shape):
+                continue
+            unique[k] = _stored_in_order(out, order)
+            output_views[k] = tuple(order.index(d) for d in range(len(order)))
 
     # Kernel arguments: the graph inputs and derived tensors the outputs read (a weight whose
     # every use was folded into a derived tensor is not passed).
@@ -525,6 +553,7 @@ def compile_graph(
         output_dtypes=[m.dtype for m in out_meta],
         output_of=output_of,
         output_tuple=is_tuple,
+        output_views=tuple(output_views) if any(output_views) else (),
     )
 
 

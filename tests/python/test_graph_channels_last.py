@@ -112,3 +112,28 @@ def test_compiled_for_channels_last_still_right_on_row_major_input():
     out, strided = _strided_calls(cg, ac, bc)
     torch.testing.assert_close(out, torch.relu(a + b), rtol=0, atol=0)
     assert strided
+
+
+@pytest.mark.parametrize("kind", ["elementwise", "conv"])
+def test_outputs_have_eagers_strides(kind):
+    torch.manual_seed(5)
+    conv = nn.Conv2d(3, 8, 3, padding=1).eval()
+
+    def fn(x):
+        if kind == "conv":
+            return torch.relu(conv(x)), x * 2
+        return torch.relu(x) + 1
+
+    x = torch.randn(2, 3, 6, 5).to(memory_format=torch.channels_last)
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="pytvmbridge", options={"strict": True})
+    with torch.no_grad():
+        expected, got = fn(x), compiled(x)
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got = got if isinstance(got, tuple) else (got,)
+    for e, g in zip(expected, got, strict=True):
+        assert g.stride() == e.stride()
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+        # What code after the model may do with a channels_last result.
+        flat = g.permute(0, 2, 3, 1).view(-1)
+        torch.testing.assert_close(flat, e.permute(0, 2, 3, 1).reshape(-1), rtol=1e-4, atol=1e-4)

@@ -12,6 +12,7 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -58,11 +59,11 @@ int default_num_threads() {
   if (const char* env = std::getenv("PYTVMBRIDGE_NUM_THREADS")) {
     char* end = nullptr;
     long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= 4096) return static_cast<int>(n);
+    if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads) return static_cast<int>(n);
     std::fprintf(stderr,
-                 "pytvmbridge: ignoring PYTVMBRIDGE_NUM_THREADS='%s' (expected a positive "
-                 "integer); using %d threads\n",
-                 env, cpus_available());
+                 "pytvmbridge: ignoring PYTVMBRIDGE_NUM_THREADS='%s' (expected an integer from 1 "
+                 "to %d); using %d threads\n",
+                 env, kMaxThreads, cpus_available());
   }
   return cpus_available();
 }
@@ -190,7 +191,13 @@ class ThreadPool {
       fn(0, n, closure);
       return;
     }
-    if (static_cast<int>(workers_.size()) != threads - 1) start_workers(threads - 1);
+    if (static_cast<int>(workers_.size()) != threads - 1) {
+      threads = start_workers(threads - 1) + 1;
+      if (threads == 1) {  // the system gave no thread at all
+        fn(0, n, closure);
+        return;
+      }
+    }
 
     // Publish the job, then the shares that name its chunks, then the generation that wakes
     // the workers: a thread that claims a chunk (acquire) sees the job (release). The job stays
@@ -353,13 +360,27 @@ class ThreadPool {
     }
   }
 
-  // Called with submit_mu_ held, so no job is running.
-  void start_workers(int count) {
+  // Called with submit_mu_ held, so no job is running. Returns how many workers run: fewer
+  // than `count` when the system refuses a thread (a limit on processes or memory), and the
+  // pool then keeps that many, as if set_num_threads had asked for them.
+  int start_workers(int count) {
     stop_workers();
-    shares_ = std::vector<Share>(count + 1);
-    workers_.reserve(count);
-    for (int i = 0; i < count; ++i) {
-      workers_.emplace_back([this, g = generation_, own = i + 1] { worker_loop(g, own); });
+    for (;;) {
+      shares_ = std::vector<Share>(count + 1);  // before any worker reads it
+      workers_.reserve(count);
+      try {
+        for (int i = 0; i < count; ++i) {
+          workers_.emplace_back([this, g = generation_, own = i + 1] { worker_loop(g, own); });
+        }
+        return count;
+      } catch (const std::system_error&) {
+        // Start again with as many as the system gave (the shares are sized per worker).
+        count = static_cast<int>(workers_.size());
+        stop_workers();
+        num_threads_.store(count + 1, std::memory_order_relaxed);
+        std::fprintf(stderr, "pytvmbridge: the system refused a thread; using %d threads\n",
+                     count + 1);
+      }
     }
   }
 
@@ -428,6 +449,12 @@ int get_num_threads() { return pool_slot()->num_threads(); }
 
 void set_num_threads(int n) {
   if (n < 1) value_error("set_num_threads(", n, "): the number of threads must be at least 1");
+  // As for PYTVMBRIDGE_NUM_THREADS: past this, thread creation and wake-ups cost more than any
+  // loop gains (4097 threads made a 4000-element add take 2.5 s), or the system refuses them.
+  if (n > kMaxThreads) {
+    value_error("set_num_threads(", n, "): at most ", kMaxThreads, " threads (this machine has ",
+                cpus_available(), " CPUs)");
+  }
   if (t_in_parallel) value_error("set_num_threads() cannot be called inside a parallel loop");
   pool_slot()->resize(n);
 }

@@ -16,6 +16,8 @@ int get_num_threads();
 
 // Sets that number; a ValueError for n < 1 or when called from inside a parallel loop. Waits for
 // a parallel loop running on another thread to finish before it resizes the pool.
+// The most threads a pool may have (set_num_threads, PYTVMBRIDGE_NUM_THREADS).
+constexpr int kMaxThreads = 4096;
 void set_num_threads(int n);
 
 using ParallelBody = void (*)(int64_t begin, int64_t end, void* closure);

@@ -47,7 +47,9 @@ def _function(kernel: Any) -> Any:
         return [np.asarray(o) for o in run(kernel, [np.asarray(x) for x in xs])]
 
     def primal(*xs: Any) -> Any:
-        outs = jax.pure_callback(run_forward, shapes_of(xs), *xs)
+        # Under jax.vmap the kernel runs once per mapped element: it is compiled for the
+        # unbatched ranks, and a batched call would be another kernel.
+        outs = jax.pure_callback(run_forward, shapes_of(xs), *xs, vmap_method="sequential")
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     f = jax.custom_vjp(primal)
@@ -77,7 +79,9 @@ def _function(kernel: Any) -> Any:
             return out
 
         shapes = [jax.ShapeDtypeStruct(x.shape, x.dtype) for x in xs]
-        return tuple(jax.pure_callback(run_backward, shapes, *xs, *values, *heads))
+        return tuple(
+            jax.pure_callback(run_backward, shapes, *xs, *values, *heads, vmap_method="sequential")
+        )
 
     f.defvjp(fwd, bwd)
     kernel.__dict__["_jax_vjp"] = f

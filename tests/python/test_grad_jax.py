@@ -62,3 +62,16 @@ def test_plain_jax_call_is_unchanged():
     k = tvm.kernel(lambda a: te.compute(a.shape, lambda i: a[i] + 1.0), name="inc")
     out = k(jnp.arange(3.0))
     assert isinstance(out, jax.Array) and out.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_vmap_runs_the_kernel_per_element():
+    @tvm.kernel
+    def scaled_square(a):
+        return tvm.compute(a.shape, lambda *i: a[i] * a[i] * 3.0, name="sq3")
+
+    x = jnp.arange(12.0, dtype=jnp.float32).reshape(3, 4) - 5.0
+    want = np.asarray(x) ** 2 * 3
+    np.testing.assert_allclose(np.asarray(jax.vmap(scaled_square)(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(scaled_square))(x)), want, rtol=1e-6)
+    grads = jax.vmap(jax.grad(lambda v: scaled_square(v).sum()))(x)
+    np.testing.assert_allclose(np.asarray(grads), 6 * np.asarray(x), rtol=1e-6)

@@ -13,6 +13,7 @@
 #include "support/phase_timer.h"
 #include "support/stack.h"
 #include "te/pointwise.h"
+#include "te/read_bounds.h"
 
 namespace ptb {
 
@@ -33,6 +34,8 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
                                                  const std::string& name) {
   auto start = std::chrono::steady_clock::now();
   Target tgt = Target::parse(target);
+  // Constant reads out of range are refused here, before anything is compiled.
+  std::vector<ReadBound> bounds = read_bounds(args);
   PhaseTimer timer("lower " + name);  // the LLVM phases print their own line
   LoweredFunc generic = lower(sch, args, name);
   timer.mark("lower");
@@ -98,6 +101,22 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
                                compact_fn, to_string(generic.body), std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
   module->set_pointwise(is_pointwise(args));
+  // The other read ranges, checked at call time: those over size variables the call binds.
+  std::vector<ReadCheck> checks;
+  for (ReadBound& b : bounds) {
+    bool bound = true;
+    auto all_bound = [&](const Expr& e) {
+      for_each_expr(e, [&](const Expr& x) {
+        if (x.as<Var>() && slot_of(generic.scalar_params, x) < 0) bound = false;
+      });
+    };
+    all_bound(b.lo);
+    all_bound(b.hi);
+    all_bound(b.extent);
+    for (const Expr& e : b.loops) all_bound(e);
+    if (bound) checks.push_back({std::move(b.what), b.lo, b.hi, b.extent, std::move(b.loops)});
+  }
+  module->set_read_checks(std::move(checks));
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return module;

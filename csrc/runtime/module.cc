@@ -335,7 +335,7 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
     }
   }
   // Sizes given as expressions (an output of n - 2 rows) are checked once every var is bound.
-  if (!has_expr_dims_ && internal_sizes_.empty()) return;
+  if (!has_expr_dims_ && internal_sizes_.empty() && read_checks_.empty()) return;
   std::unordered_map<const ExprNode*, int64_t> values;
   for (size_t s = 0; s < slots_.size(); ++s) {
     if (bound[s]) values[slots_[s].get()] = slots[s];
@@ -358,6 +358,24 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
       value_error("kernel '", name_, "': the extent of ", size.what, " is ", to_string(size.expr),
                   ", and for these arrays ", overflow,
                   "; declare the size variables with var(name, 'int64') for arrays this large");
+    }
+  }
+  // Reads past a tensor's end (a compute over m elements reading B of n < m), refused before
+  // the kernel runs.
+  for (const ReadCheck& check : read_checks_) {
+    std::string overflow;
+    bool empty = false;
+    for (const Expr& e : check.loops) empty = empty || eval_int(e, values, &overflow) <= 0;
+    if (empty) continue;
+    int64_t lo = eval_int(check.lo, values, &overflow);
+    int64_t hi = eval_int(check.hi, values, &overflow);
+    int64_t extent = eval_int(check.extent, values, &overflow);
+    if (!overflow.empty()) continue;  // the sizes' own checks speak for those
+    if (lo < 0 || hi >= extent) {
+      value_error("kernel '", name_, "': ", check.what, " at indices ", lo, "..", hi, " (",
+                  to_string(check.lo), "..", to_string(check.hi), "), but it has ", extent,
+                  " there (", to_string(check.extent),
+                  "): the arrays' sizes make the kernel read outside it");
     }
   }
 }

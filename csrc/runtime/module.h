@@ -53,6 +53,14 @@ bool is_compact(const DLTensor& t);
 // transposed array): element k in memory order of each array then meets element k of the others.
 bool share_dense_layout(const DLTensor* const* tensors, size_t n);
 
+// A read range checked at call time once the sizes are bound (te/read_bounds.h): indices lo..hi
+// of a tensor of `extent` in that dimension, when none of `loops` is empty.
+struct ReadCheck {
+  std::string what;
+  Expr lo, hi, extent;
+  std::vector<Expr> loops;
+};
+
 // Compiles the strided (generic) variant of a kernel on demand: the JIT holding it and its entry.
 using GenericCompiler = std::function<std::pair<std::shared_ptr<JITModule>, KernelFn>()>;
 
@@ -90,6 +98,8 @@ class Module {
   void run(const DLTensor* const* tensors, const bool* read_only, size_t n) const;
 
   void set_internal_sizes(std::vector<InternalSize> sizes) { internal_sizes_ = std::move(sizes); }
+  const std::vector<ReadCheck>& read_checks() const { return read_checks_; }
+  void set_read_checks(std::vector<ReadCheck> checks) { read_checks_ = std::move(checks); }
 
   // The sizes of every symbolic variable bound from `tensors` (the inputs only may be given: the
   // outputs' shapes then follow), in order of `args()`; used to allocate outputs for the caller.
@@ -123,6 +133,7 @@ class Module {
   bool has_expr_dims_ = false;  // some size is an expression, checked after binding
   bool pointwise_ = false;
   std::vector<InternalSize> internal_sizes_;
+  std::vector<ReadCheck> read_checks_;
   double compile_seconds_ = 0;
 };
 

@@ -366,6 +366,16 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
   for (const InternalSize& s : module.internal_sizes()) {
     internal.push_back(json::Object{{"what", s.what}, {"expr", expr_to_json(s.expr, slots)}});
   }
+  json::Array reads;
+  for (const ReadCheck& c : module.read_checks()) {
+    json::Array loops;
+    for (const Expr& e : c.loops) loops.push_back(expr_to_json(e, slots));
+    reads.push_back(json::Object{{"what", c.what},
+                                 {"lo", expr_to_json(c.lo, slots)},
+                                 {"hi", expr_to_json(c.hi, slots)},
+                                 {"extent", expr_to_json(c.extent, slots)},
+                                 {"loops", std::move(loops)}});
+  }
   json::Array functions, imports, features;
   std::vector<std::string> seen;
   for (size_t k = 0; k < jits.size(); ++k) {
@@ -399,6 +409,7 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
       {"lowered", module.lowered_text()},
       {"compile_seconds", module.compile_seconds()},
       {"pointwise", module.pointwise()},
+      {"read_checks", std::move(reads)},
   };
   std::string manifest_text;
   llvm::raw_string_ostream os(manifest_text);
@@ -488,6 +499,20 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
     const json::Object& o = r.object(v, "an internal size");
     internal.push_back({r.str(o, "what"), r.expr(r.field(o, "expr"), slots)});
   }
+  // Files saved before the field existed have no read checks.
+  std::vector<ReadCheck> read_checks;
+  if (m.get("read_checks")) {
+    for (const json::Value& v : r.array(m, "read_checks")) {
+      const json::Object& o = r.object(v, "a read check");
+      ReadCheck c{r.str(o, "what"),
+                  r.expr(r.field(o, "lo"), slots),
+                  r.expr(r.field(o, "hi"), slots),
+                  r.expr(r.field(o, "extent"), slots),
+                  {}};
+      for (const json::Value& e : r.array(o, "loops")) c.loops.push_back(r.expr(e, slots));
+      read_checks.push_back(std::move(c));
+    }
+  }
   std::string name = r.str(m, "name");
   // Which object holds which function.
   std::vector<std::vector<std::string>> names(sections.objects.size());
@@ -539,7 +564,8 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
                                          jit->lookup(compact_name), r.str(m, "lowered"),
                                          std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
-  // Files saved before the field existed run such arrays through the strided variant.
+  module->set_read_checks(std::move(read_checks));
+  // Files saved before this field existed run such arrays through the strided variant.
   if (const json::Value* pointwise = m.get("pointwise")) {
     std::optional<bool> flag = pointwise->getAsBoolean();
     if (!flag) r.fail("field 'pointwise' must be true or false");

@@ -1,0 +1,135 @@
+#include "te/read_bounds.h"
+
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/op.h"
+#include "ir/printer.h"
+#include "ir/visitor.h"
+#include "schedule/interval.h"
+#include "support/error.h"
+#include "te/scan.h"
+
+namespace ptb {
+
+namespace {
+
+// The unconditional reads of one body: a select's values, an if_then_else's branches and a
+// conditional reduction's source may not be evaluated for every point (a pad reads its input
+// only inside the border), so reads there are not collected.
+class UnconditionalReads : public IRVisitor {
+ public:
+  std::vector<const TensorRead*> reads;
+
+ protected:
+  using IRVisitor::visit_node;
+  void visit_node(const TensorRead* op) override {
+    reads.push_back(op);
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Select* op) override { visit(op->condition); }
+  void visit_node(const Call* op) override {
+    if (op->op == Intrinsic::kIfThenElse) {
+      visit(op->args[0]);
+      return;
+    }
+    IRVisitor::visit_node(op);
+  }
+  void visit_node(const Reduce* op) override {
+    if (op->condition.defined() && !is_const_int(op->condition, 1)) return;
+    IRVisitor::visit_node(op);
+  }
+};
+
+struct LoopVar {
+  Expr extent;
+  Interval range;
+};
+
+// [lo, hi] of an index that is affine in the loop variables and other (fixed) variables, and
+// the loops it varies over; nothing for any other index.
+std::optional<std::pair<Interval, std::vector<Expr>>> affine_range(
+    const Expr& index, const std::unordered_map<const ExprNode*, LoopVar>& loops,
+    const VarIntervals& vars) {
+  LinearForm form = LinearForm::of(index);
+  std::vector<Expr> used;
+  for (const auto& [term, coeff] : form.terms()) {
+    if (!term.as<Var>()) return std::nullopt;
+    auto it = loops.find(term.get());
+    if (it != loops.end()) used.push_back(it->second.extent);
+  }
+  Interval range = eval_interval(index, vars);
+  if (!range.bounded) return std::nullopt;
+  return std::make_pair(range, used);
+}
+
+}  // namespace
+
+std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
+  std::vector<ReadBound> out;
+  std::vector<Operation> todo, ops;
+  for (const Tensor& t : args) todo.push_back(t.op());
+  std::unordered_set<const OperationNode*> seen;
+  // A scan's state placeholders stand for the scan's earlier time steps: its update (and the
+  // stages of its cell) read them at t - 1 for t from the init's extent only, though their
+  // axes run from 0. Reads of them are not checked.
+  std::unordered_set<const OperationNode*> states;
+  while (!todo.empty()) {
+    Operation op = todo.back();
+    todo.pop_back();
+    if (!seen.insert(op.get()).second) continue;
+    ops.push_back(op);
+    for (const Tensor& in : op->input_tensors()) todo.push_back(in.op());
+    if (const ScanOpNode* scan = as_scan(op)) {
+      for (const Tensor& state : scan->state_placeholder) states.insert(state.op().get());
+      for (const Operation& update : scan->update_ops) todo.push_back(update);
+    }
+  }
+  for (const Operation& op : ops) {
+    const auto* compute = dynamic_cast<const ComputeOpNode*>(op.get());
+    if (compute == nullptr || as_scan(op) != nullptr) continue;
+    std::unordered_map<const ExprNode*, LoopVar> loops;
+    VarIntervals vars;
+    auto add_loop = [&](const IterVar& iv) {
+      const Range& dom = iv->dom;
+      LinearForm lo = LinearForm::of(dom.min);
+      LinearForm hi = lo + LinearForm::of(dom.extent) - LinearForm(1);
+      loops[iv->var.get()] = {dom.extent, Interval::of(lo, hi)};
+      vars[iv->var.get()] = Interval::of(lo, hi);
+    };
+    for (const IterVar& iv : compute->axis) add_loop(iv);
+    for (const IterVar& iv : compute->reduce_axis) add_loop(iv);
+    UnconditionalReads finder;
+    for (const Expr& e : compute->body) finder.visit(e);
+    for (const TensorRead* read : finder.reads) {
+      if (states.count(read->op.get())) continue;
+      const std::vector<Expr>& shape = read->op->output_shape(read->value_index);
+      for (size_t d = 0; d < read->indices.size() && d < shape.size(); ++d) {
+        auto range = affine_range(read->indices[d], loops, vars);
+        if (!range) continue;
+        DataType t = read->indices[d].dtype();
+        ReadBound bound{
+            str_cat("compute '", op->name, "' reads '", read->op->name, "' in dimension ", d),
+            range->first.lo.to_expr(t), range->first.hi.to_expr(t), shape[d], range->second};
+        auto lo = as_const_int(bound.lo), hi = as_const_int(bound.hi);
+        auto extent = as_const_int(bound.extent);
+        bool all_const = lo && hi && extent;
+        for (const Expr& e : bound.loops) all_const = all_const && as_const_int(e).has_value();
+        if (all_const) {
+          bool empty = false;
+          for (const Expr& e : bound.loops) empty = empty || *as_const_int(e) <= 0;
+          if (!empty && (*lo < 0 || *hi >= *extent)) {
+            value_error(bound.what, " at indices ", *lo, "..", *hi, ", but '", read->op->name,
+                        "' has ", *extent, " there: the compute reads outside the tensor");
+          }
+          continue;
+        }
+        out.push_back(std::move(bound));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ptb

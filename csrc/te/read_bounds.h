@@ -1,0 +1,32 @@
+// The index ranges a kernel's computes read from each tensor, checked against the tensor's
+// sizes: a compute that reads B[i] for i < m of a B of n elements reads past B's end when
+// m > n. build() refuses such a kernel when the sizes are constants, and the runtime checks the
+// others once the sizes are bound (runtime/module.cc), before anything runs.
+//
+// Only reads whose indices are affine in the loop variables and size variables (B[i + 1],
+// B[2 * i + k]) are checked: over a box of loop ranges their bounds are exact, so a check never
+// refuses a kernel that reads in bounds. Reads under a condition (a pad's if_then_else, a
+// select) and any other index (a gather, a floordiv) are left alone.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "te/operation.h"
+
+namespace ptb {
+
+struct ReadBound {
+  std::string what;  // "compute 'D' reads 'B' in dimension 0"
+  Expr lo, hi;       // the smallest and the largest index read
+  Expr extent;       // the tensor's size in that dimension
+  // The extents of the loops the index varies over: when one is 0 nothing is read.
+  std::vector<Expr> loops;
+};
+
+// Every checked read of the computes reachable from `args`' outputs. A read whose bounds are
+// constants and in range is left out; one that is constant and out of range is a ValueError
+// naming the compute, the tensor, the dimension and both ranges.
+std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args);
+
+}  // namespace ptb

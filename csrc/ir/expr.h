@@ -408,7 +408,8 @@ using CommReducer = std::shared_ptr<const CommReducerNode>;
 // have those dtypes and that identity uses no variables. ValueError/TypeError otherwise.
 CommReducer make_comm_reducer(const std::string& name, std::vector<Expr> lhs, std::vector<Expr> rhs,
                               std::vector<Expr> result, std::vector<Expr> identity);
-// The identity of a built-in reduction: 0, 1, the dtype's largest value, its smallest value.
+// The identity of a built-in reduction: 0, 1, and for min / max +inf / -inf on floats, the
+// dtype's largest / smallest value on integers.
 Expr reduce_identity(ReduceKind kind, DataType dtype);
 // The combiner applied to an accumulator and a new value (built-in kinds).
 Expr reduce_combine(ReduceKind kind, Expr acc, Expr value);

@@ -199,9 +199,17 @@ Expr reduce_identity(ReduceKind kind, DataType dtype) {
       return make_zero(dtype);
     case ReduceKind::kProd:
       return make_one(dtype);
+    // Floats start from the infinities, as NumPy and PyTorch do: the maximum of a row of -inf
+    // (a fully masked attention row) is -inf, not the lowest finite value TVM starts from.
     case ReduceKind::kMin:
+      if (dtype.is_float()) {
+        return FloatImm::make(dtype, std::numeric_limits<double>::infinity());
+      }
       return max_value(dtype);
     case ReduceKind::kMax:
+      if (dtype.is_float()) {
+        return FloatImm::make(dtype, -std::numeric_limits<double>::infinity());
+      }
       return min_value(dtype);
     case ReduceKind::kCustom:
       break;

@@ -2,8 +2,11 @@
 
 Shapes are aligned from the right; a dimension of size 1 stretches to the other's size.
 Symbolic dimensions broadcast when they are the same var (or one side is the constant 1).
-Either operand may be a Python number or a scalar expression; two numbers give an expression.
-Both tensors must have the same dtype (cast one with :func:`topi.cast`).
+Either operand may be a number or a scalar expression; two numbers give an expression. A number
+with a tensor follows NumPy's rule for Python scalars: it takes the tensor's dtype (a float with
+a float16 tensor is float16, an int with an int8 tensor int8, an int with a float tensor that
+float), except a float with an integer tensor, which computes in float32. Both tensors must have
+the same dtype (cast one with :func:`topi.cast`).
 
 Example:
     >>> import numpy as np, pytvmbridge as tvm
@@ -25,12 +28,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import te
 from ..error import TVMTypeError, TVMValueError
 from . import tag
 from .utils import Tensor, const_int, is_float, same_dim
 
-Operand = Tensor | te.Expr | int | float | bool
+# A number an operand may be: Python's, or a NumPy scalar (np.float32(1.5), np.int64(2)).
+Number = int | float | bool | np.integer | np.floating | np.bool_
+_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
+Operand = Tensor | te.Expr | Number
 BinaryFn = Callable[[te.Expr, te.Expr], te.Expr]
 
 
@@ -85,11 +93,15 @@ def broadcast_index(x: Tensor, out_shape: Sequence[Any], index: Sequence[Any]) -
     return out
 
 
-def _operand(x: Operand, what: str) -> Tensor | te.Expr:
+def _operand(x: Operand, what: str) -> Tensor | te.Expr | Number:
+    """``x`` as a tensor, an expression or a number; a number is kept as it is, not made a
+    constant: the expression operators give it the other operand's dtype (te's rule, NumPy's for
+    Python scalars). A float32/int32 constant made here would not mix with a float16 or int8
+    tensor."""
     if isinstance(x, (te.Tensor, te.Expr)):
         return x
-    if isinstance(x, (bool, int, float)):
-        return te.convert(x)
+    if isinstance(x, _NUMBERS):
+        return x
     raise TVMTypeError(
         f"{what} must be a Tensor, an expression or a number, found {type(x).__name__}"
     )
@@ -99,6 +111,9 @@ def _binary(name: str, fn: BinaryFn, lhs: Operand, rhs: Operand) -> Tensor | te.
     a, b = _operand(lhs, f"lhs of {name}"), _operand(rhs, f"rhs of {name}")
     a_tensor, b_tensor = isinstance(a, te.Tensor), isinstance(b, te.Tensor)
     if not a_tensor and not b_tensor:
+        if not isinstance(a, te.Expr) and not isinstance(b, te.Expr):
+            # Two numbers: constants of their default dtypes (int32, float32), an expression.
+            a, b = te.convert(a), te.convert(b)
         return fn(a, b)
     if a_tensor and b_tensor:
         if a.dtype != b.dtype:
@@ -137,9 +152,15 @@ def _make(
     return op
 
 
-def _divide(a: te.Expr, b: te.Expr) -> te.Expr:
-    # TVM's divide: true division for floats, truncating division for integers (C's `/`).
-    return a / b if is_float(a.dtype) or is_float(b.dtype) else te.truncdiv(a, b)
+def _divide(a: te.Expr | Number, b: te.Expr | Number) -> te.Expr:
+    # TVM's divide: true division for floats, truncating division for integers (C's `/`). A
+    # number operand counts by its kind: a Python float divides an integer tensor truly.
+    def floating(v: te.Expr | Number) -> bool:
+        if isinstance(v, te.Expr):
+            return is_float(v.dtype)
+        return not isinstance(v, (int, np.integer, np.bool_))
+
+    return a / b if floating(a) or floating(b) else te.truncdiv(a, b)
 
 
 def _power(a: te.Expr, b: te.Expr) -> te.Expr:
@@ -230,9 +251,11 @@ def where(condition: Tensor, x: Operand, y: Operand) -> Tensor:
         )
     dtype = tensors[0].dtype if tensors else None
 
-    def value(v: Tensor | te.Expr, i: Sequence[Any]) -> te.Expr:
+    def value(v: Tensor | te.Expr | Number, i: Sequence[Any]) -> te.Expr:
         if isinstance(v, te.Tensor):
             return v[broadcast_index(v, shape, i)]
+        if not isinstance(v, te.Expr):
+            return te.convert(v) if dtype is None else te.const(v, dtype)
         return v.astype(dtype) if dtype is not None and v.dtype != dtype else v
 
     def fcompute(*i: Any) -> te.Expr:

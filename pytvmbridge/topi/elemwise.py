@@ -23,7 +23,7 @@ from collections.abc import Callable
 from .. import te
 from ..error import TVMTypeError, TVMValueError
 from . import tag
-from .utils import Tensor, check_tensor, is_float
+from .utils import Tensor, check_tensor, is_float, same_dim
 
 ExprFn = Callable[[te.Expr], te.Expr]
 
@@ -271,7 +271,8 @@ def fast_erf(x: Tensor) -> Tensor:
 
 
 def elemwise_sum(xs: list[Tensor]) -> Tensor:
-    """The elementwise sum of several tensors of one shape and dtype, in one stage.
+    """The elementwise sum of several tensors of one shape and dtype, in one stage (no
+    broadcasting: differing shapes are a ValueError, differing dtypes a TypeError).
 
     Example:
         >>> import pytvmbridge as tvm
@@ -285,10 +286,17 @@ def elemwise_sum(xs: list[Tensor]) -> Tensor:
         raise TVMValueError("elemwise_sum needs at least one tensor")
     for k, t in enumerate(xs):
         check_tensor(t, f"tensor {k} of elemwise_sum")
-        if t.dtype != xs[0].dtype or t.ndim != xs[0].ndim:
+        if t.dtype != xs[0].dtype:
             raise TVMTypeError(
                 f"elemwise_sum: tensor {k} is {t.dtype}{tuple(t.shape)}, tensor 0 "
                 f"{xs[0].dtype}{tuple(xs[0].shape)}"
+            )
+        # Every tensor is read at the output's index: no broadcasting (TVM's rule), so a
+        # smaller one would be read past its end.
+        if t.ndim != xs[0].ndim or not all(map(same_dim, t.shape, xs[0].shape)):
+            raise TVMValueError(
+                f"elemwise_sum: tensor {k} has shape {tuple(t.shape)}, tensor 0 "
+                f"{tuple(xs[0].shape)}; all must have the same shape"
             )
 
     def fcompute(*i: te.Expr) -> te.Expr:

@@ -25,9 +25,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import te
-from ..error import TVMTypeError
+from ..error import TVMTypeError, TVMValueError
 from . import tag
-from .utils import Tensor, check_tensor, const_int, get_const_int, normalize_axes, require_float
+from .utils import (
+    Tensor,
+    accumulate_dtype,
+    cast_to,
+    check_tensor,
+    const_int,
+    get_const_int,
+    normalize_axes,
+    require_float,
+)
 from .utils import prod as _product
 
 AxisArg = int | Sequence[int] | None
@@ -68,14 +77,22 @@ def _reduce(
     keepdims: bool,
     reducer: Callable[..., te.Expr],
     name: str,
+    dtype: str | None = None,
 ) -> Tensor:
+    """The reduction of ``data`` over ``axis``, its values read as ``dtype`` (default: data's
+    own; no cast then)."""
     axes, shape = _plan(data, axis, keepdims, name)
+    dtype = dtype or data.dtype
     if not axes:  # nothing to reduce: NumPy returns the data itself
-        return te.compute(shape, lambda *i: data[i], name=f"{data.name}_{name}", tag=tag.INJECTIVE)
+        return te.compute(
+            shape, lambda *i: cast_to(data[i], dtype), name=f"{data.name}_{name}", tag=tag.INJECTIVE
+        )
     rvs = [te.reduce_axis((0, data.shape[d]), name=f"k{d}") for d in axes]
     return te.compute(
         shape,
-        lambda *i: reducer(data[_full_index(data, axes, keepdims, i, rvs)], axis=rvs),
+        lambda *i: reducer(
+            cast_to(data[_full_index(data, axes, keepdims, i, rvs)], dtype), axis=rvs
+        ),
         name=f"{data.name}_{name}",
         tag=tag.COMM_REDUCE,
         attrs={"axis": axes, "keepdims": int(keepdims)},
@@ -131,7 +148,9 @@ def min(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
 
 
 def mean(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
-    """The mean over ``axis`` of a float tensor: the sum, then a division by the count.
+    """The mean over ``axis`` of a float tensor: the sum, then a division by the count. float16
+    and bfloat16 are summed and divided in float32 (:func:`.utils.accumulate_dtype`), then
+    rounded back: a float16 sum overflows long before the mean does.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -143,11 +162,15 @@ def mean(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
     check_tensor(data, "data of mean")
     require_float(data, "mean")
     axes = normalize_axes(axis, data.ndim, "mean")
-    total = sum(data, axis, keepdims)
+    acc = accumulate_dtype(data.dtype)
+    total = _reduce(data, axis, keepdims, te.sum, "sum", acc)
     count = _product([data.shape[d] for d in axes])
-    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
+    count_expr = te.const(count, acc) if isinstance(count, int) else count.astype(acc)
     return te.compute(
-        total.shape, lambda *i: total[i] / count_expr, name=f"{data.name}_mean", tag=tag.ELEMWISE
+        total.shape,
+        lambda *i: cast_to(total[i] / count_expr, data.dtype),
+        name=f"{data.name}_mean",
+        tag=tag.ELEMWISE,
     )
 
 
@@ -155,11 +178,22 @@ def _arg_reduce(
     data: Tensor, axis: AxisArg, keepdims: bool, select_last_index: bool, is_max: bool
 ) -> Tensor:
     name = "argmax" if is_max else "argmin"
-    if axis is not None and not isinstance(axis, int):
-        raise TVMTypeError(f"axis of {name} must be an int or None, found {axis!r}")
-    axes, shape = _plan(data, axis, keepdims, name)
+    if axis is not None:
+        if const_int(axis) is None:
+            raise TVMTypeError(f"axis of {name} must be an int or None, found {axis!r}")
+        axis = const_int(axis)
+    check_tensor(data, f"data of {name}")
     if data.dtype == "bool":
         raise TVMTypeError(f"{name} needs a numeric tensor, found bool tensor {data.name!r}")
+    if data.ndim == 0:
+        # NumPy and PyTorch take a 0-d array as one element (axis None, 0 or -1): its index is 0.
+        # A reduction over no axes cannot express that, so the answer is a constant.
+        if axis not in (None, 0, -1):
+            raise TVMValueError(f"axis {axis} of {name} is out of range for a 0-d tensor")
+        return te.compute(
+            (), lambda *i: te.const(0, "int32"), name=f"{data.name}_{name}", tag=tag.ELEMWISE
+        )
+    axes, shape = _plan(data, axis, keepdims, name)
     lane_steps = _lane_width(data, axes) if not select_last_index else 0
     if lane_steps:
         return _arg_reduce_lanes(data, axes[0], keepdims, is_max, lane_steps, name)
@@ -181,16 +215,10 @@ def _arg_reduce(
         hit = x == m
         if data.dtype.startswith(("float", "bfloat")):
             # NumPy's index of the first NaN: a NaN anywhere makes the extreme NaN (max and
-            # min propagate it), which equals nothing; then the NaNs are the hits. And a row
-            # of -inf only (+inf for argmin) has the reduction's identity, the lowest finite
-            # value, as its maximum: then the first element at or beyond it is the hit (NumPy
-            # would take a -FLT_MAX after a -inf; this takes the -inf). Both conditions are
-            # the row's, so LLVM takes them out of the loop over the row.
-            limit = te.min_value(data.dtype) if is_max else te.max_value(data.dtype)
-            beyond = x <= m if is_max else x >= m
-            hit = te.if_then_else(
-                te.isnan(m), te.isnan(x), te.if_then_else(m == limit, beyond, hit)
-            )
+            # min propagate it), which equals nothing; then the NaNs are the hits. (A row of
+            # -inf has the maximum -inf, the reduction's identity, which its first element
+            # equals.) The condition is the row's, so LLVM takes it out of the loop over it.
+            hit = te.if_then_else(te.isnan(m), te.isnan(x), hit)
         if select_last_index:
             return te.max(te.select(hit, flat(rvs), te.const(-1, "int32")), axis=rvs)
         return te.min(te.select(hit, flat(rvs), te.max_value("int32")), axis=rvs)

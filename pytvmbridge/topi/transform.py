@@ -24,8 +24,10 @@ from ..error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from . import tag
 from .utils import (
     Tensor,
+    check_int,
     check_tensor,
     const_int,
+    int_list,
     normalize_axes,
     normalize_axis,
     prod,
@@ -139,6 +141,39 @@ def _inferred_dim(in_shape: list[Any], others: list[Any]) -> Any:
     return te.floordiv(prod(left), prod(rest))
 
 
+def _newshape(newshape: Any) -> list:
+    """reshape's ``newshape`` as a list of Python ints (NumPy integers too) and integer
+    expressions; TypeError for anything else (a float size)."""
+    single = const_int(newshape)
+    if single is not None:
+        return [single]
+    if isinstance(newshape, te.Expr):
+        items = [newshape]
+    else:
+        try:
+            items = list(newshape)
+        except TypeError:
+            items = None
+    if items is None or isinstance(newshape, str):
+        raise TVMTypeError(
+            f"newshape of reshape must be a sequence of ints or integer expressions, found "
+            f"{newshape!r} ({type(newshape).__name__})"
+        )
+    out = []
+    for s in items:
+        c = const_int(s)
+        if c is not None:
+            out.append(c)
+        elif isinstance(s, te.Expr) and s.dtype.startswith(("int", "uint")):
+            out.append(s)
+        else:
+            raise TVMTypeError(
+                f"newshape of reshape must be a sequence of ints or integer expressions, found "
+                f"{newshape!r} (entry {s!r} is {type(s).__name__})"
+            )
+    return out
+
+
 def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
     """``a`` with the same elements in row-major order and shape ``newshape``; one entry may be
     -1 (inferred). Entries may be symbolic.
@@ -150,7 +185,8 @@ def reshape(a: Tensor, newshape: Sequence[Any]) -> Tensor:
         (4, 6)
     """
     check_tensor(a, "a of reshape")
-    shape = list(newshape) if not isinstance(newshape, int) else [newshape]
+    shape = _newshape(newshape)
+    newshape = tuple(shape)  # for the messages: NumPy integers shown as ints
     total = prod(a.shape)
     unknown = [d for d, s in enumerate(shape) if const_int(s) == -1]
     if len(unknown) > 1:
@@ -211,6 +247,7 @@ def transpose(a: Tensor, axes: Sequence[int] | None = None) -> Tensor:
     if axes is None:
         perm = list(reversed(range(a.ndim)))
     else:
+        axes = int_list(axes, "axes of transpose")
         perm = [normalize_axis(x, a.ndim, "transpose") for x in axes]
         if sorted(perm) != list(range(a.ndim)):
             raise TVMValueError(
@@ -250,6 +287,10 @@ def expand_dims(a: Tensor, axis: int, num_newaxis: int = 1) -> Tensor:
         (2, 3, 1, 1)
     """
     check_tensor(a, "a of expand_dims")
+    axis = check_int(axis, "axis of expand_dims")
+    num_newaxis = check_int(num_newaxis, "num_newaxis of expand_dims")
+    if num_newaxis < 0:
+        raise TVMValueError(f"num_newaxis of expand_dims must be >= 0, found {num_newaxis}")
     if not -a.ndim - 1 <= axis <= a.ndim:
         raise TVMValueError(f"expand_dims: axis {axis} is out of range for {a.ndim} dimension(s)")
     axis = axis % (a.ndim + 1)
@@ -356,6 +397,9 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors:
         raise TVMValueError("stack needs at least one tensor")
+    for k, t in enumerate(tensors):
+        check_tensor(t, f"tensor {k} of stack")
+    axis = check_int(axis, "axis of stack")
     ndim = tensors[0].ndim
     if not -ndim - 1 <= axis <= ndim:
         raise TVMValueError(f"stack: axis {axis} is out of range for {ndim + 1} dimension(s)")
@@ -376,8 +420,8 @@ def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) 
     check_tensor(ary, "ary of split")
     axis = normalize_axis(axis, ary.ndim, "split")
     size = ary.shape[axis]
-    if isinstance(indices_or_sections, int):
-        sections = indices_or_sections
+    sections = const_int(indices_or_sections)
+    if sections is not None:
         if sections < 1:
             raise TVMValueError(f"split: sections must be >= 1, found {sections}")
         c = const_int(size)
@@ -392,7 +436,9 @@ def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) 
         starts = [part * k for k in range(sections)]
         lengths = [part] * sections
     else:
-        idx = list(indices_or_sections)
+        idx = int_list(
+            indices_or_sections, "indices_or_sections of split", "an int or a sequence of ints"
+        )
         c = const_int(size)
         if c is None:
             raise TVMValueError("split at indices needs a constant size along the axis")
@@ -435,7 +481,8 @@ def strided_slice(
         (2, 3)
     """
     check_tensor(a, "a of strided_slice")
-    begin, end = list(begin), list(end)
+    begin = int_list(begin, "begin of strided_slice")
+    end = int_list(end, "end of strided_slice", "a sequence of ints or None", allow_none=True)
     if slice_mode == "size":
         if len(end) != len(begin):
             raise TVMValueError("strided_slice: begin and end must have the same length")
@@ -445,12 +492,22 @@ def strided_slice(
         raise TVMValueError(
             f"slice_mode of strided_slice must be 'end' or 'size', found {slice_mode!r}"
         )
-    strides = [1] * len(begin) if strides is None else list(strides)
-    axes = (
-        list(range(len(begin)))
-        if axes is None
-        else [normalize_axis(x, a.ndim, "strided_slice") for x in axes]
-    )
+    strides = [1] * len(begin) if strides is None else int_list(strides, "strides of strided_slice")
+    if axes is None:
+        # Without axes the lists slice the leading dimensions: no more of them than a has.
+        if len(begin) > a.ndim:
+            raise TVMValueError(
+                f"strided_slice: begin has {len(begin)} entries (end {len(end)}) but a has "
+                f"{a.ndim} dimension(s), shape {tuple(a.shape)}; pass axes to pick the axes"
+            )
+        axes = list(range(len(begin)))
+    else:
+        axes = [
+            normalize_axis(x, a.ndim, "strided_slice")
+            for x in int_list(axes, "axes of strided_slice")
+        ]
+        if len(set(axes)) != len(axes):
+            raise TVMValueError(f"strided_slice: axes {axes} repeat an axis")
     if not len(begin) == len(end) == len(strides) == len(axes):
         raise TVMValueError(
             "strided_slice: begin, end, strides (and axes) must have the same length, found "
@@ -533,11 +590,12 @@ def take(
     check_tensor(a, "a of take")
     if batch_dims != 0:
         raise TVMNotImplementedError(f"take supports batch_dims=0 only, found {batch_dims}")
-    if isinstance(indices, int):
+    constant = const_int(indices)
+    if constant is not None:
         indices_shape: list[Any] = []
 
         def get_index(_: Sequence[Any]) -> te.Expr:
-            return te.const(indices, "int32")
+            return te.const(constant, "int32")
     else:
         check_tensor(indices, "indices of take")
         if not indices.dtype.startswith(("int", "uint")):
@@ -754,8 +812,9 @@ def tile(a: Tensor, reps: Sequence[int]) -> Tensor:
         (2, 2, 6)
     """
     check_tensor(a, "a of tile")
-    reps = list(reps)
-    if any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in reps):
+    single = const_int(reps)
+    reps = [single] if single is not None else int_list(reps, "reps of tile")
+    if any(r < 1 for r in reps):
         raise TVMValueError(f"reps of tile must be ints >= 1, found {reps}")
     ndim = max(len(reps), a.ndim)
     reps = [1] * (ndim - len(reps)) + reps
@@ -782,7 +841,8 @@ def repeat(a: Tensor, repeats: int, axis: int) -> Tensor:
         (2, 6)
     """
     check_tensor(a, "a of repeat")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+    repeats = check_int(repeats, "repeats of repeat")
+    if repeats < 1:
         raise TVMValueError(f"repeats of repeat must be an int >= 1, found {repeats!r}")
     axis = normalize_axis(axis, a.ndim, "repeat")
     shape = list(a.shape)

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,8 +24,27 @@ Expr = te.Expr
 Dim = int | te.Expr
 
 
+def as_int(value: Any) -> int | None:
+    """``value`` as a Python int when it is an integer number (a Python or NumPy integer, or
+    anything else ``operator.index`` takes), else None. Bools are not integers here (``True``
+    as a size or an axis is a mistake), nor are expressions (see :func:`const_int`).
+
+    Example:
+        >>> import numpy as np
+        >>> from pytvmbridge.topi.utils import as_int
+        >>> as_int(np.int64(3)), as_int(True), as_int(1.0)
+        (3, None, None)
+    """
+    if isinstance(value, (bool, te.Expr)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def const_int(value: Any) -> int | None:
-    """The value of a constant integer (a Python int or an IntImm), else None.
+    """The value of a constant integer (a Python or NumPy integer, or an IntImm), else None.
 
     Example:
         >>> import pytvmbridge.te as te
@@ -32,13 +52,25 @@ def const_int(value: Any) -> int | None:
         >>> const_int(te.const(4)), const_int(te.var("n"))
         (4, None)
     """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, te.IntImm):
         return int(value)
-    return None
+    return as_int(value)
+
+
+def check_int(value: Any, what: str) -> int:
+    """``value`` as a Python int (:func:`const_int`: NumPy integers and constant expressions
+    too); TypeError naming ``what`` otherwise.
+
+    Example:
+        >>> import numpy as np
+        >>> from pytvmbridge.topi.utils import check_int
+        >>> check_int(np.int32(2), "repeats")
+        2
+    """
+    out = const_int(value)
+    if out is None:
+        raise TVMTypeError(f"{what} must be an int, found {value!r} ({type(value).__name__})")
+    return out
 
 
 def get_const_int(value: Any, what: str = "value") -> int:
@@ -111,8 +143,45 @@ def check_ndim(x: Tensor, ndim: int, what: str, layout: str = "") -> None:
         raise TVMValueError(f"{what} must have {ndim} dimensions{extra}, found shape {x.shape}")
 
 
+def int_list(
+    value: Any, what: str, expected: str = "a sequence of ints", allow_none: bool = False
+) -> list[Any]:
+    """The entries of a sequence (a list, a tuple, a NumPy array...) as Python ints
+    (:func:`const_int`), None entries kept with ``allow_none``; TypeError naming ``what`` when
+    ``value`` is not a sequence or an entry is not an integer.
+
+    Example:
+        >>> import numpy as np
+        >>> from pytvmbridge.topi.utils import int_list
+        >>> int_list(np.array([2, 1]), "reps"), int_list([1, None], "end", allow_none=True)
+        ([2, 1], [1, None])
+    """
+    if isinstance(value, (str, bytes, te.Expr, te.Tensor)):
+        items = None
+    else:
+        try:
+            items = list(value)
+        except TypeError:
+            items = None
+    if items is None:
+        raise TVMTypeError(f"{what} must be {expected}, found {value!r} ({type(value).__name__})")
+    out: list[Any] = []
+    for v in items:
+        if v is None and allow_none:
+            out.append(None)
+            continue
+        c = const_int(v)
+        if c is None:
+            raise TVMTypeError(
+                f"{what} must be {expected}, found {value!r} (entry {v!r} is {type(v).__name__})"
+            )
+        out.append(c)
+    return out
+
+
 def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> list[int]:
-    """Axes as sorted, non-negative, distinct ints; ``None`` means all of them.
+    """Axes as sorted, non-negative, distinct ints; ``None`` means all of them. Python and
+    NumPy integers are taken; TypeError for anything else (a float, a bool).
 
     Example:
         >>> from pytvmbridge.topi.utils import normalize_axes
@@ -121,11 +190,11 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> li
     """
     if axis is None:
         return list(range(ndim))
-    items = [axis] if isinstance(axis, int) else list(axis)
+    single = const_int(axis)
+    expected = "an int or a sequence of ints"
+    items = [single] if single is not None else int_list(axis, f"axis of {what}", expected)
     out = []
     for a in items:
-        if isinstance(a, bool) or not isinstance(a, int):
-            raise TVMTypeError(f"axis of {what} must be an int or a sequence of ints, found {a!r}")
         if not -ndim <= a < ndim:
             raise TVMValueError(f"axis {a} of {what} is out of range for {ndim} dimension(s)")
         a = a % ndim if ndim else a
@@ -136,28 +205,31 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, what: str) -> li
 
 
 def normalize_axis(axis: int, ndim: int, what: str) -> int:
-    """One axis as a non-negative int.
+    """One axis as a non-negative int (a Python or NumPy integer; TypeError for a sequence).
 
     Example:
         >>> from pytvmbridge.topi.utils import normalize_axis
         >>> normalize_axis(-1, 4, "softmax")
         3
     """
-    return normalize_axes(axis, ndim, what)[0]
+    return normalize_axes(check_int(axis, f"axis of {what}"), ndim, what)[0]
 
 
 def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
-    """An int or a pair of ints as a pair (stride, dilation, kernel size).
+    """An int or a pair of ints as a pair (stride, dilation, kernel size): TypeError for
+    anything but integers, ValueError for a sequence of another length.
 
     Example:
         >>> from pytvmbridge.topi.utils import pair
         >>> pair(2, "stride"), pair((1, 3), "stride")
         ((2, 2), (1, 3))
     """
-    items = (value, value) if isinstance(value, int) else tuple(value)
-    if len(items) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in items):
-        raise TVMValueError(f"{what} must be an int or a pair of ints, found {value!r}")
-    return items  # type: ignore[return-value]
+    single = const_int(value)
+    expected = "an int or a pair of ints"
+    items = [single, single] if single is not None else int_list(value, what, expected)
+    if len(items) != 2:
+        raise TVMValueError(f"{what} must be {expected}, found {value!r}")
+    return items[0], items[1]
 
 
 def positive_pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
@@ -196,6 +268,20 @@ def is_float(dtype: str) -> bool:
         (True, False)
     """
     return dtype.startswith(("float", "bfloat"))
+
+
+def accumulate_dtype(dtype: str) -> str:
+    """The dtype to accumulate sums (and to compute statistics) of ``dtype`` in: float32 for
+    float16 and bfloat16, whose sums overflow (float16's largest value is 65504: the sum of 768
+    values of 100) or lose the small terms long before the result does (PyTorch's CPU kernels
+    accumulate them in float too), else ``dtype`` itself.
+
+    Example:
+        >>> from pytvmbridge.topi.utils import accumulate_dtype
+        >>> accumulate_dtype("float16"), accumulate_dtype("float64")
+        ('float32', 'float64')
+    """
+    return "float32" if dtype in ("float16", "bfloat16") else dtype
 
 
 def require_float(x: Tensor, what: str) -> None:

@@ -179,7 +179,10 @@ def test_reductions_with_where(kind, dtype):
 def test_empty_reductions_give_the_identity():
     A = te.placeholder((3, 4), name="A")
     k = te.reduce_axis((0, 4), name="k")
-    for red, identity in [(te.max, te.min_value("float32").value), (te.sum, 0.0), (te.prod, 1.0)]:
+    # max over nothing is -inf on floats (its identity, as for NumPy's maximum.reduce with
+    # initial=-inf), min +inf
+    identities = [(te.max, -np.inf), (te.min, np.inf), (te.sum, 0.0), (te.prod, 1.0)]
+    for red, identity in identities:
         C = te.compute((3,), lambda i, red=red: red(A[i, k], axis=k, where=k > 10), name="C")
         out = np.zeros(3, "float32")
         build(create_schedule(C.op), [A, C])(np.ones((3, 4), "float32"), out)

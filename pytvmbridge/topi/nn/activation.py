@@ -23,7 +23,15 @@ from collections.abc import Callable
 from ... import te
 from ...error import TVMValueError
 from .. import tag
-from ..utils import Tensor, check_ndim, check_tensor, require_float, same_dim
+from ..utils import (
+    Tensor,
+    accumulate_dtype,
+    cast_to,
+    check_ndim,
+    check_tensor,
+    require_float,
+    same_dim,
+)
 
 ExprFn = Callable[[te.Expr], te.Expr]
 
@@ -210,7 +218,9 @@ def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (PyTorch's form).
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (PyTorch's form). float16
+    and bfloat16 are computed in float32 and rounded back (PyTorch's CPU kernel does so too):
+    ``exp(beta x)`` overflows float16 from ``beta x`` = 11.1 on, below the default threshold.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -219,11 +229,12 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         'elemwise'
     """
 
-    def fn(v: te.Expr) -> te.Expr:
+    def fn(x_value: te.Expr) -> te.Expr:
+        v = cast_to(x_value, accumulate_dtype(x_value.dtype))
         bx = v * _c(beta, v)
         # min() keeps exp finite on the branch select does not take.
         soft = te.log1p(te.exp(te.min(bx, _c(threshold, v)))) / _c(beta, v)
-        return te.select(bx > _c(threshold, v), v, soft)
+        return cast_to(te.select(bx > _c(threshold, v), v, soft), x_value.dtype)
 
     return _apply(x, fn, "softplus")
 

@@ -32,6 +32,7 @@ from .. import tag
 from ..utils import (
     Tensor,
     cast_to,
+    check_int,
     check_ndim,
     check_tensor,
     const_int,
@@ -92,7 +93,8 @@ def _conv2d_nchw(
         raise TVMTypeError(f"{what}: data is {data.dtype} and kernel is {kernel.dtype}; cast one")
     sh, sw = positive_pair(strides, f"strides of {what}")
     dh, dw = positive_pair(dilation, f"dilation of {what}")
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+    groups = check_int(groups, f"groups of {what}")
+    if groups < 1:
         raise TVMValueError(f"groups of {what} must be an int >= 1, found {groups!r}")
     batch, in_c, in_h, in_w = data.shape
     out_c = kernel.shape[0]

@@ -26,6 +26,7 @@ from .. import tag
 from ..utils import (
     Tensor,
     cast_to,
+    check_int,
     check_ndim,
     check_tensor,
     const_int,
@@ -75,7 +76,8 @@ def conv2d_transpose_nchw(
             f"output_padding of {what} must be smaller than the stride or the dilation, found "
             f"{output_padding!r}"
         )
-    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+    groups = check_int(groups, f"groups of {what}")
+    if groups < 1:
         raise TVMValueError(f"groups of {what} must be an int >= 1, found {groups!r}")
     n, in_c, in_h, in_w = Input.shape
     if not same_dim(Filter.shape[0], in_c):

@@ -154,8 +154,10 @@ def pack_dense_weight(weight: Tensor, block: int | None = None) -> Tensor:
     if block is None:
         rows = const_int(weight.shape[0])
         block = (dense_pack_block(rows) if rows is not None else 0) or 32
-    if not isinstance(block, int) or isinstance(block, bool) or block < 1:
+    size = const_int(block)
+    if size is None or size < 1:
         raise TVMValueError(f"pack_dense_weight: block must be a positive int, got {block!r}")
+    block = size
     out_dim = const_int(weight.shape[0])
     if out_dim is None or out_dim % block:
         raise TVMValueError(

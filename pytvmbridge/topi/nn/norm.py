@@ -13,7 +13,9 @@ its output is ``(x - mean) * rstd * gamma + beta`` as PyTorch's (exact on consta
 the folded ``x * rstd - mean * rstd`` cancels: 2e-2 off for a row of 1000s; no slower, the
 output pass waits on its stores). Each output stage is tagged
 ``"injective"`` and reads the per-channel or per-group statistics, so an automatic schedule
-can fuse it into its consumer.
+can fuse it into its consumer. float16 and bfloat16 data have float32 statistics and output
+arithmetic, rounded back at the end (as PyTorch's CPU kernels): a float16 sum of squares
+overflows at 65504.
 
 Example:
     >>> import numpy as np, pytvmbridge as tvm
@@ -38,6 +40,9 @@ from ...error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import (
     Tensor,
+    accumulate_dtype,
+    cast_to,
+    check_int,
     check_ndim,
     check_tensor,
     const_int,
@@ -135,13 +140,15 @@ def _moments(
     name: str,
     groups: tuple[int, Any, Any] | None,
 ) -> tuple[Tensor, Tensor, list]:
-    """Mean and (biased) variance of ``data`` over ``axes``, kept with size-1 dimensions. With
+    """Mean and sum of squared deviations of ``data`` over ``axes``, kept with size-1
+    dimensions, in :func:`accumulate_dtype` (float32 for float16 data). With
     ``groups=(channel_axis, num_groups, group_size)`` the channel axis is reduced in groups:
     the statistics have ``num_groups`` entries along it."""
     stat_shape = [1 if d in axes else data.shape[d] for d in range(data.ndim)]
     if groups is not None:
         stat_shape[groups[0]] = groups[1]
-    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
+    acc = accumulate_dtype(data.dtype)
+    count_expr = te.const(count, acc) if isinstance(count, int) else count.astype(acc)
 
     def index(i: Sequence[Any], rvs: list) -> list:
         it = iter(rvs)
@@ -167,7 +174,7 @@ def _moments(
     r1 = reduce_axes("")
     total = te.compute(
         stat_shape,
-        lambda *i: te.sum(data[index(i, r1)], axis=r1),
+        lambda *i: te.sum(cast_to(data[index(i, r1)], acc), axis=r1),
         name=f"{name}_sum",
         tag=tag.COMM_REDUCE,
     )
@@ -180,7 +187,7 @@ def _moments(
     r2 = reduce_axes("_v")
 
     def squared(*i: Any) -> te.Expr:
-        dev = data[index(i, r2)] - mean[i]
+        dev = cast_to(data[index(i, r2)], acc) - mean[i]
         return te.sum(dev * dev, axis=r2)
 
     # attrs "moments": the automatic scheduler may compute this and ``total`` in one pass over
@@ -230,19 +237,22 @@ def layer_norm(
             raise TVMTypeError(f"{what} of layer_norm is {p.dtype}, the data {data.dtype}")
     count = prod(norm_shape)
     mean, sq, _ = _moments(data, axes, count, "T_layer_norm", None)
-    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
-    eps = te.const(epsilon, data.dtype)
+    # float16/bfloat16: the statistics are float32 (_moments); so is the output's arithmetic,
+    # rounded once at the end, as PyTorch's CPU kernel computes it.
+    acc = accumulate_dtype(data.dtype)
+    count_expr = te.const(count, acc) if isinstance(count, int) else count.astype(acc)
+    eps = te.const(epsilon, acc)
 
     def fcompute(*i: Any) -> te.Expr:
         stat = [0 if d in axes else i[d] for d in range(data.ndim)]
         rstd = te.rsqrt(sq[stat] / count_expr + eps)
-        out = (data[i] - mean[stat]) * rstd
+        out = (cast_to(data[i], acc) - mean[stat]) * rstd
         p_index = [i[d] for d in axes]
         if gamma is not None:
-            out = out * gamma[p_index]
+            out = out * cast_to(gamma[p_index], acc)
         if beta is not None:
-            out = out + beta[p_index]
-        return out
+            out = out + cast_to(beta[p_index], acc)
+        return cast_to(out, data.dtype)
 
     return te.compute(
         data.shape,
@@ -283,7 +293,8 @@ def group_norm(
         raise TVMValueError("group_norm: axes must not include the channel axis")
     channels = data.shape[channel_axis]
     c = const_int(channels)
-    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1:
+    num_groups = check_int(num_groups, "num_groups of group_norm")
+    if num_groups < 1:
         raise TVMValueError(f"num_groups of group_norm must be an int >= 1, found {num_groups!r}")
     if c is None:
         raise TVMValueError("group_norm needs a constant number of channels")
@@ -294,19 +305,21 @@ def group_norm(
         _check_param(p, channels, f"{what} of group_norm", data.dtype)
     count = prod([group_size, *(data.shape[d] for d in red)])
     mean, sq, _ = _moments(data, red, count, "T_group_norm", (channel_axis, num_groups, group_size))
-    count_expr = te.const(count, data.dtype) if isinstance(count, int) else count.astype(data.dtype)
-    eps = te.const(epsilon, data.dtype)
+    # As layer_norm: float16/bfloat16 statistics and arithmetic in float32, rounded at the end.
+    acc = accumulate_dtype(data.dtype)
+    count_expr = te.const(count, acc) if isinstance(count, int) else count.astype(acc)
+    eps = te.const(epsilon, acc)
 
     def fcompute(*i: Any) -> te.Expr:
         stat = [0 if d in red else i[d] for d in range(data.ndim)]
         stat[channel_axis] = te.floordiv(i[channel_axis], group_size)
         scale = te.rsqrt(sq[stat] / count_expr + eps)
         if gamma is not None:
-            scale = scale * gamma[i[channel_axis]]
+            scale = scale * cast_to(gamma[i[channel_axis]], acc)
         shift = -mean[stat] * scale
         if beta is not None:
-            shift = beta[i[channel_axis]] + shift
-        return data[i] * scale + shift
+            shift = cast_to(beta[i[channel_axis]], acc) + shift
+        return cast_to(cast_to(data[i], acc) * scale + shift, data.dtype)
 
     return te.compute(
         data.shape,

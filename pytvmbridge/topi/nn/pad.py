@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import te
-from ...error import TVMTypeError, TVMValueError
+from ...error import TVMValueError
 from .. import tag
-from ..utils import Tensor, check_tensor, const_int
+from ..utils import Tensor, check_tensor, const_int, int_list
 
 PaddingArg = int | str | Sequence[int]
 
@@ -43,11 +43,9 @@ def get_pad_tuple(padding: PaddingArg, kernel: Sequence[int]) -> tuple[int, int,
             top, left = (pad_h + 1) // 2, (pad_w + 1) // 2
             return (top, left, pad_h - top, pad_w - left)
         raise TVMValueError(f"padding must be 'SAME', 'VALID' or ints, found {padding!r}")
-    items = [padding] if isinstance(padding, int) else list(padding)
-    if any(isinstance(p, bool) or not isinstance(p, int) for p in items):
-        raise TVMTypeError(
-            f"padding must be an int, a pair or a 4-tuple of ints, found {padding!r}"
-        )
+    single = const_int(padding)
+    expected = "an int, a pair or a 4-tuple of ints, 'SAME' or 'VALID'"
+    items = [single] if single is not None else int_list(padding, "padding", expected)
     if len(items) == 1:
         items = items * 4
     elif len(items) == 2:

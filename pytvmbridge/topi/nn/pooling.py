@@ -379,7 +379,13 @@ def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tens
 
     ry = te.reduce_axis((0, max_window(h, oh)), name="ry")
     rx = te.reduce_axis((0, max_window(w, ow)), name="rx")
-    fill = te.min_value(data.dtype) if pool_type == "max" else te.const(0, data.dtype)
+    # What the padded lanes and out-of-window taps read: what never changes the result. For a
+    # float max that is -inf, not the lowest finite value (a window of -inf has maximum -inf,
+    # as in PyTorch; the max reduction itself starts from -inf).
+    fill = te.const(0, data.dtype)
+    if pool_type == "max":
+        float_fill = is_float(data.dtype)
+        fill = te.const(float("-inf"), data.dtype) if float_fill else te.min_value(data.dtype)
     reducer = te.max if pool_type == "max" else te.sum
 
     def fcompute(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:

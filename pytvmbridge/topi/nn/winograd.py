@@ -97,11 +97,12 @@ _MATRICES: dict[int, tuple[list[list[Any]], list[list[Any]], list[list[Any]]]] =
 
 
 def _check_tile_size(tile_size: Any) -> int:
-    if isinstance(tile_size, bool) or tile_size not in WINOGRAD_TILE_SIZES:
+    m = const_int(tile_size)
+    if m is None or m not in WINOGRAD_TILE_SIZES:
         raise TVMValueError(
             f"tile_size must be one of {WINOGRAD_TILE_SIZES} (F(m x m, 3 x 3)), found {tile_size!r}"
         )
-    return int(tile_size)
+    return m
 
 
 def winograd_transform_matrices(tile_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 
 #include "ir/op.h"
@@ -131,6 +133,33 @@ bool dtype_matches(const DataType& want, const DLDataType& got) {
   if (got.code == want.code() && got.bits == want.bits()) return true;
   // Older producers hand out bool as 8-bit unsigned.
   return want.is_bool() && got.code == kDLUInt && got.bits == 8;
+}
+
+// Whether two arrays whose byte ranges overlap still share no byte because their elements
+// interleave (buf[:, ::2] and buf[:, 1::2]): every element of each starts at its base plus a
+// multiple of g, the gcd of all their byte strides, so it occupies the same bytes modulo g;
+// when those bytes of the two arrays do not meet modulo g, no two elements do.
+bool interleaved(const DLTensor& a, const DLTensor& b) {
+  auto stride_gcd = [](const DLTensor& t, int64_t g) {
+    const int64_t item = (t.dtype.bits * t.dtype.lanes + 7) / 8;
+    int64_t step = 1;  // row-major strides (no strides given), in elements
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      int64_t stride = t.strides ? t.strides[d] : step;
+      step *= t.shape[d];
+      if (t.shape[d] > 1) g = std::gcd(g, std::abs(stride) * item);
+    }
+    return g;
+  };
+  const int64_t g = stride_gcd(b, stride_gcd(a, 0));
+  if (g <= 0) return false;  // single elements: their byte ranges decide
+  const int64_t size_a = (a.dtype.bits * a.dtype.lanes + 7) / 8;
+  const int64_t size_b = (b.dtype.bits * b.dtype.lanes + 7) / 8;
+  const auto base = [](const DLTensor& t) {
+    return static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.data) + t.byte_offset);
+  };
+  int64_t offset = (base(b) - base(a)) % g;  // where b's elements start within a's period
+  if (offset < 0) offset += g;
+  return offset >= size_a && offset + size_b <= g;
 }
 
 // The byte range [lo, hi) an array's elements span (empty arrays span nothing).
@@ -447,7 +476,7 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
     for (size_t j = 0; j < n; ++j) {
       if (j == i) continue;
       auto [lo2, hi2] = byte_span(*tensors[j]);
-      if (lo2 < hi && lo < hi2) {
+      if (lo2 < hi && lo < hi2 && !interleaved(*tensors[i], *tensors[j])) {
         value_error(describe(i), " is an output and overlaps ", describe(j),
                     " in memory; pass a separate array for the output");
       }

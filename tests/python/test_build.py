@@ -180,6 +180,23 @@ def test_output_overlapping_input_is_rejected_and_nothing_written():
     np.testing.assert_array_equal(buf, before)
 
 
+def test_interleaved_output_sharing_no_element_is_accepted():
+    # The byte ranges overlap, the elements do not (as NumPy's out=buf[:, 1::2] allows).
+    f = vadd()
+    buf = np.arange(24, dtype="float32")
+    before = buf.copy()
+    f(buf[0:6:2], buf[6:12:2], buf[1:7:2])
+    expected = before.copy()
+    expected[1:7:2] = before[0:6:2] + before[6:12:2]
+    np.testing.assert_array_equal(buf, expected)
+    # Two floats a period of 8 bytes apart, one byte off: they share bytes, refused.
+    raw = np.zeros(64, "uint8")
+    a = raw[:48].view("float32")[::2]
+    b = raw[1:49].view("float32")[::2]
+    with pytest.raises(ValueError, match="overlaps"):
+        f(a, a.copy(), b)
+
+
 def test_not_an_array():
     f = vadd()
     a = np.zeros(3, "float32")

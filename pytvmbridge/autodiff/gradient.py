@@ -270,10 +270,23 @@ def _propagate(
         d = derivative(src, key)
         if d is None:
             continue
-        if kind in ("max", "min"):  # the argmax/argmin mask
-            d = _core.select(src == here, _as_expr(d, c.dtype), _core.const(0, c.dtype))
+        if kind in ("max", "min"):
+            # The extreme's mask, split evenly between tied elements (PyTorch's amax and JAX's
+            # max: the gradients of a row add up to its head). A row holding a NaN has no
+            # element equal to its extreme, so 0 / 0 makes its gradient NaN, as theirs.
+            ties = _row_stat(c, src, raxes, rcond, "ties")
+            mask = _core.select(src == here, _as_expr(d, c.dtype), _core.const(0, c.dtype))
+            d = mask / ties[tuple(a.var for a in axes)]
         elif kind == "prod":
-            d = mul(d, here / src)
+            # The product of the other elements: output / element where the element is not 0;
+            # where it is, the product of the nonzero elements if it is the row's only zero,
+            # else 0 (output / element gave NaN there).
+            at = tuple(a.var for a in axes)
+            zeros = _row_stat(c, src, raxes, rcond, "zeros")[at]
+            nonzero = _row_stat(c, src, raxes, rcond, "nonzero_prod")[at]
+            zero = _core.const(0, c.dtype)
+            others = _core.select(src != zero, here / src, _core.select(zeros == 1, nonzero, zero))
+            d = mul(d, others)
         value = mul(adj_here, d)
         value = _as_expr(value, c.dtype)
         if saved:
@@ -289,6 +302,31 @@ def _propagate(
         contributions.setdefault(tensor, []).append(
             gather_adjoint(tensor, indices, value, axes, raxes, name, split)
         )
+
+
+def _row_stat(c: Tensor, src: Any, raxes: list[Any], rcond: Any, what: str) -> Tensor:
+    """A statistic of reduction ``c``'s rows (``src`` over ``raxes`` where ``rcond``), of
+    ``c``'s shape: ``"ties"`` counts the elements equal to ``c``, ``"zeros"`` the zero elements,
+    ``"nonzero_prod"`` multiplies the nonzero ones."""
+    op = c.op
+    dtype = c.dtype
+
+    def body(*idx: Any) -> Any:
+        fresh = [
+            _te.reduce_axis((iv.dom.min, iv.dom.min + iv.dom.extent), name=f"{iv.var.name}_{what}")
+            for iv in raxes
+        ]
+        pairs = [(a.var, i) for a, i in zip(op.axis, idx, strict=True)]
+        pairs += [(iv.var, f.var) for iv, f in zip(raxes, fresh, strict=True)]
+        x = _core.substitute(src, pairs)
+        where = _core.substitute(rcond, pairs) if rcond is not None else None
+        one, zero = _core.const(1, dtype), _core.const(0, dtype)
+        if what == "nonzero_prod":
+            return _te.prod(_core.select(x != zero, x, one), axis=fresh, where=where)
+        hit = x == c[idx] if what == "ties" else x == zero
+        return _te.sum(_core.select(hit, one, zero), axis=fresh, where=where)
+
+    return _te.compute(c.shape, body, name=f"{op.name}_{what}")
 
 
 def _as_expr(v: Any, dtype: str) -> Any:

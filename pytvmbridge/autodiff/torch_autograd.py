@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from ..error import TVMError, TVMValueError
+from ..error import TVMError, TVMNotImplementedError, TVMValueError
 from .derivative import NotDifferentiable
 
 _lock = threading.Lock()
@@ -230,6 +230,15 @@ def torch_op(kernel: Any) -> Any:
         return (backward_op(inputs, values, heads),)
 
     forward.register_autograd(backward, setup_context=setup_context)
+
+    def no_second_derivative(ctx: Any, grads: Any) -> Any:
+        del ctx, grads
+        raise TVMNotImplementedError(
+            f"kernel '{kernel.name}': its gradient is not differentiable again (no second "
+            "derivatives: create_graph=True through a kernel's backward is not supported)"
+        )
+
+    backward_op.register_autograd(no_second_derivative, setup_context=lambda *_: None)
     kernel.__dict__["_torch_op"] = forward
     return forward
 
@@ -243,6 +252,26 @@ def _eager(args: tuple[Any, ...]) -> bool:
             if type(a) is not torch.nn.Parameter:
                 return False
     return not torch.compiler.is_compiling()
+
+
+def _no_second_derivative(kernel: Any, out: list[Any], sources: list[Any]) -> tuple[Any, ...]:
+    """The gradients, made to raise when differentiated again (``create_graph=True``, then a
+    backward through them): the kernel's gradient depends on its inputs, but the derived
+    gradient is not differentiable itself, and a second derivative that silently left that out
+    would be wrong (as ``once_differentiable``, which only sees the incoming gradients)."""
+    torch = sys.modules["torch"]
+    if not torch.is_grad_enabled() or not any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in sources
+    ):
+        return tuple(out)
+    message = (
+        f"kernel '{kernel.name}': its gradient is not differentiable again (second derivatives "
+        "through a pytvmbridge kernel are not supported)"
+    )
+    delayed = torch._C._functions.DelayedError(message.encode(), len(out))
+    # The error node attaches only to tensors that require grad (as once_differentiable does).
+    wrapped = delayed(*[o.detach().requires_grad_(True) for o in out])
+    return tuple(wrapped) if isinstance(wrapped, tuple) else (wrapped,)
 
 
 def _eager_function(kernel: Any) -> Any:
@@ -274,7 +303,7 @@ def _eager_function(kernel: Any) -> Any:
             ]
             out = [torch.empty(x.shape, dtype=x.dtype) for x in inputs]
             module(*inputs, *heads, *values, *out)
-            return tuple(out)
+            return _no_second_derivative(kernel, out, [*ctx.saved_tensors, *grads])
 
     KernelFunction.__name__ = f"{kernel.name}_autograd"
     kernel.__dict__["_autograd_function"] = KernelFunction

@@ -19,6 +19,7 @@
 #include <structmember.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <exception>
 #include <memory>
@@ -74,8 +75,15 @@ struct Variant {
   }
 };
 
+// Bumped (from Python) when the schedule a kernel's new variant would get may have changed: an
+// `autotvm.apply_history_best` context entered or left. A kernel whose variants were found
+// under another epoch drops them and asks `_variant` again, which keys its own cache by the
+// tuned configuration; without this, a kernel called once kept its first schedule for good.
+std::atomic<uint64_t> g_dispatch_epoch{0};
+
 struct State {
   std::vector<std::shared_ptr<const Variant>> variants;
+  uint64_t epoch = 0;              // g_dispatch_epoch when `variants` were found
   std::vector<std::string> names;  // a kernel's argument names, for errors before a variant
   std::string name;                // a kernel's name
   Py_ssize_t n_inputs = -1;        // a kernel's input count, when its function says
@@ -371,6 +379,11 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
     const std::string* name =
         static_cast<size_t>(k) < state.names.size() ? &state.names[k] : &kUnnamed;
     in[k].read(args[k], ArgName(name, k), false);
+  }
+  const uint64_t epoch = g_dispatch_epoch.load(std::memory_order_relaxed);
+  if (state.epoch != epoch) {
+    state.variants.clear();
+    state.epoch = epoch;
   }
   int64_t key[256];
   const size_t len = layout_key(in, n, key, 256);
@@ -706,6 +719,10 @@ void bind_bridges(py::module_& m) {
   m.add_object("Caller", py::reinterpret_steal<py::object>(type));
   m.def("_set_framework_resolver", &set_framework_resolver, py::arg("resolver"),
         "frameworks.framework_of, asked once per new array type.");
+  m.def(
+      "_bump_dispatch_epoch", [] { g_dispatch_epoch.fetch_add(1, std::memory_order_relaxed); },
+      "Kernels look their compiled variants up in Python again on their next call (an "
+      "apply_history_best context was entered or left).");
 }
 
 }  // namespace ptb::python

@@ -169,6 +169,38 @@ class MeasureOption:
     # 1.47x slower on 2 cores, 2 threads).
     overlap_builds: bool | None = None
 
+    def __post_init__(self) -> None:
+        from ..error import TVMValueError
+
+        def number(name: str, low: float, strict: bool, integer: bool = False) -> None:
+            v = getattr(self, name)
+            ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+            if isinstance(v, bool) or not ok_type or not (v > low if strict else v >= low):
+                want = "an integer" if integer else "a number"
+                rel = ">" if strict else ">="
+                raise TVMValueError(f"MeasureOption: {name} must be {want} {rel} {low}, got {v!r}")
+
+        number("repeat", 1, False, integer=True)
+        number("min_repeat_ms", 0, False)
+        number("timeout", 0, True)
+        number("slow_factor", 1, False)
+        if self.overlap_builds not in (None, True, False):
+            raise TVMValueError(
+                f"MeasureOption: overlap_builds must be True, False or None, "
+                f"got {self.overlap_builds!r}"
+            )
+
+
+def check_measure_option(option: object) -> None:
+    """Raises a clear error where ``measure_option`` is not a ``MeasureOption`` (or None)."""
+    from ..error import TVMTypeError
+
+    if option is not None and not isinstance(option, MeasureOption):
+        raise TVMTypeError(
+            f"measure_option must be an autotvm.MeasureOption (or None), got "
+            f"{type(option).__name__}: {option!r}"
+        )
+
 
 def cpu_split(threads: int) -> tuple[list[int], list[int]] | None:
     """``(measure_cpus, build_cpus)``: the first ``threads`` CPUs this process may run on for

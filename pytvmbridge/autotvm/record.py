@@ -30,6 +30,8 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .. import _core
+
 __all__ = [
     "ApplyHistoryBest",
     "append",
@@ -121,10 +123,17 @@ def make_record(
 
 
 def append(path: str | os.PathLike[str], records: Iterable[dict[str, Any]]) -> None:
-    """Appends records to a log (one JSON object a line; flushed so a crash loses nothing)."""
-    with open(path, "a") as f:
+    """Appends records to a log (one JSON object a line; flushed so a crash loses nothing).
+    A log whose last line a crash cut short gets a line break first, so that the first new
+    record is not glued onto the partial one (and lost with it)."""
+    with open(path, "ab") as f:
+        if f.tell() > 0:
+            with open(path, "rb") as tail:
+                tail.seek(-1, os.SEEK_END)
+                if tail.read(1) != b"\n":
+                    f.write(b"\n")
         for r in records:
-            f.write(json.dumps(r, sort_keys=True) + "\n")
+            f.write((json.dumps(r, sort_keys=True) + "\n").encode())
         f.flush()
 
 
@@ -134,13 +143,13 @@ def load(path: str | os.PathLike[str], verified: bool = True) -> Iterator[dict[s
     trials, without the final re-measurements (``Tuner.verify``)."""
     if not os.path.exists(path):
         return
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
+                r = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
                 warnings.warn(f"{path}:{n}: not a JSON record, skipped", stacklevel=2)
                 continue
             if isinstance(r, dict) and "workload" in r and "config" in r:
@@ -236,10 +245,12 @@ class ApplyHistoryBest:
         if not hasattr(_active, "stack"):
             _active.stack = []
         _active.stack.append(self)
+        _core._bump_dispatch_epoch()  # kernels called before look their schedule up again
         return self
 
     def __exit__(self, *exc: object) -> None:
         _active.stack.remove(self)
+        _core._bump_dispatch_epoch()
 
 
 def apply_history_best(logs: Any, other_cpus: bool = False) -> ApplyHistoryBest:

@@ -31,10 +31,12 @@ import json
 import math
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..error import TVMValueError
+import numpy as np
+
+from ..error import TVMTypeError, TVMValueError
 
 __all__ = [
     "AutoSpace",
@@ -180,10 +182,25 @@ class ConfigSpace:
         self._define(name, "split", sizes)
 
     def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
-        """A knob taking one of ``candidates`` (JSON-able values)."""
-        if not candidates:
+        """A knob taking one of ``candidates`` (JSON-able values: numbers, strings, bools,
+        None, and lists, tuples or dicts of them; NumPy scalars are taken as Python's). A
+        tuple comes back from a log as the tuple, not as JSON's list."""
+        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
+            raise TVMTypeError(
+                f"define_knob '{name}': candidates must be a list of values, got {candidates!r}"
+            )
+        values = [c.item() if isinstance(c, np.generic) else c for c in candidates]
+        if not values:
             raise TVMValueError(f"define_knob '{name}': candidates must not be empty")
-        self._define(name, "knob", list(candidates))
+        for c in values:
+            try:
+                json.dumps(c)
+            except (TypeError, ValueError):
+                raise TVMTypeError(
+                    f"define_knob '{name}': candidate {c!r} cannot be written to a tuning log "
+                    "(JSON: numbers, strings, bools, None, and lists, tuples or dicts of them)"
+                ) from None
+        self._define(name, "knob", values)
 
     def define_reorder(
         self,
@@ -242,6 +259,10 @@ class ConfigSpace:
         out = {}
         for name, cands in self.knobs.items():
             value = config.get(name, cands[0])
+            if value not in cands:
+                # Read back from a log: JSON made the candidate's tuples lists.
+                text = json.dumps(value, sort_keys=True)
+                value = next((c for c in cands if json.dumps(c, sort_keys=True) == text), value)
             if value not in cands:
                 raise TVMValueError(
                     f"config: knob '{name}' is {value!r}, not one of {cands[:8]}..."

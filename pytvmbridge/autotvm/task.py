@@ -167,7 +167,7 @@ class Task:
                 f"has {len(tensors)} build arguments"
             )
         self.is_output = [not _is_placeholder(t) for t in tensors]
-        self.flop = float(flop) if flop is not None else _count_flop(tensors)
+        self.flop = float(flop) if flop is not None else _count_flop(tensors, self.arg_shapes)
         self.workload_key, self.description = _workload(self, tensors)
 
     # --- the computation ---
@@ -254,18 +254,40 @@ def _workload(task: Task, tensors: list[Any]) -> tuple[str, str]:
     return h.hexdigest()[:16], f"{task.name}({shapes})"
 
 
-def _count_flop(tensors: list[Any]) -> float:
-    """Floating-point operations of one run, roughly: per output element, one per reduction
-    iteration times the operators of the reduced expression (2 for a multiply-add)."""
+def _count_flop(tensors: list[Any], arg_shapes: Sequence[tuple[tuple[int, ...], str]]) -> float:
+    """Floating-point operations of one run, roughly: per element of every stage (the
+    intermediate ones a fused graph task computes too, not only its outputs), one per
+    reduction iteration times 2 (a multiply-add) or 1 for a stage without reduction. Symbolic
+    sizes (a TC def's) take the values of ``arg_shapes``, the sizes the task is measured at."""
+    from .. import _core
+    from ..te import PlaceholderOp
+
+    binding: dict[str, int] = {}
+    pairs = []
+    for t, (shape, _) in zip(tensors, arg_shapes, strict=False):
+        for d, n in zip(t.shape, shape, strict=False):
+            if isinstance(d, _core.Var) and d.name not in binding:
+                binding[d.name] = int(n)
+                pairs.append((d, int(n)))
+
+    def size(e: Any) -> int:
+        value = getattr(e, "value", None)
+        if value is None and pairs:
+            value = getattr(_core.simplify(_core.substitute(e, pairs)), "value", None)
+        return int(value) if value is not None else 1
+
     total = 0.0
-    for t in tensors:
-        if _is_placeholder(t):
+    seen: set[Any] = set()
+    stack = [t.op for t in tensors if not _is_placeholder(t)]
+    while stack:
+        op = stack.pop()
+        if op in seen or isinstance(op, PlaceholderOp) or not hasattr(op, "reduce_axis"):
             continue
-        op = t.op
-        out = math.prod(getattr(d, "value", 1) for d in t.shape)
-        red = math.prod(getattr(iv.dom.extent, "value", 1) for iv in op.reduce_axis)
-        per = 2 if len(op.reduce_axis) else 1
-        total += out * red * per
+        seen.add(op)
+        stack.extend(t.op for t in op.input_tensors)
+        out = math.prod(size(d) for d in op.output(0).shape)
+        red = math.prod(size(iv.dom.extent) for iv in op.reduce_axis)
+        total += out * red * (2 if len(op.reduce_axis) else 1)
     return float(total)
 
 

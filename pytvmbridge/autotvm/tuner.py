@@ -33,13 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ..error import TVMValueError
+from ..error import TVMTypeError, TVMValueError
 from . import record
 from .features import loop_features
 from .measure import (
     LocalRunner,
     MeasureOption,
     MeasureResult,
+    check_measure_option,
     measure_in_process,
     schedule_hash,
 )
@@ -226,6 +227,7 @@ class Tuner:
         resume: bool = True,
         verify: bool = True,
         time_budget_s: float | None = None,
+        _shared_bar: Any = None,
     ) -> dict[str, Any] | None:
         """Measure up to ``n_trial`` new candidates; returns the best valid record (or ``None``).
 
@@ -241,8 +243,7 @@ class Tuner:
         between them) made every proposal wait for the last batch's measurement and the
         workers wait for every proposal.
         """
-        if n_trial < 0:
-            raise TVMValueError(f"n_trial must be >= 0, got {n_trial}")
+        _check_tune_args(n_trial, n_parallel, early_stopping, measure_option)
         if time_budget_s is not None and not time_budget_s >= 0:
             raise TVMValueError(f"time_budget_s must be >= 0 or None, got {time_budget_s!r}")
         deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
@@ -266,7 +267,9 @@ class Tuner:
             )
         elif isinstance(runner, str):
             raise TVMValueError(f"runner must be 'local', 'ray' or a runner object, got {runner!r}")
-        bar = _bar(self.task, n_trial, progress)
+        # tune_tasks' rounds share its one bar over the whole budget (a bar per round started
+        # again from 0 every few trials, with no ETA worth reading)
+        bar = _shared_bar if _shared_bar is not None else _bar(self.task, n_trial, progress)
         batch = getattr(runner, "n_parallel", 1)
         # With a runner that has submit/collect, a batch's builds run while this process
         # makes the next proposals (cost model fit, features) and while it logs the last
@@ -362,7 +365,7 @@ class Tuner:
             if inflight is not None and pipelined:
                 for r in runner.collect(inflight, None, measure=False):  # not needed now
                     self._pending.discard(_key(r.config))
-            if bar is not None:
+            if bar is not None and _shared_bar is None:
                 bar.close()
             if own_runner:
                 runner.close()
@@ -737,11 +740,37 @@ _TUNERS = {
 }
 
 
+def _check_count(name: str, value: Any, low: int, none_ok: bool) -> None:
+    if value is None and none_ok:
+        return
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        also = " or None" if none_ok else ""
+        raise TVMValueError(f"{name} must be an integer >= {low}{also}, got {value!r}")
+
+
+def _check_tune_args(
+    n_trial: Any, n_parallel: Any, early_stopping: Any, measure_option: Any
+) -> None:
+    """The arguments ``tune`` and ``tune_tasks`` share, checked before any worker starts."""
+    _check_count("n_trial", n_trial, 0, none_ok=False)
+    _check_count("n_parallel", n_parallel, 1, none_ok=True)
+    _check_count("early_stopping", early_stopping, 1, none_ok=True)
+    check_measure_option(measure_option)
+
+
 def make_tuner(name_or_cls: Any, task: Any, seed: int | None = 0) -> Tuner:
+    """A tuner for ``task``: by name (``"evolutionary"``, ``"random"``, ``"grid"``...) or a
+    ``Tuner`` subclass."""
     if isinstance(name_or_cls, str):
         if name_or_cls not in _TUNERS:
             raise TVMValueError(f"tuner must be one of {sorted(_TUNERS)}, got {name_or_cls!r}")
         return _TUNERS[name_or_cls](task, seed=seed)
+    if not (isinstance(name_or_cls, type) and issubclass(name_or_cls, Tuner)):
+        raise TVMTypeError(
+            f"tuner must be one of {sorted(_TUNERS)} or a Tuner subclass, got {name_or_cls!r}"
+        )
     return name_or_cls(task, seed=seed)
 
 
@@ -780,6 +809,7 @@ def tune_tasks(
         >>> [b["error"] for b in bests]
         [0, 0]
     """
+    _check_tune_args(n_trial, n_parallel, early_stopping, measure_option)
     tuners = [make_tuner(tuner, t, seed) for t in tasks]
     if not tuners:
         return []
@@ -796,12 +826,15 @@ def tune_tasks(
     # and a fresh runner forks its workers again); the least recently used beyond a few are
     # closed, so that a graph's dozen tasks do not keep two dozen workers alive.
     open_runners: dict[int, LocalRunner] = {}
+    bar = _bar(tuners[0].task, n_trial, progress)
     try:
         _schedule_rounds(
             tuners, n_trial, weight, n_parallel, progress_of, order, open_runners,
-            measure_option, log_file, runner, progress, early_stopping,
+            measure_option, log_file, runner, bar, early_stopping,
         )  # fmt: skip
     finally:
+        if bar is not None:
+            bar.close()
         for r in open_runners.values():
             r.close()
     if verify:
@@ -815,7 +848,7 @@ _OPEN_RUNNERS = 4
 def _schedule_rounds(
     tuners: list[Tuner], n_trial: int, weight: list[float], n_parallel: int,
     progress_of: list[list[float]], order: list[int], open_runners: dict[int, LocalRunner],
-    measure_option: MeasureOption | None, log_file: Any, runner: Any, progress: bool,
+    measure_option: MeasureOption | None, log_file: Any, runner: Any, bar: Any,
     early_stopping: int | None,
 ) -> None:  # fmt: skip
     """``tune_tasks``' rounds: each goes to the task of largest expected gain."""
@@ -850,6 +883,8 @@ def _schedule_rounds(
             open_runners[k] = task_runner  # the most recently used last
             while len(open_runners) > _OPEN_RUNNERS:
                 open_runners.pop(next(iter(open_runners))).close()
+        if bar is not None and len(tuners) > 1:
+            bar.set_description(f"tuning {tuners[k].task.name} ({k + 1}/{len(tuners)})")
         tuners[k].tune(
             step,
             measure_option,
@@ -857,15 +892,18 @@ def _schedule_rounds(
             log_file,
             n_parallel,
             task_runner,
-            progress,
+            progress=bar is not None,
             resume=False,
             verify=False,
+            _shared_bar=bar,
         )
         spent += max(1, tuners[k].trials - before)
         progress_of[k].append(tuners[k].best_cost)
+        # Stop once every task went ``early_stopping`` trials (that many rounds of
+        # n_parallel, at least one) without improving: its last rounds + 1 bests are equal
+        # (the first of them is the best the quiet rounds failed to beat).
+        quiet = max(1, -(-early_stopping // n_parallel)) if early_stopping is not None else 0
         if early_stopping is not None and all(
-            len(h) * n_parallel >= early_stopping
-            and len(set(h[-max(1, early_stopping // n_parallel) :])) == 1
-            for h in progress_of
+            len(h) > quiet and len(set(h[-(quiet + 1) :])) == 1 for h in progress_of
         ):
             break

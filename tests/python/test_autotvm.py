@@ -678,7 +678,7 @@ def test_bad_arguments():
         autotvm.task.create("no_such_template")
     with pytest.raises(TypeError, match=r"autotvm\.tune takes"):
         autotvm.tune(42)
-    with pytest.raises(ValueError, match="n_trial must be >= 0"):
+    with pytest.raises(ValueError, match="n_trial must be an integer >= 0, got -1"):
         autotvm.RandomTuner(task).tune(-1)
     with pytest.raises(ValueError, match="define_split policy"):
         autotvm.ConfigSpace().define_split("x", 8, policy="odd")

@@ -110,10 +110,10 @@ std::vector<std::vector<int64_t>> TcFunction::prepare(
     int64_t v = eval_int(c.value, env);
     int64_t size = eval_int(c.size, env);
     if (c.is_lower ? v < 0 : v > size - 1) {
-      value_error("in ", name, "(): a read of '", c.tensor, "' goes out of bounds in dimension ",
-                  c.dim, ": its index ", c.is_lower ? "goes down to " : "reaches ", v,
-                  " but the size is ", size, bound_sizes(),
-                  "; check the where clauses of this statement\n", c.location);
+      value_error("in ", name, "(): a ", c.is_write ? "write" : "read", " of '", c.tensor,
+                  "' goes out of bounds in dimension ", c.dim, ": its index ",
+                  c.is_lower ? "goes down to " : "reaches ", v, " but the size is ", size,
+                  bound_sizes(), "; check the where clauses of this statement\n", c.location);
     }
   }
   return out_shapes;

@@ -20,6 +20,7 @@ struct BoundsCheck {
   Expr value;
   Expr size;
   bool is_lower = false;
+  bool is_write = false;  // a where clause's range on a left-hand side index, not a read
   std::string tensor;
   int dim = 0;
   std::string location;  // "line L, column C" and the source line with a caret

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -224,11 +225,34 @@ class Lexer {
       default:
         break;
     }
-    unsigned char u = static_cast<unsigned char>(c);
-    std::string shown = (u >= 0x20 && u < 0x7F) ? std::string(1, c)
-                                                : str_cat("\\x", "0123456789abcdef"[u >> 4],
-                                                          "0123456789abcdef"[u & 15]);
-    source_.fail({line_, col()}, str_cat("unexpected character '", shown, "'"));
+    source_.fail({line_, col()}, str_cat("unexpected character ", shown_character()));
+  }
+
+  // The character at i_ as an error shows it: printable ASCII quoted; a whole UTF-8 sequence
+  // quoted with its code point ('α' (U+03B1)); anything else (a control or stray byte) as \xNN.
+  // Messages must stay valid UTF-8: Python decodes them.
+  std::string shown_character() const {
+    static const char kHex[] = "0123456789ABCDEF";
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s_[i_ + k]); };
+    const unsigned char u = byte(0);
+    if (u >= 0x20 && u < 0x7F) return str_cat("'", static_cast<char>(u), "'");
+    const int len = u >= 0xC2 && u <= 0xDF   ? 2
+                    : u >= 0xE0 && u <= 0xEF ? 3
+                    : u >= 0xF0 && u <= 0xF4 ? 4
+                                             : 0;
+    uint32_t code = len == 2 ? u & 0x1F : len == 3 ? u & 0x0F : u & 0x07;
+    bool valid = len > 0 && i_ + len <= s_.size();
+    for (int k = 1; valid && k < len; ++k) {
+      valid = (byte(k) & 0xC0) == 0x80;
+      code = (code << 6) | (byte(k) & 0x3F);
+    }
+    const uint32_t smallest = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    valid = valid && code >= smallest && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+    if (!valid) return str_cat("'\\x", kHex[u >> 4], kHex[u & 15], "'");
+    std::string hex;
+    for (int shift = code > 0xFFFFF ? 20 : code > 0xFFFF ? 16 : 12; shift >= 0; shift -= 4)
+      hex += kHex[(code >> shift) & 15];
+    return str_cat("'", s_.substr(i_, len), "' (U+", hex, ")");
   }
 
   void lex_word(Token* t) {

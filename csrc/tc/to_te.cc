@@ -538,7 +538,16 @@ class Translator {
     std::vector<Expr> args;
     for (const auto& a : e.args) args.push_back(lower(*a, target));
     if (b.kind == BuiltinKind::kMinMax) {
-      return b.is_max ? Max::make(args[0], args[1]) : Min::make(args[0], args[1]);
+      Expr picked = b.is_max ? Max::make(args[0], args[1]) : Min::make(args[0], args[1]);
+      const bool same = args[0].dtype() == picked.dtype() && args[1].dtype() == picked.dtype();
+      if (b.name[0] == 'f' && picked.dtype().is_float() && same) {
+        // fmax/fmin are C's (CUDA's, np.fmax): a NaN operand is ignored, the other returned;
+        // max/min propagate it as torch.maximum does.
+        Expr a_nan = Call::make(Intrinsic::kIsNan, {args[0]});
+        Expr b_nan = Call::make(Intrinsic::kIsNan, {args[1]});
+        picked = Select::make(a_nan, args[1], Select::make(b_nan, args[0], picked));
+      }
+      return picked;
     }
     if (b.kind == BuiltinKind::kLibrary) {
       // TC's round is CUDA's (and C's): halves away from zero; te.round rounds them to even.
@@ -657,6 +666,7 @@ class Translator {
       }
     }
 
+    check_written_ranges(si, out, ranges, has_prev);
     // Output indices start at 0; the shape is set by the first write.
     std::vector<SymInt> shape;
     for (size_t d = 0; d < nlhs; ++d) {
@@ -791,6 +801,54 @@ class Translator {
 
   // Every read gets 0 <= index <= size - 1 for the ranges of its statement: settled here when
   // the sizes cancel out, checked when the kernel is called otherwise.
+  // A where clause that ranges a left-hand side index below 0 (or, for a tensor written before,
+  // past its size) asks for writes outside the tensor: an error at definition time where the
+  // sizes decide it, else a check at each call. Ranges inferred from the reads are clipped to
+  // the tensor instead (nothing asked for those writes).
+  void check_written_ranges(const StmtInfo& si, const TensorState& out,
+                            const std::vector<std::optional<VarRange>>& ranges, bool has_prev) {
+    for (size_t d = 0; d < si.num_lhs; ++d) {
+      auto given = si.ranges.find(si.index_names[d]);
+      if (given == si.ranges.end()) continue;
+      const VarRange& r = *ranges[d];
+      const SourcePos& pos = given->second->pos;
+      const std::string& n = si.index_names[d];
+      const bool runs = provably_positive(r.extent());
+      if (runs || !r.extent().is_const()) {
+        if (!SymInt(0).provably_le(r.lo)) {
+          if (r.lo.is_const() && runs) {
+            fail(pos, str_cat("'", n, "' starts at ", r.lo.str(), ": the statement would write '",
+                              out.info->name, "' at a negative index"));
+          }
+          add_write_check(r, d, r.lo, IntImm::make(tc_index_type(), 0), true, out, pos);
+        }
+        if (has_prev && !r.hi.provably_le(out.shape[d])) {
+          const SymInt past = r.hi - out.shape[d];
+          if (past.is_const() && runs) {
+            fail(pos, str_cat("'", n, "' reaches ", (r.hi - 1).str(), " but '", out.info->name,
+                              "' has size ", out.shape[d].str(), " in dimension ", d,
+                              ": the statement would write past its end"));
+          }
+          add_write_check(r, d, r.hi - 1, out.shape[d].to_expr(), false, out, pos);
+        }
+      }
+    }
+  }
+
+  void add_write_check(const VarRange& r, size_t dim, const SymInt& value, Expr size, bool is_lower,
+                       const TensorState& out, const SourcePos& pos) {
+    BoundsCheck c;
+    if (!provably_positive(r.extent())) c.extents.push_back(r.extent().to_expr());
+    c.value = value.to_expr();
+    c.size = std::move(size);
+    c.is_lower = is_lower;
+    c.is_write = true;
+    c.tensor = out.info->name;
+    c.dim = static_cast<int>(dim);
+    c.location = src_.make_error(pos, "the where clause is here").what();
+    fn_.checks.push_back(std::move(c));
+  }
+
   void add_bounds_checks(const std::vector<ReadRecord>& reads,
                          const std::vector<std::optional<VarRange>>& ranges) {
     std::vector<Expr> extents;

@@ -375,3 +375,22 @@ def test_ranges_that_do_not_start_at_zero():
     close(o3, [0, *a[:, 0]])
     close(s, [a[0, 0], a[1].sum(), a[2].sum()])
     close(t, a[:, 1:].sum(1))
+
+
+def test_fmax_fmin_ignore_nan_as_c_does_and_max_min_propagate_it():
+    f = tc.define(
+        """def f(float(N) A, float(N) B) -> (X, Y, P, Q) {
+             X(i) = fmax(A(i), B(i))
+             Y(i) = fmin(A(i), B(i))
+             P(i) = max(A(i), B(i))
+             Q(i) = min(A(i), B(i))
+           }"""
+    )
+    nan = np.nan
+    a = np.array([nan, 1.0, nan, -2.0, 3.0], "float32")
+    b = np.array([2.0, nan, nan, 5.0, -1.0], "float32")
+    x, y, p, q = f(a, b)
+    np.testing.assert_array_equal(x, np.fmax(a, b))
+    np.testing.assert_array_equal(y, np.fmin(a, b))
+    np.testing.assert_array_equal(p, np.maximum(a, b))
+    np.testing.assert_array_equal(q, np.minimum(a, b))

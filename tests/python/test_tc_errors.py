@@ -48,6 +48,14 @@ SOURCE_ERRORS = [
         "'C' is never written",
     ),
     ("static-bounds", F + "B(i) = A(i + 1) where i in 0:N + 1\n}", 2, 12, "out of bounds"),
+    ("write-below-zero", F + "B(i) = 1.0 where i in -1:N\n}", 2, 20, "'i' starts at -1"),
+    (
+        "write-past-end",
+        F + "B(i) = A(i)\n  B(i) = 2.0 where i in 0:N + 1\n}",
+        3,
+        20,
+        "'i' reaches N but 'B' has size N in dimension 0",
+    ),
     ("non-affine-index", F + "B(i) = A(i * i)\n}", 2, 14, "multiplied by integer"),
     ("cyclic-binding", F + "B(i) = A(k) where k = k + 1\n}", 2, 25, "refers to itself"),
     ("duplicate-def", F + "B(i) = A(i)\n}\n" + F + "B(i) = A(i)\n}", 4, 5, "defined twice"),
@@ -79,6 +87,22 @@ def test_caret_lines_up_with_tabs_and_wide_characters():
     err = info.value
     assert (err.line, err.column) == (3, 9)
     assert "\n    \tB(i) = \u00e9\n    \t       ^" in str(err)
+    assert "unexpected character '\u00e9' (U+00E9)" in str(err)
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("\u03b1", "'\u03b1' (U+03B1)"),
+        ("\u2212", "'\u2212' (U+2212)"),  # a minus sign pasted from a paper
+        ("\U0001d465", "'\U0001d465' (U+1D465)"),
+        ("\x07", "'\\x07'"),
+    ],
+)
+def test_unexpected_characters_are_shown_whole(text, shown):
+    with pytest.raises(tc.TCError, match="unexpected character") as info:
+        tc.define("def f(float(N) A) -> (B) { B(i) = A(i) " + text + " 2 }")
+    assert f"unexpected character {shown}" in str(info.value)
 
 
 def test_define_checks_its_arguments():
@@ -131,3 +155,20 @@ def test_where_clauses_that_read_out_of_bounds_are_refused_before_running():
     assert "line 2, column 14" in str(info.value)
     g = tc.define("def g(float(N) A) -> (B) { B(i) +=! A(i + k) where k in 0:3 }")
     np.testing.assert_array_equal(g(np.arange(5, dtype="float32")), [3, 6, 9])
+
+
+def test_where_clauses_that_write_out_of_bounds_are_refused_before_running():
+    # Sizes decide it only at the call: M past B's size N would write past B's end (the
+    # writes were dropped silently before).
+    f = tc.define(
+        "def f(float(N) A, float(M) C) -> (B) {\n  B(i) = A(i)\n  B(i) = 2 * C(i) where i in 0:M\n}"
+    )
+    a, c = np.arange(4, dtype="float32"), np.arange(10, 16, dtype="float32")
+    with pytest.raises(ValueError, match=r"write of 'B' goes out of bounds.*reaches 5") as info:
+        f(a, c)
+    assert "line 3, column 25: the where clause is here" in str(info.value)
+    np.testing.assert_array_equal(f(a, c[:3]), [20, 22, 24, 3])
+    g = tc.define("def g(float(N) A) -> (B) { B(i) = A(i + 2) where i in N - 5:N - 2 }")
+    with pytest.raises(ValueError, match=r"write of 'B' goes out of bounds.*goes down to -1"):
+        g(np.ones(4, "float32"))
+    np.testing.assert_array_equal(g(np.arange(6, dtype="float32")), [0, 3, 4, 5])

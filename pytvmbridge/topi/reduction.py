@@ -108,7 +108,26 @@ def sum(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
         >>> topi.sum(tvm.placeholder((2, 3, 4)), axis=(0, 2)).shape
         (3,)
     """
-    return _reduce(data, axis, keepdims, te.sum, "sum")
+    return _accumulated(data, axis, keepdims, te.sum, "sum")
+
+
+def _accumulated(
+    data: Tensor, axis: AxisArg, keepdims: bool, reducer: Callable[..., te.Expr], name: str
+) -> Tensor:
+    """A sum or product, float16/bfloat16 data accumulated in float32 and rounded back once
+    (PyTorch's CPU sum does so; a float16 accumulator overflows at 65504 and drops the small
+    terms of a long row)."""
+    check_tensor(data, f"data of {name}")
+    acc = accumulate_dtype(data.dtype)
+    if acc == data.dtype:
+        return _reduce(data, axis, keepdims, reducer, name)
+    total = _reduce(data, axis, keepdims, reducer, name, acc)
+    return te.compute(
+        total.shape,
+        lambda *i: cast_to(total[i], data.dtype),
+        name=f"{data.name}_{name}_{data.dtype}",
+        tag=tag.ELEMWISE,
+    )
 
 
 def prod(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
@@ -120,7 +139,7 @@ def prod(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
         >>> topi.prod(tvm.placeholder((2, 3)), axis=1, keepdims=True).shape
         (2, 1)
     """
-    return _reduce(data, axis, keepdims, te.prod, "prod")
+    return _accumulated(data, axis, keepdims, te.prod, "prod")
 
 
 def max(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:

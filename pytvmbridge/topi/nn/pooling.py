@@ -27,7 +27,16 @@ from typing import Any
 from ... import te
 from ...error import TVMTypeError, TVMValueError
 from .. import tag
-from ..utils import Tensor, cast_to, check_ndim, check_tensor, const_int, is_float, positive_pair
+from ..utils import (
+    Tensor,
+    accumulate_dtype,
+    cast_to,
+    check_ndim,
+    check_tensor,
+    const_int,
+    is_float,
+    positive_pair,
+)
 from .pad import PaddingArg, get_pad_tuple, pad
 
 IntPair = int | Sequence[int]
@@ -242,6 +251,9 @@ def pool2d(
             tag=tag.POOL_MAX,
             attrs=attrs,
         )
+    # float16/bfloat16 windows are summed and divided in float32, rounded back once (as
+    # PyTorch's CPU pools): a float16 sum of a large window loses its small taps.
+    acc = accumulate_dtype(data.dtype)
     if kh * kw <= 16:
         # A small window as one sum of its taps, each window column summed down its rows
         # first: taps of one row at neighbouring columns (x * s + j) then read the same
@@ -252,7 +264,9 @@ def pool2d(
         def window_sum(b: Any, ch: Any, y: Any, x: Any) -> Any:
             columns = []
             for j in range(kw):
-                rows = [padded[b, ch, y * sh + i * dh, x * sw + j * dw] for i in range(kh)]
+                rows = [
+                    cast_to(padded[b, ch, y * sh + i * dh, x * sw + j * dw], acc) for i in range(kh)
+                ]
                 columns.append(_sum_chain(rows))
             return _sum_chain(columns)
 
@@ -261,7 +275,7 @@ def pool2d(
         total = te.compute(
             (n, c, out_h, out_w),
             lambda b, ch, y, x: te.sum(
-                padded[b, ch, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]
+                cast_to(padded[b, ch, y * sh + ry * dh, x * sw + rx * dw], acc), axis=[ry, rx]
             ),
             name="pool_sum",
             tag=tag.COMM_REDUCE,
@@ -279,11 +293,11 @@ def pool2d(
             count = taps(ys, kh, dh, -top, h + bottom) * taps(xs, kw, dw, -left, w + right)
         else:
             count = taps(ys, kh, dh, 0, h) * taps(xs, kw, dw, 0, w)
-        return cast_to(te.max(count, 1), data.dtype)
+        return cast_to(te.max(count, 1), acc)
 
     return te.compute(
         (n, c, out_h, out_w),
-        lambda b, ch, y, x: total[b, ch, y, x] / divisor(y, x),
+        lambda b, ch, y, x: cast_to(total[b, ch, y, x] / divisor(y, x), data.dtype),
         name="pool_avg",
         tag=tag.POOL_AVG,
         attrs=attrs,
@@ -382,11 +396,17 @@ def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tens
     # What the padded lanes and out-of-window taps read: what never changes the result. For a
     # float max that is -inf, not the lowest finite value (a window of -inf has maximum -inf,
     # as in PyTorch; the max reduction itself starts from -inf).
-    fill = te.const(0, data.dtype)
+    # An average of float16/bfloat16 is summed and divided in float32 (a global pool sums
+    # thousands of taps), rounded back once.
+    acc = accumulate_dtype(data.dtype) if pool_type == "avg" else data.dtype
+    fill = te.const(0, acc)
     if pool_type == "max":
         float_fill = is_float(data.dtype)
         fill = te.const(float("-inf"), data.dtype) if float_fill else te.min_value(data.dtype)
     reducer = te.max if pool_type == "max" else te.sum
+
+    def at(*index: Any) -> te.Expr:
+        return cast_to(data[index], acc)
 
     def fcompute(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:
         if oh == 1 and ow == 1:
@@ -410,20 +430,20 @@ def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tens
                     # rows, as below.
                     k = te.reduce_axis((0, 1 << (size - 1).bit_length()), name="rk")
                     k64 = cast_to(k, "int64")
-                    flat = data[b, ch, te.floordiv(k64, cw), te.floormod(k64, cw)]
+                    flat = at(b, ch, te.floordiv(k64, cw), te.floormod(k64, cw))
                     return reducer(te.if_then_else(k < size, flat, fill), axis=[k])
                 # An odd row: padded to the next power of two with the reducer's identity, so
                 # its lanes end in a tree of log2 steps instead of a chain of w scalar ones;
                 # the pad is a masked-off lane of the row's one load.
                 gx = te.reduce_axis((0, 1 << (cw - 1).bit_length()), name="rx")
-                row = te.if_then_else(gx < cw, data[b, ch, gy, gx], fill)
+                row = te.if_then_else(gx < cw, at(b, ch, gy, gx), fill)
                 return reducer(row, axis=[gy, gx])
             gx = te.reduce_axis((0, w), name="rx")
-            return reducer(data[b, ch, gy, gx], axis=[gy, gx])
+            return reducer(at(b, ch, gy, gx), axis=[gy, gx])
         ys, ye = window(y, h, oh)
         xs, xe = window(x, w, ow)
         inside = te.all(ry < ye - ys, rx < xe - xs)
-        value = te.if_then_else(inside, data[b, ch, ys + ry, xs + rx], fill)
+        value = te.if_then_else(inside, at(b, ch, ys + ry, xs + rx), fill)
         return reducer(value, axis=[ry, rx])
 
     attrs = {"layout": "NCHW", "output_size": [oh, ow]}
@@ -440,7 +460,7 @@ def _adaptive_pool2d(data: Tensor, output_size: IntPair, pool_type: str) -> Tens
     def mean(b: Any, ch: Any, y: Any, x: Any) -> te.Expr:
         ys, ye = window(y, h, oh)
         xs, xe = window(x, w, ow)
-        return pooled[b, ch, y, x] / cast_to((ye - ys) * (xe - xs), data.dtype)
+        return cast_to(pooled[b, ch, y, x] / cast_to((ye - ys) * (xe - xs), acc), data.dtype)
 
     return te.compute(
         (n, c, oh, ow), mean, name="adaptive_pool_avg", tag=tag.ADAPTIVE_POOL_AVG, attrs=attrs

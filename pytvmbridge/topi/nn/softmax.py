@@ -23,7 +23,7 @@ from typing import Any
 
 from ... import te
 from .. import tag
-from ..utils import Tensor, check_tensor, normalize_axis, require_float
+from ..utils import Tensor, accumulate_dtype, cast_to, check_tensor, normalize_axis, require_float
 
 
 def _stats(x: Tensor, axis: int, what: str) -> tuple[int, Tensor, Tensor]:
@@ -50,11 +50,19 @@ def _stats(x: Tensor, axis: int, what: str) -> tuple[int, Tensor, Tensor]:
     k2 = te.reduce_axis((0, x.shape[axis]), name="k")
     expsum = te.compute(
         shape,
-        lambda *i: te.sum(te.exp(x[full(i, k2)] - max_elem[i]), axis=k2),
+        lambda *i: te.sum(_exp_shifted(x, full(i, k2), max_elem[i]), axis=k2),
         name="T_softmax_expsum",
         tag=tag.COMM_REDUCE,
     )
     return axis, max_elem, expsum
+
+
+def _exp_shifted(x: Tensor, index: Any, max_value: te.Expr) -> te.Expr:
+    """``exp(x[index] - max)``, in float32 for float16/bfloat16 data: the row's sum is taken
+    in float32 and the output rounded back once (PyTorch's CPU softmax does the same; a
+    float16 sum of a long row drops its small terms)."""
+    acc = accumulate_dtype(x.dtype)
+    return te.exp(cast_to(x[index], acc) - cast_to(max_value, acc))
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
@@ -74,7 +82,8 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     # both the sum and this stage read (rule_row_attach.cc).
     def fcompute(*i: Any) -> te.Expr:
         rest = (*i[:axis], *i[axis + 1 :])
-        return te.exp(x[i] - max_elem[rest]) * (te.const(1, x.dtype) / expsum[rest])
+        scale = te.const(1, expsum.dtype) / expsum[rest]
+        return cast_to(_exp_shifted(x, i, max_elem[rest]) * scale, x.dtype)
 
     return te.compute(
         x.shape, fcompute, name="T_softmax_norm", tag=tag.SOFTMAX, attrs={"axis": axis}
@@ -94,7 +103,9 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
 
     def fcompute(*i: Any) -> te.Expr:
         rest = (*i[:axis], *i[axis + 1 :])
-        return x[i] - max_elem[rest] - te.log(expsum[rest])
+        acc = expsum.dtype
+        shifted = cast_to(x[i], acc) - cast_to(max_elem[rest], acc)
+        return cast_to(shifted - te.log(expsum[rest]), x.dtype)
 
     return te.compute(
         x.shape, fcompute, name="T_log_softmax", tag=tag.LOG_SOFTMAX, attrs={"axis": axis}

@@ -74,6 +74,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -86,6 +88,7 @@ from .tc_options import (
     MappingOptions,
     Options,
     TunerConfig,
+    _input_specs,
     assert_almost_equal,
     autotune,
     make_autotuned_options_factory,
@@ -124,6 +127,13 @@ _CHECKED_LIMIT = 4096
 _INT32_MAX = 2**31 - 1
 
 
+def _history_active() -> bool:
+    """Whether an ``autotvm.apply_history_best`` context is active on this thread (without
+    importing the tuner when no one has)."""
+    rec = sys.modules.get("pytvmbridge.autotvm.record")
+    return rec is not None and rec.current() is not None
+
+
 class TcFunction:
     """One TC ``def``, callable with arrays of any framework; made by ``define``.
 
@@ -147,6 +157,10 @@ class TcFunction:
         self._checked: dict[Any, bool] = {}
         self._wide: TcFunction | None = None
         self._is_wide = False  # True for the int64 variant itself
+        # Tuned builds (TC's options=, an options factory, apply_history_best): config -> Signature
+        self._tuned: dict[str, Signature] = {}
+        self._factory: Any = None  # define(lang, options_factory)
+        self._factory_options: dict[Any, Any] = {}  # input specs -> the factory's options
 
     @property
     def name(self) -> str:
@@ -307,16 +321,23 @@ class TcFunction:
         (NumPy for a def without inputs): one array, or a tuple for several outputs.
 
         With ``out=`` (one array, or a tuple for several outputs; ``outputs=`` is TC's name)
-        the outputs are written there and ``out`` is returned. TC's ``options=``, ``cache=``
-        and ``unchecked=`` are accepted and have no effect on the CPU.
+        the outputs are written there and ``out`` is returned. TC's ``options=`` builds the def
+        with the configuration ``tc.autotune`` put in them (other options have no effect on
+        the CPU); ``cache=`` and ``unchecked=`` are accepted and do nothing.
         """
+        options = None
         if tc_options:
+            options = tc_options.get("options")
             out = _tc_call_options(self.name, out, tc_options)
         if out is None and (route := _autodiff_route(inputs)) is not None:
             return route.call(self, inputs, {})  # autograd / JAX trace (pytvmbridge/autodiff/)
         if self._check(inputs):
             return self._wide_variant()(*inputs, out=out)
-        sig = self._signature()
+        sig = None
+        if options is not None or self._factory is not None or _history_active():
+            sig = self._tuned_signature(inputs, options)
+        if sig is None:
+            sig = self._signature()
         if out is None:
             fw = frameworks.framework_of(inputs[0]) if inputs else frameworks.get("numpy")
             return call_allocating(sig, fw, inputs)
@@ -325,6 +346,36 @@ class TcFunction:
             raise TVMTypeError(f"{self.name}() has {len(sig.outputs)} output(s), got {len(outs)}")
         call_inplace(sig, inputs + outs)
         return out
+
+    def _tuned_signature(self, inputs: tuple[Any, ...], options: Any) -> Signature | None:
+        """The build a call runs when a tuned configuration applies to it: the one ``options``
+        carry (``tc.autotune``'s), else the options factory's for these sizes, else the active
+        ``apply_history_best`` context's record; ``None`` for the def's own build."""
+        config = options.config_for(self) if isinstance(options, MappingOptions) else None
+        specs = None
+        if config is None and self._factory is not None:
+            specs = _input_specs(inputs)
+            if specs not in self._factory_options:
+                made = self._factory(self._source, self.name, *inputs)
+                self._factory_options[specs] = made
+            made = self._factory_options[specs]
+            config = made.config_for(self) if isinstance(made, MappingOptions) else None
+        if config is None and _history_active():
+            from .autotvm.dispatch import tc_history_config
+
+            config = tc_history_config(self, specs or _input_specs(inputs))
+        if config is None:
+            return None
+        key = json.dumps(config, sort_keys=True)
+        sig = self._tuned.get(key)
+        if sig is None:
+            from .autotvm.dispatch import tc_schedule
+
+            with self._lock:
+                sig = self._tuned.get(key)
+                if sig is None:
+                    sig = self._tuned[key] = Signature(self._compile(tc_schedule(self, config)))
+        return sig
 
     def autotune(self, *inputs: Any, **kwargs: Any) -> TcFunction:
         """TC v0.1.1's ``f.autotune(*inputs, ...)``: tunes the def at these inputs' sizes with
@@ -445,7 +496,7 @@ def define(
         ...     print(err.line, err.column, err.message[:41])
         1 43 'j' is not an index of the left-hand side
     """
-    lang, name = _tc_define_forms(lang, name, constants, tc_options)
+    lang, name, factory = _tc_define_forms(lang, name, constants, tc_options)
     if isinstance(lang, str):
         # surrogatepass: any str reaches the lexer, which reports bad characters as TCError.
         source = lang.encode("utf-8", "surrogatepass")
@@ -465,6 +516,7 @@ def define(
     ]
     for f in functions:  # the text autotvm rebuilds a def from (in tuning workers)
         f._source = source.decode("utf-8", "surrogatepass")
+        f._factory = factory
     errors = {n: v for n, v in entries if isinstance(v, BaseException)}
     if name is not None:
         if name in errors:
@@ -577,10 +629,11 @@ _IGNORED_CALL_OPTIONS = ("options", "cache", "unchecked", "reorder_function")
 
 def _tc_define_forms(
     lang: Any, name: Any, constants: dict[str, Any] | None, tc_options: dict[str, Any]
-) -> tuple[Any, str | None]:
+) -> tuple[Any, str | None, Any]:
     """TC's define() arguments as pytvmbridge's: an options factory (or options) as the second
-    argument is accepted for TC's later API (``define(lang, make_naive_options_factory())``),
-    and ``constants`` are substituted into the source with ``str.format`` as TC v0.1.1 did
+    argument is accepted for TC's later API (``define(lang, make_naive_options_factory())``;
+    returned third, as a factory, which each new input size is built with), and ``constants``
+    are substituted into the source with ``str.format`` as TC v0.1.1 did
     (so the source writes ``{sH}`` for a constant and ``{{``/``}}`` for braces)."""
     unknown = [k for k in tc_options if k not in _IGNORED_DEFINE_OPTIONS]
     if unknown:
@@ -591,7 +644,14 @@ def _tc_define_forms(
                 f"define(): name must be a def's name or an options factory, got "
                 f"{type(name).__name__}"
             )
-        name = None  # TC's mapping_options_factory: no effect on the CPU
+        if isinstance(name, MappingOptions):
+            options = name
+            factory = lambda *args: options  # noqa: E731
+        else:
+            factory = name  # TC's mapping_options_factory(tc, entry_point, *inputs)
+        name = None
+    else:
+        factory = None
     if constants:
         if not isinstance(lang, str):
             raise TVMTypeError("define(): constants= needs the TC source as a str")
@@ -607,7 +667,7 @@ def _tc_define_forms(
                 f"define(): cannot substitute constants= into the TC source ({err}); with "
                 "constants, braces that belong to TC must be doubled ({{ and }}), as in TC v0.1.1"
             ) from None
-    return lang, name
+    return lang, name, factory
 
 
 def _tc_call_options(name: str, out: Any, tc_options: dict[str, Any]) -> Any:
@@ -629,7 +689,9 @@ def _tc_call_options(name: str, out: Any, tc_options: dict[str, Any]) -> Any:
 
 def compile(tc: str, entry_point: str, mapping_options: Any = None, *inputs: Any) -> TcFunction:
     """TC's ``tc.compile(tc, entry_point, options, *inputs)``: the def ``entry_point`` of the
-    source ``tc``, compiled and callable with arrays (the options have no effect on the CPU).
+    source ``tc``, compiled and callable with arrays: with the configuration ``options`` carry
+    when ``tc.autotune`` made them for this def, else with the automatic schedule (hand-written
+    mapping options have no effect on the CPU).
 
     Example:
         >>> import numpy as np
@@ -638,7 +700,15 @@ def compile(tc: str, entry_point: str, mapping_options: Any = None, *inputs: Any
         >>> add(np.zeros(2, "float32"))
         array([1., 1.], dtype=float32)
     """
-    del mapping_options, inputs
+    del inputs
     function = define(tc, name=entry_point)
-    function.build()
+    config = None
+    if isinstance(mapping_options, MappingOptions):
+        config = mapping_options.config_for(function)
+    if config is not None:
+        from .autotvm.dispatch import tc_schedule
+
+        function.build(tc_schedule(function, config))
+    else:
+        function.build()
     return function  # type: ignore[no-any-return]

@@ -23,7 +23,16 @@ from typing import Any
 from . import record
 from .space import repair
 
-__all__ = ["apply_config", "config_for", "kernel_config", "schedule_config", "tc_autotune"]
+__all__ = [
+    "apply_config",
+    "config_for",
+    "kernel_config",
+    "schedule_config",
+    "tc_autotune",
+    "tc_history_config",
+    "tc_schedule",
+    "tc_task_at",
+]
 
 
 def config_for(
@@ -76,35 +85,91 @@ def apply_config(outputs: Any, target: str, config: Any) -> Any:
     ]
 
 
+# TC v0.1.1's autotune keywords for its GPU tuner: accepted, no effect here.
+_TC_TUNER_KEYWORDS = frozenset(
+    {
+        "options", "starting_options", "tuner_config", "crossover_rate", "mutation_rate",
+        "number_elites", "threads", "gpus", "proto", "restore_from_proto", "restore_number",
+        "log_generations", "tuner_min_launch_total_threads", "load_from_cache",
+        "store_to_cache",
+    }
+)  # fmt: skip
+
+
 def tc_autotune(tc_fn: Any, *inputs: Any, **kwargs: Any) -> Any:
     """TC's ``f.autotune(*inputs, ...)``: tunes the def at these inputs' sizes (``n_trial``, or
-    TC's ``generations * pop_size``, default 8 trials; ``cache=`` a log file name), then
-    rebuilds the def with the best configuration found. Returns ``tc_fn``."""
-    from ..autoschedule import auto_schedule
+    TC's ``generations * pop_size``, default 8 trials; ``cache=`` or ``cache_filename=`` a log
+    file name), then rebuilds the def with the best configuration found. Returns ``tc_fn``.
+    TC's GPU tuner settings (``threads``, ``gpus``, ``crossover_rate``...) are accepted and
+    have no effect; any other keyword is a TypeError."""
     from .task import extract_from_tc
     from .tuner import tune_tasks
 
+    kwargs = dict(kwargs)
+    settings = getattr(kwargs.get("tuner_config"), "settings", {})
     n_trial = kwargs.pop("n_trial", None)
+    gens = kwargs.pop("generations", settings.get("generations"))
+    pop = kwargs.pop("pop_size", settings.get("pop_size"))
     if n_trial is None:
-        gens, pop = kwargs.pop("generations", None), kwargs.pop("pop_size", None)
         n_trial = gens * pop if gens and pop else 8
     cache = kwargs.pop("cache", None)
-    log = cache if isinstance(cache, (str, os.PathLike)) else kwargs.pop("log_file", None)
+    log = kwargs.pop("log_file", None) or kwargs.pop("cache_filename", None)
+    if isinstance(cache, (str, os.PathLike)):
+        log = cache
     progress = kwargs.pop("progress", True)
+    n_parallel = kwargs.pop("n_parallel", None)
+    unknown = sorted(k for k in kwargs if k not in _TC_TUNER_KEYWORDS)
+    if unknown:
+        from ..error import TVMTypeError
+
+        raise TVMTypeError(
+            f"{tc_fn.name}.autotune() got an unexpected keyword argument {unknown[0]!r} "
+            "(pytvmbridge's: n_trial, generations, pop_size, cache, cache_filename, log_file, "
+            "n_parallel, progress)"
+        )
     [task] = extract_from_tc(tc_fn, *inputs)
-    [best] = tune_tasks(
-        [task],
-        int(n_trial),
-        log_file=log,
-        progress=progress,
-        n_parallel=kwargs.pop("n_parallel", None),
-    )
+    [best] = tune_tasks([task], n_trial, log_file=log, progress=progress, n_parallel=n_parallel)
     if best is not None:
-        s = tc_fn.create_schedule()
-        config = apply_config(tc_fn.outputs, tc_fn.target, best["config"])
-        tc_fn.build(auto_schedule(s, target=tc_fn.target, config=config))
+        tc_fn.build(tc_schedule(tc_fn, best["config"]))
     tc_fn.tuned_record = best
     return tc_fn
+
+
+def tc_schedule(tc_fn: Any, config: Any) -> Any:
+    """The automatic schedule of a TC def at a tuned configuration (made valid for the def's
+    symbolic sizes, see ``apply_config``)."""
+    from ..autoschedule import auto_schedule
+
+    s = tc_fn.create_schedule()
+    return auto_schedule(
+        s, target=tc_fn.target, config=apply_config(tc_fn.outputs, tc_fn.target, config)
+    )
+
+
+def tc_task_at(tc_fn: Any, input_specs: Any) -> Any:
+    """The tuning task of a TC def at inputs of ``input_specs`` ((shape, dtype) pairs), the
+    outputs' shapes from the def's own size inference (nothing is run)."""
+    from .task import Task, _TcRecipe
+
+    out_shapes = tc_fn._fn.prepare([list(s) for s, _ in input_specs], [d for _, d in input_specs])
+    specs = list(input_specs) + [
+        (tuple(shape), str(t.dtype)) for shape, t in zip(out_shapes, tc_fn.outputs, strict=True)
+    ]
+    recipe = _TcRecipe(tc_fn._source, tc_fn.name)
+    return Task(tc_fn.name, recipe, (), tc_fn.target, "auto", arg_shapes=specs)
+
+
+def tc_history_config(tc_fn: Any, input_specs: Any) -> Any:
+    """The configuration the active ``apply_history_best`` context has for a TC def called
+    with inputs of ``input_specs``, or ``None`` (looked up once per context, def and sizes)."""
+    ctx = record.current()
+    if ctx is None:
+        return None
+    found = ctx.__dict__.setdefault("_tc_configs", {})
+    key = (tc_fn._source, tc_fn.name, tc_fn.target, tuple(input_specs))
+    if key not in found:
+        found[key] = ctx.lookup(tc_task_at(tc_fn, input_specs))
+    return found[key]
 
 
 class _FixedTensors:

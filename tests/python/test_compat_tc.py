@@ -2,13 +2,15 @@
 options, TC's later define(lang, factory) / T.<def> API, outputs=, autotune; values checked
 against PyTorch."""
 
+import json
 import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from pytvmbridge import tc
+from pytvmbridge import autotvm, tc
+from pytvmbridge.autotvm import record
 
 MATMUL = "def matmul(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, r_k) * B(r_k, n) }"
 
@@ -81,11 +83,71 @@ def test_autotune_tunes_and_returns_the_definition():
     with pytest.warns(UserWarning, match="not tuned"):  # nothing to measure without inputs
         assert matmul.autotune() is matmul
     with pytest.warns(UserWarning, match="not tuned"):
-        assert isinstance(tc.autotune(MATMUL, "matmul", a, b), tc.MappingOptions)
-    T = tc.define(MATMUL, tc.make_autotuned_options_factory(starting_options="naive"))
+        assert tc.autotune(MATMUL, "matmul").kind == "naive"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'n_trails'"):
+        matmul.autotune(a, b, n_trails=3)  # a typo is not ignored
+
+
+def _key(config):
+    return json.dumps(config, sort_keys=True)
+
+
+def test_module_level_autotune_and_its_options_build_the_def(tmp_path):
+    # TC's later API: tc.autotune returns options carrying the best configuration found;
+    # tc.compile, a call's options=, the cache factory and apply_history_best build with it.
+    a, b = torch.randn(6, 16), torch.randn(16, 24)
+    log = tmp_path / "mm.json"
+    settings = tc.TunerConfig().generations(1).pop_size(2).threads(8)  # 2 trials
+    opts = tc.autotune(
+        MATMUL, "matmul", a, b, tuner_config=settings, cache_filename=str(log), progress=False
+    )
+    assert opts.kind == "tuned" and opts.tuned["name"] == "matmul"
+    assert len(list(record.load(log, verified=False))) == 2
+    [chosen] = record.best_records(record.load(log)).values()
+    assert opts.tuned["config"] == chosen["config"]
+    key = _key(chosen["config"])
+
+    compiled = tc.compile(MATMUL, "matmul", opts)
+    torch.testing.assert_close(compiled(a, b), a @ b)
+
+    g = tc.define(MATMUL, name="matmul")
+    torch.testing.assert_close(g(a, b, options=opts), a @ b)
+    assert list(g._tuned) == [key]  # the call ran the def built with the tuned configuration
+    other = tc.define(MATMUL.replace("matmul", "mm2"), name="mm2")
+    torch.testing.assert_close(other(a, b, options=opts), a @ b)
+    assert not other._tuned  # options tuned for another def do not apply
+
+    T = tc.define(MATMUL, tc.make_load_from_cache_options_factory(str(log)))
+    torch.testing.assert_close(T.matmul(a, b), a @ b)
+    assert list(T.matmul._tuned) == [key]
+
+    k = tc.define(MATMUL, name="matmul")
+    with autotvm.apply_history_best(log):
+        torch.testing.assert_close(k(a, b), a @ b)
+    assert list(k._tuned) == [key]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.testing.assert_close(T.matmul(a, b), a @ b)
+        warnings.simplefilter("ignore")  # no record at these sizes: the default build
+        with autotvm.apply_history_best(log):
+            c, d = torch.randn(3, 5), torch.randn(5, 2)
+            torch.testing.assert_close(k(c, d), c @ d)
+    assert list(k._tuned) == [key]
+
+
+def test_autotuned_options_factory_tunes_at_the_first_call(tmp_path):
+    log = tmp_path / "factory.json"
+    factory = tc.make_autotuned_options_factory(
+        tuner_config=tc.TunerConfig().generations(1).pop_size(2),
+        cache_filename=str(log),
+        progress=False,
+    )
+    T = tc.define(MATMUL, factory)
+    a, b = torch.randn(5, 8), torch.randn(8, 7)
+    torch.testing.assert_close(T.matmul(a, b), a @ b)
+    assert len(list(record.load(log, verified=False))) == 2
+    [chosen] = record.best_records(record.load(log)).values()
+    assert list(T.matmul._tuned) == [_key(chosen["config"])]
+    torch.testing.assert_close(T.matmul(a, b), a @ b)  # the same sizes: not tuned again
+    assert len(list(record.load(log, verified=False))) == 2
 
 
 def test_compile_and_assert_almost_equal():

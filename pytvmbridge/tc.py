@@ -644,9 +644,13 @@ def _tc_define_forms(
                 f"define(): name must be a def's name or an options factory, got "
                 f"{type(name).__name__}"
             )
+        # Nothing to ask per call where the answer is always naive options: plain options, or
+        # the naive factory (the usual TC form); its defs' calls stay as cheap as define(lang)'s.
         if isinstance(name, MappingOptions):
             options = name
-            factory = lambda *args: options  # noqa: E731
+            factory = None if options.tuned is None else (lambda *args: options)
+        elif getattr(name, "always_naive", False):
+            factory = None
         else:
             factory = name  # TC's mapping_options_factory(tc, entry_point, *inputs)
         name = None

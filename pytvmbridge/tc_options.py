@@ -141,6 +141,7 @@ def make_naive_options_factory() -> Callable[..., MappingOptions]:
         del tc, entry_point, inputs
         return MappingOptions("naive")
 
+    generate.always_naive = True  # type: ignore[attr-defined]
     return generate
 
 

@@ -157,3 +157,10 @@ def test_compile_and_assert_almost_equal():
     tc.assert_almost_equal(out, x + 1, x)
     with pytest.raises(AssertionError):
         tc.assert_almost_equal(out, x + 1.01, x)
+
+
+def test_naive_factory_defs_ask_nothing_per_call():
+    T = tc.define(MATMUL, tc.make_naive_options_factory())
+    assert T.matmul._factory is None  # the call path checks no options per call
+    a, b = torch.randn(2, 3), torch.randn(3, 4)
+    torch.testing.assert_close(T.matmul(a, b), a @ b)

@@ -161,14 +161,18 @@ _NO_DERIVATIVE: set[str] = set()
 
 def _binary(name: str, a: Expr, b: Expr, da: D, db: D, y: Expr) -> D:
     if name == "power":
-        dy_da = None if da is None else mul(da, b * fn("power", a, b - 1.0))
-        # log(a) is only needed when the exponent varies; a <= 0 gives 0 as PyTorch does.
+        # b * a^(b - 1) is 0 * inf at a = b = 0: zero there, as PyTorch's pow backward has it
+        dy_da = (
+            None
+            if da is None
+            else mul(da, _select(b == 0.0, None, b * fn("power", a, b - 1.0), y.dtype))
+        )
+        # log(a) is only needed when the exponent varies. PyTorch's convention: 0 at a = 0 with
+        # b >= 0 (where a^b is 0 or 1 and flat in b from the right), NaN for a negative base.
         dy_db = (
             None
             if db is None
-            else mul(
-                db, _select(a > 0.0, y * fn("log", _core.select(a > 0.0, a, 1.0)), None, y.dtype)
-            )
+            else mul(db, _select((a == 0.0) & (b >= 0.0), None, y * fn("log", a), y.dtype))
         )
         return add(dy_da, dy_db)
     if name == "fmod":
@@ -198,6 +202,45 @@ def _select(cond: Expr, t: D, f: D, dtype: str, lazy: bool = False) -> D:
     return pick(cond, t, f)
 
 
+def _tensors_read(e: Expr, found: set[Any] | None = None) -> set[Any]:
+    """The tensors ``e`` reads (an empty set for constants and variables)."""
+    found = set() if found is None else found
+    parts = _core.expr_parts(e)
+    if parts[0] == "TensorRead":
+        found.add(parts[1])
+    for part in parts[1:]:
+        for item in part if isinstance(part, list) else [part]:
+            if isinstance(item, _core.Expr):
+                _tensors_read(item, found)
+    return found
+
+
+def _min_max(kind: str, a: Expr, b: Expr, key: tuple[Any, str], dtype: str) -> D:
+    """d max(a, b) (or min) with PyTorch's conventions where the two operands meet.
+
+    Against a constant (``max(x, 0)`` is relu, ``min(max(x, lo), hi)`` hardtanh) the gradient
+    stops at the kink, as ``torch.relu`` and ``F.hardtanh`` do, and passes through a NaN. Within
+    one tensor (a pooling window written as a chain of maxima) a tie goes to the first operand,
+    as ``F.max_pool2d``'s does to the first maximum of a window. Between different tensors a
+    tie splits the gradient evenly, as ``torch.maximum``/``torch.minimum`` do.
+    """
+    da, db = derivative(a, key), derivative(b, key)
+    if da is None and db is None:
+        return None
+    a_wins, b_wins = (a > b, a < b) if kind == "Max" else (a < b, a > b)
+    reads_a, reads_b = _tensors_read(a), _tensors_read(b)
+    if not reads_b:  # b's derivative is zero: keep da except where b is the result
+        return _select(a == b, None, _select(b_wins, None, da, dtype), dtype)
+    if not reads_a:
+        return _select(a == b, None, _select(a_wins, None, db, dtype), dtype)
+    if reads_a == reads_b and len(reads_a) == 1:  # a NaN is the result: its gradient
+        return _select(b_wins | (b != b), db, da, dtype)
+    half = mul(add(da, db), 0.5)
+    return _select(
+        a_wins, da, _select(b_wins, db, _select(a == b, half, None, dtype), dtype), dtype
+    )
+
+
 def derivative(e: Expr, key: tuple[Any, str]) -> D:
     """d e / d (the read ``key``), or None where it is zero."""
     parts = _core.expr_parts(e)
@@ -222,10 +265,7 @@ def derivative(e: Expr, key: tuple[Any, str]) -> D:
         da, db = derivative(a, key), derivative(b, key)
         return add(None if da is None else da / b, None if db is None else -(db * a) / (b * b))
     if kind in ("Min", "Max"):
-        a, b = parts[1], parts[2]
-        return _select(
-            a <= b if kind == "Min" else a >= b, derivative(a, key), derivative(b, key), e.dtype
-        )
+        return _min_max(kind, parts[1], parts[2], key, e.dtype)
     if kind == "Select":
         return _select(parts[1], derivative(parts[2], key), derivative(parts[3], key), e.dtype)
     if kind == "Cast":

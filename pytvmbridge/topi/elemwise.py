@@ -200,13 +200,16 @@ def clip(x: Tensor, a_min: float | int, a_max: float | int) -> Tensor:
         >>> import pytvmbridge as tvm
         >>> from pytvmbridge import topi
         >>> topi.clip(tvm.placeholder((3,), name="A"), 0.0, 6.0).op.body
-        [min(max(A[i0], 0.0), 6.0)]
+        [select((0.0 > A[i0]), 0.0, select((6.0 < A[i0]), 6.0, A[i0]))]
+
+    A NaN stays a NaN. The gradient is ``torch.clamp``'s (and TVM's): 1 on the closed interval,
+    the bounds included, 0 outside.
     """
     check_tensor(x, "the input of clip")
     if a_min > a_max:
         raise TVMValueError(f"clip needs a_min <= a_max, found a_min={a_min}, a_max={a_max}")
     lo, hi = te.const(a_min, x.dtype), te.const(a_max, x.dtype)
-    return _elemwise(x, lambda v: te.min(te.max(v, lo), hi), "clip")
+    return _elemwise(x, lambda v: te.select(v < lo, lo, te.select(v > hi, hi, v)), "clip")
 
 
 def full(shape: list[int] | tuple[int, ...], dtype: str, fill_value: float | int) -> Tensor:

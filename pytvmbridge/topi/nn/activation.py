@@ -3,7 +3,8 @@ elu softplus``, each one elementwise compute tagged ``"elemwise"``.
 
 They follow ``torch.nn.functional``: ``gelu(x, approximate="none")`` is the exact
 ``x * Phi(x)`` through ``erf``, ``approximate="tanh"`` the tanh formula; ``relu`` also takes
-integer tensors, the others need floats.
+integer tensors, the others need floats. float16 and bfloat16 inputs are computed in float32
+and rounded once to their dtype, as PyTorch's CPU kernels do.
 
 Example:
     >>> import numpy as np, pytvmbridge as tvm
@@ -26,7 +27,6 @@ from .. import tag
 from ..utils import (
     Tensor,
     accumulate_dtype,
-    cast_to,
     check_ndim,
     check_tensor,
     require_float,
@@ -38,9 +38,21 @@ ExprFn = Callable[[te.Expr], te.Expr]
 
 def _apply(x: Tensor, fn: ExprFn, name: str, float_only: bool = True) -> Tensor:
     check_tensor(x, f"x of {name}")
-    if float_only:
-        require_float(x, name)
-    return te.compute(x.shape, lambda *i: fn(x[i]), name=f"T_{name}", tag=tag.ELEMWISE)
+    if not float_only:
+        return te.compute(x.shape, lambda *i: fn(x[i]), name=f"T_{name}", tag=tag.ELEMWISE)
+    require_float(x, name)
+    # float16 and bfloat16 are computed in float32 and rounded once, as PyTorch's CPU kernels
+    # do: gelu's x / 2 * (1 + erf(...)) in float16 loses most digits where the two terms
+    # nearly cancel (x below -3), and every step would round again.
+    wide = accumulate_dtype(x.dtype)
+    if wide == x.dtype:
+        return te.compute(x.shape, lambda *i: fn(x[i]), name=f"T_{name}", tag=tag.ELEMWISE)
+    return te.compute(
+        x.shape,
+        lambda *i: fn(x[i].astype(wide)).astype(x.dtype),
+        name=f"T_{name}",
+        tag=tag.ELEMWISE,
+    )
 
 
 def _c(value: float, like: te.Expr) -> te.Expr:
@@ -175,11 +187,14 @@ def hardsigmoid(x: Tensor) -> Tensor:
         >>> topi.nn.hardsigmoid(tvm.placeholder((3,))).op.tag
         'elemwise'
     """
-    return _apply(
-        x,
-        lambda v: te.min(te.max(v * _c(1 / 6, v) + _c(0.5, v), _c(0, v)), _c(1, v)),
-        "hardsigmoid",
-    )
+
+    # A select over the pieces, not a clip of x / 6 + 1/2: exactly 0 and 1 from the kinks at
+    # -3 and 3 on (x * (1/6) + 1/2 rounds to 5e-17 at -3), with PyTorch's gradient there (0).
+    def pieces(v: te.Expr) -> te.Expr:
+        middle = v * _c(1 / 6, v) + _c(0.5, v)
+        return te.select(v <= _c(-3, v), _c(0, v), te.select(v >= _c(3, v), _c(1, v), middle))
+
+    return _apply(x, pieces, "hardsigmoid")
 
 
 def hardswish(x: Tensor) -> Tensor:
@@ -191,14 +206,17 @@ def hardswish(x: Tensor) -> Tensor:
         >>> topi.nn.hardswish(tvm.placeholder((3,))).op.tag
         'elemwise'
     """
-    # As x * hardsigmoid(x): one FMA and no division (vdivps on 16 floats issues once per
-    # several cycles and bounded the loop at half the copy's speed with the data in cache).
-    # Within an ulp or two of the division; the kinks at -3 and 3 stay exact.
-    return _apply(
-        x,
-        lambda v: v * te.min(te.max(v * _c(1 / 6, v) + _c(0.5, v), _c(0, v)), _c(1, v)),
-        "hardswish",
-    )
+
+    # The middle piece as x * (x / 6 + 1/2): one FMA and no division (vdivps on 16 floats
+    # issues once per several cycles and bounded the loop at half the copy's speed with the
+    # data in cache); within an ulp or two of the division, exact at the kinks. Written as a
+    # select over the three pieces so that its gradient is PyTorch's: 0 up to -3, (2x + 3) / 6
+    # strictly between -3 and 3, 1 from 3 on and for a NaN (which stays a NaN).
+    def pieces(v: te.Expr) -> te.Expr:
+        middle = v * (v * _c(1 / 6, v) + _c(0.5, v))
+        return te.select(v <= _c(-3, v), _c(0, v), te.select(v < _c(3, v), middle, v))
+
+    return _apply(x, pieces, "hardswish")
 
 
 def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
@@ -229,12 +247,11 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
         'elemwise'
     """
 
-    def fn(x_value: te.Expr) -> te.Expr:
-        v = cast_to(x_value, accumulate_dtype(x_value.dtype))
+    def fn(v: te.Expr) -> te.Expr:  # float32 for float16 and bfloat16 (see _apply)
         bx = v * _c(beta, v)
         # min() keeps exp finite on the branch select does not take.
         soft = te.log1p(te.exp(te.min(bx, _c(threshold, v)))) / _c(beta, v)
-        return cast_to(te.select(bx > _c(threshold, v), v, soft), x_value.dtype)
+        return te.select(bx > _c(threshold, v), v, soft)
 
     return _apply(x, fn, "softplus")
 

@@ -79,3 +79,36 @@ def test_float32_bodies_are_unchanged():
     assert "float32(" not in str(topi.nn.softmax(X).op.body)
     assert str(topi.sum(X, axis=1).op.body).count("X[") == 1
     assert topi.sum(X, axis=1).op.tag == "comm_reduce"
+
+
+ACTIVATIONS = {
+    "gelu": (lambda X: topi.nn.gelu(X), F.gelu),
+    "gelu_tanh": (lambda X: topi.nn.gelu(X, "tanh"), lambda x: F.gelu(x, approximate="tanh")),
+    "silu": (topi.nn.silu, F.silu),
+    "sigmoid": (topi.nn.sigmoid, torch.sigmoid),
+    "tanh": (topi.nn.tanh, torch.tanh),
+    "elu": (topi.nn.elu, F.elu),
+    "softplus": (topi.nn.softplus, F.softplus),
+    "hardswish": (topi.nn.hardswish, F.hardswish),
+    "hardsigmoid": (topi.nn.hardsigmoid, F.hardsigmoid),
+    "leaky_relu": (lambda X: topi.nn.leaky_relu(X, 0.1), lambda x: F.leaky_relu(x, 0.1)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_half_activations_are_computed_in_float32_and_rounded_once(name, dtype):
+    # gelu of x in [-6, -3] is x/2 + x/2 erf(x / sqrt 2): two nearly cancelling terms, off by
+    # tens of percent when computed in float16; in float32 and rounded once it is within one
+    # rounding of the dtype of PyTorch's result (its CPU kernels compute in float32 too).
+    ours, theirs = ACTIVATIONS[name]
+    values = torch.cat([torch.linspace(-6, -3, 64), torch.linspace(-3, 6, 192)])
+    x = values.to(getattr(torch, dtype)).reshape(4, 64)
+    X = tvm.placeholder((4, 64), dtype, name="X")
+    Y = ours(X)
+    assert Y.dtype == dtype
+    want = theirs(x.float()).to(getattr(torch, dtype))
+    got = torch.empty_like(x)
+    tvm.build(tvm.auto_schedule([Y]), [X, Y])(x, got)
+    eps = {"float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    torch.testing.assert_close(got.float(), want.float(), rtol=eps, atol=1e-6)

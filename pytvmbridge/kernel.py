@@ -10,7 +10,10 @@ Shapes are symbolic: every dimension is a size variable bound at call time, so a
 sizes reuses the compiled kernel. The cache key is what changes the generated code: each
 input's dtype and number of dimensions, and the layout class, i.e. which dimensions are equal
 to which (``A`` of shape ``(n, n)`` and ``B`` of shape ``(n,)`` share one variable ``n``; the
-kernel is then known to index them safely together). Strides need no key of their own: each
+kernel is then known to index them safely together) and which are 1. A dimension of size 1 is
+the constant 1, not a variable, as in Inductor's and TVM's dynamic shapes: NumPy broadcasting
+(``topi.add`` of ``(n, m)`` and ``(1, m)``) and ``topi.squeeze`` need to know it, so a call with
+a batch of 1 and one with a batch of 8 are two variants. Strides need no key of their own: each
 build has a compact and a strided variant, picked per call.
 
 Inputs whose sizes differ get separate size variables, so the reads are checked: an input
@@ -59,6 +62,9 @@ __all__ = ["Kernel", "kernel"]
 
 # The largest int32: inputs with more elements get int64 size variables.
 _INT32_MAX = 2**31 - 1
+# A dimension of size 1 in a layout class: the constant 1 in the kernel, not a size variable
+# (NumPy broadcasting and squeeze need to know it; the C++ call path marks it the same way).
+_ONE = -1
 
 
 class Kernel(_core.Caller):
@@ -148,7 +154,8 @@ class Kernel(_core.Caller):
             )
         ids: dict[int, int] = {}
         variant = tuple(
-            (dtype, tuple(ids.setdefault(s, len(ids)) for s in shape)) for dtype, shape in specs
+            (dtype, tuple(_ONE if s == 1 else ids.setdefault(s, len(ids)) for s in shape))
+            for dtype, shape in specs
         )
         # Inputs of 2**31 elements or more get int64 sizes (see _compile): a variant of its own.
         wide = any(math.prod(shape) > _INT32_MAX for _, shape in specs)
@@ -181,6 +188,9 @@ class Kernel(_core.Caller):
         for k, (dtype, dims) in enumerate(variant):
             shape = []
             for d, v in enumerate(dims):
+                if v == _ONE:
+                    shape.append(1)
+                    continue
                 if v not in size_vars:
                     size_vars[v] = te.var(f"{names[k]}_{d}", size_dtype)
                 shape.append(size_vars[v])
@@ -365,7 +375,8 @@ def _read_ranges(
     where: dict[int, tuple[int, int, int]] = {}  # size variable -> (id, first input, dimension)
     for k, (_, dims) in enumerate(variant):
         for d, v in enumerate(dims):
-            where.setdefault(hash(size_vars[v]), (v, k, d))
+            if v != _ONE:
+                where.setdefault(hash(size_vars[v]), (v, k, d))
     domains: dict[int, Any] = {}  # an axis (IterVar or its Var) -> its range
     for op in _operations(outputs):
         for iv in [*op.axis, *op.reduce_axis]:

@@ -334,9 +334,10 @@ bool past_int32(const DLTensor& t) {
 }
 
 // A kernel's layout class of its inputs: per input dtype and rank, then for each dimension the
-// index of its size among the distinct sizes seen so far, then whether an input has 2**31
-// elements or more (kernel.py builds the same classes; such inputs get int64 size variables, a
-// variant of their own).
+// index of its size among the distinct sizes seen so far (-1 for a size of 1: such a dimension is
+// the constant 1 in the kernel, so that NumPy broadcasting and squeeze see it), then whether an
+// input has 2**31 elements or more (kernel.py builds the same classes; such inputs get int64
+// size variables, a variant of their own).
 size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t capacity) {
   int64_t seen[64];
   size_t n_seen = 0, len = 0;
@@ -346,6 +347,10 @@ size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t cap
     if (len + 2 + t.ndim > capacity) return 0;
     key[len++] = (int64_t{t.dtype.code} << 40) | (int64_t{t.dtype.bits} << 32) | t.ndim;
     for (int d = 0; d < t.ndim; ++d) {
+      if (t.shape[d] == 1) {
+        key[len++] = -1;
+        continue;
+      }
       size_t id = 0;
       while (id < n_seen && seen[id] != t.shape[d]) ++id;
       if (id == n_seen) {

@@ -53,10 +53,41 @@ def test_kernel_on_each_framework_returns_that_frameworks_array():
 
 def test_new_sizes_reuse_the_compiled_kernel():
     add = make_add()
-    for n in (1, 3, 17, 1000, 4096, 5):
+    for n in (2, 3, 17, 1000, 4096, 5):
         x, y = torch.rand(n), torch.rand(n)
         torch.testing.assert_close(add(x, y), x + y)
     assert add.compilations == 1
+    # a size of 1 is the constant 1 in the kernel (broadcasting needs it): one more variant
+    x, y = torch.rand(1), torch.rand(1)
+    torch.testing.assert_close(add(x, y), x + y)
+    assert add.compilations == 2
+
+
+def test_size_one_dimensions_broadcast_like_numpy():
+    from pytvmbridge import topi
+
+    add = tvm.kernel(lambda a, b: topi.add(a, b), name="badd")
+    a = np.arange(12, dtype="float32").reshape(3, 4)
+    for b in (np.ones((1, 4), "float32"), np.ones((3, 1), "float32"), np.ones((1, 1), "float32")):
+        np.testing.assert_array_equal(add(a, b), a + b)
+        np.testing.assert_array_equal(add(b, a), b + a)
+    col, row = torch.rand(5, 1), torch.rand(1, 7)
+    torch.testing.assert_close(add(col, row), col + row)
+    # the same kernel with no size 1 among the inputs: the sizes must agree
+    with pytest.raises(ValueError, match="do not broadcast"):
+        add(np.ones((3, 4), "float32"), np.ones((2, 4), "float32"))
+
+
+def test_size_one_dimensions_squeeze_and_keep_reading_right():
+    from pytvmbridge import topi
+
+    squeeze = tvm.kernel(lambda a: topi.squeeze(a), name="sq")
+    x = np.arange(6, dtype="float32").reshape(1, 3, 1, 2)
+    np.testing.assert_array_equal(squeeze(x), x.squeeze())
+    squeeze1 = tvm.kernel(lambda a: topi.squeeze(a, axis=2), name="sq1")
+    np.testing.assert_array_equal(squeeze1(x), x.squeeze(2))
+    with pytest.raises(ValueError, match=r"squeeze: dimension 2 of .* is not 1"):
+        squeeze1(np.ones((2, 3, 4), "float32"))
 
 
 def test_dtype_and_rank_make_new_variants():
@@ -235,7 +266,7 @@ def test_threads_hammering_one_kernel_compile_each_variant_once():
         try:
             start.wait()
             for i in range(200):
-                n = int(rng.integers(1, 64))
+                n = int(rng.integers(2, 64))  # (a size of 1 is a variant of its own)
                 if (i + seed) % 2:
                     x, y = torch.rand(n), torch.rand(n)
                     torch.testing.assert_close(add(x, y), x + y)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "codegen/cpu_features.h"
 #include "codegen/jit.h"
 #include "codegen/target.h"
 #include "ir/printer.h"
@@ -100,6 +101,7 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
       std::make_shared<Module>(name, std::move(specs), generic.scalar_params, jit, nullptr,
                                compact_fn, to_string(generic.body), std::move(compile_generic));
   module->set_internal_sizes(std::move(internal));
+  module->set_features_host_lacks(features_host_lacks(tgt));
   module->set_pointwise(is_pointwise(args));
   // The other read ranges, checked at call time: those over size variables the call binds.
   std::vector<ReadCheck> checks;

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "codegen/cpu_features.h"
 #include "ir/op.h"
 #include "ir/printer.h"
 #include "runtime/backend_api.h"
@@ -409,7 +410,20 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
   }
 }
 
+void Module::set_features_host_lacks(const std::vector<std::string>& missing) {
+  cannot_run_here_.clear();
+  if (missing.empty()) return;
+  std::string list;
+  for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+  cannot_run_here_ = str_cat(
+      "kernel '", name_, "' was built for a target with instruction-set features this host (CPU '",
+      host_cpu_name(), "') lacks: ", list, "; running it here would fault. Export it ",
+      "(export_library) and run it on such a machine, or build it with a target this host ",
+      "supports (\"llvm\" is this host)");
+}
+
 void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n) const {
+  if (!cannot_run_here_.empty()) value_error(cannot_run_here_);
   if (n != args_.size()) {
     type_error("kernel '", name_, "' takes ", args_.size(), " array(s), got ", n);
   }

@@ -97,6 +97,10 @@ class Module {
   // read_only[i] tells whether tensor i may not be written. Throws UserError naming the argument.
   void run(const DLTensor* const* tensors, const bool* read_only, size_t n) const;
 
+  // The CPU features the code was built for that this host lacks (a build for another machine,
+  // to be exported): run() then refuses with a ValueError instead of faulting.
+  void set_features_host_lacks(const std::vector<std::string>& missing);
+
   void set_internal_sizes(std::vector<InternalSize> sizes) { internal_sizes_ = std::move(sizes); }
   const std::vector<ReadCheck>& read_checks() const { return read_checks_; }
   void set_read_checks(std::vector<ReadCheck> checks) { read_checks_ = std::move(checks); }
@@ -135,6 +139,7 @@ class Module {
   std::vector<InternalSize> internal_sizes_;
   std::vector<ReadCheck> read_checks_;
   double compile_seconds_ = 0;
+  std::string cannot_run_here_;  // why run() refuses (empty: it runs)
 };
 
 }  // namespace ptb

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import pickle
+import platform
 import struct
 import subprocess
 import sys
@@ -156,6 +157,59 @@ def test_a_feature_the_host_lacks_is_refused_before_anything_runs(tmp_path):
     path.write_bytes(pack(manifest, obj, ir))
     with pytest.raises(ValueError, match=rf"CPU 'some-future-cpu'.*lacks: {feature}"):
         tvm.runtime.load_module(path)
+
+
+# Vector-ISA features LLVM accepts in -mattr= for any x86-64 CPU; no CPU has all of them.
+_VECTOR_FEATURES = ["xop", "fma4", "avx512fp16", "avx512vp2intersect", "amx-tile", "avx512f"]
+
+
+def _a_vector_feature_the_host_lacks() -> str:
+    host = _core.host_cpu_features()
+    return next(f for f in _VECTOR_FEATURES if not host.get(f, False))
+
+
+def test_a_build_for_features_the_host_lacks_refuses_to_run_but_exports(tmp_path):
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the feature names are x86's")
+    feature = _a_vector_feature_the_host_lacks()
+    A = tvm.placeholder((8,), name="A")
+    B = tvm.compute((8,), lambda i: A[i] * 2.0, name="B")
+    f = tvm.build(tvm.create_schedule(B.op), [A, B], target=f"llvm -mattr=+{feature}", name="dbl")
+    b = np.full(8, -1.0, "float32")
+    with pytest.raises(ValueError, match=rf"kernel 'dbl' was built for .*lacks: [^;]*{feature}"):
+        f(np.ones(8, "float32"), b)
+    assert (b == -1.0).all()  # nothing ran
+    path = tmp_path / "dbl.so"
+    f.export_library(path)  # for the machine that has it
+    assert feature in tvm.runtime.read_manifest(path)["cpu_features"]
+    with pytest.raises(ValueError, match=rf"lacks: [^;]*{feature}"):
+        tvm.runtime.load_module(path)
+    k = tvm.kernel(
+        lambda a: tvm.compute(a.shape, lambda i: a[i] + 1.0), target=f"llvm -mattr=+{feature}"
+    )
+    with pytest.raises(ValueError, match=rf"lacks: [^;]*{feature}"):
+        k(np.ones(4, "float32"))
+
+
+def test_system_features_a_virtual_machine_hides_are_not_required(tmp_path):
+    # "-mcpu=<this CPU>": the CPU model implies features such as protection keys (pku) or
+    # MWAITX that virtual machines often hide; generated code never uses them, so the build runs
+    # here, and its export records and loads without them.
+    A = tvm.placeholder((8,), name="A")
+    B = tvm.compute((8,), lambda i: A[i] + 1.0, name="B")
+    f = tvm.build(tvm.create_schedule(B.op), [A, B], target=f"llvm -mcpu={_core.host_cpu_name()}")
+    a, b = np.arange(8, dtype="float32"), np.empty(8, "float32")
+    f(a, b)
+    np.testing.assert_array_equal(b, a + 1)
+    path = tmp_path / "inc.so"
+    f.export_library(path)
+    features = tvm.runtime.read_manifest(path)["cpu_features"]
+    assert not {"pku", "mwaitx", "rdpru", "wbnoinvd", "sgx", "rdrnd"} & set(features)
+    host = _core.host_cpu_features()
+    assert all(host[name] for name in features)
+    g = tvm.runtime.load_module(path)
+    g(a, b)
+    np.testing.assert_array_equal(b, a + 1)
 
 
 def test_another_format_version_is_refused(tmp_path):

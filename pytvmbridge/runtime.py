@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -168,9 +169,18 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
 
 def _write_atomically(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename, so that a reader (or a
-    crash) never sees half a file."""
+    crash) never sees half a file. Errors name ``path``, not the temporary file."""
+    if not path:
+        raise TVMValueError("the file name is empty")
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, f"no folder {directory!r} to write into", path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    except OSError as err:  # a read-only folder, a full disk...
+        raise type(err)(err.errno, err.strerror, path) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

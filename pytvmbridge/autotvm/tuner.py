@@ -243,7 +243,7 @@ class Tuner:
         between them) made every proposal wait for the last batch's measurement and the
         workers wait for every proposal.
         """
-        _check_tune_args(n_trial, n_parallel, early_stopping, measure_option)
+        _check_tune_args(n_trial, n_parallel, early_stopping, measure_option, log_file)
         if time_budget_s is not None and not time_budget_s >= 0:
             raise TVMValueError(f"time_budget_s must be >= 0 or None, got {time_budget_s!r}")
         deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
@@ -750,10 +750,38 @@ def _check_count(name: str, value: Any, low: int, none_ok: bool) -> None:
         raise TVMValueError(f"{name} must be an integer >= {low}{also}, got {value!r}")
 
 
+def _check_log_file(log_file: Any) -> None:
+    """A log a tuning run can append to, checked before the first trial (not after the first
+    batch was measured): a path, not a directory; its folder is made if it is missing, as for
+    ``logs/resnet.json`` in a fresh checkout."""
+    if log_file is None:
+        return
+    if not isinstance(log_file, (str, os.PathLike)):
+        raise TVMTypeError(f"log_file must be a path or None, got {type(log_file).__name__}")
+    path = os.fspath(log_file)
+    if not path:
+        raise TVMValueError("log_file must be a path or None, got an empty string")
+    if os.path.isdir(path):
+        raise TVMValueError(
+            f"log_file {path!r} is a directory; give a file path such as "
+            f"{os.path.join(path, 'tune.json')!r}"
+        )
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    with open(path, "ab"):  # PermissionError now, not after the first batch
+        pass
+
+
 def _check_tune_args(
-    n_trial: Any, n_parallel: Any, early_stopping: Any, measure_option: Any
+    n_trial: Any,
+    n_parallel: Any,
+    early_stopping: Any,
+    measure_option: Any,
+    log_file: Any = None,
 ) -> None:
     """The arguments ``tune`` and ``tune_tasks`` share, checked before any worker starts."""
+    _check_log_file(log_file)
     _check_count("n_trial", n_trial, 0, none_ok=False)
     _check_count("n_parallel", n_parallel, 1, none_ok=True)
     _check_count("early_stopping", early_stopping, 1, none_ok=True)
@@ -809,7 +837,7 @@ def tune_tasks(
         >>> [b["error"] for b in bests]
         [0, 0]
     """
-    _check_tune_args(n_trial, n_parallel, early_stopping, measure_option)
+    _check_tune_args(n_trial, n_parallel, early_stopping, measure_option, log_file)
     tuners = [make_tuner(tuner, t, seed) for t in tasks]
     if not tuners:
         return []

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from .. import te
 from ..error import TVMTypeError, TVMValueError
 from . import tag
@@ -208,6 +210,15 @@ def clip(x: Tensor, a_min: float | int, a_max: float | int) -> Tensor:
     check_tensor(x, "the input of clip")
     if a_min > a_max:
         raise TVMValueError(f"clip needs a_min <= a_max, found a_min={a_min}, a_max={a_max}")
+    if not is_float(x.dtype) and x.dtype != "bool":
+        # As NumPy's and PyTorch's clip: a bound the dtype cannot hold is an OverflowError,
+        # here one that says which bound and the dtype's range.
+        info = np.iinfo(x.dtype)
+        for name, bound in (("a_min", a_min), ("a_max", a_max)):
+            if not info.min <= bound <= info.max:
+                raise OverflowError(
+                    f"clip: {name}={bound} is out of range for {x.dtype} [{info.min}, {info.max}]"
+                )
     lo, hi = te.const(a_min, x.dtype), te.const(a_max, x.dtype)
     return _elemwise(x, lambda v: te.select(v < lo, lo, te.select(v > hi, hi, v)), "clip")
 

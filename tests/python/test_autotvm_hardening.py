@@ -223,3 +223,32 @@ def test_tune_tasks_shows_one_bar_over_its_whole_budget(tmp_path, monkeypatch):
     done = [a for a, _ in counts]
     assert done == sorted(done)  # never started again from 0
     assert "tuning scale1024 (1/2)" in text and "tuning scale4096 (2/2)" in text
+
+
+def test_log_file_in_a_new_folder_is_made_and_a_directory_is_refused_up_front(tmp_path):
+    @tvm.kernel
+    def triple(A):
+        return tvm.compute(A.shape, lambda i: A[i] * 3.0, name="B")
+
+    x = np.arange(256, dtype="float32")
+    log = tmp_path / "logs" / "nested" / "triple.json"
+    best = autotvm.tune(
+        triple, x, n_trial=2, tuner="random", log_file=log, n_parallel=1, progress=False,
+        measure_option=FAST,
+    )  # fmt: skip
+    assert best["error"] == OK
+    assert len(list(record.load(log))) >= 2
+    with autotvm.apply_history_best(log):
+        np.testing.assert_array_equal(triple(x), x * 3.0)
+    with pytest.raises(ValueError, match=r"log_file .* is a directory; give a file path"):
+        autotvm.tune(triple, x, n_trial=2, log_file=tmp_path, progress=False)
+    with pytest.raises(TypeError, match="log_file must be a path or None, got int"):
+        autotvm.tune(triple, x, n_trial=2, log_file=3, progress=False)
+    tasks = [autotvm.auto_task(lambda n: _scale_task(n), (64,), name="s64")]
+    with pytest.raises(ValueError, match=r"log_file .* is a directory"):
+        autotvm.tune_tasks(tasks, 2, log_file=tmp_path, progress=False)
+
+
+def _scale_task(n):
+    A = tvm.placeholder((n,), name="A")
+    return [A, tvm.compute((n,), lambda i: A[i] * 3.0, name="B")]

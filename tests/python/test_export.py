@@ -343,3 +343,19 @@ def test_saved_files_hold_the_strided_variant_unless_asked_not_to(tmp_path):
     np.testing.assert_allclose(b, reference(a[:10]), rtol=1e-5)
     with pytest.raises(ValueError, match="saved without its variant for strided arrays"):
         h(a[::2], b)
+
+
+def test_export_to_a_bad_path_names_that_path_and_leaves_nothing_behind(tmp_path):
+    f = build_shift_erfc()
+    missing = tmp_path / "no_such_folder" / "k.so"
+    with pytest.raises(
+        FileNotFoundError, match=r"no folder .*no_such_folder.* to write into"
+    ) as err:
+        f.export_library(missing)
+    assert err.value.filename == str(missing)
+    with pytest.raises(IsADirectoryError, match="is a directory") as err:
+        f.export_library(tmp_path)
+    assert err.value.filename == str(tmp_path)
+    with pytest.raises(ValueError, match="the file name is empty"):
+        f.save("")
+    assert list(tmp_path.iterdir()) == []  # no temporary file left

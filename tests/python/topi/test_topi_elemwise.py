@@ -126,6 +126,16 @@ def test_clip(dtype):
         topi.clip(A, 4, -3)
 
 
+def test_clip_of_uint8_and_bounds_it_cannot_hold():
+    A = tvm.placeholder((256,), "uint8", name="A")
+    a = np.arange(256, dtype="uint8")
+    run([A], topi.clip(A, 3, 100), [a], np.clip(a, 3, 100))
+    with pytest.raises(OverflowError, match=r"clip: a_min=-1 is out of range for uint8 \[0, 255\]"):
+        topi.clip(A, -1, 100)
+    with pytest.raises(OverflowError, match=r"clip: a_max=300 is out of range for uint8"):
+        topi.clip(A, 0, 300)
+
+
 def test_full_and_logical_not():
     F = topi.full((2, 3), "float64", math.pi)
     B = tvm.placeholder((5,), "bool", name="B")

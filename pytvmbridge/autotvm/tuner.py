@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -766,11 +767,13 @@ def _check_log_file(log_file: Any) -> None:
             f"log_file {path!r} is a directory; give a file path such as "
             f"{os.path.join(path, 'tune.json')!r}"
         )
-    folder = os.path.dirname(path)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    with open(path, "ab"):  # PermissionError now, not after the first batch
-        pass
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    # PermissionError now, not after the first batch (the file itself is made by the first
+    # record: a run with no trial leaves no empty log behind)
+    target = path if os.path.exists(path) else folder
+    if not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, "the tuning log cannot be written", path)
 
 
 def _check_tune_args(

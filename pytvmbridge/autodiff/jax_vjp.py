@@ -3,6 +3,12 @@ tracers) runs as a ``jax.custom_vjp`` whose forward and backward call the compil
 derived gradient on the host through ``jax.pure_callback``; under ``jax.grad`` the backward is
 the kernel's ``te.gradient``.
 
+The callbacks get host JAX arrays and view them as NumPy arrays (``np.asarray``, no copy), the
+kernel's fastest route. A bfloat16 view has ml_dtypes' dtype, which neither NumPy's C API nor its
+DLPack export knows: such arrays reach the kernel as NDArray views of the same memory
+(:func:`_host`), and a call with a bfloat16 output gets NDArray outputs (NumPy cannot allocate
+one for the kernel either).
+
 Example:
     >>> import jax, jax.numpy as jnp, pytvmbridge as tvm
     >>> cube = tvm.kernel(lambda A: tvm.compute(A.shape, lambda i: A[i] * A[i] * A[i], name="c"))
@@ -18,7 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..error import TVMValueError
+from ..nd import _from_numpy
 from .torch_autograd import _backward_module, _output_specs, run
+
+_BF16 = "bfloat16"
 
 
 def is_traced(args: tuple[Any, ...]) -> bool:
@@ -34,6 +43,14 @@ def _specs(xs: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
     return tuple((np.dtype(x.dtype).name, tuple(int(d) for d in x.shape)) for x in xs)
 
 
+def _host(x: np.ndarray) -> Any:
+    """What a kernel is handed to read or write ``x``, a NumPy array in a callback, without a
+    copy: ``x`` itself (the C++ call path views it through NumPy's C API), except bfloat16 (an
+    ml_dtypes dtype that NumPy's C API and DLPack export do not know): an NDArray of the same
+    memory, exported as uint16 and viewed as bfloat16 (DLPack's own code for it)."""
+    return _from_numpy(x) if x.dtype.name == _BF16 else x
+
+
 def _function(kernel: Any) -> Any:
     fn = kernel.__dict__.get("_jax_vjp")
     if fn is not None:
@@ -44,12 +61,23 @@ def _function(kernel: Any) -> Any:
         return [jax.ShapeDtypeStruct(s, np.dtype(d)) for s, d in _output_specs(kernel, xs)]
 
     def run_forward(*xs: Any) -> Any:
-        return [np.asarray(o) for o in run(kernel, [np.asarray(x) for x in xs])]
+        return [np.asarray(o) for o in run(kernel, [_host(np.asarray(x)) for x in xs])]
+
+    def run_forward_ndarrays(*xs: Any) -> Any:
+        # A kernel allocates its outputs in its first input's framework, and NumPy's cannot
+        # hold bfloat16: every input goes as an NDArray view, so the outputs are NDArrays
+        # (np.asarray views a bfloat16 one as ml_dtypes' type, without a copy).
+        return [np.asarray(o) for o in run(kernel, [_from_numpy(np.asarray(x)) for x in xs])]
 
     def primal(*xs: Any) -> Any:
+        shapes = shapes_of(xs)
+        # Chosen while tracing, from the dtypes alone: calls with no bfloat16 output keep
+        # NumPy's faster route.
+        bf16_out = any(s.dtype.name == _BF16 for s in shapes)
+        callback = run_forward_ndarrays if bf16_out else run_forward
         # Under jax.vmap the kernel runs once per mapped element: it is compiled for the
         # unbatched ranks, and a batched call would be another kernel.
-        outs = jax.pure_callback(run_forward, shapes_of(xs), *xs, vmap_method="sequential")
+        outs = jax.pure_callback(callback, shapes, *xs, vmap_method="sequential")
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     f = jax.custom_vjp(primal)
@@ -71,10 +99,10 @@ def _function(kernel: Any) -> Any:
             module, _ = _backward_module(kernel, _specs(inputs), saved=True)
             out = [np.empty(x.shape, x.dtype) for x in inputs]
             module(
-                *inputs,
-                *[np.ascontiguousarray(h) for h in grads],
-                *[np.ascontiguousarray(v) for v in saved],
-                *out,
+                *[_host(x) for x in inputs],
+                *[_host(np.ascontiguousarray(h)) for h in grads],
+                *[_host(np.ascontiguousarray(v)) for v in saved],
+                *[_host(o) for o in out],  # written in place: a view of the same memory
             )
             return out
 

@@ -346,6 +346,36 @@ def test_row_sum_uses_vector_accumulators():
     np.testing.assert_allclose(out, a.sum(axis=1), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_whole_sum_of_a_vector_is_vectorized_and_as_accurate_as_numpy(symbolic):
+    # The parallel parts of a vector's sum read A[part * chunk + k]: contiguous in k, so they
+    # take vector accumulators (a scalar chain of 65536 adds per part before: 10x slower and
+    # 1e-6 off for 2**20 floats), and each accumulator adds blocks of 256 steps in a fresh
+    # vector before its total (a two-level cascade, as Inductor's sums): within a few float32
+    # roundings of the exact sum, as NumPy's pairwise sum is (1e-5 relative for 2**24 before).
+    n_value = 1 << 22
+    n = tvm.var("n") if symbolic else n_value
+    A = tvm.placeholder((n,), name="A")
+    S = topi.sum(A)
+    s = tvm.auto_schedule(S)
+    text = str(tvm.lower(s, [A, S]))
+    assert "ramp(" in text  # vector accumulators
+    rules = tvm.auto_schedule_space(S)["rules"]
+    assert "cascade_sum" in rules.values()
+    a = np.random.default_rng(0).random(n_value, dtype=np.float32)
+    out = np.empty((), "float32")
+    tvm.build(s, [A, S])(a, out)
+    exact = a.astype(np.float64).sum()
+    assert abs(float(out) - exact) <= 8 * np.finfo(np.float32).eps * exact
+    assert abs(float(out) - exact) <= 4 * abs(float(a.sum()) - exact) + 2e-7 * exact
+
+
+def test_short_rows_take_no_cascade():
+    # softmax-length rows: a lane's chain is a few steps, nothing to cut
+    A = tvm.placeholder((64, 768), name="A")
+    assert "cascade_sum" not in tvm.auto_schedule_space(topi.sum(A, axis=1))["rules"].values()
+
+
 def test_long_contiguous_reductions_use_several_accumulator_vectors():
     # A max over 1024 contiguous elements: eight vectors of partial maxima (not one chain of
     # dependent vmaxps and NaN fix-ups: two instructions a step, so twice a sum's four chains;

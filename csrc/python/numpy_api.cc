@@ -6,6 +6,8 @@
 #include <numpy/arrayobject.h>
 #endif
 
+#include <cstring>
+
 #include "runtime/dlpack_ext.h"
 
 namespace ptb::python {
@@ -87,6 +89,49 @@ int from_dl(DLDataType t) {
   return -1;
 }
 
+// bfloat16 is not one of NumPy's own dtypes: ml_dtypes (a dependency of JAX, whose host arrays
+// np.asarray views with it) registers it as a user type. Its type number, -1 until an array of
+// it was seen or ml_dtypes was imported to make one.
+int g_bfloat16 = -1;
+
+bool is_bfloat16(PyArray_Descr* descr) {
+  if (g_bfloat16 >= 0) return descr->type_num == g_bfloat16;
+  if (descr->type_num < NPY_USERDEF || descr->typeobj == nullptr) return false;
+  const char* name = descr->typeobj->tp_name;
+  const char* dot = std::strrchr(name, '.');
+  if (std::strcmp(dot != nullptr ? dot + 1 : name, "bfloat16") != 0) return false;
+  g_bfloat16 = descr->type_num;
+  return true;
+}
+
+bool descr_to_dl(PyArray_Descr* descr, DLDataType* out) {
+  if (to_dl(descr->type_num, out)) return true;
+  if (!is_bfloat16(descr)) return false;
+  *out = DLDataType{kDLBfloat, 16, 1};
+  return true;
+}
+
+// ml_dtypes' bfloat16 dtype (a new reference), or nullptr with a TypeError set when ml_dtypes
+// is not installed.
+PyArray_Descr* bfloat16_descr() {
+  if (g_bfloat16 >= 0) return PyArray_DescrFromType(g_bfloat16);
+  PyObject* module = PyImport_ImportModule("ml_dtypes");
+  if (module == nullptr) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError,
+                    "a bfloat16 NumPy array needs the ml_dtypes package (pip install ml_dtypes): "
+                    "NumPy has no bfloat16 of its own");
+    return nullptr;
+  }
+  PyObject* type = PyObject_GetAttrString(module, "bfloat16");
+  Py_DECREF(module);
+  if (type == nullptr) return nullptr;
+  PyArray_Descr* descr = PyArray_DescrFromTypeObject(type);
+  Py_DECREF(type);
+  if (descr != nullptr) g_bfloat16 = descr->type_num;
+  return descr;
+}
+
 }  // namespace
 
 bool numpy_ready() {
@@ -105,7 +150,7 @@ bool numpy_view(PyObject* obj, DLTensor* out, int64_t* strides, int max_dims, bo
     return false;
   }
   DLDataType dtype;
-  if (!to_dl(descr->type_num, &dtype)) return false;
+  if (!descr_to_dl(descr, &dtype)) return false;
   const npy_intp item = PyArray_ITEMSIZE(array);
   const npy_intp* byte_strides = PyArray_STRIDES(array);
   for (int d = 0; d < ndim; ++d) {
@@ -126,18 +171,27 @@ bool numpy_view(PyObject* obj, DLTensor* out, int64_t* strides, int max_dims, bo
 
 PyObject* numpy_empty(int ndim, const int64_t* shape, DLDataType dtype, const int64_t* strides) {
   const int type_num = from_dl(dtype);
-  if (type_num < 0) {
+  PyArray_Descr* descr = nullptr;
+  if (type_num >= 0) {
+    descr = PyArray_DescrFromType(type_num);
+  } else if (dtype.code == kDLBfloat && dtype.bits == 16 && dtype.lanes == 1) {
+    descr = bfloat16_descr();
+    if (descr == nullptr) return nullptr;
+  } else {
     PyErr_SetString(PyExc_TypeError, "numpy_empty: a dtype NumPy does not have");
     return nullptr;
   }
   auto* dims = const_cast<npy_intp*>(reinterpret_cast<const npy_intp*>(shape));
-  if (strides == nullptr) return PyArray_SimpleNew(ndim, dims, type_num);
   // NumPy allocates size * itemsize bytes and keeps the strides given (in bytes): a dense
   // layout in another order of the dimensions fits that block exactly.
   npy_intp steps[NPY_MAXDIMS];
-  const npy_intp item = (dtype.bits * dtype.lanes + 7) / 8;
-  for (int d = 0; d < ndim; ++d) steps[d] = static_cast<npy_intp>(strides[d]) * item;
-  return PyArray_New(&PyArray_Type, ndim, dims, type_num, steps, nullptr, 0, 0, nullptr);
+  if (strides != nullptr) {
+    const npy_intp item = (dtype.bits * dtype.lanes + 7) / 8;
+    for (int d = 0; d < ndim; ++d) steps[d] = static_cast<npy_intp>(strides[d]) * item;
+  }
+  // (PyArray_NewFromDescr takes the reference to descr)
+  return PyArray_NewFromDescr(&PyArray_Type, descr, ndim, dims,
+                              strides != nullptr ? steps : nullptr, nullptr, 0, nullptr);
 }
 
 #else  // a build without NumPy's headers: the generic routes do everything

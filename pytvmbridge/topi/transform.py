@@ -557,7 +557,13 @@ def strided_slice(
 
 def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
     """An index read from a tensor, made safe to use for a dimension of ``size``."""
-    n = size.astype(idx.dtype) if isinstance(size, te.Expr) and size.dtype != idx.dtype else size
+    # Clamped or wrapped in a signed type at least as wide as int32: in the index's own narrow
+    # type a size of 300 is 44 as uint8 (and uint32's large values would read as negative).
+    bits = int("".join(ch for ch in idx.dtype if ch.isdigit()) or 32)
+    wide = "int64" if bits == 64 or idx.dtype == "uint32" else "int32"
+    if idx.dtype != wide:
+        idx = idx.astype(wide)
+    n = size.astype(wide) if isinstance(size, te.Expr) and size.dtype != wide else size
     if mode == "clip":
         idx = te.min(te.max(idx, te.const(0, idx.dtype)), n - 1)
     elif mode == "wrap":

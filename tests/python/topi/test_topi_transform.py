@@ -220,6 +220,31 @@ def test_take_modes(index_dtype):
     run([A, I], outs, [a, i], refs)
 
 
+@pytest.mark.parametrize("index_dtype", ["uint8", "int8", "int16", "uint16", "uint32"])
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_and_gather_with_narrow_index_dtypes_on_a_long_axis(index_dtype, mode):
+    # 300 does not fit uint8/int8: the clamp and the modulus are taken in a wide type
+    A = tvm.placeholder((2, 300), name="A")
+    I = tvm.placeholder((6,), index_dtype, name="I")
+    info = np.iinfo(index_dtype)
+    i = np.array([0, 5, 100, 255, 299, info.max], dtype=np.int64)
+    if info.min < 0:
+        i[0] = -1
+        i[1] = info.min
+    i = i.astype(index_dtype)
+    a = random((2, 300), "float32")
+    wide = i.astype(np.int64)
+    G = tvm.placeholder((2, 6), index_dtype, name="G")
+    g = np.stack([i, i[::-1]]).astype(index_dtype)
+    in_range = np.clip(g.astype(np.int64), 0, 299)
+    run(
+        [A, I, G],
+        [topi.take(A, I, axis=1, mode=mode), topi.gather(A, 1, G)],
+        [a, i, g],
+        [np.take(a, wide, axis=1, mode=mode), np.take_along_axis(a, in_range, axis=1)],
+    )
+
+
 def test_take_embedding_lookup_symbolic():
     n = tvm.var("n")
     E = tvm.placeholder((50, 8), name="E")

@@ -1,6 +1,7 @@
 #include "codegen/codegen_math.h"
 
 #include <string>
+#include <utility>
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -206,6 +207,36 @@ llvm::Value* call_library(llvm::IRBuilderBase& b, Intrinsic op,
   return call_scalar(b, fn, args);
 }
 
+// NumPy's divmod of floats (npy_divmod): the remainder from fmod, moved to b's sign; the
+// quotient (a - remainder) / b, a whole number up to rounding, rounded to the nearest; 0 with
+// the sign of a / b where it is 0; a / b itself where b is 0. Lane-wise, for vectors too.
+std::pair<llvm::Value*, llvm::Value*> float_divmod(llvm::IRBuilderBase& b, llvm::Value* x,
+                                                   llvm::Value* y) {
+  llvm::Type* type = x->getType();
+  llvm::Value* zero = llvm::ConstantFP::get(type, 0.0);
+  llvm::Value* one = llvm::ConstantFP::get(type, 1.0);
+  llvm::Value* fmod = b.CreateFRem(x, y);
+  // fmod has x's sign, the floor remainder y's: one y more where they differ
+  llvm::Value* differ =
+      b.CreateAnd(b.CreateFCmpONE(fmod, zero),
+                  b.CreateXor(b.CreateFCmpOLT(y, zero), b.CreateFCmpOLT(fmod, zero)));
+  llvm::Value* signed_zero = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, y);
+  llvm::Value* mod = b.CreateSelect(differ, b.CreateFAdd(fmod, y),
+                                    b.CreateSelect(b.CreateFCmpOEQ(fmod, zero), signed_zero, fmod));
+  llvm::Value* exact = b.CreateFDiv(b.CreateFSub(x, fmod), y);
+  exact = b.CreateSelect(differ, b.CreateFSub(exact, one), exact);
+  llvm::Value* floor = b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, exact);
+  llvm::Value* half = llvm::ConstantFP::get(type, 0.5);
+  floor = b.CreateSelect(b.CreateFCmpOGT(b.CreateFSub(exact, floor), half),
+                         b.CreateFAdd(floor, one), floor);
+  llvm::Value* quotient = b.CreateFDiv(x, y);
+  llvm::Value* div =
+      b.CreateSelect(b.CreateFCmpUNE(exact, zero), floor,
+                     b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, zero, quotient));
+  div = b.CreateSelect(b.CreateFCmpOEQ(y, zero), quotient, div);
+  return {div, mod};
+}
+
 }  // namespace
 
 llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<llvm::Value*>& args,
@@ -266,6 +297,12 @@ llvm::Value* emit_math(llvm::IRBuilderBase& b, Intrinsic op, const std::vector<l
       break;
     case Intrinsic::kFmod:
       r = b.CreateFRem(x, w[1]);
+      break;
+    case Intrinsic::kFloorDivide:
+      r = float_divmod(b, x, w[1]).first;
+      break;
+    case Intrinsic::kFloorMod:
+      r = float_divmod(b, x, w[1]).second;
       break;
     case Intrinsic::kRoundHalfAway:
       r = unary(llvm::Intrinsic::round);

@@ -284,6 +284,10 @@ const char* intrinsic_name(Intrinsic op) {
       return "nextafter";
     case Intrinsic::kRemainder:
       return "remainder";
+    case Intrinsic::kFloorDivide:
+      return "floor_divide";
+    case Intrinsic::kFloorMod:
+      return "floor_mod";
     case Intrinsic::kErfinv:
       return "erfinv";
     case Intrinsic::kErfcinv:
@@ -333,6 +337,8 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
     case Intrinsic::kHypot:
     case Intrinsic::kNextafter:
     case Intrinsic::kRemainder:
+    case Intrinsic::kFloorDivide:
+    case Intrinsic::kFloorMod:
       arity(2);
       check_same_dtype(intrinsic_name(op), args[0], args[1]);
       t = args[0].dtype();

@@ -256,6 +256,12 @@ enum class Intrinsic : uint8_t {
   kHypot,
   kNextafter,
   kRemainder,
+  // Floor division and remainder of floats, NumPy's (npy_divmod, Python's // and %): from fmod,
+  // exact where floor(a / b) rounds across an integer (1 // 0.1 is 9, 1 % 0.1 is 0.0999...),
+  // right at infinities (5 % inf is 5, -7.5 // inf is -1). Made by floordiv()/floormod() of
+  // floats (ir/op.h); integers keep the FloorDiv/FloorMod nodes.
+  kFloorDivide,
+  kFloorMod,
   // special functions libm lacks, computed by the runtime (runtime/special_math.h)
   kErfinv,
   kErfcinv,

@@ -35,6 +35,8 @@ int intrinsic_arity(Intrinsic op) {
     case Intrinsic::kHypot:
     case Intrinsic::kNextafter:
     case Intrinsic::kRemainder:
+    case Intrinsic::kFloorDivide:
+    case Intrinsic::kFloorMod:
       return 2;
     default:
       return 1;

@@ -83,14 +83,12 @@ Expr cast(DataType t, Expr value) {
 }
 
 Expr floordiv(Expr a, Expr b) {
-  if (a.dtype().is_float()) return Call::make(Intrinsic::kFloor, {Div::make(a, b)});
+  if (a.dtype().is_float()) return Call::make(Intrinsic::kFloorDivide, {a, b});
   return FloorDiv::make(std::move(a), std::move(b));
 }
 
 Expr floormod(Expr a, Expr b) {
-  if (a.dtype().is_float()) {
-    return Sub::make(a, Mul::make(Call::make(Intrinsic::kFloor, {Div::make(a, b)}), b));
-  }
+  if (a.dtype().is_float()) return Call::make(Intrinsic::kFloorMod, {a, b});
   return FloorMod::make(std::move(a), std::move(b));
 }
 

@@ -177,6 +177,10 @@ def _binary(name: str, a: Expr, b: Expr, da: D, db: D, y: Expr) -> D:
         return add(dy_da, dy_db)
     if name == "fmod":
         return add(da, neg(mul(db, fn("trunc", a / b))))
+    if name == "floor_divide":  # piecewise constant (floats' //)
+        return None
+    if name == "floor_mod":  # a - floor_divide(a, b) * b (floats' %)
+        return add(da, neg(mul(db, fn("floor_divide", a, b))))
     if name == "remainder":
         return add(da, neg(mul(db, _core.math_function("round", a / b))))
     if name == "atan2":  # atan2(a, b) = angle of (b, a)

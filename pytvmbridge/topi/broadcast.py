@@ -163,6 +163,20 @@ def _divide(a: te.Expr | Number, b: te.Expr | Number) -> te.Expr:
     return a / b if floating(a) or floating(b) else te.truncdiv(a, b)
 
 
+def _trunc_mod(a: te.Expr | Number, b: te.Expr | Number) -> te.Expr:
+    # Floats: C's fmod (TVM's mod of floats, torch.fmod), the remainder with the sign of a.
+    if any(isinstance(v, te.Expr) and is_float(v.dtype) for v in (a, b)):
+        return te.fmod(a, b)
+    return te.truncmod(a, b)
+
+
+def _trunc_div(a: te.Expr | Number, b: te.Expr | Number) -> te.Expr:
+    # Floats: the quotient rounded toward zero (torch.div(rounding_mode="trunc")).
+    if any(isinstance(v, te.Expr) and is_float(v.dtype) for v in (a, b)):
+        return te.trunc(a / b)
+    return te.truncdiv(a, b)
+
+
 def _power(a: te.Expr, b: te.Expr) -> te.Expr:
     return te.power(a, b)
 
@@ -175,16 +189,19 @@ divide = _make(
 )
 floor_divide = _make("floor_divide", te.floordiv, "``lhs // rhs`` (rounds toward -inf)", "int32")
 trunc_divide = _make(
-    "trunc_divide", te.truncdiv, "Integer ``lhs / rhs`` rounding toward zero", "int32"
+    "trunc_divide", _trunc_div, "``lhs / rhs`` rounded toward zero (for floats too)", "int32"
 )
 floor_mod = _make(
     "floor_mod", te.floormod, "``lhs % rhs`` with the sign of rhs (Python's)", "int32"
 )
 mod = _make(
-    "mod", te.truncmod, "The remainder with the sign of lhs (C's ``%``, TVM's mod)", "int32"
+    "mod",
+    _trunc_mod,
+    "The remainder with the sign of lhs (C's ``%``, TVM's mod; ``fmod`` for floats)",
+    "int32",
 )
 trunc_mod = _make(
-    "trunc_mod", te.truncmod, "The remainder with the sign of lhs (C's ``%``)", "int32"
+    "trunc_mod", _trunc_mod, "The remainder with the sign of lhs (C's ``%``, ``fmod``)", "int32"
 )
 power = _make("power", _power, "``lhs ** rhs`` for floats")
 maximum = _make("maximum", lambda a, b: te.max(a, b), "The larger of lhs and rhs")

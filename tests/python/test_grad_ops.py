@@ -13,7 +13,6 @@ import torch
 import pytvmbridge as tvm
 from pytvmbridge import te, topi
 from pytvmbridge.bridges import to_pytorch
-from pytvmbridge.error import TVMTypeError
 
 F64 = "float64"
 nn = topi.nn
@@ -67,6 +66,9 @@ CASES = {
     "topi.floor": (lambda x: topi.floor(x), [(5,)]),
     "topi.floor_divide": (lambda a, b: topi.floor_divide(a, _pos(b)), [(5,), (5,)]),
     "topi.floor_mod": (lambda a, b: topi.floor_mod(a, _pos(b)), [(5,), (5,)]),
+    "topi.mod": (lambda a, b: topi.mod(a, _pos(b)), [(5,), (5,)]),
+    "topi.trunc_divide": (lambda a, b: topi.trunc_divide(a, _pos(b)), [(5,), (5,)]),
+    "topi.trunc_mod": (lambda a, b: topi.trunc_mod(a, _pos(b)), [(5,), (5,)]),
     "topi.full_like": (lambda x: topi.add(topi.full_like(x, 2.0), x), [(4,)]),
     "topi.gather": (
         lambda x: topi.gather(x, 1, _int_index((3, 2), lambda i, j: (i + 2 * j + 1) % 4)),
@@ -233,9 +235,6 @@ NOT_DIFFERENTIABLE = {
     "topi.isinf": "boolean result",
     "topi.isfinite": "boolean result",
     "topi.full": "no tensor input (a constant)",
-    "topi.mod": "integer operands only (truncated remainder)",
-    "topi.trunc_divide": "integer operands only",
-    "topi.trunc_mod": "integer operands only",
 }
 
 # Public names of topi.nn that build no tensor: helpers for writing operators.
@@ -378,8 +377,17 @@ def test_full_has_no_tensor_input():
     torch.testing.assert_close(x.grad, torch.full((4,), 2.5, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("name", ["topi.mod", "topi.trunc_divide", "topi.trunc_mod"])
-def test_integer_only_operators_refuse_floats(name):
-    a = te.placeholder((3,), name="a", dtype=F64)
-    with pytest.raises(TVMTypeError, match="needs integers"):
-        _resolve(name)(a, a)
+@pytest.mark.parametrize(
+    "name, reference",
+    [
+        ("topi.mod", torch.fmod),
+        ("topi.trunc_mod", torch.fmod),
+        ("topi.trunc_divide", lambda a, b: torch.div(a, b, rounding_mode="trunc")),
+    ],
+)
+def test_truncated_operators_on_floats_are_fmod_and_trunc_division(name, reference):
+    # TVM's mod of floats is C's fmod (the sign of a); trunc_divide rounds toward zero
+    x = torch.tensor([5.5, -7.5, 3.0, -1.0, 9.0, -0.25], dtype=torch.float64)
+    y = torch.tensor([2.0, 2.0, -2.0, 3.0, 0.5, 4.0], dtype=torch.float64)
+    got = tvm.kernel(lambda p, q: _resolve(name)(p, q))(x, y)
+    torch.testing.assert_close(got, reference(x, y), rtol=0, atol=0)

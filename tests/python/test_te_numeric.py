@@ -109,6 +109,25 @@ def test_float_floor_division_and_modulo():
     )
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_float_floor_division_and_modulo_match_numpy_bit_for_bit(dtype):
+    # every pair of special and ordinary values: infinities (5 % inf is 5, -7.5 // inf is -1,
+    # inf // 2 is NaN), signed zeros, division by zero, NaN, and quotients that floor(a / b)
+    # rounds across an integer (1 // 0.1 is 9 with remainder 0.0999...)
+    values = [5.0, -7.5, 1.0, 0.1, -0.1, 0.0, -0.0, 3.0, -3.0, np.inf, -np.inf, np.nan, 2.5, 7.0]
+    values += [1e30, 1e-30] if dtype != "float16" else [6e4, 1e-4]
+    pairs = np.array([(x, y) for x in values for y in values])
+    a, b = pairs[:, 0].astype(dtype), pairs[:, 1].astype(dtype)
+    with np.errstate(all="ignore"):
+        want_div, want_mod = np.floor_divide(a, b), np.remainder(a, b)
+    got_div = elementwise(lambda x, y: x // y, a, b)
+    got_mod = elementwise(lambda x, y: x % y, a, b)
+    for got, want in ((got_div, want_div), (got_mod, want_mod)):
+        np.testing.assert_array_equal(got, want)
+        same_sign = np.signbit(got) == np.signbit(want)
+        assert (same_sign | np.isnan(want)).all()  # -0.0 where NumPy has it
+
+
 def test_integer_arithmetic_wraps_like_numpy():
     a = np.array([100, -100, 127, -128, 5], "int8")
     b = np.array([100, -100, 1, -1, 7], "int8")

@@ -46,15 +46,17 @@ def _pooled_size(size: Any, k: int, s: int, d: int, before: int, after: int, cei
     span = d * (k - 1) + 1
     c = const_int(size)
     if c is not None:
-        if c + before + after < span:
-            raise TVMValueError(
-                f"the pooling window ({span}) is larger than the padded input "
-                f"({c} + {before} + {after})"
-            )
+        # PyTorch's pooling_output_shape: floor division (ceil_mode rounds up first), so with
+        # ceil_mode a window may be larger than the padded input and still make one output.
         out = (c + before + after - span + (s - 1 if ceil else 0)) // s + 1
         # PyTorch's rule: the last window must start inside the input or the top/left padding.
         if ceil and (out - 1) * s >= c + before:
             out -= 1
+        if out < 1:
+            raise TVMValueError(
+                f"the pooling window ({span}) is larger than the padded input "
+                f"({c} + {before} + {after})"
+            )
         return out
     out = te.floordiv(size + (before + after - span + (s - 1 if ceil else 0)), s) + 1
     if ceil:  # at most one window per start inside the input or the top/left padding

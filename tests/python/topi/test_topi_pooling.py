@@ -166,6 +166,30 @@ def test_pool_errors():
         topi.nn.max_pool2d(X, 2, 0)
 
 
+@pytest.mark.parametrize(
+    ("shape", "kernel", "stride", "padding", "dilation"),
+    [
+        ((1, 1, 1, 4), 2, 2, 0, 1),
+        ((1, 1, 7, 4), 3, 2, 0, 2),
+        ((2, 3, 1, 1), 3, 2, 1, 1),
+        ((1, 2, 3, 5), (4, 2), 3, (1, 0), 1),
+    ],
+)
+def test_ceil_mode_window_larger_than_the_padded_input(shape, kernel, stride, padding, dilation):
+    # PyTorch's output size is a floor division after rounding up: with ceil_mode a window
+    # wider than the padded input still makes one output, over the part that exists
+    X = tvm.placeholder(shape, name="X")
+    x = random(shape, "float32")
+    xt = torch.from_numpy(x)
+    outs = [topi.nn.max_pool2d(X, kernel, stride, padding, dilation, True)]
+    refs = [F.max_pool2d(xt, kernel, stride, padding, dilation, ceil_mode=True).numpy()]
+    if dilation == 1:
+        for include_pad in (True, False):
+            outs.append(topi.nn.avg_pool2d(X, kernel, stride, padding, True, include_pad))
+            refs.append(F.avg_pool2d(xt, kernel, stride, padding, True, include_pad).numpy())
+    run([X], outs, [x], refs, rtol=1e-6, atol=1e-6)
+
+
 def test_auto_scheduled_max_pool_propagates_nan():
     # The auto schedule takes 16 output columns per vector step, each the maximum of a padded
     # window element (a select) and the running maximum: NaN in a window must give NaN, as

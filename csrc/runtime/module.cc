@@ -11,6 +11,7 @@
 #include "codegen/cpu_features.h"
 #include "ir/op.h"
 #include "ir/printer.h"
+#include "ir/visitor.h"
 #include "runtime/backend_api.h"
 #include "runtime/dlpack_ext.h"
 #include "runtime/loop_profile.h"
@@ -327,6 +328,29 @@ std::string Module::describe(size_t i) const {
   return str_cat("argument ", i, " ('", args_[i].name, "')");
 }
 
+std::string Module::where_bound(const Expr& e,
+                                const std::unordered_map<const ExprNode*, int64_t>& values) const {
+  // The variables of a size expression, each with the argument its value came from: the size
+  // that does not fit may be that argument's (an output one row too long makes its input's
+  // n + 1 look wrong).
+  std::string note;
+  for_each_expr(e, [&](const Expr& x) {
+    if (!x.as<Var>() || note.find("'" + x.as<Var>()->name + "' = ") != std::string::npos) return;
+    auto value = values.find(x.get());
+    if (value == values.end()) return;
+    for (size_t j = 0; j < args_.size(); ++j) {
+      for (size_t d = 0; d < args_[j].dims.size(); ++d) {
+        const DimSpec& dim = args_[j].dims[d];
+        if (dim.kind != DimSpec::Kind::kVar || slots_[dim.slot].get() != x.get()) continue;
+        note += str_cat(note.empty() ? " (" : ", ", "'", x.as<Var>()->name, "' = ", value->second,
+                        " from ", describe(j), " dimension ", d);
+        return;
+      }
+    }
+  });
+  return note.empty() ? note : note + ")";
+}
+
 void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const {
   // Which slots hold a size already (on the stack for the usual few, as on every call).
   bool inline_bound[kInlineSlots] = {};
@@ -377,7 +401,8 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
       int64_t want = eval_dim(dim.expr, values, i, d);
       if (tensors[i]->shape[d] != want) {
         value_error(describe(i), ": expected size ", want, " (", to_string(dim.expr),
-                    ") in dimension ", d, ", got ", tensors[i]->shape[d]);
+                    ") in dimension ", d, ", got ", tensors[i]->shape[d],
+                    where_bound(dim.expr, values));
       }
     }
   }

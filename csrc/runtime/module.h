@@ -111,6 +111,9 @@ class Module {
 
  private:
   std::string describe(size_t i) const;
+  // " ('n' = 5 from argument 1 ('D') dimension 0)": where the variables of `e` were bound.
+  std::string where_bound(const Expr& e,
+                          const std::unordered_map<const ExprNode*, int64_t>& values) const;
   KernelFn generic_kernel() const;
   void bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots) const;
   // ValueError naming the argument when size `got` does not fit the type of slot's variable.

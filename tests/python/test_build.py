@@ -155,6 +155,21 @@ def test_symbolic_size_disagreement():
         f(np.zeros(3, "float32"), np.zeros(4, "float32"), np.zeros(3, "float32"))
 
 
+def test_size_expression_mismatch_says_where_its_variable_came_from():
+    # n is bound from the output D (its only plain occurrence): an output one element too long
+    # makes the input's n + 1 look wrong, so the message says where n = 5 came from
+    n = tvm.var("n")
+    B = tvm.placeholder((n + 1,), name="B")
+    D = tvm.compute((n,), lambda i: B[i + 1] - B[i], name="D")
+    f = tvm.build(tvm.create_schedule(D.op), [B, D])
+    msg = r"argument 0 \('B'\): expected size 6 .* got 5 \('n' = 5 from argument 1 \('D'\) dim"
+    with pytest.raises(ValueError, match=msg):
+        f(np.zeros(5, "float32"), np.empty(5, "float32"))
+    d = np.empty(4, "float32")
+    f(np.arange(5, dtype="float32"), d)
+    np.testing.assert_array_equal(d, np.ones(4, "float32"))
+
+
 def test_constant_size_mismatch():
     f, _, _ = matmul_module(tvm.convert(4), tvm.convert(4), tvm.convert(4))
     a = np.zeros((4, 4), "float32")

@@ -57,7 +57,15 @@ def set_num_threads(n: int) -> None:
         >>> tvm.set_num_threads(1); tvm.get_num_threads()
         1
     """
-    _core.set_num_threads(n)
+    import numbers
+
+    from .error import TVMTypeError, TVMValueError
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TVMTypeError(f"set_num_threads needs an int, got {type(n).__name__} {n!r}")
+    if n > 1 << 31:  # (the C++ check, which says the limit, takes a C int)
+        raise TVMValueError(f"set_num_threads({n}): far more threads than this machine runs")
+    _core.set_num_threads(int(n) if n >= -1 else -1)  # (max is te.max in this module)
 
 
 def get_num_threads() -> int:

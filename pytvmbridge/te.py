@@ -60,6 +60,7 @@ def var(name: str = "v", dtype: DType = "int32") -> Var:
         >>> n.name, n.dtype
         ('n', 'int32')
     """
+    _check_name(name, "var")
     return _core.var(name, dtype)
 
 
@@ -71,6 +72,7 @@ def size_var(name: str = "size", dtype: DType = "int32") -> Var:
         >>> te.size_var("m").dtype
         'int32'
     """
+    _check_name(name, "size_var")
     return _core.var(name, dtype)
 
 
@@ -112,7 +114,15 @@ def placeholder(shape: ShapeLike, dtype: DType = "float32", name: str = "placeho
         >>> A.ndim, A.dtype, A.shape
         (2, 'float16', (n, 3))
     """
+    _check_name(name, "placeholder")
     return _core.placeholder(shape, "float32" if dtype is None else dtype, name)
+
+
+def _check_name(name: Any, what: str) -> None:
+    """TypeError naming the function for a name that is not a str (not pybind11's signature
+    dump)."""
+    if not isinstance(name, str):
+        raise TVMTypeError(f"name of {what} must be a str, got {type(name).__name__} {name!r}")
 
 
 def _dims(shape: ShapeLike) -> int:
@@ -169,6 +179,7 @@ def compute(
         >>> B.op.axis[1].name, B.op.body, B.op.tag
         ('j', [(A[i, j] + 1.0)], 'elemwise')
     """
+    _check_name(name, "compute")
     if not isinstance(tag, str):
         raise TVMTypeError(f"tag of compute {name!r} must be a str, got {type(tag).__name__}")
     if not callable(fcompute):
@@ -190,6 +201,7 @@ def reduce_axis(dom: Any, name: str = "rv") -> IterVar:
     """
     if isinstance(dom, (tuple, list)):  # whole-number floats (N / bn) are extents, as in TVM
         dom = type(dom)(_whole(v) for v in dom)
+    _check_name(name, "reduce_axis")
     return _core.reduce_axis(dom, name)
 
 

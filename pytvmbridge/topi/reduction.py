@@ -213,6 +213,12 @@ def _arg_reduce(
             (), lambda *i: te.const(0, "int32"), name=f"{data.name}_{name}", tag=tag.ELEMWISE
         )
     axes, shape = _plan(data, axis, keepdims, name)
+    # NumPy and PyTorch refuse the index of an extreme of nothing (there is no index to give)
+    empty = [d for d in axes if const_int(data.shape[d]) == 0]
+    if empty:
+        raise TVMValueError(
+            f"{name} of an empty axis: dimension {empty[0]} of {tuple(data.shape)} has size 0"
+        )
     lane_steps = _lane_width(data, axes) if not select_last_index else 0
     if lane_steps:
         return _arg_reduce_lanes(data, axes[0], keepdims, is_max, lane_steps, name)

@@ -13,11 +13,21 @@ import pytvmbridge as tvm
 from pytvmbridge.error import TVMValueError
 
 
-@pytest.mark.parametrize("n", [0, -3, 4097, 1_000_000])
+@pytest.mark.parametrize("n", [0, -3, 4097, 1_000_000, 2**40, -(2**70)])
 def test_out_of_range_counts_are_value_errors(n):
     before = tvm.get_num_threads()
     with pytest.raises(TVMValueError, match="set_num_threads"):
         tvm.set_num_threads(n)
+    assert tvm.get_num_threads() == before
+
+
+@pytest.mark.parametrize("n", [2.0, True, "2", None])
+def test_non_integer_counts_are_type_errors(n):
+    before = tvm.get_num_threads()
+    with pytest.raises(TypeError, match=r"set_num_threads needs an int, got"):
+        tvm.set_num_threads(n)
+    assert tvm.get_num_threads() == before
+    tvm.set_num_threads(np.int64(before))  # NumPy integers are ints
     assert tvm.get_num_threads() == before
 
 

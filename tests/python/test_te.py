@@ -428,6 +428,22 @@ def test_mixing_expression_dtypes_needs_astype():
         f.astype("float128")
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: te.var(5),
+        lambda: te.size_var(3),
+        lambda: te.placeholder((3,), name=5),
+        lambda: te.compute((3,), lambda i: i, name=5),
+        lambda: te.reduce_axis((0, 3), name=5),
+    ],
+)
+def test_names_that_are_not_strings_are_type_errors_naming_the_function(make):
+    with pytest.raises(TypeError, match=r"name of (var|size_var|placeholder|compute|reduce_axis) "
+                       r"must be a str, got int"):  # fmt: skip
+        make()
+
+
 def test_division_operators():
     i, j = te.var("i"), te.var("j")
     x, y = te.var("x", "float32"), te.var("y", "float32")

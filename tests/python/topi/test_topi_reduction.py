@@ -236,6 +236,18 @@ def test_argmax_argmin_one_pass_last_axis(schedule, dtype, shape):
     assert outs[0].dtype == "int32" and outs[0].op.tag == "comm_reduce_idx"
 
 
+def test_argmax_argmin_of_an_empty_axis_are_refused_like_numpy():
+    A = tvm.placeholder((3, 0), name="A")
+    for fn in (topi.argmax, topi.argmin):
+        for axis in (1, -1, None):
+            with pytest.raises(ValueError, match=r"of an empty axis: dimension 1 of \(3, 0\)"):
+                fn(A, axis=axis)
+        with pytest.raises(ValueError):
+            np.argmax(np.zeros((3, 0)), axis=1)  # (NumPy's refusal too)
+    # over the other axis there is nothing to reduce per output: an empty result, as NumPy's
+    run([A], topi.argmax(A, axis=0), [np.zeros((3, 0), "float32")], np.zeros(0, "int32"))
+
+
 def test_argmax_one_pass_schedule():
     # The steps are computed per row inside the lanes' parallel loop, 16 lanes at a time: one
     # parallel region, one pass over the data (no separate maximum).

@@ -103,10 +103,11 @@ def conv2d_transpose_nchw(
 
     pad_h = span(in_h, sh) + bt + bb
     pad_w = span(in_w, sw) + bl + br
-    if isinstance(pad_h, int) and pad_h < dh * (kh - 1) + 1:
-        raise TVMValueError(f"{what}: the padding leaves no output rows")
-    if isinstance(pad_w, int) and pad_w < dw * (kw - 1) + 1:
-        raise TVMValueError(f"{what}: the padding leaves no output columns")
+    # Output size pad - d (k - 1): zero is an empty result (PyTorch's), below zero an error.
+    if isinstance(pad_h, int) and pad_h < dh * (kh - 1):
+        raise TVMValueError(f"{what}: the padding leaves fewer than zero output rows")
+    if isinstance(pad_w, int) and pad_w < dw * (kw - 1):
+        raise TVMValueError(f"{what}: the padding leaves fewer than zero output columns")
     zero = te.const(0, Input.dtype)
 
     def dilated(b: Any, c: Any, y: Any, x: Any) -> te.Expr:

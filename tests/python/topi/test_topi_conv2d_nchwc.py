@@ -99,6 +99,18 @@ def test_conv2d_transpose_matches_torch(
     assert Y.op.tag == "conv2d_transpose_nchw"
 
 
+def test_conv2d_transpose_with_an_empty_output_and_too_much_padding():
+    # (1 - 1) * 2 - 2 * 1 + 1 + 1 = 0 rows and columns: an empty result, as PyTorch's
+    X, W = tvm.placeholder((2, 2, 1, 1), name="X"), tvm.placeholder((2, 3, 1, 1), name="W")
+    Y = topi.nn.conv2d_transpose_nchw(X, W, 2, 1, output_padding=1)
+    x, w = random((2, 2, 1, 1), "float32"), random((2, 3, 1, 1), "float32")
+    want = F.conv_transpose2d(torch.from_numpy(x), torch.from_numpy(w), None, 2, 1, 1).numpy()
+    assert tuple(Y.shape) == want.shape == (2, 3, 0, 0)
+    run([X, W], Y, [x, w], want)
+    with pytest.raises(ValueError, match="the padding leaves fewer than zero output rows"):
+        topi.nn.conv2d_transpose_nchw(X, W, 2, 2, output_padding=1)
+
+
 def test_conv2d_transpose_symbolic_float64():
     n, h = tvm.var("n"), tvm.var("h")
     X = tvm.placeholder((n, 2, h, 3), "float64", name="X")

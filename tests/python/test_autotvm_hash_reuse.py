@@ -72,7 +72,7 @@ def test_tuner_records_carry_the_fresh_hash_and_reuse_lowerings(tmp_path, monkey
     monkeypatch.setattr(tuner_mod, "schedule_hash", spy)
     tuner = autotvm.EvolutionaryTuner(task, seed=0, min_train=4)
     log = tmp_path / "log.json"
-    opt = MeasureOption(repeat=1, min_repeat_ms=1)
+    opt = MeasureOption(repeat=1, min_repeat_ms=1, timeout=300)  # no TIMEOUT on a loaded host
     tuner.tune(16, opt, log_file=log, n_parallel=2, progress=False, verify=False)
     recs = list(record.load(log, verified=False))
     assert len(recs) >= 12

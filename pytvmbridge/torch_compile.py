@@ -8,14 +8,22 @@ with parameters lifted as inputs to pytvmbridge, and returns a :class:`CompiledM
 ``torch.save``. With ``export_dir`` it also writes the compiled module there; ``load(export_dir)``
 brings it back in another process without compiling.
 
-The graph goes through the graph compiler of ``pytvmbridge.graph`` (``compile_graph``) where it
-is installed; otherwise through a small converter of this module that handles multi-layer
-perceptrons (``mm``/``addmm``/``permute``/``t``, ``relu``, ``sigmoid``, ``tanh``, ``add``,
-``sub``, ``mul``) and says which operator it lacks for anything else.
+The graph goes through the graph compiler of ``pytvmbridge.graph`` (``compile_graph``): one
+kernel for the whole graph when every operator is supported. Otherwise the operators it does not
+support run in PyTorch, as Inductor and torch_tvm do: the supported ones are grouped into
+partitions (:mod:`pytvmbridge.graph.partition`), each compiled to a kernel, and the model runs a
+recorded program of kernel calls and PyTorch operators (``strict: True`` raises
+:class:`UnsupportedOperatorError` naming the first such operator instead). The model returns
+what eager returns: the same nesting of tuples, lists and dicts, and views (``return y, y.t()``)
+made by the same view operators (:mod:`pytvmbridge.graph.replay`), sharing storage as in eager.
 
-Export directory layout: ``module.ptb`` (the compiled code, ``runtime.load_module`` reads it),
-``constants.pt`` (the lifted parameters and buffers, ``torch.save``) and ``plan.json`` (which
-kernel argument each input and constant is, which outputs are returned, the options).
+Inputs may be float32, float64, float16 or bfloat16 (``default_dtype``, or a third entry of an
+``input_infos`` pair), or integer and bool tensors (an embedding's indices).
+
+Export directory layout: ``module.ptb`` (the compiled code, ``runtime.load_module`` reads it;
+a partitioned model has one file per kernel, listed in the plan), ``constants.pt`` (the lifted
+parameters and buffers, ``torch.save``) and ``plan.json`` (which kernel argument each input and
+constant is, which outputs are returned, the program of a partitioned model, the options).
 
 Example:
     >>> import tempfile, torch, pytvmbridge.torch_compile as ptc
@@ -33,17 +41,31 @@ Example:
 from __future__ import annotations
 
 import copy
+import inspect
 import json
+import operator
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
-from . import te
 from .build import Module
 from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
+from .graph.compiler import UnsupportedOperatorError
+from .graph.replay import (
+    Ref,
+    Step,
+    decode,
+    decode_step,
+    encode,
+    encode_step,
+    op_name,
+    resolve,
+    substitute,
+)
 from .runtime import module_from_bytes
 from .torch_library import TorchModule
 
@@ -56,13 +78,23 @@ OPTION_KEYS = (
     "num_outputs",
     "tuning_n_trials",
     "tuning_log_file",
+    "strict",
+)
+#: The dtypes an input may have (``default_dtype``, or the third entry of an input's info).
+DTYPES = (
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint8",
+    "bool",
 )
 #: The example size given to a symbolic dimension while exporting (any size >= 2 would do).
 EXAMPLE_SIZE = 8
-
-
-class UnsupportedOperatorError(TVMNotImplementedError):
-    """The model uses an operator that the graph compiler in use cannot convert."""
 
 
 class CompiledModel(torch.nn.Module):
@@ -70,40 +102,115 @@ class CompiledModel(torch.nn.Module):
 
     ``plan["args"]`` says, for each kernel input, whether it is the model input ``k``
     (``["input", k]``) or the constant ``k`` (``["const", k]``); ``plan["outputs"]`` which kernel
-    outputs the model returns, in order.
+    output each flat model output is (None: ``plan["views"]`` makes it as a view of another
+    output or an input); ``plan["out_spec"]`` how the flat outputs nest (``torch.utils._pytree``).
+
+    A model with operators left to PyTorch has several kernels (``kernels``) and runs
+    ``plan["steps"]`` instead: kernel calls and PyTorch operators, each reading model inputs,
+    constants and earlier results (:class:`~pytvmbridge.graph.replay.Ref`).
     """
 
     def __init__(
         self,
-        module: Module,
+        module: Module | Sequence[Module],
         constants: Sequence[torch.Tensor],
         plan: dict[str, Any],
         *,
-        code: bytes | None = None,
+        code: bytes | Sequence[bytes | None] | None = None,
         own_constants: bool = False,
+        out_spec: Any = None,
     ):
-        # `code`: the module's saved bytes if at hand; `own_constants`: the constants are fresh
-        # tensors of nobody else (just loaded), so they are kept rather than copied.
+        # `code`: the module's saved bytes if at hand (one per module); `own_constants`: the
+        # constants are fresh tensors of nobody else (just loaded), so they are kept rather than
+        # copied; `out_spec`: the outputs' TreeSpec when plan["out_spec"] has none (a container
+        # JSON cannot name).
         super().__init__()
-        self.kernel = TorchModule(module, code)
+        modules = [module] if isinstance(module, Module) else list(module)
+        codes = list(code) if isinstance(code, (list, tuple)) else [code] * len(modules)
+        if "steps" in plan:
+            self.kernels = torch.nn.ModuleList(
+                TorchModule(m, c) for m, c in zip(modules, codes, strict=True)
+            )
+        else:
+            self.kernel = TorchModule(modules[0], codes[0])
         for k, c in enumerate(constants):
             c = c.detach().contiguous()
             self.register_buffer(f"const{k}", c if own_constants else c.clone())
         self.num_constants = len(constants)
         self.plan = plan
+        if out_spec is None and plan.get("out_spec") is not None:
+            out_spec = pytree.treespec_loads(plan["out_spec"])
+        self._out_spec = out_spec
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """The plan's recorded steps with their operators resolved, once (torch.compile and
+        torch.export then see ATen operators as constants)."""
+        plan = self.plan
+        self._views = {
+            int(k): [_prepared(decode_step(d)) for d in v] for k, v in plan.get("views", {}).items()
+        }
+        self._steps = [
+            ("kernel", d["kernel"], tuple(decode(a) for a in d["args"]), {})
+            if "kernel" in d
+            else ("op", *_prepared(decode_step(d)))
+            for d in plan.get("steps", [])
+        ]
+        self._outputs = [decode(o) for o in plan["outputs"]] if "steps" in plan else []
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Resolved operators do not pickle (and need not: the plan says them).
+        state = dict(self.__dict__)
+        for key in ("_views", "_steps", "_outputs"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._prepare()
 
     def forward(self, *inputs: torch.Tensor) -> Any:
         expected = self.plan["num_inputs"]
         if len(inputs) != expected:
             raise TVMTypeError(f"compiled model takes {expected} input(s), got {len(inputs)}")
-        args = [
-            inputs[k] if kind == "input" else getattr(self, f"const{k}")
-            for kind, k in self.plan["args"]
-        ]
-        k = self.kernel
-        outs = torch.ops.pytvmbridge.run_module(k.code, k.key, k.spec, args)
-        results = tuple(outs[i] for i in self.plan["outputs"])
-        return results[0] if len(results) == 1 else results
+        if "steps" in self.plan:
+            results = self._run_steps(inputs)
+        else:
+            args = [
+                inputs[k] if kind == "input" else getattr(self, f"const{k}")
+                for kind, k in self.plan["args"]
+            ]
+            k = self.kernel
+            outs = torch.ops.pytvmbridge.run_module(k.code, k.key, k.spec, args)
+            results = [None if i is None else outs[i] for i in self.plan["outputs"]]
+            if self._views:
+                env = self._env(inputs)
+                env.update((("out", j), r) for j, r in enumerate(results) if r is not None)
+                for j, steps in self._views.items():
+                    for n, (fn, args_, kwargs) in enumerate(steps):
+                        env[("step", n)] = fn(*substitute(args_, env), **substitute(kwargs, env))
+                    results[j] = env[("step", len(steps) - 1)]
+        if self._out_spec is not None:
+            return pytree.tree_unflatten(results, self._out_spec)
+        return results[0] if len(results) == 1 else tuple(results)  # (saved without out_spec)
+
+    def _env(self, inputs: Sequence[torch.Tensor]) -> dict[tuple[str, int], Any]:
+        env: dict[tuple[str, int], Any] = {("in", i): x for i, x in enumerate(inputs)}
+        for k in range(self.num_constants):
+            env[("const", k)] = getattr(self, f"const{k}")
+        return env
+
+    def _run_steps(self, inputs: Sequence[torch.Tensor]) -> list[Any]:
+        env = self._env(inputs)
+        for j, (kind, fn, args, kwargs) in enumerate(self._steps):
+            args = substitute(args, env)
+            if kind == "kernel":
+                k = self.kernels[fn]
+                result = torch.ops.pytvmbridge.run_module(k.code, k.key, k.spec, list(args))
+            else:
+                result = fn(*args, **substitute(kwargs, env))
+            env[("step", j)] = result
+        return [substitute(o, env) for o in self._outputs]
 
     def __prepare_scriptable__(self) -> torch.nn.Module:
         """What ``torch.jit.script(compiled)`` compiles (TorchScript cannot take ``*inputs``):
@@ -112,9 +219,24 @@ class CompiledModel(torch.nn.Module):
         scripted module runs the same code, and ``torch.jit.save``/``load`` carry its bytes
         (a process that loads it must ``import pytvmbridge`` first, which registers the op).
         ``torch.jit.trace(compiled, example)`` works too, keeping the original signature.
+
+        A model that runs operators in PyTorch, or returns views of its outputs, runs a
+        recorded program that TorchScript cannot express: scripting it raises
+        ``NotImplementedError`` (``torch.jit.trace`` and ``torch.export`` take it).
         """
+        if "steps" in self.plan or self._views:
+            what = "runs operators in PyTorch" if "steps" in self.plan else "returns views"
+            raise TVMNotImplementedError(
+                f"torch.jit.script: this compiled model {what} (a recorded program of steps "
+                "that TorchScript cannot express); use torch.jit.trace(model, example) or "
+                "torch.export.export(model, example)"
+            )
         single = self.plan["num_inputs"] == 1 and len(self.plan["outputs"]) == 1
         return (_ScriptedSingle if single else _ScriptedList)(self)
+
+
+def _prepared(step: Step) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    return resolve(step.target), step.args, dict(step.kwargs)
 
 
 class _Scripted(torch.nn.Module):
@@ -166,13 +288,37 @@ class _ScriptedList(_Scripted):
         return self.run(inputs)
 
 
-def _parse_options(option: dict[str, Any] | None) -> dict[str, Any]:
+def _found(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # True is no count
+
+
+def _dtype_name(value: Any, what: str) -> str:
+    """``value`` (a name such as ``"float16"`` or a ``torch.dtype``) as one of :data:`DTYPES`."""
+    name = str(value).removeprefix("torch.") if isinstance(value, (str, torch.dtype)) else None
+    name = {"float": "float32", "double": "float64", "half": "float16", "long": "int64",
+            "int": "int32"}.get(name, name)  # fmt: skip
+    if name not in DTYPES:
+        raise TVMValueError(f"compile: {what} must be one of {list(DTYPES)}, found {_found(value)}")
+    return name
+
+
+def _parse_options(option: Mapping[str, Any] | None) -> dict[str, Any]:
+    if option is not None and not isinstance(option, Mapping):
+        raise TVMTypeError(
+            "compile: option must be a dict of PyTorchTVM options such as "
+            f"{{'input_infos': [('x', ('batch', 3))]}}, found {type(option).__name__}"
+        )
     option = dict(option or {})
-    unknown = sorted(set(option) - set(OPTION_KEYS))
+    unknown = sorted(set(option) - set(OPTION_KEYS), key=str)
     if unknown:
         raise TVMValueError(
             f"compile: unknown option(s) {unknown}; expected some of {list(OPTION_KEYS)}"
         )
+    default = _dtype_name(option.get("default_dtype", "float32"), "option 'default_dtype'")
     infos = option.get("input_infos")
     if not isinstance(infos, (list, tuple)) or not infos:
         raise TVMValueError(
@@ -186,16 +332,70 @@ def _parse_options(option: dict[str, Any] | None) -> dict[str, Any]:
             or len(info) not in (2, 3)
             or not isinstance(info[0], str)
             or not isinstance(info[1], (list, tuple))
-            or not all(isinstance(d, (int, str)) and not isinstance(d, bool) for d in info[1])
+            or not all(
+                (_is_int(d) and d >= 0) or (isinstance(d, str) and d.isidentifier())
+                for d in info[1]
+            )
         ):
             raise TVMValueError(
                 f"compile: input_infos[{k}] must be (name, shape) or (name, shape, dtype) with "
-                f"ints or size names in the shape, got {info!r}"
+                f"ints >= 0 or size names (identifiers) in the shape, got {info!r}"
             )
-        dtype = info[2] if len(info) == 3 else option.get("default_dtype", "float32")
-        parsed.append((info[0], tuple(info[1]), str(dtype)))
+        dtype = (
+            _dtype_name(info[2], f"the dtype of input_infos[{k}]") if len(info) == 3 else default
+        )
+        parsed.append((info[0], tuple(info[1]), dtype))
     option["input_infos"] = parsed
+    option["default_dtype"] = default
+    for key, low in (("num_outputs", 1), ("tuning_n_trials", 0)):
+        value = option.get(key)
+        if value is not None and (not _is_int(value) or value < low):
+            raise TVMValueError(
+                f"compile: option {key!r} must be an int >= {low}, found {_found(value)}"
+            )
+    for key in ("export_dir", "tuning_log_file"):
+        value = option.get(key)
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise TVMValueError(
+                f"compile: option {key!r} must be a path (str or os.PathLike), "
+                f"found {_found(value)}"
+            )
+    strict = option.get("strict", False)
+    if not isinstance(strict, bool):
+        raise TVMValueError(
+            f"compile: option 'strict' must be True or False, found {_found(strict)}"
+        )
     return option
+
+
+def _check_arity(model: torch.nn.Module, count: int) -> None:
+    """Raise ``ValueError`` when ``input_infos`` lists more or fewer inputs than the model's
+    ``forward`` takes (torch.export's own message names no option)."""
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: torch.export checks
+        return
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        most = None
+    else:
+        most = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    least = sum(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        for p in params
+    )
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes = f"{type(model).__name__}.forward takes " + (
+        f"{least} to {most}" if most is not None and most != least else
+        f"at least {least}" if most is None else str(least)
+    ) + f" input(s) {tuple(names)}"  # fmt: skip
+    if count < least or (most is not None and count > most):
+        raise TVMValueError(f"compile: option 'input_infos' lists {count} input(s), but {takes}")
+
+
+def _example(sizes: list[int], dtype: str) -> torch.Tensor:
+    if dtype in ("float32", "float64", "float16", "bfloat16"):
+        return torch.randn(sizes).to(getattr(torch, dtype))
+    return torch.zeros(sizes, dtype=getattr(torch, dtype))  # indices: 0 is in every range
 
 
 def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
@@ -206,6 +406,7 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
         )
     if not isinstance(model, torch.nn.Module):
         raise TVMTypeError(f"compile: expected a torch.nn.Module, got {type(model).__name__}")
+    _check_arity(model, len(infos))
     dims: dict[str, Any] = {}
     examples, dynamic = [], []
     for _name, shape, dtype in infos:
@@ -217,7 +418,7 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
                 sizes.append(EXAMPLE_SIZE)
             else:
                 sizes.append(size)
-        examples.append(torch.randn(sizes).to(getattr(torch, dtype)))
+        examples.append(_example(sizes, dtype))
         dynamic.append(spec or None)
     was_training = model.training
     model.eval()
@@ -256,142 +457,56 @@ def _lifted_inputs(ep: Any, examples: list[torch.Tensor]) -> tuple[list[Any], li
     return sources, constants
 
 
-# ---- the converter used when pytvmbridge.graph is not installed ----
+def _check_outputs(ep: Any) -> None:
+    """Refuse a model that updates buffers in ``forward`` (a compiled model computes outputs)."""
+    from torch.export.graph_signature import OutputKind
 
-
-def _convert_graph(gm: torch.fx.GraphModule, name: str) -> tuple[Module, list[int], list[int]]:
-    """One kernel for an ATen graph of MLP operators: (module, kernel inputs as placeholder
-    indices, kernel outputs in graph-output order)."""
-    from .autoschedule import auto_schedule
-    from .build import build
-    from .schedule import create_schedule
-
-    size_vars: dict[str, Any] = {}
-
-    def dim(d: Any) -> Any:
-        if isinstance(d, torch.SymInt):
-            key = str(d.node.expr)
-            if key not in size_vars:
-                size_vars[key] = te.var(key)
-            return size_vars[key]
-        return int(d)
-
-    env: dict[Any, Any] = {}
-    placeholders = []
-    for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            val = node.meta["val"]
-            dtype = str(val.dtype).removeprefix("torch.")
-            env[node] = te.placeholder(
-                tuple(dim(d) for d in val.shape), dtype, name=f"in{len(placeholders)}"
+    for spec in ep.graph_signature.output_specs:
+        if spec.kind != OutputKind.USER_OUTPUT:
+            raise UnsupportedOperatorError(
+                f"compile: the model's forward updates {spec.target!r} ({spec.kind.name}); a "
+                "compiled model only computes its outputs"
             )
-            placeholders.append(node)
-        elif node.op == "call_function":
-            env[node] = _convert_node(node, [env.get(a, a) for a in node.args])
-        elif node.op == "output":
-            outputs = [env[o] for o in node.args[0]]
-    unique: list[Any] = []
-    output_of = []
-    for out in outputs:
-        if isinstance(out.op, te.PlaceholderOp) or not isinstance(out, te.Tensor):
-            out = te.compute(out.shape, lambda *i, o=out: o[i], name="copy")
-        match = next((k for k, u in enumerate(unique) if u is out), None)
-        if match is None:
-            unique.append(out)
-            match = len(unique) - 1
-        output_of.append(match)
-    s = create_schedule([t.op for t in unique])
-    auto_schedule(s)
-    inputs = [env[p] for p in placeholders]
-    return build(s, inputs + unique, name=name), list(range(len(placeholders))), output_of
 
 
-def _convert_node(node: torch.fx.Node, args: list[Any]) -> Any:
-    aten = torch.ops.aten
-    target = node.target
-    if target in (aten.permute.default,):
-        x, perm = args
-        inverse = [perm.index(k) for k in range(len(perm))]
-        return te.compute(
-            tuple(x.shape[p] for p in perm),
-            lambda *i: x[tuple(i[inverse[k]] for k in range(len(perm)))],
-            name="permute",
-        )
-    if target == aten.t.default:
-        (x,) = args
-        return te.compute((x.shape[1], x.shape[0]), lambda i, j: x[j, i], name="t")
-    if target in (aten.mm.default, aten.addmm.default):
-        bias, a, b = (args[0], args[1], args[2]) if target == aten.addmm.default else (None, *args)
-        k = te.reduce_axis((0, a.shape[1]), name="k")
-        mm = te.compute(
-            (a.shape[0], b.shape[1]), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="mm"
-        )
-        if bias is None:
-            return mm
-        if len(bias.shape) == 1:
-            return te.compute(mm.shape, lambda i, j: mm[i, j] + bias[j], name="addmm")
-        return te.compute(mm.shape, lambda i, j: mm[i, j] + bias[i, j], name="addmm")
-    unary = {
-        aten.relu.default: lambda v: te.if_then_else(v > 0, v, te.const(0.0, v.dtype)),
-        aten.sigmoid.default: lambda v: te.sigmoid(v),
-        aten.tanh.default: lambda v: te.tanh(v),
-    }
-    if target in unary:
-        (x,) = args
-        f = unary[target]
-        return te.compute(x.shape, lambda *i: f(x[i]), name=target.__name__.split(".")[0])
-    binary = {
-        aten.add.Tensor: lambda a, b: a + b,
-        aten.sub.Tensor: lambda a, b: a - b,
-        aten.mul.Tensor: lambda a, b: a * b,
-    }
-    if target in binary and len(args) == 2:
-        a, b = args
-        f = binary[target]
-        if isinstance(a, te.Tensor) and isinstance(b, te.Tensor) and len(a.shape) == len(b.shape):
-            return te.compute(
-                a.shape,
-                lambda *i: f(
-                    a[i], b[tuple(0 if _is_one(b.shape[k]) else i[k] for k in range(len(i)))]
-                ),
-                name="binary",
-            )
-        if isinstance(a, te.Tensor) and isinstance(b, (int, float)):
-            return te.compute(
-                a.shape, lambda *i: f(a[i], te.const(float(b), a.dtype)), name="binary"
-            )
-    raise UnsupportedOperatorError(
-        f"compile: operator {target} is not supported without the graph compiler "
-        "(pytvmbridge.graph); this converter handles mm, addmm, permute, t, relu, sigmoid, "
-        "tanh, add, sub and mul"
+def _placeholder_values(
+    ep: Any, examples: list[torch.Tensor], constants: list[torch.Tensor]
+) -> list[torch.Tensor]:
+    """Each placeholder's example value: a user input's example, or the constant."""
+    from torch.export.graph_signature import InputKind
+
+    user, consts = iter(examples), iter(constants)
+    return [
+        next(user) if spec.kind == InputKind.USER_INPUT else next(consts)
+        for spec in ep.graph_signature.input_specs
+    ]
+
+
+def _tuning(option: dict[str, Any]) -> dict[str, Any]:
+    return {k: option[k] for k in ("tuning_n_trials", "tuning_log_file") if option.get(k)}
+
+
+def _foreign_weights(cg: Any, is_constant: Any) -> bool:
+    """Whether a weight transform of ``cg`` reads a graph input that is no constant (it could
+    not be computed once, here)."""
+    return any(
+        not is_constant(i) for s in cg.kernel_sources if not isinstance(s, int) for i in s.leaves()
     )
 
 
-def _is_one(d: Any) -> bool:
-    return isinstance(getattr(d, "value", d), int) and getattr(d, "value", d) == 1
+# No weight transforms (computed once from constants) and no packed weights: for a graph whose
+# weights are inputs or computed in PyTorch.
+_PLAIN_WEIGHTS = {"fold_weights": False, "prepack_weights": False}
 
 
-def _compile_graph(
-    ep: Any, examples: list[torch.Tensor], constants: list[torch.Tensor], option: dict[str, Any]
-) -> tuple[Module, list[int | None], list[int], dict[int, Any]]:
-    """(module, kernel inputs as graph-input indices (None: a derived weight), kernel outputs in
-    graph-output order, kernel position -> (weight transform, kept graph-input indices))."""
-    try:
-        from .graph import compile_graph  # the graph compiler (issue 12), when installed
-    except ImportError:
-        compile_graph = None
-    gm = ep.graph_module
-    if compile_graph is None:
-        return (*_convert_graph(gm, "compiled_model"), {})
-    placeholder_values = []
-    user = iter(examples)
-    consts = iter(constants)
-    from torch.export.graph_signature import InputKind
+def _compile_whole(
+    ep: Any, values: list[torch.Tensor], sources: list[list[Any]], option: dict[str, Any]
+) -> tuple[Any, list[int]]:
+    """One kernel for the whole graph: (CompiledGraph, the placeholders it takes, by index)."""
+    from .graph import compile_graph
 
-    for spec in ep.graph_signature.input_specs:
-        placeholder_values.append(next(user) if spec.kind == InputKind.USER_INPUT else next(consts))
     # Inputs the graph never reads (BatchNorm's num_batches_tracked in eval) are dropped first.
-    gm = copy.deepcopy(gm)
+    gm = copy.deepcopy(ep.graph_module)
     keep = []
     for i, node in enumerate([n for n in gm.graph.nodes if n.op == "placeholder"]):
         if node.users:
@@ -399,18 +514,229 @@ def _compile_graph(
         else:
             gm.graph.erase_node(node)
     gm.recompile()
-    tuning = {k: option[k] for k in ("tuning_n_trials", "tuning_log_file") if option.get(k)}
-    cg = compile_graph(gm, [placeholder_values[i] for i in keep], name="compiled_model", **tuning)
-    # Kernel arguments: graph inputs by index, and weight transforms (packed or batch-norm-folded
-    # weights, pytvmbridge.graph.fold) of graph inputs, computed below once from the constants.
-    kernel_inputs, derived = [], {}
-    for k, source in enumerate(cg.kernel_sources):
+    kept = [values[i] for i in keep]
+    cg = compile_graph(copy.deepcopy(gm), kept, name="compiled_model", **_tuning(option))
+    if _foreign_weights(cg, lambda i: sources[keep[i]][0] == "const"):
+        # A weight passed as a model input: the kernel reads it as it is.
+        cg = compile_graph(gm, kept, name="compiled_model", **_tuning(option), **_PLAIN_WEIGHTS)
+    return cg, keep
+
+
+def _plan_whole(
+    cg: Any, keep: list[int], sources: list[list[Any]], constants: list[torch.Tensor]
+) -> dict[str, Any]:
+    """The plan of a one-kernel model (``constants`` gets the derived weights)."""
+    from .graph.fold import materialize
+
+    args = []
+    for source in cg.kernel_sources:
         if isinstance(source, int):
-            kernel_inputs.append(keep[source])
+            args.append(list(sources[keep[source]]))
+            continue
+        # Weights the kernel takes transformed (packed, batch norm folded): computed once here
+        # from the constants they depend on.
+        values = {i: constants[sources[keep[i]][1]] for i in source.leaves()}
+        constants.append(materialize(source, values))
+        args.append(["const", len(constants) - 1])
+
+    def placeholder(ref: Ref) -> Ref:
+        kind, k = sources[keep[ref.index]]
+        return Ref("in" if kind == "input" else "const", k)
+
+    views = {
+        str(pos): [encode_step(_map_refs(step, {"in": placeholder})) for step in steps]
+        for pos, steps in cg.output_replays.items()
+    }
+    plan: dict[str, Any] = {"args": args, "outputs": list(cg.output_of)}
+    if views:
+        plan["views"] = views
+    return plan
+
+
+def _map_refs(value: Any, mapping: Mapping[str, Any]) -> Any:
+    """``value`` (a step, a ref, a list...) with the refs of the kinds in ``mapping`` replaced
+    by ``mapping[kind](ref)``."""
+    if isinstance(value, Step):
+        kwargs = {k: _map_refs(v, mapping) for k, v in value.kwargs.items()}
+        return Step(value.target, _map_refs(value.args, mapping), kwargs)
+    if isinstance(value, Ref):
+        return mapping[value.kind](value) if value.kind in mapping else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_refs(v, mapping) for v in value)
+    return value
+
+
+def _plan_partitioned(
+    ep: Any,
+    sources: list[list[Any]],
+    constants: list[torch.Tensor],
+    option: dict[str, Any],
+) -> tuple[list[Module], dict[str, Any]]:
+    """The kernels and plan of a model whose unsupported operators run in PyTorch: the
+    supported ones are grouped into partitions, each compiled to a kernel (a partition that
+    fails to compile is left to PyTorch too, with a warning); the plan's steps call them and
+    the PyTorch operators in graph order (``constants`` gets the derived weights)."""
+    from .graph import compile_graph
+    from .graph.fold import materialize
+    from .graph.partition import fuse_supported, is_partition
+
+    strict = option.get("strict", False)
+    known = {n.name for n in ep.graph_module.graph.nodes}
+    exclude: set[str] = set()
+    while True:  # each round leaves one more failing partition to PyTorch
+        fused = fuse_supported(copy.deepcopy(ep.graph_module), frozenset(exclude))
+        fused = fused if fused is not None else copy.deepcopy(ep.graph_module)
+        graphs: dict[torch.fx.Node, Any] = {}
+        failed = False
+        for node in fused.graph.nodes:
+            if not is_partition(node):
+                continue
+            sub = getattr(fused, node.target)
+            name = f"compiled_model_{node.target}"
+            try:
+                cg = compile_graph(copy.deepcopy(sub), [], name=name, **_tuning(option))
+
+                def constant(
+                    i: int, node: torch.fx.Node = node, fused: torch.fx.GraphModule = fused
+                ) -> bool:
+                    arg = node.args[i]
+                    return arg.op == "placeholder" and _source(fused, arg, sources)[0] == "const"
+
+                if _foreign_weights(cg, constant):
+                    cg = compile_graph(sub, [], name=name, **_tuning(option), **_PLAIN_WEIGHTS)
+            except Exception as err:
+                if strict:
+                    raise
+                ops = sorted({str(n.target) for n in sub.graph.nodes if n.op == "call_function"})
+                failing = getattr(err, "fx_node", None)  # the node whose conversion failed
+                if failing is not None:
+                    ops = [str(n.target) for n in sub.graph.nodes if n.name == failing]
+                warnings.warn(
+                    f"pytvmbridge.torch.compile: {', '.join(ops)} run in PyTorch ({err})",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                names = {failing} if failing is not None else {
+                    n.name for n in sub.graph.nodes if n.op == "call_function"
+                }  # fmt: skip
+                if not names & known - exclude:  # (no progress: never loop forever)
+                    raise
+                exclude.update(names)
+                failed = True
+                break
+            graphs[node] = cg
+        if not failed:
+            break
+
+    modules: list[Module] = []
+    steps: list[dict[str, Any]] = []
+    fallback: list[str] = []
+    refs: dict[torch.fx.Node, Any] = {}
+
+    def arg(value: Any) -> Any:
+        if isinstance(value, torch.fx.Node):
+            return refs[value]
+        if isinstance(value, (list, tuple)):
+            return type(value)(arg(v) for v in value)
+        return value
+
+    def add(step: Step | dict[str, Any]) -> Ref:
+        steps.append(encode_step(step) if isinstance(step, Step) else step)
+        return Ref("step", len(steps) - 1)
+
+    outputs: list[Any] = []
+    for node in fused.graph.nodes:
+        if node.op == "placeholder":
+            kind, k = _source(fused, node, sources)
+            refs[node] = Ref("in" if kind == "input" else "const", k)
+        elif node in graphs:
+            cg = graphs[node]
+            part = [arg(a) for a in node.args]  # the partition's inputs, in its order
+            kernel_args = []
+            for source in cg.kernel_sources:
+                if isinstance(source, int):
+                    kernel_args.append(part[source])
+                    continue
+                values = {i: constants[part[i].index] for i in source.leaves()}
+                constants.append(materialize(source, values))
+                kernel_args.append(Ref("const", len(constants) - 1))
+            kernel = add({"kernel": len(modules), "args": encode(kernel_args)})
+            modules.append(cg.module)
+            results: list[Any] = [
+                None if i is None else add(Step("operator.getitem", (kernel, i)))
+                for i in cg.output_of
+            ]
+            for pos, replay in cg.output_replays.items():
+                first = len(steps)
+                for step in replay:
+                    last = add(_map_refs(step, {
+                        "in": lambda r, part=part: part[r.index],
+                        "out": lambda r, results=results: results[r.index],
+                        "step": lambda r, first=first: Ref("step", first + r.index),
+                    }))  # fmt: skip
+                results[pos] = last
+            refs[node] = tuple(results) if cg.output_tuple else results[0]
+        elif node.op == "call_function":
+            source = refs.get(node.args[0]) if node.args else None
+            if node.target is operator.getitem and isinstance(source, tuple):
+                refs[node] = source[node.args[1]]  # a result of a compiled partition
+                continue
+            try:
+                target = op_name(node.target)
+            except TVMValueError as err:
+                raise UnsupportedOperatorError(f"compile: node {node.name}: {err}") from None
+            if isinstance(node.meta.get("val"), torch.Tensor):
+                fallback.append(target)
+            refs[node] = add(
+                Step(target, arg(node.args), {k: arg(v) for k, v in node.kwargs.items()})
+            )
+        elif node.op == "output":
+            outputs = list(arg(node.args[0]))
         else:
-            kernel_inputs.append(None)
-            derived[k] = (source, keep)
-    return cg.module, kernel_inputs, list(cg.output_of), derived
+            raise UnsupportedOperatorError(
+                f"compile: graph node {node.name} ({node.op}) cannot be run by a compiled model"
+            )
+    plan = {
+        "steps": steps,
+        "outputs": encode(outputs),
+        "fallback_ops": sorted(set(fallback)),
+    }
+    return modules, plan
+
+
+def _source(fused: torch.fx.GraphModule, node: torch.fx.Node, sources: list[list[Any]]) -> Any:
+    """``sources`` entry of the placeholder ``node`` of ``fused`` (its position)."""
+    placeholders = [n for n in fused.graph.nodes if n.op == "placeholder"]
+    return sources[placeholders.index(node)]
+
+
+def _renumber_constants(plan: dict[str, Any]) -> list[int]:
+    """Renumber the constants ``plan`` reads as 0, 1, ... in place; returns the old numbers."""
+    used: set[int] = set()
+
+    def walk(value: Any, mapping: dict[int, int] | None) -> Any:
+        if isinstance(value, dict) and set(value) == {"ref"} and value["ref"][0] == "const":
+            if mapping is None:
+                used.add(value["ref"][1])
+                return value
+            return {"ref": ["const", mapping[value["ref"][1]]]}
+        if isinstance(value, list):
+            return [walk(v, mapping) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v, mapping) for k, v in value.items()}
+        return value
+
+    keys = [k for k in ("views", "steps", "outputs") if k in plan]
+    for key in keys:
+        walk(plan[key], None)
+    used.update(k for kind, k in plan.get("args", []) if kind == "const")
+    old = sorted(used)
+    mapping = {o: n for n, o in enumerate(old)}
+    for key in keys:
+        plan[key] = walk(plan[key], mapping)
+    if "args" in plan:
+        plan["args"] = [[kind, mapping[k] if kind == "const" else k] for kind, k in plan["args"]]
+    return old
 
 
 def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> CompiledModel:
@@ -422,12 +748,16 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
 
     ``option``: ``input_infos`` (a list of ``(name, shape)`` or ``(name, shape, dtype)``; a shape
     entry may be a size name such as ``"batch"``, compiled once for every size),
-    ``default_dtype`` (``"float32"``), ``export_dir`` (also write the compiled model there for
-    :func:`load`), ``num_outputs`` (checked against the model), ``tuning_n_trials`` (tune the
-    model's convolutions and matrix products for that many trials in total before compiling,
-    logged to ``tuning_log_file``) and ``tuning_log_file`` (each operator's best record there is its
-    schedule; see :mod:`pytvmbridge.autotvm.graph_tuning`). Both are also recorded in the
-    export's plan.
+    ``default_dtype`` (the inputs' dtype when their info names none: ``"float32"``, the default,
+    ``"float64"``, ``"float16"``, ``"bfloat16"``, or an integer or bool dtype, :data:`DTYPES`),
+    ``export_dir`` (also write the compiled model there for :func:`load`), ``num_outputs``
+    (checked against the model's outputs, counted flat), ``tuning_n_trials`` (tune the model's
+    convolutions and matrix products for that many trials in total before compiling, logged to
+    ``tuning_log_file``), ``tuning_log_file`` (each operator's best record there is its schedule;
+    see :mod:`pytvmbridge.autotvm.graph_tuning`; both are also recorded in the export's plan) and
+    ``strict`` (raise :class:`UnsupportedOperatorError` naming the first operator that would run
+    in PyTorch, instead of running it there). A wrong option raises ``ValueError`` (or
+    ``TypeError`` for an ``option`` that is no dict) naming it, what it takes and what it was.
 
     Example:
         >>> import torch, pytvmbridge.torch_compile as ptc
@@ -437,6 +767,8 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
         >>> torch.allclose(compiled(x), model(x), atol=1e-5)
         True
     """
+    from .graph.partition import check_strict, unsupported_nodes
+
     option = _parse_options(option)
     if isinstance(module_or_traced, torch.nn.Module) and module_or_traced.training:
         warnings.warn(
@@ -448,51 +780,83 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
             stacklevel=2,
         )
     ep, examples = _export(module_or_traced, option["input_infos"])
+    _check_outputs(ep)
     sources, constants = _lifted_inputs(ep, examples)
-    module, kernel_inputs, output_of, derived = _compile_graph(ep, examples, constants, option)
-    sources = list(sources)
-    for position, (spec, keep) in derived.items():
-        # Weights the kernel takes transformed (packed, batch norm folded): computed once here
-        # from the constants they depend on.
-        from .graph.fold import materialize
-
-        leaves = {keep[i] for i in spec.leaves()}
-        users = [sources[i] for i in leaves if sources[i][0] != "const"]
-        if users:
-            raise UnsupportedOperatorError(
-                f"compile: input {users[0][1]} is used as a weight; pass weights as parameters"
+    strict = option.get("strict", False)
+    check_strict(ep.graph_module, strict)
+    plan = None
+    if not unsupported_nodes(ep.graph_module):
+        values = _placeholder_values(ep, examples, constants)
+        try:
+            cg, keep = _compile_whole(ep, values, sources, option)
+        except Exception as err:
+            if strict:
+                raise
+            warnings.warn(
+                f"pytvmbridge.torch.compile: the graph did not compile as one kernel ({err}); "
+                "compiling its parts, and running in PyTorch what does not compile",
+                UserWarning,
+                stacklevel=2,
             )
-        values = {i: constants[sources[keep[i]][1]] for i in spec.leaves()}
-        constants.append(materialize(spec, values))
-        sources.append(("const", len(constants) - 1))
-        kernel_inputs[position] = len(sources) - 1
+        else:
+            modules = [cg.module]
+            plan = _plan_whole(cg, keep, sources, constants)
+    if plan is None:
+        modules, plan = _plan_partitioned(ep, sources, constants, option)
+        if not modules:
+            warnings.warn(
+                "pytvmbridge.torch.compile: no operator of this model is compiled; it runs in "
+                "PyTorch",
+                UserWarning,
+                stacklevel=2,
+            )
     num_outputs = option.get("num_outputs")
-    if num_outputs is not None and num_outputs != len(output_of):
+    returned = len(plan["outputs"])
+    if num_outputs is not None and num_outputs != returned:
         raise TVMValueError(
-            f"compile: option num_outputs is {num_outputs}, but the model returns {len(output_of)}"
+            f"compile: option num_outputs is {num_outputs}, but the model returns {returned}"
         )
-    plan = {
+    used = _renumber_constants(plan)
+    out_spec = ep.call_spec.out_spec
+    plan.update({
         "num_inputs": len(option["input_infos"]),
-        "args": [sources[i] for i in kernel_inputs],
-        "outputs": output_of,
         "input_infos": [list(info) for info in option["input_infos"]],
-    }
-    used = sorted({k for kind, k in plan["args"] if kind == "const"})
-    renumber = {old: new for new, old in enumerate(used)}
-    plan["args"] = [[kind, renumber[k] if kind == "const" else k] for kind, k in plan["args"]]
-    compiled = CompiledModel(module, [constants[k] for k in used], plan)
+    })  # fmt: skip
+    try:
+        plan["out_spec"] = pytree.treespec_dumps(out_spec)
+    except Exception:  # a container JSON cannot name (a namedtuple): kept in memory only
+        plan["out_spec"] = None
+    compiled = CompiledModel(
+        modules if "steps" in plan else modules[0],
+        [constants[k] for k in used],
+        plan,
+        out_spec=out_spec,
+    )
     if option.get("export_dir"):
-        _save(compiled, module, str(option["export_dir"]), option)
+        if plan["out_spec"] is None:
+            raise TVMNotImplementedError(
+                f"compile: the model's outputs are nested in a container ({out_spec.type}) "
+                "that cannot be written to export_dir; return tuples, lists or dicts, or "
+                "register the namedtuple with torch.utils._pytree._register_namedtuple"
+            )
+        _save(compiled, modules, str(option["export_dir"]), option)
     return compiled
 
 
-def _save(compiled: CompiledModel, module: Module, export_dir: str, option: dict[str, Any]) -> None:
+def _save(
+    compiled: CompiledModel, modules: list[Module], export_dir: str, option: dict[str, Any]
+) -> None:
     os.makedirs(export_dir, exist_ok=True)
-    module.export_library(os.path.join(export_dir, "module.ptb"))
+    files = [f"module{'' if k == 0 else k}.ptb" for k in range(len(modules))]
+    for module, name in zip(modules, files, strict=True):
+        module.export_library(os.path.join(export_dir, name))
     constants = {f"const{k}": getattr(compiled, f"const{k}") for k in range(compiled.num_constants)}
     torch.save(constants, os.path.join(export_dir, "constants.pt"))
+    plan = dict(compiled.plan)
+    if "steps" in plan:
+        plan["modules"] = files
     record = {
-        "plan": compiled.plan,
+        "plan": plan,
         "options": {k: v for k, v in option.items() if k != "input_infos"},
     }
     with open(os.path.join(export_dir, "plan.json"), "w") as f:
@@ -507,12 +871,19 @@ def load(export_dir: str | os.PathLike[str]) -> CompiledModel:
     export_dir = os.fspath(export_dir)
     with open(os.path.join(export_dir, "plan.json")) as f:
         record = json.load(f)
-    with open(os.path.join(export_dir, "module.ptb"), "rb") as f:
-        code = f.read()
-    module = module_from_bytes(code, os.path.join(export_dir, "module.ptb"))
+    plan = record["plan"]
+    modules, codes = [], []
+    for name in plan.pop("modules", None) or ["module.ptb"]:
+        path = os.path.join(export_dir, name)
+        with open(path, "rb") as f:
+            code = f.read()
+        modules.append(module_from_bytes(code, path))
+        codes.append(code)
     # Memory-mapped: the weights are read as the kernel first touches them, not copied now.
     constants = torch.load(
         os.path.join(export_dir, "constants.pt"), weights_only=True, mmap=True
     )  # fmt: skip
     values = [constants[f"const{k}"] for k in range(len(constants))]
-    return CompiledModel(module, values, record["plan"], code=code, own_constants=True)
+    if "steps" not in plan:
+        modules, codes = modules[0], codes[0]
+    return CompiledModel(modules, values, plan, code=codes, own_constants=True)

@@ -135,10 +135,11 @@ def _window_reads(
 def max_pool_indices(
     x: te.Tensor, out: te.Tensor, kernel: Any, stride: Any, padding: Any, dilation: Any
 ) -> te.Tensor:
-    """PyTorch's indices of ``max_pool2d_with_indices``: for each output, the flat position
-    ``iy * W + ix`` of the first element of its window (row-major) equal to the maximum. A NaN
-    equals nothing: a window holding one gets no position (the int64 maximum) and so no
-    gradient, where PyTorch records the NaN's.
+    """PyTorch's indices of ``max_pool2d_with_indices`` (flat positions ``iy * W + ix``), as its
+    CPU kernel records them: it walks each window in row-major order and takes an element when
+    it is greater than the running maximum *or is NaN*, so a window holding a NaN records its
+    last NaN (the backward pass then sends the NaN its gradient), any other window its first
+    element equal to the maximum.
 
     Example:
         >>> from pytvmbridge import te, topi
@@ -147,17 +148,33 @@ def max_pool_indices(
         'int64'
     """
     w = x.shape[3]
-    none = te.max_value("int64")
+    window = _pool_window(kernel, stride, padding, dilation)
+    none, before = te.max_value("int64"), te.const(-1, "int64")
 
-    def first(b: Any, ch: Any, y: Any, xx: Any) -> Any:
+    def first_max(b: Any, ch: Any, y: Any, xx: Any) -> Any:
         def pick(inside: Any, iy: Any, ix: Any) -> Any:
             hit = te.if_then_else(inside, x[b, ch, iy, ix] == out[b, ch, y, xx], False)
             return te.if_then_else(hit, (iy * w + ix).astype("int64"), none)
 
-        at, axes = _window_reads(x, _pool_window(kernel, stride, padding, dilation), pick)
+        at, axes = _window_reads(x, window, pick)
         return te.min(at(y, xx), axis=axes)
 
-    return te.compute(out.shape, first, name="pool_indices")
+    def last_nan(b: Any, ch: Any, y: Any, xx: Any) -> Any:
+        def pick(inside: Any, iy: Any, ix: Any) -> Any:
+            hit = te.if_then_else(inside, te.isnan(x[b, ch, iy, ix]), False)
+            return te.if_then_else(hit, (iy * w + ix).astype("int64"), before)
+
+        at, axes = _window_reads(x, window, pick)
+        return te.max(at(y, xx), axis=axes)
+
+    first = te.compute(out.shape, first_max, name="pool_first_max")
+    nan = te.compute(out.shape, last_nan, name="pool_last_nan")
+    return te.compute(
+        out.shape,
+        lambda *i: te.if_then_else(te.isnan(out[i]), nan[i], first[i]),
+        name="pool_indices",
+        tag="injective",
+    )
 
 
 def max_pool2d_with_indices(
@@ -209,9 +226,14 @@ def max_pool2d_with_indices_backward(
     return gradient(te.compute(grad_output.shape, routed, name="pool_routed"), x, grad_output)
 
 
+_SCALAR_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float64: "float64"}
+
+
 def scalar_tensor(value: Any, dtype: Any = None, **_: Any) -> te.Tensor:
-    """``aten.scalar_tensor``: a 0-d float32 constant (ReLU's gradient selects it)."""
-    return te.compute((), lambda: te.const(float(value), "float32"), name="scalar")
+    """``aten.scalar_tensor``: a 0-d constant of ``dtype`` (float32 by default; ReLU's gradient
+    selects it, in the gradient's dtype)."""
+    name = _SCALAR_DTYPES.get(dtype, "float32")
+    return te.compute((), lambda: te.const(float(value), name), name="scalar")
 
 
 def where(condition: te.Tensor, a: Any, b: Any) -> te.Tensor:

@@ -17,7 +17,11 @@ many trials in total first, logging to ``tuning_log_file``), ``target`` (an ``ll
 string), ``layout`` (``"NCHWc"``, the default: convolution chains computed in blocked
 channels, see :mod:`pytvmbridge.graph.layout`; ``"NCHW"``: every tensor in PyTorch's layout),
 ``winograd`` (True, the default: stride-1 3x3 convolutions with enough output tiles computed by
-Winograd's algorithm, :mod:`pytvmbridge.topi.nn.winograd`; False: every convolution direct).
+Winograd's algorithm, :mod:`pytvmbridge.topi.nn.winograd`; False: every convolution direct),
+``opt_level`` (0-3, the torch_tvm seed's; every level compiles with LLVM's O3 today). Each is
+checked when the model is compiled: a value of the wrong kind raises ``ValueError`` naming the
+option, what it takes and what it was given (``True`` is no thread count, ``"3"`` no level, an
+unknown target is refused rather than left to PyTorch).
 
 Example:
     >>> import torch
@@ -29,6 +33,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,24 +77,83 @@ class BackendOptions:
                 f"expected some of {list(KNOWN_OPTIONS)}"
             )
         parsed = cls(**options)
-        if parsed.num_threads is not None and (
-            not isinstance(parsed.num_threads, int) or parsed.num_threads < 1
-        ):
+        for name in ("strict", "winograd"):
+            value = getattr(parsed, name)
+            if not isinstance(value, bool):
+                raise TVMValueError(
+                    f"options[{name!r}] must be True or False, found {_found(value)}"
+                )
+        threads = parsed.num_threads
+        if threads is not None and (not _is_int(threads) or threads < 1):
             raise TVMValueError(
-                f"options['num_threads'] must be an int >= 1, found {parsed.num_threads!r}"
+                f"options['num_threads'] must be an int >= 1 or None, found {_found(threads)}"
             )
+        if not _is_int(parsed.opt_level) or not 0 <= parsed.opt_level <= 3:
+            raise TVMValueError(
+                f"options['opt_level'] must be an int in 0..3, found {_found(parsed.opt_level)}"
+            )
+        log = parsed.tuning_log_file
+        if log is not None and not isinstance(log, (str, os.PathLike)):
+            raise TVMValueError(
+                f"options['tuning_log_file'] must be a path (str or os.PathLike) or None, "
+                f"found {_found(log)}"
+            )
+        check_target(parsed.target, "options['target']")
         if parsed.layout not in ("NCHWc", "NCHW"):
             raise TVMValueError(
                 f"options['layout'] must be 'NCHWc' or 'NCHW', found {parsed.layout!r}"
             )
-        if not isinstance(parsed.winograd, bool):
-            raise TVMValueError(
-                f"options['winograd'] must be True or False, found {parsed.winograd!r}"
-            )
         n = parsed.tuning_n_trials
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        if not _is_int(n) or n < 0:
             raise TVMValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
         return parsed
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # True is no count
+
+
+def _found(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_target(target: Any, what: str) -> None:
+    """Raise ``ValueError`` naming ``what`` unless ``target`` is a target string the compiler
+    takes (``"llvm"``, ``"llvm -mcpu=NAME"``, ``"llvm -mattr=..."``): a wrong target fails
+    here, once, not in every partition (which would all run in PyTorch).
+
+    Example:
+        >>> try:
+        ...     check_target("cuda", "options['target']")
+        ... except ValueError as err:
+        ...     print(str(err)[:44])
+        options['target'] must be an llvm target str
+    """
+    if not isinstance(target, str):
+        raise TVMValueError(
+            f"{what} must be an llvm target string such as 'llvm' or 'llvm -mcpu=NAME', "
+            f"found {_found(target)}"
+        )
+    try:
+        _check_target_text(target)
+    except (TypeError, ValueError) as err:
+        raise TVMValueError(
+            f"{what} must be an llvm target string such as 'llvm' or 'llvm -mcpu=NAME', "
+            f"found {target!r}: {err}"
+        ) from None
+
+
+@functools.cache
+def _check_target_text(target: str) -> None:
+    # The compiler parses a target when it builds: a one-element kernel (milliseconds) checks it
+    # with the same parser, -mcpu and -mattr included.
+    if target == "llvm":
+        return
+    from .. import build, compute, create_schedule, placeholder
+
+    a = placeholder((1,), name="a")
+    b = compute((1,), lambda i: a[i], name="b")
+    build(create_schedule(b.op), [a, b], target=target)
 
 
 # Compilations done by the backend (one per forward or backward graph), for tests and users.
@@ -154,4 +218,4 @@ def pytvmbridge_backend(
     return backend(gm, example_inputs)
 
 
-__all__ = ["KNOWN_OPTIONS", "BackendOptions", "pytvmbridge_backend"]
+__all__ = ["KNOWN_OPTIONS", "BackendOptions", "check_target", "pytvmbridge_backend"]

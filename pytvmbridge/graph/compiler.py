@@ -7,6 +7,16 @@ matmul that feeds them) and compiled into one LLVM function: running the graph i
 Python into C++. A dimension that is symbolic in the FX graph (``s0``) becomes a size variable of
 the kernel, bound from the input arrays at each call, so one compilation serves every size.
 
+A symbolic size that a guard pins (``s1*s2`` where PyTorch asserted ``s1*s2 == 12``, as a
+flatten before a linear layer does under ``dynamic=True``) is that constant in the kernel.
+
+Tensors of float32, float64, float16 and bfloat16 are compiled (each operator computes in its
+inputs' dtype; matrix products and convolutions of 16-bit floats accumulate in float32 and round
+once, as PyTorch's CPU kernels do). An output that eager returns as a view of another output or
+of an input (``return y, y.t()``) is not computed by the kernel: it is made from its base after
+the kernel by the same view operators (:mod:`.replay`), so it shares the base's storage as in
+eager.
+
 ``CompiledGraph`` keeps its state as plain data: the compiled Module, which graph inputs it takes
 (``tensor_inputs``), how each symbolic size is found (``size_bindings``) and each output's
 shape, as integers or sympy expressions over the sizes (``output_shapes``).
@@ -51,10 +61,19 @@ from .layout import (
 from .linear import fold_linear_views
 from .ops import CONVERTERS
 from .read_through import plan_read_through
+from .replay import Step, alias_replays, run_steps
 from .views import cancel_view_pairs
 
+#: The floating-point dtypes the graph compiler computes in.
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 # int64: max pooling's indices, saved by a training forward for its backward (ops.OTHER_DTYPES)
-_DTYPES = {torch.float32: "float32", torch.int64: "int64"}
+_DTYPES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int64: "int64",
+}
 
 
 @dataclass(frozen=True)
@@ -100,8 +119,16 @@ def memory_order(val: Any) -> tuple[int, ...] | None:
     return order
 
 
-class UnsupportedGraphError(TVMNotImplementedError):
-    """A graph holds an operator or value the graph compiler cannot convert."""
+class UnsupportedOperatorError(TVMNotImplementedError):
+    """A model uses an operator (or dtype, or form of arguments) that pytvmbridge does not
+    compile, where it may not run in PyTorch instead: under ``strict=True``, or for an input a
+    compiled model must take as a tensor. A ``NotImplementedError`` and a ``TVMError``."""
+
+
+class UnsupportedGraphError(UnsupportedOperatorError):
+    """A graph handed to :func:`compile_graph` holds an operator or value it cannot convert
+    (the partitioner hands it only supported ones; a caller that compiles a whole graph gets
+    this, an :class:`UnsupportedOperatorError`)."""
 
 
 def _sym_to_expr(expr: Any, size_vars: dict[str, te.Var]) -> Any:
@@ -130,15 +157,52 @@ def _sym_to_expr(expr: Any, size_vars: dict[str, te.Var]) -> Any:
     raise UnsupportedGraphError(f"symbolic size expression {expr} is not supported")
 
 
+def pinned_size(dim: Any) -> int | None:
+    """The constant a guard pins the compound symbolic size ``dim`` to, else None.
+
+    Under ``dynamic=True`` every dimension is symbolic, and a flatten before a linear layer
+    makes PyTorch assert ``s1*s2 == 12`` (the layer's input width) rather than specialize
+    ``s1`` and ``s2``. The kernel may take that product as the constant: every call the
+    compiled graph serves satisfies the guard. A plain symbol is left symbolic (a guard that
+    pinned it would have replaced it by its value already).
+    """
+    if not isinstance(dim, torch.SymInt):
+        return None
+    node = dim.node
+    expr = node.expr
+    if isinstance(expr, (sympy.Symbol, sympy.Integer)) or not expr.free_symbols:
+        return None
+    try:  # ShapeEnv's static evaluation, with the guards recorded so far as axioms
+        hint = node.hint
+        if hint is None:
+            return None
+        proved = node.shape_env._maybe_evaluate_static(sympy.Eq(expr, int(hint)))
+    except Exception:  # a private API of PyTorch's: without it, the size stays symbolic
+        return None
+    return int(hint) if proved is sympy.true else None
+
+
 def _dim_value(dim: Any, size_vars: dict[str, te.Var]) -> Any:
     if isinstance(dim, torch.SymInt):
+        pinned = pinned_size(dim)
+        if pinned is not None:
+            return pinned
         return _sym_to_expr(dim.node.expr, size_vars)
     return int(dim)
 
 
 def _shape_spec(shape: Sequence[Any]) -> list[Any]:
     """Shape as ints and sympy expressions (plain data: picklable, evaluable later)."""
-    return [d.node.expr if isinstance(d, torch.SymInt) else int(d) for d in shape]
+    out: list[Any] = []
+    for d in shape:
+        pinned = pinned_size(d)
+        if pinned is not None:
+            out.append(pinned)
+        elif isinstance(d, torch.SymInt):
+            out.append(d.node.expr)
+        else:
+            out.append(int(d))
+    return out
 
 
 @dataclass
@@ -151,6 +215,8 @@ class CompiledGraph:
     ``size_bindings`` maps each size symbol to ``(input, dim)`` or ``(input, None)`` (a
     symbolic-int input); ``output_shapes`` holds ints or sympy expressions of those symbols;
     ``output_tuple`` says whether the graph returns a tuple (else one tensor).
+    ``output_of[k]`` is the Module output that graph output ``k`` is, or None when
+    ``output_replays[k]`` makes it as a view of another output or an input (:mod:`.replay`).
     """
 
     module: Module
@@ -159,11 +225,13 @@ class CompiledGraph:
     size_bindings: dict[str, tuple[int, int | None]]
     output_shapes: list[list[Any]]
     output_dtypes: list[torch.dtype]
-    output_of: list[int]  # graph output -> index into the Module's outputs
+    output_of: list[int | None]  # graph output -> index into the Module's outputs
     output_tuple: bool
     # Per Module output: None, or the dims that make the output (computed in its memory order,
     # traced channels_last) a view in the graph's order of dimensions, with eager's strides.
     output_views: tuple[tuple[int, ...] | None, ...] = ()
+    # Graph output -> the view operators that make it from its base (see the class docstring).
+    output_replays: dict[int, tuple[Step, ...]] = field(default_factory=dict)
     _derived: DerivedCache = field(default_factory=DerivedCache, repr=False, compare=False)
 
     @property
@@ -223,9 +291,20 @@ class CompiledGraph:
                 o if dims is None else o.permute(dims)
                 for o, dims in zip(outs, self.output_views, strict=True)
             )
+        if self.output_replays:
+            return self._with_views(args, outs)
         if self.output_tuple:
             return tuple(outs[i] for i in self.output_of)
         return outs[self.output_of[0]]
+
+    def _with_views(self, args: Sequence[Any], outs: Sequence[torch.Tensor]) -> Any:
+        """The graph's outputs, those eager returns as views made from their bases."""
+        results = [None if i is None else outs[i] for i in self.output_of]
+        env: dict[tuple[str, int], Any] = {("in", i): a for i, a in enumerate(args)}
+        env.update((("out", k), r) for k, r in enumerate(results) if r is not None)
+        for k, steps in self.output_replays.items():
+            results[k] = run_steps(steps, env)
+        return tuple(results) if self.output_tuple else results[0]
 
 
 def _convert_arg(value: Any, env: dict[torch.fx.Node, Any], size_vars: dict) -> Any:
@@ -238,6 +317,15 @@ def _convert_arg(value: Any, env: dict[torch.fx.Node, Any], size_vars: dict) -> 
     if isinstance(value, torch.SymInt):
         return _dim_value(value, size_vars)
     return value
+
+
+# Operators whose shape argument is the result's shape (-1 allowed).
+_SHAPE_FROM_META = {
+    torch.ops.aten.view.default,
+    torch.ops.aten._unsafe_view.default,
+    torch.ops.aten.reshape.default,
+    torch.ops.aten.expand.default,
+}
 
 
 def import_graph(
@@ -311,9 +399,18 @@ def import_graph(
                 raise UnsupportedGraphError(f"operator {node.target} is not supported")
             args = _convert_arg(node.args, env, size_vars)
             kwargs = {k: _convert_arg(v, env, size_vars) for k, v in node.kwargs.items()}
+            if node.target in _SHAPE_FROM_META and isinstance(val, torch.Tensor) and args[1:]:
+                # The traced result's shape, not the argument's: no -1 left to infer, and a
+                # size a guard pins is that constant (see pinned_size).
+                args = (args[0], [_dim_value(d, size_vars) for d in val.shape], *args[2:])
             if node.target is not operator.getitem:
                 kwargs.pop("memory_format", None)
-            env[node] = CONVERTERS[node.target](*args, **kwargs)
+            try:
+                env[node] = CONVERTERS[node.target](*args, **kwargs)
+            except Exception as err:
+                # Which node failed: a caller may leave just that one to PyTorch.
+                err.fx_node = node.name
+                raise
         elif node.op == "output":
             result = node.args[0]
             nodes = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -432,7 +529,11 @@ def compile_graph(
 
     ``example_inputs`` are used only where the graph's nodes lack ``meta["val"]`` (a graph from
     ``torch.fx.symbolic_trace``): the graph is then run once on them to record shapes. Raises
-    :class:`UnsupportedGraphError` naming the first operator it cannot convert.
+    :class:`UnsupportedGraphError` naming the first operator it cannot convert; an error raised
+    while converting a node carries that node's name as ``err.fx_node``.
+
+    ``alias_outputs=False`` computes the outputs that eager returns as views (``y.t()`` of an
+    output ``y``) as copies in the kernel, instead of making them as views after it.
 
     Example:
         >>> import torch
@@ -454,6 +555,10 @@ def compile_graph(
                 )
             elif "val" not in n.meta and n.op == "placeholder":
                 n.meta["val"] = example_inputs[placeholders.index(n)]
+    if _float_dtypes(gm) - {torch.float32}:
+        # The blocked layout, packed and Winograd weights are made for float32 vectors; other
+        # float dtypes are computed in PyTorch's layout (and their casts stay inlined).
+        options = {**options, "layout": "NCHW", "prepack_weights": False, "winograd": False}
     # Tuning tasks are cut from the graph as it is computed (blocked convolutions included); the
     # rewrites of linear layers and batched products below are left out of a tuned graph.
     tuning = graph_tuning(gm, target, options)
@@ -486,7 +591,16 @@ def compile_graph(
         if not isinstance(out, te.Tensor):
             raise UnsupportedGraphError(f"output {node} is not a computed tensor")
 
-    unique, output_of = _unique_outputs(outputs)
+    replays = alias_replays(out_nodes, placeholders) if options.get("alias_outputs", True) else {}
+    if len(replays) == len(out_nodes):
+        # Nothing left for the kernel (every output views an input): the views are computed
+        # as copies, since a kernel needs an output.
+        replays = {}
+    kept = [k for k in range(len(out_nodes)) if k not in replays]
+    unique, kept_of = _unique_outputs([outputs[k] for k in kept])
+    output_of: list[int | None] = [None] * len(out_nodes)
+    for k, u in zip(kept, kept_of, strict=True):
+        output_of[k] = u
     out_meta = []
     for k in range(len(unique)):
         node = out_nodes[output_of.index(k)]
@@ -554,7 +668,19 @@ def compile_graph(
         output_of=output_of,
         output_tuple=is_tuple,
         output_views=tuple(output_views) if any(output_views) else (),
+        output_replays=replays,
     )
+
+
+def _float_dtypes(gm: torch.fx.GraphModule) -> set[torch.dtype]:
+    """The floating-point dtypes of the tensors ``gm`` reads and computes."""
+    dtypes = set()
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        for v in val if isinstance(val, (tuple, list)) else (val,):
+            if isinstance(v, torch.Tensor) and v.dtype.is_floating_point:
+                dtypes.add(v.dtype)
+    return dtypes
 
 
 def _layout_lanes(options: dict, target: str) -> int:
@@ -638,4 +764,12 @@ def _conv_panel_widths(
     return widths
 
 
-__all__ = ["CompiledGraph", "UnsupportedGraphError", "compile_graph", "import_graph"]
+__all__ = [
+    "FLOAT_DTYPES",
+    "CompiledGraph",
+    "UnsupportedGraphError",
+    "UnsupportedOperatorError",
+    "compile_graph",
+    "import_graph",
+    "pinned_size",
+]

@@ -6,6 +6,10 @@ plain Python values otherwise) and returning a TE tensor, or a tuple for operato
 results (positions the graph compiler cannot produce are ``None``). An operator that is not in
 the table, or whose converter's ``accepts`` check refuses the node, stays in PyTorch.
 
+Matrix products and convolutions of float16/bfloat16 tensors accumulate in float32 and round
+once (:func:`accumulate_in_float32`), as PyTorch's CPU kernels do; every other operator computes
+in its tensors' dtype.
+
 Example:
     >>> import torch
     >>> from pytvmbridge.graph.ops import CONVERTERS
@@ -15,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -214,8 +219,28 @@ ELEMENTWISE = (
 
 # --- matrix products and convolution ---------------------------------------------------------
 
+_NARROW_FLOATS = ("float16", "bfloat16")
+
+
+def accumulate_in_float32(fn: Converter) -> Converter:
+    """``fn`` computed in float32 when its tensors are float16/bfloat16, rounded once at the
+    end: PyTorch's CPU matrix products and convolutions accumulate 16-bit floats in float32
+    (summed in 16 bits, a long dot product is off by several times PyTorch's error). The casts are
+    injective stages that the automatic schedule inlines."""
+
+    @functools.wraps(fn)
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        dtype = next((a.dtype for a in args if isinstance(a, te.Tensor)), None)
+        if dtype not in _NARROW_FLOATS:
+            return fn(*args, **kwargs)
+        wide = [topi.cast(a, "float32") if isinstance(a, te.Tensor) else a for a in args]
+        return topi.cast(fn(*wide, **kwargs), dtype)
+
+    return convert
+
 
 @_register(aten.convolution.default)
+@accumulate_in_float32
 def convolution(
     x: te.Tensor,
     w: te.Tensor,
@@ -271,11 +296,13 @@ ACCEPTS[aten.convolution.default] = _conv_accepts
 
 
 @_register(aten.mm.default)
+@accumulate_in_float32
 def _mm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     return topi.nn.matmul(a, b)
 
 
 @_register(aten.addmm.default)
+@accumulate_in_float32
 def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: Any = 1) -> Any:
     out = topi.nn.matmul(a, b)
     if alpha != 1:
@@ -286,6 +313,7 @@ def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: An
 
 
 @_register(aten.linear.default)
+@accumulate_in_float32
 def _linear(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None) -> te.Tensor:
     from .linear import linear
 
@@ -293,6 +321,7 @@ def _linear(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None) -> te.Ten
 
 
 @_register(aten.bmm.default)
+@accumulate_in_float32
 def _bmm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     return topi.nn.batch_matmul(a, b, transpose_b=False)
 
@@ -491,8 +520,15 @@ def _select(x: te.Tensor, dim: int, index: int) -> te.Tensor:
     size = x.shape[axis]
     if index < 0:
         index = index + size
-    sliced = topi.strided_slice(x, [index], [index + 1], [1], axes=[axis])
-    return topi.squeeze(sliced, [axis])
+    # A direct read rather than a slice then a squeeze: the squeeze cannot prove a slice of a
+    # symbolic dimension has length 1.
+    shape = [d for k, d in enumerate(x.shape) if k != axis]
+    return te.compute(
+        shape,
+        lambda *i: x[(*i[:axis], index, *i[axis:])],
+        name="T_select",
+        tag="injective",
+    )
 
 
 ACCEPTS[aten.select.int] = lambda node: isinstance(node.args[2], int)
@@ -503,7 +539,30 @@ def _getitem(values: Any, index: int) -> Any:
     return values[index]
 
 
+# --- sizes -----------------------------------------------------------------------------------
+# A symbolic size read from a tensor (``x.reshape(x.shape[0], -1)`` under torch.export) and the
+# arithmetic on it: a size expression of the kernel. Their results are ints, never tensors, so
+# the partitioner leaves them out of partitions (a partition takes the size as an input); a
+# whole graph compiled at once (pytvmbridge.torch.compile) converts them here.
+
+
+@_register(aten.sym_size.int)
+def _sym_size(x: te.Tensor, dim: int) -> Any:
+    return x.shape[_axis(dim, len(x.shape))]
+
+
+for _fn in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod):
+    _register(_fn)(_fn)  # TE expressions and ints both implement them (// and % floor)
+
+
 # The training path: backward operators left whole by the decompositions, derived by te.gradient.
 from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
 
-__all__ = ["ACCEPTS", "COMPARISONS", "CONVERTERS", "ELEMENTWISE", "PRODUCED_RESULTS"]
+__all__ = [
+    "ACCEPTS",
+    "COMPARISONS",
+    "CONVERTERS",
+    "ELEMENTWISE",
+    "PRODUCED_RESULTS",
+    "accumulate_in_float32",
+]

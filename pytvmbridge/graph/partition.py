@@ -6,6 +6,11 @@ compiles each with :func:`compile_graph` and returns a GraphModule that calls th
 partitions and runs every other node with PyTorch. ``strict=True`` raises
 :class:`UnsupportedOperatorError` naming the first operator that would stay in PyTorch.
 
+A node is supported when its operator is in the table (:mod:`.ops`), its converter accepts its
+arguments, and its floating-point tensors, read and computed, are of one dtype among float32,
+float64, float16 and bfloat16 (no operator of the table converts between dtypes: a mixed one,
+which PyTorch would promote, stays in PyTorch).
+
 Example:
     >>> import torch
     >>> from pytvmbridge.graph.partition import unsupported_nodes
@@ -25,15 +30,11 @@ import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
-from ..error import TVMNotImplementedError
-from .compiler import CompiledGraph, compile_graph
+from .compiler import FLOAT_DTYPES, CompiledGraph, UnsupportedOperatorError, compile_graph
 from .ops import ACCEPTS, COMPARISONS, CONVERTERS, OTHER_DTYPES, PRODUCED_RESULTS
+from .replay import VIEW_OPS
 
-SUPPORTED_DTYPES = (torch.float32,)
-
-
-class UnsupportedOperatorError(TVMNotImplementedError):
-    """Raised under ``strict=True`` when an operator would fall back to PyTorch."""
+SUPPORTED_DTYPES = FLOAT_DTYPES
 
 
 def _tensor_ok(val: Any, other: tuple[torch.dtype, ...] = ()) -> bool:
@@ -49,8 +50,18 @@ def _inputs_ok(node: torch.fx.Node) -> bool:
     return True
 
 
+def _one_float_dtype(node: torch.fx.Node) -> bool:
+    """Whether the floating-point tensors ``node`` reads and computes share one dtype."""
+    val = node.meta.get("val")
+    values = [a.meta.get("val") for a in node.all_input_nodes]
+    values += list(val) if isinstance(val, (tuple, list)) else [val]
+    dtypes = {v.dtype for v in values if isinstance(v, torch.Tensor) and v.dtype.is_floating_point}
+    return len(dtypes) <= 1
+
+
 def is_supported(node: torch.fx.Node) -> bool:
-    """Whether the graph compiler converts ``node`` (an ATen call with float32 tensors)."""
+    """Whether the graph compiler converts ``node`` (an ATen call with float tensors of one
+    dtype: float32, float64, float16 or bfloat16)."""
     if node.op != "call_function" or node.target not in CONVERTERS:
         return False
     val = node.meta.get("val")
@@ -77,7 +88,7 @@ def is_supported(node: torch.fx.Node) -> bool:
         node.target in COMPARISONS and isinstance(val, torch.Tensor) and val.dtype == torch.bool
     ):
         return False
-    if not _inputs_ok(node):
+    if not _inputs_ok(node) or not _one_float_dtype(node):
         return False
     check = ACCEPTS.get(node.target)
     try:
@@ -103,8 +114,12 @@ def unsupported_nodes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
 
 
 class _Support(OperatorSupport):
+    def __init__(self, exclude: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.exclude = exclude
+
     def is_node_supported(self, submodules: Any, node: torch.fx.Node) -> bool:
-        return is_supported(node)
+        return node.name not in self.exclude and is_supported(node)
 
 
 class CompiledPartition(torch.nn.Module):
@@ -135,23 +150,14 @@ def partition_and_compile(
         >>> partition_and_compile(gm)(torch.tensor([-1.0, 2.0]))
         tensor([1., 3.])
     """
-    bad = unsupported_nodes(gm)
-    if strict and bad:
-        raise UnsupportedOperatorError(
-            f"strict=True: operator {_op_name(bad[0])} (node {bad[0].name}) is not supported by "
-            "pytvmbridge and would run in PyTorch"
-        )
-    partitioner = CapabilityBasedPartitioner(gm, _Support(), allows_single_node_partition=True)
-    partitions = partitioner.propose_partitions()
-    # A partition of only shape bookkeeping (views, getitem) is not worth a kernel call.
-    partitions = [p for p in partitions if any(n.target not in _VIEW_ONLY for n in p.nodes)]
-    if not partitions:
+    check_strict(gm, strict)
+    fused = fuse_supported(gm)
+    if fused is None:
         return gm
-    fused = partitioner.fuse_partitions(partitions)
     # Inputs laid out channels_last (as Dynamo traced them) are read in their memory order.
     options.setdefault("permute_inputs", True)
     for node in list(fused.graph.nodes):
-        if node.op != "call_module" or not node.target.startswith("fused_"):
+        if not is_partition(node):
             continue
         sub = getattr(fused, node.target)
         try:
@@ -177,6 +183,57 @@ def partition_and_compile(
     return fused
 
 
+def check_strict(gm: torch.fx.GraphModule, strict: bool) -> None:
+    """Under ``strict``, raise :class:`UnsupportedOperatorError` naming the first tensor
+    operator of ``gm`` that would run in PyTorch.
+
+    Example:
+        >>> from torch.fx.experimental.proxy_tensor import make_fx
+        >>> gm = make_fx(lambda x: torch.relu(x).cumsum(0))(torch.ones(3))
+        >>> try:
+        ...     check_strict(gm, True)
+        ... except UnsupportedOperatorError as err:
+        ...     print(str(err)[:45])
+        strict=True: operator cumsum.default (node cu
+    """
+    bad = unsupported_nodes(gm) if strict else []
+    if bad:
+        raise UnsupportedOperatorError(
+            f"strict=True: operator {_op_name(bad[0])} (node {bad[0].name}) is not supported by "
+            "pytvmbridge and would run in PyTorch"
+        )
+
+
+def fuse_supported(
+    gm: torch.fx.GraphModule, exclude: frozenset[str] = frozenset()
+) -> torch.fx.GraphModule | None:
+    """``gm`` (modified) with each maximal group of supported nodes, less the nodes named in
+    ``exclude``, moved into a submodule ``fused_k`` called in its place
+    (:func:`is_partition`); None when no group is worth a kernel call.
+
+    Example:
+        >>> from torch.fx.experimental.proxy_tensor import make_fx
+        >>> gm = make_fx(lambda x: torch.relu(x).cumsum(0) * 2)(torch.ones(3))
+        >>> fused = fuse_supported(gm)
+        >>> sorted(n.target for n in fused.graph.nodes if is_partition(n))
+        ['fused_0', 'fused_1']
+    """
+    partitioner = CapabilityBasedPartitioner(
+        gm, _Support(exclude), allows_single_node_partition=True
+    )
+    partitions = partitioner.propose_partitions()
+    # A partition of only shape bookkeeping (views, getitem) is not worth a kernel call.
+    partitions = [p for p in partitions if any(n.target not in _VIEW_ONLY for n in p.nodes)]
+    if not partitions:
+        return None
+    return partitioner.fuse_partitions(partitions)
+
+
+def is_partition(node: torch.fx.Node) -> bool:
+    """Whether ``node`` calls a group of supported nodes made by :func:`fuse_supported`."""
+    return node.op == "call_module" and str(node.target).startswith("fused_")
+
+
 def _direct_call(compiled: CompiledGraph, name: str) -> Any:
     """``compiled`` as a plain function named ``name`` (FX's code generator names the globals
     it calls after the function's ``__name__``)."""
@@ -188,23 +245,15 @@ def _direct_call(compiled: CompiledGraph, name: str) -> Any:
     return call
 
 
-_VIEW_ONLY = {
-    operator.getitem,
-    torch.ops.aten.view.default,
-    torch.ops.aten._unsafe_view.default,
-    torch.ops.aten.reshape.default,
-    torch.ops.aten.alias.default,
-    torch.ops.aten.t.default,
-    torch.ops.aten.permute.default,
-    torch.ops.aten.expand.default,
-    torch.ops.aten.unsqueeze.default,
-    torch.ops.aten.squeeze.dim,
-    torch.ops.aten.squeeze.dims,
-}
+# (select, slice and transpose included: left to PyTorch, they return the views eager returns)
+_VIEW_ONLY = {operator.getitem} | VIEW_OPS
 
 __all__ = [
     "CompiledPartition",
     "UnsupportedOperatorError",
+    "check_strict",
+    "fuse_supported",
+    "is_partition",
     "is_supported",
     "partition_and_compile",
     "unsupported_nodes",

@@ -31,19 +31,22 @@ def enable(opt_level: int = 3, strict: bool = False, **options: Any) -> None:
 
     ``opt_level`` (0-3) is kept for the seed's API: every level compiles with LLVM's O3 today.
     ``strict=True`` raises on the first operator that would stay in PyTorch. Other keyword
-    arguments are backend options (``num_threads``, ``tuning_log_file``).
+    arguments are backend options (``num_threads``, ``tuning_log_file``). Every value is
+    checked here: a wrong one raises ``ValueError`` naming it.
 
     Example:
         >>> import pytvmbridge.torch as ptt
         >>> ptt.enable(opt_level=2); ptt.disable()
     """
     global _original_compile
-    if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
-        raise TVMValueError(f"opt_level must be an int in 0..3, found {opt_level!r}")
+    if not isinstance(opt_level, int) or isinstance(opt_level, bool) or not 0 <= opt_level <= 3:
+        raise TVMValueError(
+            f"opt_level must be an int in 0..3, found {opt_level!r} ({type(opt_level).__name__})"
+        )
     from ..graph.backend import BackendOptions
 
-    defaults = {"strict": bool(strict), "opt_level": opt_level, **options}
-    BackendOptions.parse(defaults)  # unknown keys raise here, not at the first compile
+    defaults = {"strict": strict, "opt_level": opt_level, **options}
+    BackendOptions.parse(defaults)  # bad keys and values raise here, not at the first compile
     if _original_compile is None:
         _original_compile = torch.compile
     original = _original_compile

@@ -215,6 +215,7 @@ def test_backend_found_by_name_in_fresh_interpreter():
         "pytvmbridge.graph.views",
         "pytvmbridge.graph.linear",
         "pytvmbridge.graph.read_through",
+        "pytvmbridge.graph.replay",
         "pytvmbridge.torch",
         "pytvmbridge.torch.switch",
         "pytvmbridge.torch.graph",
@@ -481,7 +482,14 @@ def test_core_decompositions_are_torchs_and_built_once():
     from pytvmbridge.graph.backend import core_decompositions
 
     table = core_decompositions()
-    assert set(table) == set(core_aten_decompositions().keys())
+
+    def aten_ops(keys):
+        # Other namespaces join torch's table when their modules are imported (Inductor adds
+        # quantized_decomposed's), possibly after the backend built its copy in this process.
+        return {k for k in keys if getattr(k, "namespace", None) == "aten"}
+
+    assert aten_ops(table) == aten_ops(core_aten_decompositions().keys())
+    assert set(table) <= set(core_aten_decompositions().keys())
     assert torch.ops.aten.hardswish.default in table
     assert core_decompositions() is table
     torch._dynamo.reset()

@@ -1,0 +1,100 @@
+"""Symbolic sizes read inside the graph: ``x.reshape(x.shape[0], -1)`` and ``torch.flatten(x, 1)``
+with a dynamic batch, through ``pytvmbridge.torch.compile`` (torch.export puts ``sym_size`` in
+the graph) and ``torch.compile(backend="pytvmbridge")`` (``dynamic=True`` makes every size
+symbolic, and PyTorch guards the flattened width rather than specializing each size). Values are
+checked against eager PyTorch for several sizes, with one compilation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import pytvmbridge.torch as ptt
+from pytvmbridge.graph import backend
+
+
+class Flatten(torch.nn.Module):
+    """A convolution, a flatten of the batch's rows in one of two spellings, a linear layer."""
+
+    def __init__(self, spelling: str) -> None:
+        super().__init__()
+        self.spelling = spelling
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.lin = torch.nn.Linear(4 * 5 * 5, 6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.conv(x))
+        if self.spelling == "reshape":
+            y = y.reshape(y.shape[0], -1)
+        else:
+            y = torch.flatten(y, 1)
+        return torch.tanh(self.lin(y))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self, spelling: str) -> None:
+        super().__init__()
+        self.spelling = spelling
+        self.lin = torch.nn.Linear(12, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(x)
+        y = y.reshape(x.shape[0], -1) if self.spelling == "reshape" else torch.flatten(y, 1)
+        return self.lin(y)
+
+
+@pytest.mark.parametrize("spelling", ["reshape", "flatten"])
+def test_pytorchtvm_compile_with_a_symbolic_batch(spelling):
+    torch.manual_seed(0)
+    model = Flatten(spelling).eval()
+    compiled = ptt.compile(model, {"input_infos": [("x", ("batch", 3, 5, 5))], "strict": True})
+    assert "steps" not in compiled.plan, "one kernel for the whole graph, sym_size included"
+    with torch.no_grad():
+        for batch in (2, 3, 9):
+            x = torch.randn(batch, 3, 5, 5)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_pytorchtvm_compile_with_several_symbolic_sizes():
+    """Size arithmetic on two symbolic sizes (``c * h``) is part of the kernel too."""
+
+    class Rows(torch.nn.Module):
+        def forward(self, x):
+            y = torch.relu(x.reshape(x.shape[0], -1))
+            return y.sum(1) * 2
+
+    compiled = ptt.compile(Rows(), {"input_infos": [("x", ("b", "c", "h"))], "strict": True})
+    for shape in ((2, 3, 4), (5, 2, 7)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x), Rows()(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("spelling", ["reshape", "flatten"])
+def test_torch_compile_dynamic_true_flatten_before_linear(spelling):
+    # Every size symbolic: the flattened width is s1*s2, which PyTorch guards equal to 12.
+    torch.manual_seed(1)
+    model = Mlp(spelling).eval()
+    torch._dynamo.reset()
+    before = backend.compile_count
+    compiled = torch.compile(model, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for batch in (2, 5, 8):
+            x = torch.randn(batch, 3, 4)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    assert backend.compile_count - before == 1
+
+
+def test_select_of_a_symbolic_dimension():
+    """``y[:, 0]`` of a symbolic dimension is read directly (a slice then a squeeze could not
+    prove the slice is one wide)."""
+
+    class Pick(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)[:, 0] * 3, torch.tanh(x)[:, -1]
+
+    compiled = ptt.compile(Pick(), {"input_infos": [("x", ("b", "c", 4))], "strict": True})
+    assert "steps" not in compiled.plan
+    for shape in ((2, 3, 4), (4, 5, 4)):
+        x = torch.randn(shape)
+        for got, want in zip(compiled(x), Pick()(x), strict=True):
+            torch.testing.assert_close(got, want)

@@ -329,9 +329,17 @@ class Translator {
       fail(e.start, "a tensor index read from a tensor must be an integer, found " + c.str());
     }
     // Clamped in 64 bits, so a wide id cannot wrap into range first.
+    const DataType source = c.is_weak() ? tc_index_type() : c.dtype;
+    Expr raw = lower(e, source);
+    Expr last = idx_sub(size.to_expr(), IntImm::make(tc_index_type(), 1));
+    if (source.is_uint() && source.bits() == 64) {
+      // uint64 ids of 2**63 and more would be negative in int64: clamped in uint64 (no lower
+      // bound to apply), then narrowed
+      return cast(tc_index_type(), Min::make(raw, cast(source, last)));
+    }
     const DataType wide = DataType::Int(64);
-    Expr v = cast(wide, lower(e, c.is_weak() ? tc_index_type() : c.dtype));
-    Expr hi = cast(wide, idx_sub(size.to_expr(), IntImm::make(tc_index_type(), 1)));
+    Expr v = cast(wide, raw);
+    Expr hi = cast(wide, last);
     return cast(tc_index_type(), Max::make(Min::make(v, hi), make_zero(wide)));
   }
 

@@ -58,6 +58,18 @@ def test_out_of_range_gathered_indices_are_clamped():
     np.testing.assert_array_equal(f(t, idx), t[np.clip(idx, 0, 4)])
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int8"])
+def test_gathered_ids_of_every_integer_dtype_clamp_by_value(dtype):
+    # uint64 ids of 2**63 and more are large, not negative: they read the last element
+    f = tc.define(f"def g(float(N) T, {dtype}(M) I) -> (O) {{ O(i) = T(I(i)) }}")
+    t = np.arange(5, dtype="float32") * 10
+    info = np.iinfo(dtype)
+    ids = sorted({int(info.min), 0, 3, 4, 5, int(info.max), int(info.max) // 2 + 1})
+    idx = np.array(ids, dtype=dtype)
+    want = t[np.clip(np.array(ids, dtype=object), 0, 4).astype(np.int64)]
+    np.testing.assert_array_equal(f(t, idx), want)
+
+
 def test_gathering_from_an_empty_dimension_is_a_value_error():
     f = tc.define("def g(float(N) T, int32(M) I) -> (O) { O(i) = T(I(i)) }")
     with pytest.raises(ValueError, match="'T'"):

@@ -136,10 +136,14 @@ def gradient_saving(
         )
     else:
         _check_tensor(head, "head")
-        if not _same_shape(head, output) or head.dtype != output.dtype:
+        if not _same_shape(head, output):
             raise TVMValueError(
-                f"te.gradient(): head must have the output's shape {tuple(output.shape)} and "
-                f"dtype {output.dtype}, got {tuple(head.shape)} {head.dtype}"
+                f"te.gradient(): head must have the output's shape {tuple(output.shape)}, got "
+                f"{tuple(head.shape)}"
+            )
+        if head.dtype != output.dtype:  # a dtype mismatch is a TypeError, as in expressions
+            raise TVMTypeError(
+                f"te.gradient(): head must have the output's dtype {output.dtype}, got {head.dtype}"
             )
 
     order = _post_order(output)  # producers before consumers

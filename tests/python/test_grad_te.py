@@ -344,8 +344,10 @@ def test_no_derivative_names_the_reducer():
 def test_head_shape_is_checked():
     a = te.placeholder((3,), name="a", dtype=F64)
     b = te.compute((3,), lambda i: a[i] * 2.0)
-    with pytest.raises(ValueError, match="head"):
+    with pytest.raises(ValueError, match=r"head must have the output's shape \(3,\), got \(4,\)"):
         te.gradient(b, [a], te.placeholder((4,), name="h", dtype=F64))
+    with pytest.raises(TypeError, match="head must have the output's dtype float64, got float32"):
+        te.gradient(b, [a], te.placeholder((3,), name="h", dtype="float32"))
 
 
 # Random expression trees: te and torch are built side by side from the same choices.

@@ -279,21 +279,10 @@ def _traced_call(kernel: Kernel, args: tuple[Any, ...], out: Any) -> Any:
         )
     import torch
 
-    outs = getattr(torch.ops.pytvmbridge, _custom_op_name(kernel))(list(args))
+    from .autodiff.torch_autograd import custom_op_name
+
+    outs = getattr(torch.ops.pytvmbridge, custom_op_name(kernel))(list(args))
     return outs[0] if len(outs) == 1 else tuple(outs)
-
-
-def _custom_op_name(kernel: Kernel) -> str:
-    """The name of the kernel's custom op in ``torch.ops.pytvmbridge``, registered on first
-    use. torch.compile runs this function while tracing instead of tracing it: the mark is
-    what ``torch._dynamo.assume_constant_result`` sets (importing torch._dynamo here would cost
-    seconds at import), so registration never happens inside a graph."""
-    from .autodiff.torch_autograd import torch_op
-
-    return str(torch_op(kernel)._qualname).split("::", 1)[1]
-
-
-_custom_op_name._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 # --- read ranges -----------------------------------------------------------------------------

@@ -573,25 +573,6 @@ Caller* checked(PyObject* obj) {
 }
 
 // Caller._bridge(module, framework): this caller becomes module's bridge to framework.
-PyObject* caller_bridge(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
-  try {
-    if (n != 2) type_error("_bridge(module, framework)");
-    Caller* self = checked(obj);
-    auto v = make_variant(args[0]);
-    self->state->variants.assign(1, v);
-    Py_INCREF(args[1]);
-    Py_XSETREF(self->framework, args[1]);
-    self->alloc = alloc_route_of(args[1]);
-    self->bridge = true;
-    Py_RETURN_NONE;
-  } catch (py::error_already_set& e) {
-    e.restore();
-  } catch (const std::exception& e) {
-    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
-  }
-  return nullptr;
-}
-
 // Whether a subclass of Caller may be called through the vectorcall: it keeps Caller's tp_call,
 // or its __call__ is marked `_same_as_vectorcall = True` (a Python method doing the same call).
 bool calls_like_caller(PyTypeObject* type) {
@@ -608,6 +589,29 @@ bool calls_like_caller(PyTypeObject* type) {
   const bool same = mark == Py_True;
   Py_DECREF(mark);
   return same;
+}
+
+PyObject* caller_bridge(PyObject* obj, PyObject* const* args, Py_ssize_t n) {
+  try {
+    if (n != 2) type_error("_bridge(module, framework)");
+    Caller* self = checked(obj);
+    auto v = make_variant(args[0]);
+    self->state->variants.assign(1, v);
+    Py_INCREF(args[1]);
+    Py_XSETREF(self->framework, args[1]);
+    self->alloc = alloc_route_of(args[1]);
+    self->bridge = true;
+    // As for kernels (caller_kernel): a differentiable bridge's __call__ is read only by
+    // torch.compile's tracer; every other call takes the vectorcall.
+    PyTypeObject* type = Py_TYPE(obj);
+    if (calls_like_caller(type)) type->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+    Py_RETURN_NONE;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const std::exception& e) {
+    if (!set_python_error(e)) PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
 }
 
 // Caller._kernel(name, arg_names, n_inputs): a kernel's dispatch (n_inputs -1: any count).

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .. import _core
@@ -52,6 +53,19 @@ class DifferentiableBridge(_core.Caller):
         self.outputs = None if args is None else [a for a, o in zip(args, flags, strict=True) if o]
         self._n_inputs = len(flags) - sum(bool(o) for o in flags)
 
+    # Calls stay in C++ (the vectorcall; _core.Caller keeps it for a type whose __call__ carries
+    # `_same_as_vectorcall`). torch.compile's tracer reads __call__ to trace a call: there an
+    # inputs-only call is the bridge's custom op, one node of the graph (fullgraph=True holds).
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs the bridge on ``args`` (exactly as the C++ call does; see the class)."""
+        if not kwargs and len(args) == self._n_inputs and _torch_compiling():
+            from .torch_autograd import call
+
+            return call(self, args, {})
+        return _core.Caller.__call__(self, *args, **kwargs)
+
+    __call__._same_as_vectorcall = True  # type: ignore[attr-defined]
+
     def _autodiff_call(self, args: tuple[Any, ...], out: Any) -> Any:
         if len(args) != self._n_inputs:  # the all-arrays (in place) form: not differentiable
             return NotImplemented
@@ -59,6 +73,11 @@ class DifferentiableBridge(_core.Caller):
         if route is None:
             return NotImplemented
         return route.call(self, args, {})
+
+
+def _torch_compiling() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
 
 
 def is_bridge(owner: Any) -> bool:

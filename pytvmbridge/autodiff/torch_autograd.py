@@ -324,11 +324,27 @@ def call(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if _eager(args):
         outs = _eager_function(kernel).apply(*args)
         return outs
-    op = kernel.__dict__.get("_torch_op")
-    if op is None:
-        import torch
+    import torch
 
-        # Registering inside a torch.compile trace is not traceable: do it outside the graph.
-        op = torch.compiler.disable(torch_op)(kernel)
-    outs = op(list(args))
+    # Registering inside a torch.compile trace is not traceable: custom_op_name runs at trace
+    # time instead of being traced (fullgraph=True holds, where torch.compiler.disable broke it).
+    outs = getattr(torch.ops.pytvmbridge, custom_op_name(kernel))(list(args))
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def custom_op_name(kernel: Any) -> str:
+    """The name of ``kernel``'s custom op in ``torch.ops.pytvmbridge``, registered on first use.
+    torch.compile runs this function while tracing instead of tracing it: the mark is what
+    ``torch._dynamo.assume_constant_result`` sets (importing torch._dynamo here would cost
+    seconds at import), so registration never happens inside a graph.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> k = tvm.kernel(lambda a: tvm.compute(a.shape, lambda i: a[i] + 1.0), name="inc")
+        >>> custom_op_name(k).startswith("inc_")
+        True
+    """
+    return str(torch_op(kernel)._qualname).split("::", 1)[1]
+
+
+custom_op_name._dynamo_marked_constant = True  # type: ignore[attr-defined]

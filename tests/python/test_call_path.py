@@ -318,3 +318,31 @@ def test_kernel_inside_torch_compile_fullgraph_forward_and_backward():
     # (torch.compile reports the ValueError raised while tracing under an error type of its own)
     with pytest.raises(Exception, match=r"out= cannot be used inside torch\.compile"):
         torch.compile(lambda p, q: k(p, q, out=torch.empty(4)), fullgraph=True)(b, b)
+
+
+def test_tc_def_and_bridge_inside_torch_compile_fullgraph_on_first_use():
+    # Both reach the trace as their custom op, registered at trace time (not through
+    # torch.compiler.disable, which fullgraph refuses), with no eager call before
+    import torch
+
+    from pytvmbridge import tc
+
+    square = tc.define("def sq_fullgraph(float(N) A) -> (B) { B(i) = A(i) * A(i) }")
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.compute((n,), lambda i: A[i] * 3.0 + 1.0, name="B")
+    triple = tvm.to_pytorch(tvm.build(tvm.create_schedule(B.op), [A, B], name="triple_fg"))
+
+    def f(x):
+        return (square(x) + triple(x)).sum()
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    out = compiled(x)
+    torch.testing.assert_close(out, (x.detach() ** 2 + 3 * x.detach() + 1).sum())
+    out.backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach() + 3)
+    # the all-arrays (in place) form of a bridge still runs outside a trace
+    y = torch.empty(3)
+    triple(x.detach(), y)
+    torch.testing.assert_close(y, 3 * x.detach() + 1)

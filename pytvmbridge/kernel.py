@@ -250,6 +250,22 @@ class Kernel(_core.Caller):
     def __repr__(self) -> str:
         return f"<pytvmbridge kernel {self.name!r}: {self._compilations} compiled variant(s)>"
 
+    def __reduce__(self) -> Any:
+        """Pickled by reference when it is a module's attribute (a decorated function: pickle
+        cannot pickle the function itself, whose name now holds the kernel), else as its
+        function and options; compiled variants are not carried (the loading process compiles
+        on first call, or reads the on-disk cache)."""
+        module = sys.modules.get(getattr(self.fn, "__module__", None) or "")
+        owner: Any = module
+        for part in getattr(self.fn, "__qualname__", "").split("."):
+            owner = getattr(owner, part, None)
+        if owner is self:
+            return self.fn.__qualname__  # pickle stores module + name and looks it up on load
+        return (
+            Kernel,
+            (self.fn, self.schedule, self.target, self.name, self.tune, self.tuning_log_file),
+        )
+
 
 def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any]:
     """``autotvm.dispatch.kernel_config``, without importing the tuner when nothing can be tuned

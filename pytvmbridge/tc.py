@@ -409,6 +409,15 @@ class TcFunction:
     def __repr__(self) -> str:
         return f"<tc.TcFunction {self.signature}>"
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as its source and options, defined again when loaded (compiled code is not
+        carried: the loading process compiles on first call, or reads the on-disk cache), so
+        ``torch.save`` of a model holding a def works."""
+        source = self.__dict__.get("_source")
+        if source is None:
+            raise TVMTypeError("this TcFunction was not made by tc.define and cannot be pickled")
+        return _redefine, (source, self.name, self.target, self.schedule, self._factory)
+
 
 class TcDefs:
     """The defs of a TC source with several of them: one attribute per def (also ``defs[name]``).
@@ -533,6 +542,13 @@ def define(
             raise _def_error(entries[0][0], errors[entries[0][0]])
         return functions[0]
     return TcDefs(functions, errors)
+
+
+def _redefine(source: str, name: str, target: str, schedule: Any, factory: Any) -> TcFunction:
+    """The def ``name`` of ``source`` again (unpickling a :class:`TcFunction`)."""
+    f = define(source, name=name, target=target, schedule=schedule)
+    f._factory = factory
+    return f
 
 
 def _def_error(name: str, err: Any) -> Exception:

@@ -324,3 +324,45 @@ def test_docstring_examples(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+@tvm.kernel
+def _pickled_double(a):
+    return tvm.compute(a.shape, lambda i: a[i] * 2.0, name="dbl")
+
+
+def _plain_triple(a):
+    return tvm.compute(a.shape, lambda i: a[i] * 3.0, name="tpl")
+
+
+def test_kernels_pickle_by_reference_or_by_function(tmp_path):
+    import pickle
+    import subprocess
+    import sys
+
+    assert pickle.loads(pickle.dumps(_pickled_double)) is _pickled_double
+    again = pickle.loads(pickle.dumps(tvm.kernel(_plain_triple, name="tpl")))
+    np.testing.assert_array_equal(again(np.ones(3, "float32")), np.full(3, 3.0, "float32"))
+    # a decorated kernel of an importable module, loaded in a fresh process
+    (tmp_path / "kmod.py").write_text(
+        "import pytvmbridge as tvm\n"
+        "@tvm.kernel\n"
+        "def square(a):\n"
+        "    return tvm.compute(a.shape, lambda i: a[i] * a[i], name='sq')\n"
+    )
+    code = (
+        "import pickle, sys, numpy as np\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import kmod\n"
+        "sys.stdout.buffer.write(pickle.dumps(kmod.square))\n"
+    )
+    data = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout
+    sys.path.insert(0, str(tmp_path))
+    try:
+        square = pickle.loads(data)
+        np.testing.assert_array_equal(square(np.arange(4, dtype="float32")), [0, 1, 4, 9])
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("kmod", None)
+    with pytest.raises(Exception, match="lambda"):
+        pickle.dumps(tvm.kernel(lambda a: tvm.compute(a.shape, lambda i: a[i])))

@@ -394,3 +394,34 @@ def test_fmax_fmin_ignore_nan_as_c_does_and_max_min_propagate_it():
     np.testing.assert_array_equal(y, np.fmin(a, b))
     np.testing.assert_array_equal(p, np.maximum(a, b))
     np.testing.assert_array_equal(q, np.minimum(a, b))
+
+
+class _ModelHoldingADef(torch.nn.Module):
+    def __init__(self, op):
+        super().__init__()
+        self.op = op
+
+    def forward(self, x):
+        return self.op(x)
+
+
+def test_defs_pickle_as_source_and_torch_save_a_module_holding_one():
+    import io
+    import pickle
+
+    square = tc.define("def sq_pickled(float(N) A) -> (B) { B(i) = A(i) * A(i) }")
+    again = pickle.loads(pickle.dumps(square))
+    np.testing.assert_array_equal(again(np.arange(3, dtype="float32")), [0, 1, 4])
+    lib = tc.define(
+        "def inc(float(N) A) -> (B) { B(i) = A(i) + 1 }\n"
+        "def tri(float(N) A) -> (B) { B(i) = A(i) * 3 }"
+    )
+    tri = pickle.loads(pickle.dumps(lib.tri))
+    assert tri.name == "tri"
+    np.testing.assert_array_equal(tri(np.ones(2, "float32")), [3, 3])
+
+    buf = io.BytesIO()
+    torch.save(_ModelHoldingADef(square), buf)
+    buf.seek(0)
+    model = torch.load(buf, weights_only=False)
+    torch.testing.assert_close(model(torch.tensor([2.0, -3.0])), torch.tensor([4.0, 9.0]))

@@ -60,6 +60,23 @@ std::optional<int64_t> times(std::optional<int64_t> a, std::optional<int64_t> b)
   return *a * *b;
 }
 
+// A stage accumulating in lanes (its last data axis): its loops become the other data axes, the
+// reductions, then the lanes, vectorized. Returns the loop over its output element (the data
+// axis before the lanes; undefined when there is none).
+IterVar lanes_innermost(const Stage& s) {
+  std::vector<IterVar> data_axes, red_axes;
+  for (const IterVar& iv : s->leaf_iter_vars) {
+    (iv->kind == IterKind::kReduce ? red_axes : data_axes).push_back(iv);
+  }
+  IterVar lanes_axis = data_axes.back();
+  std::vector<IterVar> order(data_axes.begin(), data_axes.end() - 1);
+  order.insert(order.end(), red_axes.begin(), red_axes.end());
+  order.push_back(lanes_axis);
+  reorder(s, order);
+  vectorize(s, lanes_axis);
+  return data_axes.size() >= 2 ? data_axes[data_axes.size() - 2] : IterVar();
+}
+
 // How much `index` grows when `iv` grows by one, when that is a constant.
 std::optional<int64_t> index_step(const Expr& index, const IterVar& iv) {
   VarMap next;
@@ -103,16 +120,7 @@ Stage cascade_accumulators(Context& ctx, const Stage& rf, const Stage& named_aft
   ctx.rule(s, "cascade_sum");
   // Its loops: the block (one iteration where it is computed), the other data axes, the steps,
   // then the lanes, vectorized; computed in rf's loop over the blocks.
-  std::vector<IterVar> data_axes, red_axes;
-  for (const IterVar& iv : s->leaf_iter_vars) {
-    (iv->kind == IterKind::kReduce ? red_axes : data_axes).push_back(iv);
-  }
-  IterVar lanes_axis = data_axes.back();
-  std::vector<IterVar> order(data_axes.begin(), data_axes.end() - 1);
-  order.insert(order.end(), red_axes.begin(), red_axes.end());
-  order.push_back(lanes_axis);
-  reorder(s, order);
-  vectorize(s, lanes_axis);
+  lanes_innermost(s);
   IterVar block_loop;
   for (const IterVar& iv : rf->leaf_iter_vars) {
     if (iv->kind == IterKind::kReduce) block_loop = iv;
@@ -554,26 +562,11 @@ std::optional<RowSite> schedule_reduction(Context& ctx, const Stage& st, bool at
         outer = parallelize(ctx, st, outer, work);
       }
     }
-    // Each stage's loops: its data axes (one iteration each inside st's loop), the reductions,
-    // then the lanes, vectorized. Returns the loop over its output element.
-    auto lane_loops = [](const Stage& s) {
-      std::vector<IterVar> data_axes, red_axes;
-      for (const IterVar& iv : s->leaf_iter_vars) {
-        (iv->kind == IterKind::kReduce ? red_axes : data_axes).push_back(iv);
-      }
-      IterVar lanes_axis = data_axes.back();
-      std::vector<IterVar> order(data_axes.begin(), data_axes.end() - 1);
-      order.insert(order.end(), red_axes.begin(), red_axes.end());
-      order.push_back(lanes_axis);
-      reorder(s, order);
-      vectorize(s, lanes_axis);
-      return data_axes.size() >= 2 ? data_axes[data_axes.size() - 2] : IterVar();
-    };
     // rf, then each level of the tree, each computed in its reader's loop over the element.
     std::vector<Stage> chain = {rf_stage};
     chain.insert(chain.end(), tree.begin(), tree.end());
     std::vector<IterVar> element_loop;
-    for (const Stage& s : chain) element_loop.push_back(lane_loops(s));
+    for (const Stage& s : chain) element_loop.push_back(lanes_innermost(s));
     // In blocks, each stage computes the block's elements before the next stage reads them: it
     // is attached outside its reader's loop over the elements (that loop split by the block:
     // one iteration).

@@ -5,7 +5,13 @@ task, logs every trial as a JSON line, and returns the best record; ``apply_hist
 then makes the best record of each workload the schedule used. See the modules: ``task``
 (what is tuned), ``space`` (the knobs), ``tuner`` (the searches and the task scheduler),
 ``measure`` (trustworthy timings in worker processes), ``record`` (logs and replay),
-``plot`` and ``ray_runner``.
+``callback`` (TVM's ``log_to_file`` and ``progress_bar``), ``plot`` and ``ray_runner``.
+
+TVM's classic template workflow runs as written for TVM: ``task = autotvm.task.create(name,
+args=..., target="llvm")``, ``task.config_space``, ``autotvm.measure_option(builder=
+autotvm.LocalBuilder(), runner=autotvm.LocalRunner(number=5))``, ``autotvm.tuner.RandomTuner(
+task).tune(n_trial=..., measure_option=..., callbacks=[autotvm.callback.log_to_file(log)])``,
+then ``with autotvm.apply_history_best(log):`` around the template's call.
 
 Example:
     >>> import os, tempfile
@@ -28,8 +34,16 @@ import os
 from typing import Any
 
 from ..error import TVMTypeError
-from . import record, space, task
-from .measure import ERROR_NAMES, LocalRunner, MeasureOption, MeasureResult
+from . import callback, record, space, task
+from .measure import (
+    ERROR_NAMES,
+    LocalBuilder,
+    LocalRunner,
+    MeasureInput,
+    MeasureOption,
+    MeasureResult,
+    measure_option,
+)
 from .plot import plot
 from .record import ApplyHistoryBest, apply_history_best
 from .space import ConfigEntity, ConfigSpace
@@ -58,7 +72,9 @@ __all__ = [
     "ConfigSpace",
     "EvolutionaryTuner",
     "GridSearchTuner",
+    "LocalBuilder",
     "LocalRunner",
+    "MeasureInput",
     "MeasureOption",
     "MeasureResult",
     "RandomTuner",
@@ -67,11 +83,13 @@ __all__ = [
     "XGBTuner",
     "apply_history_best",
     "auto_task",
+    "callback",
     "create",
     "extract_from_kernel",
     "extract_from_tc",
     "extract_tasks",
     "get_config",
+    "measure_option",
     "plot",
     "record",
     "space",
@@ -84,7 +102,18 @@ __all__ = [
 
 def extract_tasks(obj: Any, *example_inputs: Any, target: str = "llvm") -> list[Task]:
     """The tasks of a ``@kernel`` or TC def at ``example_inputs``' shapes, or of a list of
-    tasks (returned as is)."""
+    tasks (returned as is). A kernel given another number of example inputs than it takes is
+    a TypeError naming both.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> from pytvmbridge import autotvm
+        >>> @tvm.kernel
+        ... def scale(A):
+        ...     return tvm.compute(A.shape, lambda i: A[i] * 3.0, name="B")
+        >>> [t.description for t in autotvm.extract_tasks(scale, np.ones(8, "float32"))]
+        ['scale([8]:float32, [8]:float32)']
+    """
     from ..kernel import Kernel
 
     if isinstance(obj, Task):
@@ -108,17 +137,19 @@ def tune(
     tuner: Any = "evolutionary",
     log_file: str | os.PathLike[str] | None = None,
     early_stopping: int | None = None,
-    measure_option: MeasureOption | None = None,
+    measure_option: MeasureOption | dict[str, Any] | None = None,
     n_parallel: int | None = None,
     runner: Any = "local",
     seed: int | None = 0,
     progress: bool = True,
     resume: bool = True,
     verify: bool = True,
+    callbacks: Any = (),
+    si_prefix: str = "G",
 ) -> Any:
     """Tune ``obj`` (see ``extract_tasks``) for ``n_trial`` trials in total; returns the best
     record (one task) or the list of them. See ``Tuner.tune`` and ``tune_tasks`` for the
-    arguments."""
+    arguments (``measure_option`` may be TVM's ``measure_option(builder=..., runner=...)``)."""
     tasks = extract_tasks(obj, *example_inputs)
     bests = tune_tasks(
         tasks,
@@ -133,5 +164,7 @@ def tune(
         progress,
         resume,
         verify,
+        callbacks=callbacks,
+        si_prefix=si_prefix,
     )
     return bests[0] if len(bests) == 1 else bests

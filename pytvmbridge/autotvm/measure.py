@@ -16,6 +16,12 @@ A worker that dies (a crashing candidate) or does not answer within ``timeout`` 
 hanging one) is killed and replaced; its candidate becomes a ``CRASH``/``TIMEOUT`` record and
 the tuner carries on.
 
+TVM's way of saying how to measure works too: ``measure_option(builder=LocalBuilder(...),
+runner=LocalRunner(number=..., repeat=..., min_repeat_ms=..., timeout=...))`` is a dict that
+``Tuner.tune``, ``tune_tasks`` and ``autotvm.tune`` accept as ``measure_option``. A
+``LocalRunner`` made without a task, as there, only describes the measurement
+(``LocalRunner.option``); the tuner starts the workers for each task.
+
 Example:
     >>> import pytvmbridge as tvm
     >>> from pytvmbridge import autotvm
@@ -31,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -41,17 +48,22 @@ import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = [
     "ERROR_NAMES",
+    "LocalBuilder",
     "LocalRunner",
+    "MeasureInput",
+    "MeasureOption",
     "MeasureResult",
     "make_inputs",
     "measure_in_process",
+    "measure_option",
     "reference_outputs",
+    "resolve_measure_option",
     "schedule_hash",
 ]
 
@@ -89,9 +101,29 @@ class MeasureResult:
         return ERROR_NAMES[self.error]
 
     @property
+    def error_no(self) -> int:
+        """TVM's name of ``error`` (0: valid; the codes are ``ERROR_NAMES``'s, not TVM's)."""
+        return self.error
+
+    @property
+    def all_cost(self) -> float:
+        """TVM's ``all_cost``: the seconds this candidate took to build and measure."""
+        return self.build_s + self.measure_s
+
+    @property
     def cost(self) -> float:
         """The median time of a call (``inf`` for an error)."""
         return float(np.median(self.costs)) if self.error == OK and self.costs else math.inf
+
+
+class MeasureInput(NamedTuple):
+    """TVM's ``MeasureInput``: what a callback of ``Tuner.tune`` (or ``record.load_from_file``)
+    is told a result was measured for: the target, the task and the configuration (a dict, the
+    point of ``task.space``; a ``record.RecordTask`` stands for the task in a loaded log)."""
+
+    target: str
+    task: Any
+    config: Any
 
 
 def make_inputs(task: Any, seed: int = 0) -> list[np.ndarray | None]:
@@ -168,6 +200,14 @@ class MeasureOption:
     # shares them: the builds and proposals then disturb the timed runs (a build made one
     # 1.47x slower on 2 cores, 2 threads).
     overlap_builds: bool | None = None
+    # TVM's LocalRunner(number=...): calls per timing at least (min_repeat_ms may take more);
+    # None: as many as min_repeat_ms needs, at least one.
+    number: int | None = None
+    # TVM's LocalBuilder(timeout=...): seconds a batch's builds may take; None: ``timeout``.
+    build_timeout: float | None = None
+    # TVM's LocalRunner(cooldown_interval=...): seconds of rest after each measured candidate
+    # (a device that heats up is not timed hot, one candidate after another).
+    cooldown_interval: float = 0.0
 
     def __post_init__(self) -> None:
         from ..error import TVMValueError
@@ -184,6 +224,11 @@ class MeasureOption:
         number("min_repeat_ms", 0, False)
         number("timeout", 0, True)
         number("slow_factor", 1, False)
+        number("cooldown_interval", 0, False)
+        if self.number is not None:
+            number("number", 1, False, integer=True)
+        if self.build_timeout is not None:
+            number("build_timeout", 0, True)
         if self.overlap_builds not in (None, True, False):
             raise TVMValueError(
                 f"MeasureOption: overlap_builds must be True, False or None, "
@@ -192,14 +237,124 @@ class MeasureOption:
 
 
 def check_measure_option(option: object) -> None:
-    """Raises a clear error where ``measure_option`` is not a ``MeasureOption`` (or None)."""
+    """Raises a clear error where ``measure_option`` is not a ``MeasureOption``, TVM's
+    ``measure_option(builder=..., runner=...)`` dict, or None."""
+    resolve_measure_option(option)
+
+
+def resolve_measure_option(
+    option: object, n_parallel: int | None = None
+) -> tuple[MeasureOption | None, int | None]:
+    """``(MeasureOption or None, n_parallel)`` for a ``measure_option`` argument: a
+    ``MeasureOption`` or None as is; TVM's ``{"builder": ..., "runner": ...}`` (from
+    ``measure_option``) as the runner's settings, with the builder's timeout and, where
+    ``n_parallel`` is None, its ``n_parallel``. Anything else is a TypeError.
+
+    Example:
+        >>> from pytvmbridge import autotvm
+        >>> from pytvmbridge.autotvm.measure import resolve_measure_option
+        >>> opt, n = resolve_measure_option(autotvm.measure_option(
+        ...     builder=autotvm.LocalBuilder(n_parallel=2), runner=autotvm.LocalRunner(number=5)))
+        >>> opt.number, opt.repeat, opt.min_repeat_ms, n
+        (5, 3, 0, 2)
+    """
     from ..error import TVMTypeError
 
-    if option is not None and not isinstance(option, MeasureOption):
-        raise TVMTypeError(
-            f"measure_option must be an autotvm.MeasureOption (or None), got "
-            f"{type(option).__name__}: {option!r}"
-        )
+    if option is None or isinstance(option, MeasureOption):
+        return option, n_parallel
+    if isinstance(option, dict) and set(option) == {"builder", "runner"}:
+        builder, runner = option["builder"], option["runner"]
+        if not isinstance(builder, LocalBuilder):
+            raise TVMTypeError(
+                f"measure_option: builder must be an autotvm.LocalBuilder, got "
+                f"{type(builder).__name__}"
+            )
+        if not isinstance(runner, LocalRunner):
+            raise TVMTypeError(
+                f"measure_option: runner must be an autotvm.LocalRunner, got "
+                f"{type(runner).__name__}"
+            )
+        opt = dataclasses.replace(runner.option, build_timeout=builder.timeout)
+        return opt, n_parallel if n_parallel is not None else builder.n_parallel
+    raise TVMTypeError(
+        "measure_option must be an autotvm.MeasureOption, autotvm.measure_option(builder=..., "
+        f"runner=...) or None, got {type(option).__name__}: {option!r}"
+    )
+
+
+class LocalBuilder:
+    """TVM's ``LocalBuilder``: how candidates are built, for ``measure_option``. ``timeout``:
+    seconds a batch's builds may take (a candidate still building then is a ``TIMEOUT``
+    record); ``n_parallel``: candidates built at once (None: the tuner's default, up to 4).
+    Builds always run in forked worker processes here (``do_fork`` is accepted for TVM's
+    code); ``build_func`` must be ``"default"``.
+
+    Example:
+        >>> from pytvmbridge import autotvm
+        >>> autotvm.LocalBuilder(timeout=30, n_parallel=2)
+        LocalBuilder(timeout=30, n_parallel=2)
+    """
+
+    def __init__(
+        self,
+        timeout: float = 10,
+        n_parallel: int | None = None,
+        build_kwargs: dict[str, Any] | None = None,
+        build_func: str = "default",
+        do_fork: bool = False,
+    ) -> None:
+        from ..error import TVMValueError
+
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise TVMValueError(f"LocalBuilder: timeout must be a number > 0, got {timeout!r}")
+        if n_parallel is not None and (
+            isinstance(n_parallel, bool) or not isinstance(n_parallel, int) or n_parallel < 1
+        ):
+            raise TVMValueError(
+                f"LocalBuilder: n_parallel must be an integer >= 1 or None, got {n_parallel!r}"
+            )
+        if build_func != "default":
+            raise TVMValueError(
+                f"LocalBuilder: build_func must be 'default' (candidates are built with "
+                f"pytvmbridge.build), got {build_func!r}"
+            )
+        if build_kwargs:
+            raise TVMValueError(
+                f"LocalBuilder: build_kwargs are not supported, got {sorted(build_kwargs)}"
+            )
+        self.timeout = timeout
+        self.n_parallel = n_parallel
+        self.do_fork = do_fork
+
+    def __repr__(self) -> str:
+        return f"LocalBuilder(timeout={self.timeout!r}, n_parallel={self.n_parallel!r})"
+
+
+def measure_option(builder: Any = "local", runner: Any = "local") -> dict[str, Any]:
+    """TVM's ``autotvm.measure_option``: ``{"builder": LocalBuilder, "runner": LocalRunner}``,
+    which ``Tuner.tune(measure_option=...)``, ``tune_tasks`` and ``autotvm.tune`` accept
+    (``"local"`` stands for the default of each).
+
+    Example:
+        >>> from pytvmbridge import autotvm
+        >>> opt = autotvm.measure_option(builder=autotvm.LocalBuilder(),
+        ...                              runner=autotvm.LocalRunner(number=5, repeat=1))
+        >>> opt["runner"].option.number, opt["runner"].option.repeat
+        (5, 1)
+    """
+    from ..error import TVMValueError
+
+    if isinstance(builder, str):
+        if builder != "local":
+            raise TVMValueError(f"measure_option: builder must be 'local', got {builder!r}")
+        builder = LocalBuilder()
+    if isinstance(runner, str):
+        if runner != "local":
+            raise TVMValueError(f"measure_option: runner must be 'local', got {runner!r}")
+        runner = LocalRunner()
+    option = {"builder": builder, "runner": runner}
+    resolve_measure_option(option)  # the types, checked now rather than at the first trial
+    return option
 
 
 def cpu_split(threads: int) -> tuple[list[int], list[int]] | None:
@@ -387,7 +542,11 @@ def _worker(
                 if best is not None and first > opt.slow_factor * best:
                     reply(OK, "", [first], True)
                     continue
-                number = max(1, math.ceil(opt.min_repeat_ms / 1000.0 / max(first, 1e-9)))
+                # TVM's rule: `number` calls per timing, more where they would not last
+                # min_repeat_ms
+                number = max(
+                    opt.number or 1, math.ceil(opt.min_repeat_ms / 1000.0 / max(first, 1e-9))
+                )
                 costs = []
                 for _ in range(opt.repeat):
                     t0 = time.perf_counter()
@@ -412,16 +571,92 @@ class LocalRunner:
     Use as a context manager (the workers stop on exit). ``run(configs, best)`` returns one
     ``MeasureResult`` per configuration, in order; ``best`` is the best time so far (for
     cutting slow candidates short).
+
+    Made without a task, with TVM's keywords (``LocalRunner(number=5, repeat=1,
+    min_repeat_ms=0, timeout=10, cooldown_interval=0.1)``, TVM's defaults), it only describes
+    the measurement, for ``measure_option(runner=...)``: ``option`` holds it, and the tuner
+    starts the workers of each task. As in TVM, a timing is ``number`` calls (more where they
+    would last less than ``min_repeat_ms``), ``repeat`` timings are taken, and the runner rests
+    ``cooldown_interval`` seconds after each candidate. ``enable_cpu_cache_flush`` is accepted
+    and has no effect (a warning says so).
+
+    Example:
+        >>> from pytvmbridge import autotvm
+        >>> autotvm.LocalRunner(number=5, repeat=1)
+        LocalRunner(timeout=10, number=5, repeat=1, min_repeat_ms=0, cooldown_interval=0.1)
     """
 
     def __init__(
         self,
-        task: Any,
+        task: Any = None,
         n_parallel: int | None = None,
         option: MeasureOption | None = None,
         seed: int = 0,
+        *,
+        timeout: float | None = None,
+        number: int | None = None,
+        repeat: int | None = None,
+        min_repeat_ms: float | None = None,
+        cooldown_interval: float | None = None,
+        enable_cpu_cache_flush: bool = False,
     ) -> None:
+        from ..error import TVMTypeError
+
+        tvm_settings = {
+            "timeout": timeout,
+            "number": number,
+            "repeat": repeat,
+            "min_repeat_ms": min_repeat_ms,
+            "cooldown_interval": cooldown_interval,
+        }
+        given = sorted(k for k, v in tvm_settings.items() if v is not None)
+        if isinstance(task, (int, float)) and not isinstance(task, bool):
+            raise TVMTypeError(
+                "LocalRunner takes a tuning task, or TVM's settings by keyword (timeout=, "
+                f"number=, repeat=, min_repeat_ms=, cooldown_interval=); got {task!r} as its "
+                "first argument"
+            )
         self.task = task
+        # schedule_hash values already measured: a candidate that builds one of them is
+        # answered as a duplicate without compiling (the tuner sets this before each run).
+        self.known_schedules: set[str] = set()
+        # config key (JSON, sorted keys) -> its schedule_hash, where the tuner computed it
+        self.schedule_hints: dict[str, str] = {}
+        # config key -> its loop features (features.loop_features), where the tuner has them
+        self.feature_hints: dict[str, list[float]] = {}
+        self._workers: list[tuple[Any, Any] | None] = []
+        self._busy: set[int] = set()
+        if task is None:
+            # TVM's form: a description of the measurement (its defaults are TVM's), no workers
+            if n_parallel is not None:
+                raise TVMTypeError(
+                    "LocalRunner without a task takes no n_parallel (TVM's form: the builder "
+                    "says how many candidates are built at once, LocalBuilder(n_parallel=...))"
+                )
+            if enable_cpu_cache_flush:
+                warnings.warn(
+                    "LocalRunner: enable_cpu_cache_flush has no effect in pytvmbridge (each "
+                    "timing repeats the call on warm caches)",
+                    stacklevel=2,
+                )
+            defaults = {
+                "timeout": 10,
+                "number": 4,
+                "repeat": 3,
+                "min_repeat_ms": 0,
+                "cooldown_interval": 0.1,
+            }
+            settings = {k: defaults[k] if v is None else v for k, v in tvm_settings.items()}
+            self.option = dataclasses.replace(option or MeasureOption(), **settings)
+            self.n_parallel = 1
+            self.overlap, self.split = False, None
+            return
+        if given:
+            raise TVMTypeError(
+                f"LocalRunner(task, ...) takes its settings as option=MeasureOption(...), not "
+                f"TVM's keywords ({', '.join(given)}): those describe a runner without a task, "
+                "for autotvm.measure_option(runner=...)"
+            )
         self.option = option or MeasureOption()
         self.n_parallel = max(1, n_parallel or min(4, os.cpu_count() or 1))
         cached = getattr(task, "_measure_data", None)
@@ -430,13 +665,6 @@ class LocalRunner:
             ref = reference_outputs(task, inputs) if self.option.check else []
             cached = task._measure_data = ((seed, self.option.check), inputs, ref)
         self.inputs, self.ref = cached[1], cached[2]
-        # schedule_hash values already measured: a candidate that builds one of them is
-        # answered as a duplicate without compiling (the tuner sets this before each run).
-        self.known_schedules: set[str] = set()
-        # config key (JSON, sorted keys) -> its schedule_hash, where the tuner computed it
-        self.schedule_hints: dict[str, str] = {}
-        # config key -> its loop features (features.loop_features), where the tuner has them
-        self.feature_hints: dict[str, list[float]] = {}
         self._ctx = mp.get_context("fork")
         # With overlap_builds, two sets of n_parallel workers: one builds the next batch while
         # the other's candidates (each held built in its worker) are measured. Where CPUs are
@@ -448,10 +676,26 @@ class LocalRunner:
         want = self.option.overlap_builds
         self.overlap = bool(split) if want is None else bool(want)
         self.split = split if self.overlap else None
-        self._workers: list[tuple[Any, Any] | None] = (
-            [None] * self.n_parallel * (2 if self.overlap else 1)
+        self._workers = [None] * self.n_parallel * (2 if self.overlap else 1)
+
+    def __repr__(self) -> str:
+        if self.task is not None:
+            return f"LocalRunner({self.task!r}, n_parallel={self.n_parallel})"
+        o = self.option
+        return (
+            f"LocalRunner(timeout={o.timeout!r}, number={o.number!r}, repeat={o.repeat!r}, "
+            f"min_repeat_ms={o.min_repeat_ms!r}, cooldown_interval={o.cooldown_interval!r})"
         )
-        self._busy: set[int] = set()  # workers holding a submitted, not yet collected candidate
+
+    def _need_task(self) -> None:
+        if self.task is None:
+            from ..error import TVMValueError
+
+            raise TVMValueError(
+                "this LocalRunner has no task: it describes how to measure (TVM's form); "
+                "give it to a tuner as autotvm.measure_option(runner=...), or make "
+                "LocalRunner(task, ...) to measure configurations yourself"
+            )
 
     def __enter__(self) -> LocalRunner:
         return self
@@ -546,6 +790,7 @@ class LocalRunner:
         return ("failed", code, text)
 
     def run(self, configs: list[Any], best: float | None = None) -> list[MeasureResult]:
+        self._need_task()
         results: list[MeasureResult] = []
         for lo in range(0, len(configs), self.n_parallel):
             results += self.collect(self.submit(configs[lo : lo + self.n_parallel]), best)
@@ -558,6 +803,7 @@ class LocalRunner:
         """Starts building ``configs`` (at most ``n_parallel``, one per worker) and returns at
         once: the caller prepares its next proposals while the workers compile. ``collect``
         then waits for the builds and measures the candidates one at a time."""
+        self._need_task()
         if len(configs) > self.n_parallel:
             from ..error import TVMValueError
 
@@ -584,7 +830,11 @@ class LocalRunner:
             except (OSError, BrokenPipeError):
                 results[i].error, results[i].error_msg = CRASH, "the worker process died"
                 self._stop(k)
-        return results, sent, time.monotonic() + self.option.timeout
+        return results, sent, time.monotonic() + self._build_timeout()
+
+    def _build_timeout(self) -> float:
+        o = self.option
+        return o.build_timeout if o.build_timeout is not None else o.timeout
 
     def collect(
         self,
@@ -647,7 +897,7 @@ class LocalRunner:
                 results[i].error_msg = (
                     f"the worker process died while building (exit code {proc.exitcode})"
                     if code == CRASH
-                    else f"building took longer than {self.option.timeout:g} s (killed)"
+                    else f"building took longer than {self._build_timeout():g} s (killed)"
                 )
                 self._stop(k)
                 continue
@@ -673,6 +923,8 @@ class LocalRunner:
             results[i].costs, results[i].cut_short = costs, cut
             if code == OK and not cut and (best is None or min(costs) < best):
                 best = float(np.median(costs))
+            if self.option.cooldown_interval:
+                time.sleep(self.option.cooldown_interval)
         if meanwhile is not None:  # nothing was measured
             meanwhile()
         return results

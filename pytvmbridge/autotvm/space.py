@@ -235,6 +235,10 @@ class ConfigSpace:
     def __len__(self) -> int:
         return math.prod(len(c) for c in self.knobs.values())
 
+    def __repr__(self) -> str:
+        # TVM prints a task's config_space this way: its size, then one line per knob
+        return _describe_knobs("ConfigSpace", len(self), self.knobs, self.kinds)
+
     def default(self) -> Config:
         return {name: c[0] for name, c in self.knobs.items()}
 
@@ -304,6 +308,20 @@ class ConfigEntity(ConfigSpace):
     def __getitem__(self, name: str) -> Any:
         return _entity(self.kinds[name], self.config[name])
 
+    def __repr__(self) -> str:
+        return f"ConfigEntity({self.config!r})"
+
+
+def _describe_knobs(
+    title: str, size: int, knobs: dict[str, list[Any]], kinds: dict[str, str] | None = None
+) -> str:
+    lines = [f"{title} (len={size}, space_map="]
+    for k, (name, cands) in enumerate(knobs.items()):
+        kind = (kinds or {}).get(name, "knob")
+        shown = ", ".join(json.dumps(c) for c in cands[:6]) + (", ..." if len(cands) > 6 else "")
+        lines.append(f"  {k:3d} {name}: {kind} [{shown}] len={len(cands)}")
+    return "\n".join(lines) + "\n)"
+
 
 def _entity(kind: str, value: Any) -> Any:
     if kind == "split":
@@ -363,6 +381,9 @@ class AutoSpace:
 
     def __len__(self) -> int:
         return math.prod(len(c) for c in self.knobs.values())
+
+    def __repr__(self) -> str:
+        return _describe_knobs("AutoSpace", len(self), self.knobs)
 
     def default(self) -> dict[str, dict[str, int]]:
         return {st: dict(k) for st, k in self._default.items()}

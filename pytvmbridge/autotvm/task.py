@@ -179,6 +179,12 @@ class Task:
         return list(tensors)
 
     @property
+    def config_space(self) -> Any:
+        """TVM's name of ``space``: the knobs' search space (``len(task.config_space)``
+        points; printed, the knobs of a template)."""
+        return self.space
+
+    @property
     def space(self) -> Any:
         """The search space (built on first use)."""
         if self._space is None:
@@ -313,7 +319,29 @@ def auto_task(
         >>> "S/vectorize" in autotvm.auto_task(square, (64,)).space.knobs
         True
     """
-    return Task(name or getattr(func, "__name__", "task"), func, args, target, "auto", **kwargs)
+    import inspect
+
+    from ..kernel import Kernel
+
+    name = name or getattr(func, "__name__", "task")
+    if isinstance(func, Kernel):
+        raise TVMTypeError(
+            f"auto_task takes a function returning build arguments; for the @kernel "
+            f"'{func.name}' use autotvm.extract_tasks({func.name}, *example_inputs)"
+        )
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin or C function: called as is
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*args)
+        except TypeError as err:
+            raise TVMTypeError(
+                f"auto_task: {name}{signature} cannot take the {len(args)} argument(s) given "
+                f"({err})"
+            ) from None
+    return Task(name, func, args, target, "auto", **kwargs)
 
 
 def create(
@@ -358,6 +386,14 @@ class _KernelRecipe:
 def kernel_task(kernel: Any, specs: Sequence[tuple[Sequence[int], str]]) -> Task:
     """The task of a ``@kernel`` called with inputs of these ``(shape, dtype)``."""
     specs = tuple((tuple(int(d) for d in s), str(dt)) for s, dt in specs)
+    n_in = getattr(kernel, "_n_in", None)  # None: the kernel takes *args
+    if n_in is not None and len(specs) != n_in:
+        # the kernel's own call says the same ("takes N input array(s)"); without this the
+        # placeholders' names ran out first (a bare IndexError)
+        raise TVMTypeError(
+            f"kernel '{kernel.name}' takes {n_in} input array(s), got {len(specs)} example "
+            "input(s) to tune it with"
+        )
     names = kernel._arg_names or [f"x{k}" for k in range(len(specs))]
     recipe = _KernelRecipe(kernel.fn, list(names))
     return Task(kernel.name, recipe, specs, kernel.target, "auto")

@@ -2,7 +2,8 @@
 
 Every tuner proposes batches of unmeasured configurations and learns from the results;
 ``Tuner.tune`` runs the loop: propose, measure (``LocalRunner`` or ``runner="ray"``), log,
-update, with early stopping and a progress bar. ``EvolutionaryTuner`` (also ``XGBTuner``)
+update, with early stopping and a progress bar, calling TVM-style ``callbacks`` (``callback``
+module) after each batch. ``EvolutionaryTuner`` (also ``XGBTuner``)
 keeps the measured candidates, breeds new ones from the best (mutation and crossover, plus
 some random ones), ranks them with an XGBoost model trained on the measurements so far
 (features: the candidate's loop structure and its knob values; target: throughput relative to
@@ -29,20 +30,23 @@ import os
 import random
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..error import TVMTypeError, TVMValueError
 from . import record
+from .callback import _LogToFile, _ProgressBar, check_si_prefix
 from .features import loop_features
 from .measure import (
     LocalRunner,
+    MeasureInput,
     MeasureOption,
     MeasureResult,
     check_measure_option,
     measure_in_process,
+    resolve_measure_option,
     schedule_hash,
 )
 
@@ -219,7 +223,7 @@ class Tuner:
     def tune(
         self,
         n_trial: int,
-        measure_option: MeasureOption | None = None,
+        measure_option: MeasureOption | dict[str, Any] | None = None,
         early_stopping: int | None = None,
         log_file: str | os.PathLike[str] | None = None,
         n_parallel: int | None = None,
@@ -228,7 +232,10 @@ class Tuner:
         resume: bool = True,
         verify: bool = True,
         time_budget_s: float | None = None,
+        callbacks: Sequence[Callable[[Any, list[Any], list[Any]], Any]] = (),
+        si_prefix: str = "G",
         _shared_bar: Any = None,
+        _round: bool = False,
     ) -> dict[str, Any] | None:
         """Measure up to ``n_trial`` new candidates; returns the best valid record (or ``None``).
 
@@ -243,8 +250,34 @@ class Tuner:
         pipeline full; calling ``tune`` again and again for one batch each (to check a clock
         between them) made every proposal wait for the last batch's measurement and the
         workers wait for every proposal.
+
+        TVM's call works as in TVM: ``tune(n_trial=..., measure_option=autotvm.measure_option(
+        builder=..., runner=...), early_stopping=..., callbacks=[...], si_prefix="G")``. Each
+        callback is called as ``callback(tuner, inputs, results)`` after each measured batch
+        (``MeasureInput`` and ``MeasureResult`` lists); ``callback.log_to_file`` also receives
+        the verification's records, and ``callback.progress_bar`` replaces the tuner's own bar.
+
+        Example:
+            >>> import os, tempfile
+            >>> import pytvmbridge as tvm
+            >>> from pytvmbridge import autotvm
+            >>> def add(n):
+            ...     A = tvm.placeholder((n,), name="A")
+            ...     return [A, tvm.compute((n,), lambda i: A[i] + 1.0, name="B")]
+            >>> log = os.path.join(tempfile.mkdtemp(), "add.json")
+            >>> tuner = autotvm.tuner.RandomTuner(autotvm.auto_task(add, (4096,)))
+            >>> best = tuner.tune(
+            ...     n_trial=2,
+            ...     measure_option=autotvm.measure_option(
+            ...         builder=autotvm.LocalBuilder(n_parallel=1),
+            ...         runner=autotvm.LocalRunner(number=5, repeat=1, cooldown_interval=0)),
+            ...     callbacks=[autotvm.callback.log_to_file(log)], verify=False)
+            >>> [len(r["costs"]) for r in autotvm.record.load(log)]
+            [1, 1]
         """
+        measure_option, n_parallel = resolve_measure_option(measure_option, n_parallel)
         _check_tune_args(n_trial, n_parallel, early_stopping, measure_option, log_file)
+        callbacks = _check_callbacks(callbacks, si_prefix)
         if time_budget_s is not None and not time_budget_s >= 0:
             raise TVMValueError(f"time_budget_s must be >= 0 or None, got {time_budget_s!r}")
         deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
@@ -270,6 +303,8 @@ class Tuner:
             raise TVMValueError(f"runner must be 'local', 'ray' or a runner object, got {runner!r}")
         # tune_tasks' rounds share its one bar over the whole budget (a bar per round started
         # again from 0 every few trials, with no ETA worth reading)
+        # a progress_bar callback is TVM's bar: the tuner's own is not drawn beside it
+        progress = progress and not any(isinstance(cb, _ProgressBar) for cb in callbacks)
         bar = _shared_bar if _shared_bar is not None else _bar(self.task, n_trial, progress)
         batch = getattr(runner, "n_parallel", 1)
         # With a runner that has submit/collect, a batch's builds run while this process
@@ -353,6 +388,11 @@ class Tuner:
                 for r, rec in zip(results, recs, strict=True):
                     self._observe(r.config, record.record_cost(rec), rec)
                 self.update([r.config for r in results], [record.record_cost(x) for x in recs])
+                if callbacks:  # TVM's order: after the tuner learned from the batch
+                    t = self.task
+                    inputs = [MeasureInput(t.target, t, r.config) for r in results]
+                    for cb in callbacks:
+                        cb(self, inputs, results)
                 done += len(results)
                 self.trials += len(results)
                 if self.best_cost < before:
@@ -370,8 +410,12 @@ class Tuner:
                 bar.close()
             if own_runner:
                 runner.close()
+            if not _round:  # tune_tasks' rounds: the bar ends with the last round
+                _close_bars(callbacks)
         if verify:
-            return self.verify(log_file)
+            chosen = self.verify(log_file)
+            _log_verification(self, callbacks)
+            return chosen
         return self.best_record
 
     def verify(
@@ -448,6 +492,7 @@ class Tuner:
             "ratios": ratios,
             "chosen": pick,
             "schedules": hashes,
+            "records": recs,
         }
         return self.best_record
 
@@ -472,29 +517,16 @@ class Tuner:
             return 0.0
         return self.task.flop / self.best_cost / 1e9
 
+    @property
+    def best_flops(self) -> float:
+        """TVM's ``best_flops``: floating-point operations per second of the best candidate
+        (0 before a valid one)."""
+        return self.best_gflops * 1e9
+
     def _record(
         self, r: MeasureResult, verified: float | None = None, chosen: bool = False
     ) -> dict[str, Any]:
-        t = self.task
-        return record.make_record(
-            t.workload_key,
-            t.description,
-            t.kind,
-            t.target,
-            r.config,
-            r.costs,
-            r.error,
-            r.error_msg,
-            r.features,
-            r.build_s,
-            t.flop,
-            r.cut_short,
-            r.timestamp,
-            r.measure_s,
-            verified,
-            chosen,
-            r.schedule,
-        )
+        return record.from_result(self.task, r, verified, chosen)
 
 
 def _bar(task: Any, total: int, progress: bool) -> Any:
@@ -507,6 +539,49 @@ def _bar(task: Any, total: int, progress: bool) -> Any:
     # tqdm.auto (a widget in notebooks), as pytvmbridge.progress chooses it
     tqdm = progress_mod._tqdm_class()
     return tqdm(total=total, desc=f"tuning {task.name}", unit="trial", leave=False)
+
+
+def _check_callbacks(callbacks: Any, si_prefix: Any) -> list[Any]:
+    """``callbacks`` as a list, each callable (TVM's ``callbacks=[...]``), checked before any
+    trial; ``si_prefix`` one of TVM's."""
+    check_si_prefix(si_prefix)
+    if callable(callbacks) or isinstance(callbacks, (str, bytes)):
+        raise TVMTypeError(
+            "callbacks must be a list of functions callback(tuner, inputs, results), got "
+            f"{type(callbacks).__name__} (put it in a list)"
+        )
+    try:
+        out = list(callbacks or ())
+    except TypeError:
+        raise TVMTypeError(
+            "callbacks must be a list of functions callback(tuner, inputs, results), got "
+            f"{type(callbacks).__name__}"
+        ) from None
+    for cb in out:
+        if not callable(cb):
+            raise TVMTypeError(
+                f"callbacks must be functions callback(tuner, inputs, results), got {cb!r}"
+            )
+    return out
+
+
+def _log_verification(tuner: Tuner, callbacks: Sequence[Any]) -> None:
+    """The records of ``tuner``'s last verification to the ``log_to_file`` callbacks: a log
+    written through them holds the choice ``tune`` returned (``apply_history_best`` takes the
+    record the latest verification chose)."""
+    recs = (tuner.verified or {}).get("records")
+    if not recs or getattr(tuner, "_logged_verification", None) is recs:
+        return
+    tuner._logged_verification = recs  # type: ignore[attr-defined]
+    for cb in callbacks:
+        if isinstance(cb, _LogToFile):
+            cb.write_records(recs)
+
+
+def _close_bars(callbacks: Sequence[Any]) -> None:
+    for cb in callbacks:
+        if isinstance(cb, _ProgressBar):
+            cb.close()
 
 
 class RandomTuner(Tuner):
@@ -758,7 +833,10 @@ def _check_log_file(log_file: Any) -> None:
     if log_file is None:
         return
     if not isinstance(log_file, (str, os.PathLike)):
-        raise TVMTypeError(f"log_file must be a path or None, got {type(log_file).__name__}")
+        hint = ""
+        if isinstance(log_file, (list, tuple)):  # TVM's 4th argument of tune() is callbacks
+            hint = " (TVM's callbacks list goes in callbacks=[...])"
+        raise TVMTypeError(f"log_file must be a path or None, got {type(log_file).__name__}{hint}")
     path = os.fspath(log_file)
     if not path:
         raise TVMValueError("log_file must be a path or None, got an empty string")
@@ -811,7 +889,7 @@ def tune_tasks(
     tuner: Any = "evolutionary",
     log_file: str | os.PathLike[str] | None = None,
     early_stopping: int | None = None,
-    measure_option: MeasureOption | None = None,
+    measure_option: MeasureOption | dict[str, Any] | None = None,
     n_parallel: int | None = None,
     runner: Any = "local",
     seed: int | None = 0,
@@ -819,6 +897,8 @@ def tune_tasks(
     resume: bool = True,
     verify: bool = True,
     weights: Sequence[float] | None = None,
+    callbacks: Sequence[Callable[[Any, list[Any], list[Any]], Any]] = (),
+    si_prefix: str = "G",
 ) -> list[dict[str, Any] | None]:
     """Tune several tasks with ``n_trial`` trials in total, split by expected gain (Ansor's
     task scheduler, simplified): each task gets one round first; then each round goes to the
@@ -827,7 +907,9 @@ def tune_tasks(
     stopped improving keeps a chance that shrinks with the rounds it already had, so the
     slowest task does not take every remaining round.
     With ``verify``, each task measured here ends with ``Tuner.verify`` (its best candidates
-    and its analytical point re-measured together). Returns each task's best record.
+    and its analytical point re-measured together). ``measure_option``, ``callbacks`` and
+    ``si_prefix`` as for ``Tuner.tune`` (the callbacks see every task's batches). Returns each
+    task's best record.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -840,7 +922,9 @@ def tune_tasks(
         >>> [b["error"] for b in bests]
         [0, 0]
     """
+    measure_option, n_parallel = resolve_measure_option(measure_option, n_parallel)
     _check_tune_args(n_trial, n_parallel, early_stopping, measure_option, log_file)
+    callbacks = _check_callbacks(callbacks, si_prefix)
     tuners = [make_tuner(tuner, t, seed) for t in tasks]
     if not tuners:
         return []
@@ -857,20 +941,26 @@ def tune_tasks(
     # and a fresh runner forks its workers again); the least recently used beyond a few are
     # closed, so that a graph's dozen tasks do not keep two dozen workers alive.
     open_runners: dict[int, LocalRunner] = {}
+    progress = progress and not any(isinstance(cb, _ProgressBar) for cb in callbacks)
     bar = _bar(tuners[0].task, n_trial, progress)
     try:
         _schedule_rounds(
             tuners, n_trial, weight, n_parallel, progress_of, order, open_runners,
-            measure_option, log_file, runner, bar, early_stopping,
+            measure_option, log_file, runner, bar, early_stopping, callbacks,
         )  # fmt: skip
     finally:
         if bar is not None:
             bar.close()
+        _close_bars(callbacks)
         for r in open_runners.values():
             r.close()
-    if verify:
-        return [tu.verify(log_file) if tu.trials else tu.best_record for tu in tuners]
-    return [tu.best_record for tu in tuners]
+    if not verify:
+        return [tu.best_record for tu in tuners]
+    bests = []
+    for tu in tuners:
+        bests.append(tu.verify(log_file) if tu.trials else tu.best_record)
+        _log_verification(tu, callbacks)
+    return bests
 
 
 _OPEN_RUNNERS = 4
@@ -880,7 +970,7 @@ def _schedule_rounds(
     tuners: list[Tuner], n_trial: int, weight: list[float], n_parallel: int,
     progress_of: list[list[float]], order: list[int], open_runners: dict[int, LocalRunner],
     measure_option: MeasureOption | None, log_file: Any, runner: Any, bar: Any,
-    early_stopping: int | None,
+    early_stopping: int | None, callbacks: Sequence[Any] = (),
 ) -> None:  # fmt: skip
     """``tune_tasks``' rounds: each goes to the task of largest expected gain."""
     spent = 0
@@ -926,7 +1016,9 @@ def _schedule_rounds(
             progress=bar is not None,
             resume=False,
             verify=False,
+            callbacks=callbacks,
             _shared_bar=bar,
+            _round=True,
         )
         spent += max(1, tuners[k].trials - before)
         progress_of[k].append(tuners[k].best_cost)

@@ -694,6 +694,7 @@ def test_bad_arguments():
         "pytvmbridge.autotvm.measure",
         "pytvmbridge.autotvm.record",
         "pytvmbridge.autotvm.tuner",
+        "pytvmbridge.autotvm.callback",
         "pytvmbridge.autotvm.plot",
         "pytvmbridge.autotvm.dispatch",
         "pytvmbridge.autotvm.graph_tuning",

@@ -20,8 +20,9 @@ FAST = MeasureOption(repeat=1, min_repeat_ms=1)
 
 
 def _records(n):
+    # an automatic scheduler's point is {stage: {knob: int}} (record.record_problem checks it)
     return [
-        record.make_record(f"w{k}", f"demo{k}()", "auto", "llvm", {"k": k}, [1e-3], 0)
+        record.make_record(f"w{k}", f"demo{k}()", "auto", "llvm", {"B": {"k": k}}, [1e-3], 0)
         for k in range(n)
     ]
 
@@ -32,11 +33,11 @@ def test_append_after_a_cut_line_keeps_the_new_record(tmp_path):
     record.append(log, [first])
     with open(log, "a") as f:
         f.write(json.dumps(second)[:40])  # a crash in the middle of a line
-    third = record.make_record("w2", "demo2()", "auto", "llvm", {"k": 2}, [2e-3], 0)
+    third = record.make_record("w2", "demo2()", "auto", "llvm", {"B": {"k": 2}}, [2e-3], 0)
     record.append(log, [third])
     with pytest.warns(UserWarning, match=r"cut\.json:2: not a JSON record"):
         loaded = list(record.load(log))
-    assert [r["config"] for r in loaded] == [{"k": 0}, {"k": 2}]
+    assert [r["config"] for r in loaded] == [{"B": {"k": 0}}, {"B": {"k": 2}}]
 
 
 def test_a_line_that_is_not_utf8_is_skipped_with_a_warning(tmp_path):

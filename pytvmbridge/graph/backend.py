@@ -23,6 +23,15 @@ checked when the model is compiled: a value of the wrong kind raises ``ValueErro
 option, what it takes and what it was given (``True`` is no thread count, ``"3"`` no level, an
 unknown target is refused rather than left to PyTorch).
 
+Weights: a convolution's or linear layer's weight is packed (and a batch norm that follows is
+folded into it) once, and the packed copy is reused while the parameter's version counter and
+address stay the same: optimizer steps, ``load_state_dict`` and in-place updates under
+``torch.no_grad()`` (``p.mul_(2)``) all bump the counter and are seen on the next call. Writes
+through ``p.data`` (``p.data.mul_(2)``, old-style hand-written SGD or EMA updates) bypass the
+counter, as they bypass autograd, and are *not* seen: write to the parameter under
+``torch.no_grad()`` instead. A model made under ``torch.inference_mode()`` has no counters: its
+weights are taken as fixed.
+
 Example:
     >>> import torch
     >>> f = torch.compile(lambda x: torch.relu(x) * 2, backend="pytvmbridge")

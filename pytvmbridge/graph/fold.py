@@ -145,6 +145,13 @@ def materialize(derived: Derived, inputs: Sequence[Any] | Mapping[int, Any]) -> 
         return _TRANSFORMS[derived.kind](*args, *derived.params)
 
 
+def _version(t: torch.Tensor) -> int:
+    """The tensor's version counter; -1 for an inference tensor (a model made under
+    ``torch.inference_mode()``), which has none: such a tensor cannot be written outside
+    inference mode, so its derived copies stay valid until it is replaced."""
+    return -1 if t.is_inference() else t._version
+
+
 class DerivedCache:
     """Derived tensors by kernel-argument position; recomputed when a source tensor changes."""
 
@@ -160,7 +167,7 @@ class DerivedCache:
                 current = inputs[index]
                 if (
                     current is not tensor
-                    or current._version != version
+                    or (version >= 0 and current._version != version)  # (-1: no counter)
                     or current.data_ptr() != ptr
                 ):
                     break
@@ -169,7 +176,7 @@ class DerivedCache:
         # Read on every call, from beyond L2 when large: huge pages spare the page walks.
         value = huge_page_copy(materialize(derived, inputs))
         stamps = [
-            (inputs[i], inputs[i]._version, inputs[i].data_ptr(), i) for i in derived.leaves()
+            (inputs[i], _version(inputs[i]), inputs[i].data_ptr(), i) for i in derived.leaves()
         ]
         self._entries[position] = (stamps, value)
         return value

@@ -1,0 +1,42 @@
+"""Packed and folded weights of the torch.compile backend follow the parameters' updates that
+PyTorch counts (optimizer steps, load_state_dict, in-place writes under no_grad), and a model
+made under inference_mode (no version counters) runs."""
+
+from __future__ import annotations
+
+import torch
+
+import pytvmbridge.torch  # noqa: F401  (registers the backend)
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(8 * 6 * 6, 5),
+    ).eval()  # fmt: skip
+
+
+def test_in_place_parameter_updates_under_no_grad_are_seen():
+    model = _model()
+    compiled = torch.compile(model, backend="pytvmbridge")
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+        model[0].weight.mul_(-2.0)
+        model[1].running_var.mul_(4.0)
+        model[4].weight.add_(0.5)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+        state = {k: v * 0.5 for k, v in _model().state_dict().items()}
+        state["1.num_batches_tracked"] = torch.tensor(0)
+        model.load_state_dict(state)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_made_under_inference_mode_runs():
+    with torch.inference_mode():
+        model = _model()
+        x = torch.randn(2, 3, 8, 8)
+        compiled = torch.compile(model, backend="pytvmbridge")
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)

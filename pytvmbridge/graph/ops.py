@@ -7,8 +7,8 @@ results (positions the graph compiler cannot produce are ``None``). An operator 
 the table, or whose converter's ``accepts`` check refuses the node, stays in PyTorch.
 
 Matrix products and convolutions of float16/bfloat16 tensors accumulate in float32 and round
-once (:func:`accumulate_in_float32`), as PyTorch's CPU kernels do; every other operator computes
-in its tensors' dtype.
+once (:func:`in_float32`), as PyTorch's CPU kernels do, and so do products and quotients with a
+Python number; every other operator computes in its tensors' dtype.
 
 Example:
     >>> import torch
@@ -80,6 +80,28 @@ def _pair(value: Any) -> tuple[int, int]:
     return (value[0], value[0]) if len(value) == 1 else (value[0], value[1])
 
 
+_NARROW_FLOATS = ("float16", "bfloat16")
+
+
+def in_float32(fn: Converter) -> Converter:
+    """``fn`` computed in float32 when its tensors are float16/bfloat16, rounded once at the
+    end, as PyTorch's CPU kernels compute them ("opmath"): matrix products and convolutions
+    accumulate in float32 (summed in 16 bits, a long dot product is off by several times
+    PyTorch's error), and products and quotients with a Python number use the number as a
+    float32 (rounded to 16 bits first, ``x * 0.1`` was an ulp off in a fifth of the elements).
+    The casts are injective stages that the automatic schedule inlines."""
+
+    @functools.wraps(fn)
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        dtype = next((a.dtype for a in args if isinstance(a, te.Tensor)), None)
+        if dtype not in _NARROW_FLOATS:
+            return fn(*args, **kwargs)
+        wide = [topi.cast(a, "float32") if isinstance(a, te.Tensor) else a for a in args]
+        return topi.cast(fn(*wide, **kwargs), dtype)
+
+    return convert
+
+
 # --- elementwise -----------------------------------------------------------------------------
 
 _UNARY = {
@@ -147,15 +169,17 @@ def _binary(fn: Callable) -> Converter:
     return convert
 
 
-for _targets, _fn in (
-    ((aten.add.Tensor, aten.add.Scalar), topi.add),
-    ((aten.sub.Tensor, aten.sub.Scalar), topi.subtract),
-    ((aten.mul.Tensor, aten.mul.Scalar), topi.multiply),
-    ((aten.div.Tensor, aten.div.Scalar), topi.divide),
-    ((aten.maximum.default,), topi.maximum),
-    ((aten.minimum.default,), topi.minimum),
+# PyTorch's 16-bit kernels take a Python number as the tensor's dtype for + and - but as a
+# float32 for * and / (their "opmath"): both are matched bit for bit.
+for _targets, _fn, _wide in (
+    ((aten.add.Tensor, aten.add.Scalar), topi.add, False),
+    ((aten.sub.Tensor, aten.sub.Scalar), topi.subtract, False),
+    ((aten.mul.Tensor, aten.mul.Scalar), topi.multiply, True),
+    ((aten.div.Tensor, aten.div.Scalar), topi.divide, True),
+    ((aten.maximum.default,), topi.maximum, False),
+    ((aten.minimum.default,), topi.minimum, False),
 ):
-    _register(*_targets)(_binary(_fn))
+    _register(*_targets)(in_float32(_binary(_fn)) if _wide else _binary(_fn))
 
 
 # Comparisons: a bool result from float32 operands (a data-dependent branch's condition, as
@@ -219,28 +243,9 @@ ELEMENTWISE = (
 
 # --- matrix products and convolution ---------------------------------------------------------
 
-_NARROW_FLOATS = ("float16", "bfloat16")
-
-
-def accumulate_in_float32(fn: Converter) -> Converter:
-    """``fn`` computed in float32 when its tensors are float16/bfloat16, rounded once at the
-    end: PyTorch's CPU matrix products and convolutions accumulate 16-bit floats in float32
-    (summed in 16 bits, a long dot product is off by several times PyTorch's error). The casts are
-    injective stages that the automatic schedule inlines."""
-
-    @functools.wraps(fn)
-    def convert(*args: Any, **kwargs: Any) -> Any:
-        dtype = next((a.dtype for a in args if isinstance(a, te.Tensor)), None)
-        if dtype not in _NARROW_FLOATS:
-            return fn(*args, **kwargs)
-        wide = [topi.cast(a, "float32") if isinstance(a, te.Tensor) else a for a in args]
-        return topi.cast(fn(*wide, **kwargs), dtype)
-
-    return convert
-
 
 @_register(aten.convolution.default)
-@accumulate_in_float32
+@in_float32
 def convolution(
     x: te.Tensor,
     w: te.Tensor,
@@ -296,13 +301,13 @@ ACCEPTS[aten.convolution.default] = _conv_accepts
 
 
 @_register(aten.mm.default)
-@accumulate_in_float32
+@in_float32
 def _mm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     return topi.nn.matmul(a, b)
 
 
 @_register(aten.addmm.default)
-@accumulate_in_float32
+@in_float32
 def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: Any = 1) -> Any:
     out = topi.nn.matmul(a, b)
     if alpha != 1:
@@ -313,7 +318,7 @@ def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: An
 
 
 @_register(aten.linear.default)
-@accumulate_in_float32
+@in_float32
 def _linear(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None) -> te.Tensor:
     from .linear import linear
 
@@ -321,7 +326,7 @@ def _linear(x: te.Tensor, w: te.Tensor, bias: te.Tensor | None = None) -> te.Ten
 
 
 @_register(aten.bmm.default)
-@accumulate_in_float32
+@in_float32
 def _bmm(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     return topi.nn.batch_matmul(a, b, transpose_b=False)
 
@@ -564,5 +569,5 @@ __all__ = [
     "CONVERTERS",
     "ELEMENTWISE",
     "PRODUCED_RESULTS",
-    "accumulate_in_float32",
+    "in_float32",
 ]

@@ -488,7 +488,10 @@ def test_core_decompositions_are_torchs_and_built_once():
         # quantized_decomposed's), possibly after the backend built its copy in this process.
         return {k for k in keys if getattr(k, "namespace", None) == "aten"}
 
-    assert aten_ops(table) == aten_ops(core_aten_decompositions().keys())
+    # all of torch's but export's flash-attention rule (wrong gradients; Inductor leaves it out)
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    assert flash not in table
+    assert aten_ops(table) == aten_ops(core_aten_decompositions().keys()) - {flash}
     assert set(table) <= set(core_aten_decompositions().keys())
     assert torch.ops.aten.hardswish.default in table
     assert core_decompositions() is table

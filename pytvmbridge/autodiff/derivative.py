@@ -233,10 +233,10 @@ def _min_max(kind: str, a: Expr, b: Expr, key: tuple[Any, str], dtype: str) -> D
         return None
     a_wins, b_wins = (a > b, a < b) if kind == "Max" else (a < b, a > b)
     reads_a, reads_b = _tensors_read(a), _tensors_read(b)
-    if not reads_b:  # b's derivative is zero: keep da except where b is the result
-        return _select(a == b, None, _select(b_wins, None, da, dtype), dtype)
+    if not reads_b:  # b is a constant: da except where b is the result, ties included
+        return _select(a <= b if kind == "Max" else a >= b, None, da, dtype)
     if not reads_a:
-        return _select(a == b, None, _select(a_wins, None, db, dtype), dtype)
+        return _select(b <= a if kind == "Max" else b >= a, None, db, dtype)
     if reads_a == reads_b and len(reads_a) == 1:  # a NaN is the result: its gradient
         return _select(b_wins | (b != b), db, da, dtype)
     half = mul(add(da, db), 0.5)

@@ -190,8 +190,11 @@ const TypeRoute& route_of(PyObject* obj) {
   ProducerInfo& producer = producer_info(tp);
   TypeRoute route{tp, read_route(obj, tp, framework, producer), alloc_route_of(framework),
                   framework, &producer};
-  if (PyCapsule_CheckExact(obj) || g_routes.size() >= kMaxRoutes) {
-    // A capsule's type says nothing about the next one; past the limit: a per-call answer.
+  if (PyCapsule_CheckExact(obj) || g_routes.size() >= kMaxRoutes ||
+      !producer_info_is_cached(&producer)) {
+    // A capsule's type says nothing about the next one; past the limit (of routes, or of the
+    // producer entries the route points to, whose per-call entry the next type overwrites): a
+    // per-call answer.
     static thread_local TypeRoute scratch{};
     Py_XDECREF(scratch.framework);
     scratch = route;

@@ -258,6 +258,13 @@ ProducerInfo& producer_info(PyTypeObject* tp) {
   return g_type_cache.back();
 }
 
+bool producer_info_is_cached(const ProducerInfo* info) {
+  for (const TypeEntry& e : g_type_cache) {
+    if (&e == info) return true;
+  }
+  return false;
+}
+
 namespace {
 
 [[noreturn]] void throw_not_an_array(PyObject* obj, const std::string& what) {

@@ -86,6 +86,9 @@ struct ProducerInfo {
   bool plain_torch = false;
 };
 ProducerInfo& producer_info(PyTypeObject* type);
+// Whether `info` is one of the process's cached entries (producer_info hands out a per-call entry
+// once 64 types are known: a pointer to it is valid only until the next producer_info call).
+bool producer_info_is_cached(const ProducerInfo* info);
 
 // Whether a kernel call with these arguments may need autograd or a JAX trace (a torch tensor
 // that requires grad, a traced tensor, a JAX tracer): then Python decides

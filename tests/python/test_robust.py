@@ -263,3 +263,39 @@ def test_interpreter_exit_while_daemon_threads_call_and_build():
             """,
             timeout=120,
         )
+
+
+def test_more_array_types_than_the_type_cache_holds():
+    # Past 64 array types a type's producer entry is per call: a route cached for a later type
+    # (torch.Tensor here) kept a pointer to that entry, which the next type overwrote (NULL
+    # exchange table: a segfault on the second call). In a subprocess: the cache is per process.
+    out = run_script(
+        """
+        import numpy as np, torch
+        import pytvmbridge as tvm
+        from pytvmbridge import nd
+        from pytvmbridge.bridges import to_numpy
+
+        def make(i):
+            return type(f"Arr{i}", (), {
+                "__init__": lambda s, a: setattr(s, "a", a),
+                "__dlpack__": lambda s, **kw: s.a.__dlpack__(**kw),
+                "__dlpack_device__": lambda s: (1, 0),
+            })
+
+        objs = [make(i)(np.full(3, float(i), "float32")) for i in range(70)]
+        for o in objs:
+            nd.from_dlpack(o)
+        n = tvm.var("n")
+        A, B = tvm.placeholder((n,), name="A"), tvm.placeholder((n,), name="B")
+        C = tvm.compute((n,), lambda i: A[i] + B[i], name="C")
+        f = to_numpy(tvm.build(tvm.create_schedule(C.op), [A, B, C]))
+        for k in range(3):
+            print(f(torch.ones(3), objs[-1 - k]).tolist(), f(objs[k], torch.ones(3)).tolist())
+        """
+    )
+    assert out.splitlines()[:3] == [
+        "[70.0, 70.0, 70.0] [1.0, 1.0, 1.0]",
+        "[69.0, 69.0, 69.0] [2.0, 2.0, 2.0]",
+        "[68.0, 68.0, 68.0] [3.0, 3.0, 3.0]",
+    ]

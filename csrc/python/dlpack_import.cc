@@ -403,8 +403,18 @@ NDArray import_with_exchange_api(PyObject* obj, const ExchangeAPI* api, const st
   return NDArray::adopt(managed, what);
 }
 
-// The import itself; errors start with `what` (empty: import_array prefixes the name).
+NDArray import_unnamed_writable(PyObject* o, const std::string& what);
+
+// The import itself; errors start with `what` (empty: import_array prefixes the name). A JAX
+// array's memory is immutable to JAX, which exports it without DLPack's read-only flag: its
+// NDArray refuses writes (an output, an out=), as a read-only NumPy array's does.
 NDArray import_unnamed(PyObject* o, const std::string& what) {
+  NDArray a = import_unnamed_writable(o, what);
+  if (a.read_only() || !producer_info(Py_TYPE(o)).immutable) return a;
+  return a.view(a.dtype(), /*read_only=*/true);
+}
+
+NDArray import_unnamed_writable(PyObject* o, const std::string& what) {
   PyTypeObject* tp = Py_TYPE(o);
   TypeEntry& entry = producer_info(tp);
   check_not_negated(o, entry, what);

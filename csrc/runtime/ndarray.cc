@@ -338,7 +338,7 @@ void NDArray::copy_from(const NDArray& src) const {
                byte_strides.data() + dt.ndim, dt.shape, dt.ndim, 0, itemsize);
 }
 
-NDArray NDArray::view(DataType dtype) const {
+NDArray NDArray::view(DataType dtype, bool read_only) const {
   const Container& src = container();
   if (!is_supported_dtype(to_dl(dtype))) {
     type_error("view: unsupported dtype ", dtype.str());
@@ -357,7 +357,7 @@ NDArray NDArray::view(DataType dtype) const {
   c->tensor.dtype = to_dl(dtype);
   c->size = src.size;
   c->compact = src.compact;
-  c->read_only = src.read_only;
+  c->read_only = src.read_only || read_only;
   c->owner = Container::Owner::kView;
   c->source.base = c_;
   c_->refs.fetch_add(1, std::memory_order_relaxed);

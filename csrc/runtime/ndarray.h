@@ -81,7 +81,9 @@ class NDArray {
   // Errors: read-only destination (ValueError), different shape (ValueError) or dtype (TypeError).
   void copy_from(const NDArray& src) const;
   // The same memory read as another dtype of the same element size ("bfloat16" as "uint16").
-  NDArray view(DataType dtype) const;
+  // `read_only`: the view refuses writes even where this array allows them (a JAX array's
+  // memory, which JAX treats as immutable but exports without DLPack's read-only flag).
+  NDArray view(DataType dtype, bool read_only = false) const;
 
   // Exports: new managed tensors that keep this array's memory alive until the consumer calls
   // their deleter. Shape and strides point into this array's storage. The versioned one is

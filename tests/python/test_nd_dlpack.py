@@ -342,3 +342,25 @@ def test_shared_buffer_example_runs(capsys):
     out = capsys.readouterr().out
     assert out.count("data pointer") == 4
     assert out.strip().endswith("ok: one buffer, four frameworks, no copies")
+
+
+def test_a_jax_array_imported_through_dlpack_cannot_be_written():
+    # JAX treats its arrays as immutable but exports them without DLPack's read-only flag: the
+    # NDArray viewing one refuses to be an output, as one of a read-only NumPy array does
+    import pytvmbridge as tvm
+
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.compute((n,), lambda i: A[i] + 7.0, name="B")
+    f = tvm.build(tvm.create_schedule(B.op), [A, B])
+    j = jnp.zeros(3, dtype=jnp.float32)
+    view = tvm.nd.from_dlpack(j)
+    assert view.read_only
+    with pytest.raises(
+        ValueError, match=r"argument 1 \('B'\) is an output but the array is read-only"
+    ):
+        f(np.ones(3, "float32"), view)
+    np.testing.assert_array_equal(np.asarray(j), np.zeros(3, "float32"))
+    out = np.empty(3, "float32")
+    f(view, out)  # still an input
+    np.testing.assert_array_equal(out, np.full(3, 7.0, "float32"))

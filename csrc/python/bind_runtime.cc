@@ -1,6 +1,7 @@
 // _core.NDArray and the DLPack entry points. The NumPy-facing conveniences (numpy(), __array__,
 // __repr__, copyfrom) are written in Python, in pytvmbridge/nd.py, and reached from here.
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -47,7 +48,14 @@ std::vector<int64_t> parse_shape(py::handle shape, const char* where) {
     if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
     return v;
   };
-  if (PyIndex_Check(shape.ptr()) && !PyBool_Check(shape.ptr())) {
+  // A sequence first: a 1-d NumPy array of sizes also has __index__ (NumPy's, which refuses it);
+  // a 0-d one has no length and is an int.
+  bool sequence = PySequence_Check(shape.ptr()) && !PyUnicode_Check(shape.ptr());
+  if (sequence && PySequence_Size(shape.ptr()) < 0) {
+    PyErr_Clear();
+    sequence = false;
+  }
+  if (!sequence && PyIndex_Check(shape.ptr()) && !PyBool_Check(shape.ptr())) {
     out.push_back(as_int(shape));
     return out;
   }
@@ -59,14 +67,30 @@ std::vector<int64_t> parse_shape(py::handle shape, const char* where) {
   return out;
 }
 
+// An int item of a __dlpack__ argument tuple; TypeError/ValueError naming the argument for
+// anything else (pybind11's cast would raise a RuntimeError saying nothing of it).
+int tuple_int(py::handle tuple, int k, const char* what) {
+  PyObject* item = PyTuple_GET_ITEM(tuple.ptr(), k);
+  if (!PyLong_Check(item) || PyBool_Check(item)) {
+    type_error("__dlpack__: ", what, " must be a tuple of two ints, got ",
+               std::string(py::repr(tuple)));
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+  if (overflow != 0 || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    value_error("__dlpack__: ", what,
+                " holds a number out of range: ", std::string(py::repr(tuple)));
+  }
+  return static_cast<int>(v);
+}
+
 // (major, minor) from __dlpack__'s max_version.
 std::pair<long, long> parse_version(py::handle v) {
   if (!PyTuple_Check(v.ptr()) || PyTuple_GET_SIZE(v.ptr()) != 2) {
     type_error("__dlpack__: max_version must be a (major, minor) tuple of ints, got ",
                std::string(py::repr(v)));
   }
-  return {py::cast<long>(PyTuple_GET_ITEM(v.ptr(), 0)),
-          py::cast<long>(PyTuple_GET_ITEM(v.ptr(), 1))};
+  return {tuple_int(v, 0, "max_version"), tuple_int(v, 1, "max_version")};
 }
 
 py::capsule ndarray_dlpack(const NDArray& a, py::handle stream, py::handle max_version,
@@ -83,8 +107,8 @@ py::capsule ndarray_dlpack(const NDArray& a, py::handle stream, py::handle max_v
       type_error("__dlpack__: dl_device must be a (device_type, device_id) tuple, got ",
                  std::string(py::repr(dl_device)));
     }
-    DLDevice want{static_cast<DLDeviceType>(py::cast<int>(PyTuple_GET_ITEM(dl_device.ptr(), 0))),
-                  py::cast<int>(PyTuple_GET_ITEM(dl_device.ptr(), 1))};
+    DLDevice want{static_cast<DLDeviceType>(tuple_int(dl_device, 0, "dl_device")),
+                  tuple_int(dl_device, 1, "dl_device")};
     DLDevice have = a.device();
     if (want.device_type != have.device_type || want.device_id != have.device_id) {
       buffer_error("__dlpack__: cannot export to device ", dl_device_name(want),

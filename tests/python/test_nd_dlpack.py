@@ -364,3 +364,28 @@ def test_a_jax_array_imported_through_dlpack_cannot_be_written():
     out = np.empty(3, "float32")
     f(view, out)  # still an input
     np.testing.assert_array_equal(out, np.full(3, 7.0, "float32"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"max_version": ("1", "0")}, TypeError, "max_version must be a tuple of two ints"),
+        ({"max_version": (True, 0)}, TypeError, "max_version must be a tuple of two ints"),
+        ({"max_version": (2**70, 0)}, ValueError, "max_version holds a number out of range"),
+        ({"dl_device": (1.0, 0)}, TypeError, "dl_device must be a tuple of two ints"),
+        ({"dl_device": (2**40, 0)}, ValueError, "dl_device holds a number out of range"),
+    ],
+)
+def test_dlpack_arguments_of_the_wrong_kind_name_the_argument(kwargs, error, message):
+    a = nd.array(np.arange(3, dtype="float32"))
+    with pytest.raises(error, match=message):
+        a.__dlpack__(**kwargs)
+    assert np.from_dlpack(a).tolist() == [0.0, 1.0, 2.0]  # still exportable
+
+
+def test_empty_takes_a_numpy_array_of_sizes():
+    assert nd.empty(np.array([2, 3])).shape == (2, 3)  # as np.empty does
+    assert nd.empty(np.array(4)).shape == (4,)
+    assert nd.empty((2, np.int64(3)), "int8").shape == (2, 3)
+    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
+        nd.empty("ab")

@@ -21,7 +21,8 @@ struct Profile {
   std::mutex mu;
   // Keyed by the name's address, the string copied at first sight: a kernel's names are
   // constants of its code, and two kernels of the same name (every compiled graph's is
-  // "fused_0") keep separate records.
+  // "fused_0") keep separate records. A different text at a known address (a kernel freed and
+  // another compiled at its place) starts a new record.
   std::unordered_map<const char*, size_t> index;
   std::vector<LoopRecord> records;
 };
@@ -85,6 +86,12 @@ void record_loop(const char* name, int64_t iterations, double seconds) {
   std::lock_guard<std::mutex> lock(p.mu);
   if (!p.on.load(std::memory_order_relaxed)) return;  // turned off while the loop ran
   auto [it, fresh] = p.index.emplace(name, p.records.size());
+  // A freed kernel's name string may be followed at its address by another kernel's: a record
+  // of its own once the text differs (one strcmp, only while profiling).
+  if (!fresh && p.records[it->second].name != name) {
+    it->second = p.records.size();
+    fresh = true;
+  }
   if (fresh) {
     p.records.emplace_back();
     p.records.back().name = name;

@@ -249,3 +249,31 @@ def test_two_kernels_of_one_name_keep_separate_rows():
     calls = prof["same call"].total_ms + prof["same call [2]"].total_ms
     assert prof.total_ms == pytest.approx(calls)
     assert (c1 == 3).all() and (c2 == 3).all()
+
+
+def test_kernels_freed_inside_the_block_keep_their_own_records():
+    # A freed kernel's name string may be followed at its address by the next kernel's: each
+    # kernel still gets its own loop and call rows
+    import gc
+
+    a = np.ones((64, 64), "float32")
+    b = np.empty_like(a)
+
+    def build(name):
+        A = tvm.placeholder((64, 64), name="A")
+        B = tvm.compute((64, 64), lambda i, j: A[i, j] * 2.0, name="B")
+        s = tvm.create_schedule(B.op)
+        s[B].parallel(B.op.axis[0])
+        return tvm.build(s, [A, B], name=name)
+
+    with tvm.profile_loops() as prof:
+        for i in range(4):
+            m = build(f"freed{i}")
+            m(a, b)
+            del m
+            gc.collect()
+    names = [r.name for r in prof.records]
+    for i in range(4):
+        assert f"freed{i} loop 0" in names and f"freed{i} call" in names
+    assert all(r.calls == 1 for r in prof.records if r.name.startswith("freed"))
+    np.testing.assert_array_equal(b, 2 * a)

@@ -49,6 +49,15 @@ from .frameworks import Framework
 __all__ = ["bridge", "to_jax", "to_mxnet", "to_numpy", "to_pytorch"]
 
 
+class Bridge(_core.Caller):
+    """A Module's bridge to a framework without autograd (NumPy, MXNet...): called in C++ like
+    any Caller (the vectorcall), and, being a Python class, weak-referenceable (``jax.jit``,
+    ``functools`` caches and weak-keyed registries hold it) with a readable ``repr``."""
+
+    def __repr__(self) -> str:
+        return f"<pytvmbridge bridge {self.__name__!r}>"
+
+
 def bridge(module: Any, framework: str | Framework) -> Callable[..., Any]:
     """``module`` as a function of ``framework``'s arrays, in both forms (see the module doc).
 
@@ -65,7 +74,7 @@ def bridge(module: Any, framework: str | Framework) -> Callable[..., Any]:
         call = DifferentiableBridge()
         call.setup(module, fw)
     else:
-        call = _core.Caller()
+        call = Bridge()
         call._bridge(module, fw)
     name = module.entry_name
     n_all = len(module.is_output)

@@ -368,3 +368,17 @@ def test_bridges_release_the_module(vadd):
     del f
     gc.collect()
     assert sys.getrefcount(vadd) == before
+
+
+def test_plain_bridges_are_weak_referenceable_and_named():
+    import weakref
+
+    from pytvmbridge.bridges import to_numpy
+
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.compute((n,), lambda i: A[i] * 2.0, name="B")
+    f = to_numpy(tvm.build(tvm.create_schedule(B.op), [A, B], name="twice"))
+    assert weakref.ref(f)() is f  # jax.jit and functools caches hold functions weakly
+    assert repr(f) == "<pytvmbridge bridge 'twice_numpy'>"
+    np.testing.assert_array_equal(f(np.arange(3, dtype="float32")), [0.0, 2.0, 4.0])

@@ -73,9 +73,11 @@ def cpu(dev_id: int = 0) -> Device:
 
 
 def _check_device(device: object) -> None:
-    if device is None or device in ("cpu", "llvm"):
+    if device is None or device in ("cpu", "llvm", "cpu:0"):
         return
     if isinstance(device, tuple) and len(device) == 2 and device[0] == _DLPACK_CPU:
+        return
+    if getattr(device, "type", None) == "cpu":  # torch.device("cpu")
         return
     raise TVMValueError(
         f"device: pytvmbridge arrays live on the CPU, got {device!r}; use nd.cpu(0)"
@@ -199,7 +201,7 @@ def empty(
     return _core.empty(shape, _dtype_name(dtype))
 
 
-def array(obj: object, dtype: DTypeLike = None, device: Any = None) -> NDArray:
+def array(obj: object, dtype: DTypeLike = None, device: Any = None, ctx: Any = None) -> NDArray:
     """Copies anything array-like into a new compact array of pytvmbridge's own memory.
 
     ``obj`` may be a nested list, a scalar, a NumPy/PyTorch/JAX array, any DLPack producer or
@@ -215,6 +217,7 @@ def array(obj: object, dtype: DTypeLike = None, device: Any = None) -> NDArray:
     if isinstance(dtype, Device):  # TVM's positional form: nd.array(x, tvm.cpu(0))
         dtype, device = None, dtype
     _check_device(device)
+    _check_device(ctx)  # TVM 0.6's name of the device
     target = None if dtype is None else _dtype_name(dtype)
     if target is not None and not isinstance(obj, NDArray) and not hasattr(obj, "__dlpack__"):
         # Lists and scalars: NumPy converts straight to the target dtype.
@@ -242,3 +245,25 @@ def from_dlpack(obj: object) -> NDArray:
         ((2, 2), (3, 1), True)
     """
     return _core.from_dlpack(obj)
+
+
+def _copyto(a: NDArray, target: Any) -> NDArray:
+    """TVM's ``copyto``: into ``target`` when it is an NDArray of the same shape (returned), or a
+    copy on the device ``target`` names (the CPU).
+
+    Example:
+        >>> import numpy as np
+        >>> from pytvmbridge import nd
+        >>> a = nd.array(np.arange(3, dtype="float32"))
+        >>> a.copyto(nd.empty((3,))).numpy().tolist(), a.copyto(nd.cpu(0)).shape
+        ([0.0, 1.0, 2.0], (3,))
+    """
+    if isinstance(target, NDArray):
+        return _copyfrom(target, a)
+    _check_device(target)
+    return a.copy()
+
+
+# TVM-era names: arr.copyto(dev_or_array), arr.ctx (TVM 0.6's name of arr.device).
+NDArray.copyto = _copyto
+NDArray.ctx = property(lambda a: Device(*a.device), doc="The array's device (TVM 0.6's name).")

@@ -269,3 +269,21 @@ def test_tvm_style_device_arguments():
     with pytest.raises(ValueError, match="live on the CPU"):
         nd.array([1.0], device="cuda")
     assert tvm.nd is nd
+
+
+def test_tvm_era_copyto_ctx_and_cpu_devices_in_any_spelling():
+
+    a = nd.array(np.arange(3, dtype="float32"), ctx=tvm.cpu(0))  # TVM 0.6's keyword
+    assert a.ctx == tvm.cpu(0) and a.ctx == a.device
+    into = nd.empty((3,))
+    assert a.copyto(into) is into
+    np.testing.assert_array_equal(into.numpy(), [0.0, 1.0, 2.0])
+    copy = a.copyto(tvm.cpu(0))
+    assert copy.data_ptr != a.data_ptr
+    np.testing.assert_array_equal(copy.numpy(), a.numpy())
+    for device in (torch.device("cpu"), "cpu:0", (1, 0)):
+        assert nd.array([1.0], device=device).shape == (1,)
+    with pytest.raises(ValueError, match="arrays live on the CPU, got 'cuda'"):
+        nd.array([1.0], device="cuda")
+    with pytest.raises(ValueError, match="shape mismatch"):
+        a.copyto(nd.empty((4,)))

@@ -91,7 +91,8 @@ class PermutedInput:
 def memory_order(val: Any) -> tuple[int, ...] | None:
     """The order of ``val``'s dimensions from the largest stride to the smallest when its layout
     is dense but not row-major (channels_last: ``(0, 2, 3, 1)``), else None (row-major, gaps,
-    overlaps, symbolic strides).
+    overlaps). Symbolic strides (a dynamic batch) are ordered by the sizes traced and checked
+    as expressions: ``(s0, 4, 5, 4)`` with strides ``(4, 4*s0*4, ...)`` is dense in its order.
 
     Example:
         >>> import torch
@@ -102,21 +103,43 @@ def memory_order(val: Any) -> tuple[int, ...] | None:
     """
     if not isinstance(val, torch.Tensor) or val.dim() < 2:
         return None
-    strides, shape = val.stride(), val.shape
-    if not all(isinstance(x, int) for x in strides) or val.is_contiguous():
+    strides = [_expr(x) for x in val.stride()]
+    shape = [_expr(x) for x in val.shape]
+    if any(x is None for x in strides + shape):
         return None
-    order = tuple(sorted(range(val.dim()), key=lambda d: (-strides[d], d)))
-    expected = 1
-    for pos, d in enumerate(reversed(order)):
-        if isinstance(shape[d], int) and shape[d] == 1:
-            continue
-        if strides[d] != expected:
-            return None
-        if pos + 1 < len(order):  # a symbolic size may only be the outermost dimension
-            if not isinstance(shape[d], int):
-                return None
-            expected *= shape[d]
+    hints = [_hint(x) for x in val.stride()]
+    order = tuple(sorted(range(val.dim()), key=lambda d: (-hints[d], d)))
+
+    def dense_in(dims: Sequence[int]) -> bool:
+        expected: sympy.Expr = sympy.Integer(1)
+        for d in reversed(dims):
+            if shape[d] == 1:  # any stride will do
+                continue
+            if sympy.simplify(strides[d] - expected) != 0:
+                return False
+            expected = expected * shape[d]
+        return True
+
+    if dense_in(range(val.dim())) or not dense_in(order):
+        return None  # row-major (up to sizes of 1), or not dense
     return order
+
+
+def _expr(value: Any) -> sympy.Expr | None:
+    """An int or SymInt as a sympy expression (None for anything else)."""
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if isinstance(value, torch.SymInt):
+        return value.node.expr
+    return None
+
+
+def _hint(value: Any) -> int:
+    """The value traced for an int or SymInt (its size hint)."""
+    if isinstance(value, torch.SymInt):
+        hint = value.node.hint
+        return int(hint) if hint is not None else 0
+    return int(value)
 
 
 class UnsupportedOperatorError(TVMNotImplementedError):

@@ -148,6 +148,10 @@ def substitute(value: Any, env: Mapping[tuple[str, int], Any]) -> Any:
     return value
 
 
+# View operators taking the result's shape, which a base of other strides may not allow.
+_SHAPE_VIEWS = frozenset({"aten::view.default", "aten::_unsafe_view.default"})
+
+
 def run_steps(steps: Sequence[Step], env: Mapping[tuple[str, int], Any], first: int = 0) -> Any:
     """Run ``steps`` in order (step ``j`` is ``("step", first + j)`` for later steps) and
     return the last result; ``env`` gives the inputs and outputs the steps read.
@@ -159,7 +163,14 @@ def run_steps(steps: Sequence[Step], env: Mapping[tuple[str, int], Any], first: 
     for j, step in enumerate(steps):
         args = substitute(step.args, env)
         kwargs = substitute(dict(step.kwargs), env)
-        result = resolve(step.target)(*args, **kwargs)
+        try:
+            result = resolve(step.target)(*args, **kwargs)
+        except RuntimeError:
+            # A base whose strides differ from the traced ones (an operator PyTorch ran laid
+            # its result out otherwise) cannot always be viewed so: the values, copied.
+            if step.target not in _SHAPE_VIEWS:
+                raise
+            result = args[0].reshape(args[1])
         env[("step", first + j)] = result
     return result
 

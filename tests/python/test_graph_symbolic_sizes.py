@@ -115,3 +115,52 @@ def test_dynamic_conv_training_compiles_its_backward():
         torch.testing.assert_close(got_x, x.grad, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(got_w, conv.weight.grad, rtol=1e-4, atol=1e-4)
         x.grad, conv.weight.grad, conv.bias.grad = None, None, None
+
+
+def test_outputs_laid_out_as_eager_with_symbolic_sizes():
+    # An output eager lays out permuted (a head split, (b, h, l, e) stored as (l, b, h, e)) keeps
+    # eager's strides when the sizes are symbolic, so a view of it later in the model (run by
+    # PyTorch) works as in eager: multi-head attention compiled with dynamic=True trains
+    torch.manual_seed(1)
+    mha = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+    compiled = torch.compile(mha, backend="pytvmbridge", dynamic=True)
+    for batch, length in ((2, 5), (3, 7)):
+        x = torch.randn(batch, length, 16)
+        compiled(x, x, x, need_weights=False)[0].pow(2).sum().backward()
+        got = {n: p.grad.clone() for n, p in mha.named_parameters()}
+        mha.zero_grad()
+        mha(x, x, x, need_weights=False)[0].pow(2).sum().backward()
+        for name, p in mha.named_parameters():
+            torch.testing.assert_close(got[name], p.grad, rtol=1e-4, atol=1e-5, msg=name)
+        mha.zero_grad()
+
+
+def test_memory_order_of_symbolic_strides():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from pytvmbridge.graph.compiler import memory_order
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    # (b, c, h, w) channels_last with every size symbolic
+    real = torch.empty(3, 8, 5, 6).to(memory_format=torch.channels_last)
+    fake = mode.from_tensor(real, static_shapes=False)
+    assert all(isinstance(s, torch.SymInt) for s in fake.shape)
+    assert memory_order(fake) == memory_order(real) == (0, 2, 3, 1)
+    # row-major, and a slice with gaps: no order to keep
+    assert memory_order(mode.from_tensor(torch.empty(3, 8, 5), static_shapes=False)) is None
+    sliced = torch.empty(10, 6)[:, ::2]
+    assert memory_order(mode.from_tensor(sliced, static_shapes=False)) is None
+    transposed = mode.from_tensor(torch.empty(4, 6).t(), static_shapes=False)
+    assert memory_order(transposed) == (1, 0)
+
+
+def test_a_replayed_view_of_a_base_laid_out_otherwise_is_a_copy_of_its_values():
+    from pytvmbridge.graph.replay import Ref, Step, run_steps
+
+    steps = (Step("aten::view.default", (Ref("in", 0), [6, 4]), {}),)
+    base = torch.arange(24.0).reshape(2, 2, 6).permute(2, 0, 1)  # not viewable as (6, 4)
+    got = run_steps(steps, {("in", 0): base})
+    torch.testing.assert_close(got, base.reshape(6, 4))
+    contiguous = base.contiguous()
+    assert run_steps(steps, {("in", 0): contiguous})._base is contiguous  # still a view

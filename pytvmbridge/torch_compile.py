@@ -58,6 +58,7 @@ from .graph.compiler import UnsupportedOperatorError
 from .graph.replay import (
     Ref,
     Step,
+    apply_op,
     decode,
     decode_step,
     encode,
@@ -188,7 +189,8 @@ class CompiledModel(torch.nn.Module):
                 env.update((("out", j), r) for j, r in enumerate(results) if r is not None)
                 for j, steps in self._views.items():
                     for n, (fn, args_, kwargs) in enumerate(steps):
-                        env[("step", n)] = fn(*substitute(args_, env), **substitute(kwargs, env))
+                        args_, kwargs_ = substitute(args_, env), substitute(kwargs, env)
+                        env[("step", n)] = apply_op(fn, args_, kwargs_)
                     results[j] = env[("step", len(steps) - 1)]
         if self._out_spec is not None:
             return pytree.tree_unflatten(results, self._out_spec)
@@ -208,7 +210,7 @@ class CompiledModel(torch.nn.Module):
                 k = self.kernels[fn]
                 result = torch.ops.pytvmbridge.run_module(k.code, k.key, k.spec, list(args))
             else:
-                result = fn(*args, **substitute(kwargs, env))
+                result = apply_op(fn, args, substitute(kwargs, env))
             env[("step", j)] = result
         return [substitute(o, env) for o in self._outputs]
 

@@ -149,7 +149,25 @@ def substitute(value: Any, env: Mapping[tuple[str, int], Any]) -> Any:
 
 
 # View operators taking the result's shape, which a base of other strides may not allow.
-_SHAPE_VIEWS = frozenset({"aten::view.default", "aten::_unsafe_view.default"})
+_SHAPE_VIEWS = (torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default)
+
+
+def apply_op(fn: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """``fn(*args, **kwargs)``, except that a recorded ``view`` of a base whose strides differ
+    from the traced ones (an input passed transposed, a result PyTorch laid out otherwise) gives
+    the values reshaped, as the ``reshape`` that eager's trace recorded as a view would.
+
+    Example:
+        >>> x = torch.arange(6.0).reshape(2, 3).t()  # not viewable as (6,)
+        >>> apply_op(torch.ops.aten.view.default, (x, [6]), {}).tolist()
+        [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    """
+    try:
+        return fn(*args, **kwargs)
+    except RuntimeError:
+        if fn not in _SHAPE_VIEWS:
+            raise
+        return args[0].reshape(args[1])
 
 
 def run_steps(steps: Sequence[Step], env: Mapping[tuple[str, int], Any], first: int = 0) -> Any:
@@ -163,14 +181,7 @@ def run_steps(steps: Sequence[Step], env: Mapping[tuple[str, int], Any], first: 
     for j, step in enumerate(steps):
         args = substitute(step.args, env)
         kwargs = substitute(dict(step.kwargs), env)
-        try:
-            result = resolve(step.target)(*args, **kwargs)
-        except RuntimeError:
-            # A base whose strides differ from the traced ones (an operator PyTorch ran laid
-            # its result out otherwise) cannot always be viewed so: the values, copied.
-            if step.target not in _SHAPE_VIEWS:
-                raise
-            result = args[0].reshape(args[1])
+        result = apply_op(resolve(step.target), args, kwargs)
         env[("step", first + j)] = result
     return result
 

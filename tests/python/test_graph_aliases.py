@@ -123,6 +123,25 @@ def test_pytorchtvm_compile_returns_views_after_load_too(tmp_path):
             _check(loaded(x), want, [x], [x])
 
 
+class Flatten(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1), x + 1
+
+
+def test_pytorchtvm_reshape_of_an_input_passed_transposed(tmp_path):
+    # Traced with a row-major input, the reshape is recorded as a view; an input passed
+    # transposed cannot be viewed so, and gets eager's reshape: a copy of the values
+    compiled = ptt.compile(Flatten(), {"input_infos": [("x", (4, 3))], "export_dir": str(tmp_path)})
+    x = torch.arange(12.0).reshape(3, 4).t()
+    for model in (compiled, ptt.load(tmp_path)):
+        flat, plus = model(x)
+        torch.testing.assert_close(flat, torch.tensor([0.0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]))
+        torch.testing.assert_close(plus, x + 1)
+    row_major = torch.arange(12.0).reshape(4, 3)
+    flat = compiled(row_major)[0]  # still a view where eager's is
+    assert flat.data_ptr() == row_major.data_ptr() and flat.shape == (12,)
+
+
 def test_pytorchtvm_views_under_torch_compile_and_export():
     torch.manual_seed(2)
     model = Views().eval()

@@ -86,7 +86,8 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
       });
       if (bound) {
         internal.push_back(
-            {str_cat("axis '", iv->var.as<Var>()->name, "' of stage '", st->op->name, "'"), e});
+            {str_cat("axis '", iv->var.as<Var>()->name, "' of stage '", st->op->name, "'"), e,
+             iv->kind == IterKind::kDataPar});
       }
     }
   }

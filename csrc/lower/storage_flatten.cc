@@ -229,8 +229,10 @@ class StorageFlattener : public IRMutator {
   Stmt mutate_node(const Realize* op, const Stmt& self) override {
     std::vector<Expr> shape, mins;
     for (const Range& b : op->bounds) {
-      shape.push_back(b.extent);
-      mins.push_back(b.min);
+      // A region computed at a consumer that gathers (B[I[i]] with B at i) starts at a read of
+      // the index tensor: a load, like every other read.
+      shape.push_back(mutate(b.extent));
+      mins.push_back(mutate(b.min));
     }
     std::vector<Buffer> made;
     if (auto shared = embedding_of(op->op.get())) {

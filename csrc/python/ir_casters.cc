@@ -8,6 +8,8 @@
 #include <string>
 
 #include "ir/op.h"
+#include "ir/printer.h"
+#include "ir/visitor.h"
 #include "support/error.h"
 
 namespace ptb::python {
@@ -300,6 +302,43 @@ std::vector<Expr> to_shape(py::handle obj, const char* what) {
   return shape;
 }
 
+namespace {
+
+// Whether `e` is computed from a tensor's values (it reads one, or reduces).
+bool reads_tensor(const Expr& e) {
+  bool reads = false;
+  for_each_expr(e, [&](const Expr& x) { reads = reads || x.as<TensorRead>() || x.as<Reduce>(); });
+  return reads;
+}
+
+// API.md section 1: tensors of different dtypes do not mix unless cast. Index arithmetic (i * 0.5,
+// an integer size meeting a float) is promoted as in TVM; an integer tensor's values meeting a
+// float tensor's values are refused, as int32 + int8 values are.
+void refuse_mixed_tensor_values(const std::vector<py::handle>& objs,
+                                const std::vector<Operand>& kinds) {
+  // The integer side is looked at first: it is index arithmetic (small) far more often than a
+  // tensor's values, and a long float expression is then never walked.
+  const Expr* integer = nullptr;
+  const Expr* floating = nullptr;
+  for (size_t i = 0; i < objs.size() && !integer; ++i) {
+    if (kinds[i] != Operand::kExpr) continue;
+    const Expr& e = objs[i].cast<const PyExpr&>().e;
+    if (e.dtype().is_integer() && reads_tensor(e)) integer = &e;
+  }
+  for (size_t i = 0; i < objs.size() && integer && !floating; ++i) {
+    if (kinds[i] != Operand::kExpr) continue;
+    const Expr& e = objs[i].cast<const PyExpr&>().e;
+    if (e.dtype().is_float() && reads_tensor(e)) floating = &e;
+  }
+  if (integer && floating) {
+    type_error("an ", integer->dtype().str(), " tensor value (", to_string(*integer), ") meets a ",
+               floating->dtype().str(), " tensor value (", to_string(*floating),
+               "): tensors of different dtypes do not mix; cast one with astype()");
+  }
+}
+
+}  // namespace
+
 bool match_operands(const std::vector<py::handle>& objs, std::vector<Expr>* out) {
   std::vector<Operand> kinds;
   const Expr* ref = nullptr;
@@ -319,11 +358,15 @@ bool match_operands(const std::vector<py::handle>& objs, std::vector<Expr>* out)
   // TVM's promotion (BinaryOpMatchTypes): an integer expression meeting a float expression is
   // cast to that float dtype; with a Python float it becomes float32 (the dtype TVM gives Python
   // floats). Two floats or two integers of different widths still need an explicit astype().
+  bool integer_expr = false, float_expr = false;
   for (size_t i = 0; i < objs.size(); ++i) {
     if (kinds[i] != Operand::kExpr) continue;
     DataType d = objs[i].cast<const PyExpr&>().e.dtype();
     if (d.is_float() && !t.is_float()) t = d;
+    integer_expr = integer_expr || d.is_integer();
+    float_expr = float_expr || d.is_float();
   }
+  if (integer_expr && float_expr) refuse_mixed_tensor_values(objs, kinds);
   if (!t.is_float() && !t.is_bool() && any_float) t = DataType::Float(32, t.lanes());
   for (size_t i = 0; i < objs.size(); ++i) {
     if (kinds[i] == Operand::kExpr) {

@@ -408,11 +408,16 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
   }
   for (const InternalSize& size : internal_sizes_) {
     std::string overflow;
-    eval_int(size.expr, values, &overflow);
+    int64_t extent = eval_int(size.expr, values, &overflow);
     if (!overflow.empty()) {
       value_error("kernel '", name_, "': the extent of ", size.what, " is ", to_string(size.expr),
                   ", and for these arrays ", overflow,
                   "; declare the size variables with var(name, 'int64') for arrays this large");
+    }
+    if (size.is_size && extent < 0) {
+      value_error("kernel '", name_, "': the extent of ", size.what, " is ", to_string(size.expr),
+                  ", which is ", extent, " for these arrays", where_bound(size.expr, values),
+                  ": a size cannot be negative");
     }
   }
   // Reads past a tensor's end (a compute over m elements reading B of n < m), refused before

@@ -43,6 +43,9 @@ struct ArgSpec {
 struct InternalSize {
   std::string what;  // "axis 'i' of stage 'T'"
   Expr expr;
+  // A stage's own axis (the size of an intermediate tensor), which may not be negative; a
+  // reduce axis of negative extent is an empty loop.
+  bool is_size = false;
 };
 
 // Whether an array is row-major with no gaps (dimensions of size 1 aside): the compact variant's

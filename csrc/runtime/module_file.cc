@@ -364,7 +364,8 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
   }
   json::Array internal;
   for (const InternalSize& s : module.internal_sizes()) {
-    internal.push_back(json::Object{{"what", s.what}, {"expr", expr_to_json(s.expr, slots)}});
+    internal.push_back(
+        json::Object{{"what", s.what}, {"expr", expr_to_json(s.expr, slots)}, {"size", s.is_size}});
   }
   json::Array reads;
   for (const ReadCheck& c : module.read_checks()) {
@@ -497,7 +498,11 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
   std::vector<InternalSize> internal;
   for (const json::Value& v : r.array(m, "internal_sizes")) {
     const json::Object& o = r.object(v, "an internal size");
-    internal.push_back({r.str(o, "what"), r.expr(r.field(o, "expr"), slots)});
+    // Files saved before "size" existed check these extents for overflow only.
+    std::optional<bool> is_size = false;
+    if (const json::Value* flag = o.get("size")) is_size = flag->getAsBoolean();
+    if (!is_size) r.fail("field 'size' of an internal size must be true or false");
+    internal.push_back({r.str(o, "what"), r.expr(r.field(o, "expr"), slots), *is_size});
   }
   // Files saved before the field existed have no read checks.
   std::vector<ReadCheck> read_checks;

@@ -47,18 +47,80 @@ struct LoopVar {
   Interval range;
 };
 
-// [lo, hi] of an index that is affine in the loop variables and other (fixed) variables, and
-// the loops it varies over; nothing for any other index.
-std::optional<std::pair<Interval, std::vector<Expr>>> affine_range(
+// Whether interval arithmetic gives `index`'s exact range over a box of loop ranges: the index
+// is built of additions, subtractions, products with values fixed during the loops, floor or
+// truncating divisions by positive constants, min and max (each monotone in each operand), and
+// each loop variable occurs once. Its extremes are then reached at corners of the box
+// (i // 2 + 5, max(i, 8)); i * i or (i * 5) % 9 may never reach the bounds intervals give.
+class ExactByIntervals {
+ public:
+  explicit ExactByIntervals(const std::unordered_map<const ExprNode*, LoopVar>& loops)
+      : loops_(loops) {}
+
+  bool check(const Expr& index) { return walk(index) && exact_; }
+
+ private:
+  // Walks `e`; returns whether a loop variable occurs in it (and clears exact_ on what breaks
+  // exactness).
+  bool walk(const Expr& e) {
+    if (!exact_) return false;
+    if (e.as<IntImm>()) return false;
+    if (e.as<Var>()) {
+      if (!loops_.count(e.get())) return false;  // a size: fixed
+      if (!seen_.insert(e.get()).second) exact_ = false;
+      return true;
+    }
+    if (const auto* c = e.as<Cast>()) {
+      if (!c->value.dtype().is_int() && !c->value.dtype().is_uint()) exact_ = false;
+      return walk(c->value);
+    }
+    if (const auto* o = e.as<Add>()) return walk_both(o->a, o->b);
+    if (const auto* o = e.as<Sub>()) return walk_both(o->a, o->b);
+    if (const auto* o = e.as<Min>()) return walk_both(o->a, o->b);
+    if (const auto* o = e.as<Max>()) return walk_both(o->a, o->b);
+    if (const auto* o = e.as<Mul>()) {
+      bool a = walk(o->a), b = walk(o->b);
+      if (a && b) exact_ = false;  // i * j: monotone in neither over signed ranges
+      return a || b;
+    }
+    const Expr* divisor = nullptr;
+    const Expr* dividend = nullptr;
+    if (const auto* o = e.as<FloorDiv>()) dividend = &o->a, divisor = &o->b;
+    if (const auto* o = e.as<Div>()) dividend = &o->a, divisor = &o->b;
+    if (divisor != nullptr) {
+      auto d = as_const_int(*divisor);
+      if (!d || *d <= 0) exact_ = false;
+      return walk(*dividend);
+    }
+    exact_ = false;  // mod, select, a gathered index, a call...
+    return false;
+  }
+  bool walk_both(const Expr& a, const Expr& b) {
+    bool x = walk(a);
+    return walk(b) || x;
+  }
+
+  const std::unordered_map<const ExprNode*, LoopVar>& loops_;
+  std::unordered_set<const ExprNode*> seen_;
+  bool exact_ = true;
+};
+
+// [lo, hi] of an index whose range interval arithmetic gives exactly (affine in the loop
+// variables and other, fixed, variables, or ExactByIntervals), and the extents of the loops
+// it varies over; nothing for any other index.
+std::optional<std::pair<Interval, std::vector<Expr>>> exact_range(
     const Expr& index, const std::unordered_map<const ExprNode*, LoopVar>& loops,
     const VarIntervals& vars) {
   LinearForm form = LinearForm::of(index);
+  bool affine = true;
+  for (const auto& [term, coeff] : form.terms()) affine = affine && term.as<Var>();
+  if (!affine && !ExactByIntervals(loops).check(index)) return std::nullopt;
   std::vector<Expr> used;
-  for (const auto& [term, coeff] : form.terms()) {
-    if (!term.as<Var>()) return std::nullopt;
-    auto it = loops.find(term.get());
-    if (it != loops.end()) used.push_back(it->second.extent);
-  }
+  std::unordered_set<const ExprNode*> listed;
+  for_each_expr(index, [&](const Expr& x) {
+    auto it = loops.find(x.get());
+    if (it != loops.end() && listed.insert(x.get()).second) used.push_back(it->second.extent);
+  });
   Interval range = eval_interval(index, vars);
   if (!range.bounded) return std::nullopt;
   return std::make_pair(range, used);
@@ -106,7 +168,7 @@ std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
       if (states.count(read->op.get())) continue;
       const std::vector<Expr>& shape = read->op->output_shape(read->value_index);
       for (size_t d = 0; d < read->indices.size() && d < shape.size(); ++d) {
-        auto range = affine_range(read->indices[d], loops, vars);
+        auto range = exact_range(read->indices[d], loops, vars);
         if (!range) continue;
         DataType t = read->indices[d].dtype();
         ReadBound bound{

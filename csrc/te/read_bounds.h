@@ -3,10 +3,12 @@
 // m > n. build() refuses such a kernel when the sizes are constants, and the runtime checks the
 // others once the sizes are bound (runtime/module.cc), before anything runs.
 //
-// Only reads whose indices are affine in the loop variables and size variables (B[i + 1],
-// B[2 * i + k]) are checked: over a box of loop ranges their bounds are exact, so a check never
-// refuses a kernel that reads in bounds. Reads under a condition (a pad's if_then_else, a
-// select) and any other index (a gather, a floordiv) are left alone.
+// Only reads whose bounds over a box of loop ranges are exact are checked, so that a check never
+// refuses a kernel that reads in bounds: indices affine in the loop variables and size variables
+// (B[i + 1], B[2 * i + k]), and those built of sums, products with fixed values, divisions by
+// positive constants, min and max with each loop variable once (B[i // 2 + 5], B[max(i, 8)]).
+// Reads under a condition (a pad's if_then_else, a select) and any other index (a gather, a
+// mod, i * i) are left alone.
 #pragma once
 
 #include <string>

@@ -228,6 +228,22 @@ def test_int_and_float_expressions_promote_as_in_tvm():
     np.testing.assert_allclose(out, np.arange(6) * 0.5 + x * np.arange(6), rtol=1e-6)
 
 
+def test_tensor_values_of_int_and_float_do_not_mix():
+    # API.md: tensors of different dtypes raise TypeError unless cast (index arithmetic, above,
+    # is promoted as in TVM)
+    A = te.placeholder((6,), name="A", dtype="int32")
+    F = te.placeholder((6,), name="F")
+    with pytest.raises(TypeError, match=r"int32 tensor value \(A\[i\]\) meets a float32"):
+        te.compute((6,), lambda i: A[i] + F[i], name="B")
+    k = te.reduce_axis((0, 6), name="k")
+    with pytest.raises(TypeError, match="tensors of different dtypes do not mix"):
+        te.compute((1,), lambda i: F[i] * te.sum(A[k], axis=k), name="B")
+    B = te.compute((6,), lambda i: A[i].astype("float32") + F[i] * i, name="B")
+    a, f = np.arange(6, dtype="int32"), RNG.random(6).astype("float32")
+    out = run(te.create_schedule(B.op), [A, F, B], a, f, np.empty(6, "float32"))
+    np.testing.assert_allclose(out, a + f * np.arange(6), rtol=1e-6)
+
+
 # ---- schedule forms (item 6) ----
 
 

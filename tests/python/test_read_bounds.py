@@ -105,3 +105,55 @@ def test_saved_module_keeps_its_checks(tmp_path):
     out = np.empty(2, "float32")
     g(np.ones(2, "float32"), out)
     np.testing.assert_array_equal(out, [2.0, 2.0])
+
+
+def test_monotone_indices_are_checked_exactly():
+    # i // 2 + 5 and max(i, 8) reach their interval bounds: refused at build, naming the range
+    a = te.placeholder((8,), name="A")
+    up = te.compute((8,), lambda i: a[i // 2 + 5], name="up")
+    with pytest.raises(TVMValueError, match=r"'up' reads 'A' in dimension 0 at indices 5\.\.8"):
+        naive([up], [a, up])
+    clamped = te.compute((8,), lambda i: a[te.max(i, 8)], name="clamped")
+    with pytest.raises(TVMValueError, match=r"at indices 8\.\.8"):
+        naive([clamped], [a, clamped])
+    # The same in bounds runs; a mod or i * i (whose intervals are not exact) is not refused
+    x = np.arange(8, dtype="float32")
+    for body, want in (
+        (lambda i: a[i // 2 + 4], x[np.arange(8) // 2 + 4]),
+        (lambda i: a[te.min(i, 3)], x[np.minimum(np.arange(8), 3)]),
+        (lambda i: a[(i * 3) % 7], x[(np.arange(8) * 3) % 7]),
+        (lambda i: a[(i * i) // 8], x[np.arange(8) ** 2 // 8]),
+    ):
+        b = te.compute((8,), body, name="B")
+        out = np.empty(8, "float32")
+        naive([b], [a, b])(x, out)
+        np.testing.assert_array_equal(out, want)
+
+
+def test_monotone_indices_over_symbolic_sizes_are_checked_per_call():
+    m = te.var("m")
+    a = te.placeholder((m,), name="A")
+    b = te.compute((m,), lambda i: a[i // 2 + 5], name="B")
+    f = naive([b], [a, b])
+    with pytest.raises(TVMValueError, match=r"'B' reads 'A' in dimension 0 at indices 5\.\.8"):
+        f(np.zeros(8, "float32"), np.zeros(8, "float32"))
+    x = np.arange(12, dtype="float32")
+    out = np.empty(12, "float32")
+    f(x, out)
+    np.testing.assert_array_equal(out, x[np.arange(12) // 2 + 5])
+
+
+def test_an_intermediate_of_negative_size_is_a_value_error():
+    n = te.var("n")
+    a = te.placeholder((n,), name="A")
+    b = te.compute((n - 3,), lambda i: a[i] + a[i + 3], name="B")
+    k = te.reduce_axis((0, n - 3), name="k")
+    c = te.compute((1,), lambda i: te.sum(b[k], axis=k), name="C")
+    f = naive([c], [a, c])
+    with pytest.raises(
+        TVMValueError, match=r"axis 'i' of stage 'B' is \(n - 3\), which is -1 .*'n' = 2"
+    ):
+        f(np.zeros(2, "float32"), np.zeros(1, "float32"))
+    out = np.zeros(1, "float32")
+    f(np.arange(5, dtype="float32"), out)
+    np.testing.assert_array_equal(out, [0 + 3 + 1 + 4])

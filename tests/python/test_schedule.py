@@ -304,6 +304,27 @@ def test_compute_at_a_loop_enclosing_the_consumer():
         s[AP].compute_at(s[C], s[C].op.axis[0])
 
 
+@pytest.mark.parametrize("where", ["row", "column", "cache_read"])
+def test_compute_at_a_consumer_that_gathers(where):
+    # D[i, j] = B[I[i], j] with B computed at D's loops: B's region starts at a read of the
+    # index tensor I (an embedding lookup), which the realized buffer's offset loads
+    A = tvm.placeholder((10, 6), name="A")
+    index = tvm.placeholder((5,), name="I", dtype="int64")
+    B = tvm.compute((10, 6), lambda i, j: A[i, j] * 3.0, name="B")
+    D = tvm.compute((5, 6), lambda i, j: B[index[i], j] + 1.0, name="D")
+    s = tvm.create_schedule(D.op)
+    if where == "cache_read":
+        s[s.cache_read(B, "local", [D])].compute_at(s[D], D.op.axis[0])
+    else:
+        s[B].compute_at(s[D], D.op.axis[0 if where == "row" else 1])
+    f = tvm.build(s, [A, index, D])
+    a = np.random.rand(10, 6).astype("float32")
+    ids = np.array([3, 0, 9, 9, 1])
+    d = np.empty((5, 6), "float32")
+    f(a, ids, d)
+    np.testing.assert_allclose(d, a[ids] * 3 + 1, rtol=1e-6)
+
+
 def test_cache_read():
     A, B, C = matmul(20, 24, 10)
     s = tvm.create_schedule(C.op)

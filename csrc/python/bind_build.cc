@@ -1,6 +1,8 @@
 // lower(), build() and the compiled Module (API.md section 3).
 #include <pybind11/stl.h>
 
+#include <memory>
+
 #include "codegen/jit.h"
 #include "driver/build.h"
 #include "ir/printer.h"
@@ -131,6 +133,26 @@ void bind_build(py::module_& m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
         "Sets the number of threads parallel loops use (at least 1).");
   m.def("get_num_threads", &get_num_threads, "The number of threads parallel loops use.");
+  // `with _core.ThreadLimit(n):` kernels called on this thread in the block use at most n of the
+  // pool's threads (a torch.compile model's options={"num_threads": n}); the pool is unchanged.
+  // Held in a unique_ptr: a ThreadLimit restores the previous limit when it is destroyed, so
+  // it exists only between __enter__ and __exit__.
+  struct PyThreadLimit {
+    int n;
+    std::unique_ptr<ThreadLimit> active;
+  };
+  py::class_<PyThreadLimit>(m, "ThreadLimit")
+      .def(py::init([](int n) {
+             if (n < 1) value_error("ThreadLimit(", n, "): the number of threads must be >= 1");
+             return PyThreadLimit{n, nullptr};
+           }),
+           py::arg("n"))
+      .def("__enter__",
+           [](PyThreadLimit& self) {
+             if (self.active) value_error("a ThreadLimit is not reentrant");
+             self.active = std::make_unique<ThreadLimit>(self.n);
+           })
+      .def("__exit__", [](PyThreadLimit& self, py::args) { self.active.reset(); });
 
   m.def(
       "lower",

@@ -32,6 +32,8 @@ namespace {
 // True on pool workers, and on a thread while it runs its own chunk of a parallel_for: a nested
 // parallel_for then runs serially instead of waiting for workers that are all busy.
 thread_local bool t_in_parallel = false;
+// The most threads this thread's parallel loops may use (ThreadLimit); 0: the pool's size.
+thread_local int t_thread_limit = 0;
 
 // How long an idle thread spins before it sleeps. Kernels are often called back to back (a
 // benchmark loop, a model's layers); a worker that is still spinning starts the next loop in
@@ -181,7 +183,7 @@ class ThreadPool {
 
   void run(int64_t n, ParallelBody fn, void* closure) {
     if (n <= 0) return;
-    if (t_in_parallel || n == 1 || num_threads() == 1) {
+    if (t_in_parallel || n == 1 || num_threads() == 1 || t_thread_limit == 1) {
       fn(0, n, closure);
       return;
     }
@@ -199,6 +201,11 @@ class ThreadPool {
       }
     }
 
+    // A caller limited to fewer threads (a model compiled with its own num_threads) shares the
+    // loop among the first `threads`; the other workers wake, find no share and take nothing.
+    const int pool_threads = threads;
+    if (t_thread_limit > 0 && t_thread_limit < threads) threads = t_thread_limit;
+    job_threads_.store(threads, std::memory_order_relaxed);
     // Publish the job, then the shares that name its chunks, then the generation that wakes
     // the workers: a thread that claims a chunk (acquire) sees the job (release). The job stays
     // unchanged until every chunk is done, so a claimed chunk always reads its own job.
@@ -223,6 +230,9 @@ class ThreadPool {
     for (int t = 0; t < threads; ++t) {
       shares_[t].range.store(pack_range(first_chunk[t], first_chunk[t + 1]),
                              std::memory_order_release);
+    }
+    for (int t = threads; t < pool_threads; ++t) {
+      shares_[t].range.store(pack_range(0, 0), std::memory_order_release);
     }
     int cpu = current_cpu();
     shares_[0].cpu.store(cpu, std::memory_order_relaxed);
@@ -294,6 +304,8 @@ class ThreadPool {
   // reset (claiming acquires that job), even if this thread was slow and saw an older
   // generation: the next job is published only after this thread has counted its chunks.
   void run_chunks(int own) {
+    const int others = job_threads_.load(std::memory_order_relaxed);
+    if (own >= others) return;  // not among the threads this job may use
     if (own > 0) {
       int cpu = current_cpu();
       int callers = shares_[0].cpu.load(std::memory_order_relaxed);
@@ -301,7 +313,6 @@ class ThreadPool {
       shares_[own].cpu.store(cpu, std::memory_order_relaxed);
     }
     int ran = 0;
-    int others = static_cast<int>(shares_.size());
     for (;;) {
       int chunk = own < others ? take_front(shares_[own]) : -1;
       for (int k = 1; chunk < 0 && k < others; ++k) {
@@ -403,6 +414,8 @@ class ThreadPool {
 
   // The current job: written by the submitter before the shares name its chunks.
   int job_chunks_ = 0;
+  std::atomic<int> job_threads_{
+      1};  // the threads the job is shared among (ThreadLimit), caller included
   // job_starts_[c]: the first iteration of chunk c (and n at the end); job_first_chunk_[t]:
   // thread t's first chunk. Kept between jobs, so their memory is allocated once.
   std::vector<int64_t> job_starts_;
@@ -460,5 +473,10 @@ void set_num_threads(int n) {
 }
 
 void parallel_for(int64_t n, ParallelBody fn, void* closure) { pool_slot()->run(n, fn, closure); }
+
+ThreadLimit::ThreadLimit(int n) : previous_(t_thread_limit) {
+  if (n > 0) t_thread_limit = n;
+}
+ThreadLimit::~ThreadLimit() { t_thread_limit = previous_; }
 
 }  // namespace ptb

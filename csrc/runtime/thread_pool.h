@@ -28,4 +28,17 @@ using ParallelBody = void (*)(int64_t begin, int64_t end, void* closure);
 // An exception thrown by fn is rethrown here once every chunk has finished.
 void parallel_for(int64_t n, ParallelBody fn, void* closure);
 
+// Within its scope, parallel loops started on this thread use at most n threads of the pool (a
+// model compiled with its own thread count); n = 0 leaves the limit as it was.
+class ThreadLimit {
+ public:
+  explicit ThreadLimit(int n);
+  ~ThreadLimit();
+  ThreadLimit(const ThreadLimit&) = delete;
+  ThreadLimit& operator=(const ThreadLimit&) = delete;
+
+ private:
+  int previous_;
+};
+
 }  // namespace ptb

@@ -10,7 +10,8 @@ The backend is registered under the
 ``torch_dynamo_backends`` entry point, so no import of pytvmbridge is needed.
 
 Options (``torch.compile(..., options={...})``): ``strict`` (raise on the first operator that
-would stay in PyTorch), ``num_threads`` (threads of the compiled kernels), ``tuning_log_file``
+would stay in PyTorch), ``num_threads`` (the most threads of the pool, ``set_num_threads``, that
+this model's kernels use; other models and kernels keep theirs), ``tuning_log_file``
 (each operator's best record in that log is its schedule; see
 :mod:`pytvmbridge.autotvm.graph_tuning`), ``tuning_n_trials`` (tune the graph's operators for that
 many trials in total first, logging to ``tuning_log_file``), ``target`` (an ``llvm`` target
@@ -48,6 +49,7 @@ from typing import Any
 
 import torch
 
+from .. import _core
 from ..error import TVMValueError
 from .partition import partition_and_compile
 
@@ -175,10 +177,6 @@ def _graph_compiler(opts: BackendOptions) -> Any:
     def compile_aten(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         global compile_count
         compile_count += 1
-        if opts.num_threads is not None:
-            from .. import set_num_threads
-
-            set_num_threads(opts.num_threads)
         compiled = partition_and_compile(
             gm,
             strict=opts.strict,
@@ -188,7 +186,15 @@ def _graph_compiler(opts: BackendOptions) -> Any:
             layout=opts.layout,
             winograd=opts.winograd,
         )
-        return make_boxed_func(compiled.forward)
+        forward = compiled.forward
+        if opts.num_threads is not None:
+            # This model's kernels use at most that many of the pool's threads; other models
+            # and kernels keep theirs (the pool itself is not resized).
+            def forward(*args: Any, _forward: Any = compiled.forward, _n: int = opts.num_threads):
+                with _core.ThreadLimit(_n):
+                    return _forward(*args)
+
+        return make_boxed_func(forward)
 
     return compile_aten
 

@@ -156,6 +156,39 @@ TEST_F(ThreadPoolTest, SetNumThreadsChangesTheChunking) {
   EXPECT_EQ(record_calls(49).calls, 8);   // longer loops: four equal pieces per thread
 }
 
+TEST_F(ThreadPoolTest, AThreadLimitSharesTheLoopAmongFewerThreads) {
+  set_num_threads(4);
+  const int unlimited = record_calls(48).calls;
+  {
+    ThreadLimit limit(2);
+    Calls two = record_calls(48);
+    EXPECT_EQ(two.calls, 12);  // chunked as for a pool of 2: shares of 24
+    EXPECT_LE(two.threads.size(), 2u);
+    for (int64_t n : {1, 7, 1000, 100003}) {
+      Counts c(n);
+      parallel_for(n, count_chunk, &c);
+      expect_each_once(c);
+    }
+    {
+      ThreadLimit serial(1);
+      Calls one = record_calls(64);
+      EXPECT_EQ(one.calls, 1);
+      EXPECT_EQ(one.threads, std::set<std::thread::id>{std::this_thread::get_id()});
+    }
+    EXPECT_EQ(record_calls(48).calls, 12);  // the outer limit again
+    ThreadLimit none(0);                    // 0 keeps the limit in force
+    EXPECT_EQ(record_calls(48).calls, 12);
+  }
+  EXPECT_EQ(get_num_threads(), 4);  // the pool was not resized
+  EXPECT_GT(unlimited, 12);
+  EXPECT_EQ(record_calls(48).calls, unlimited);
+  // Another application thread is not limited by this one's ThreadLimit.
+  ThreadLimit mine(1);
+  Calls other;
+  std::thread([&] { other = record_calls(48); }).join();
+  EXPECT_EQ(other.calls, unlimited);
+}
+
 TEST_F(ThreadPoolTest, ChunksRunConcurrently) {
   // Each chunk waits until both have started: only a second thread can run the other chunk.
   set_num_threads(2);

@@ -51,6 +51,41 @@ def test_options_are_accepted():
     torch.testing.assert_close(f(x), torch.sigmoid(x))
 
 
+def test_num_threads_limits_this_model_only(monkeypatch):
+    # options={"num_threads": 1}: this model's kernels run under a thread limit of 1 (the C++
+    # side is tests/cpp/test_thread_pool.cc); the pool, and other models, keep their threads
+    import pytvmbridge as tvm
+    from pytvmbridge import _core
+
+    entered = []
+    real = _core.ThreadLimit
+
+    class Recording:
+        def __init__(self, n):
+            self.inner = real(n)
+            entered.append((n, tvm.get_num_threads()))
+
+        def __enter__(self):
+            return self.inner.__enter__()
+
+        def __exit__(self, *exc):
+            return self.inner.__exit__(*exc)
+
+    before = tvm.get_num_threads()
+    monkeypatch.setattr(_core, "ThreadLimit", Recording)
+    limited = _compile(lambda x: torch.sigmoid(x) * 2, num_threads=1)
+    x = torch.randn(64, 33)
+    torch.testing.assert_close(limited(x), torch.sigmoid(x) * 2)
+    assert entered == [(1, before)] and tvm.get_num_threads() == before
+    torch.testing.assert_close(limited(x + 1), torch.sigmoid(x + 1) * 2)
+    assert len(entered) == 2
+    other = torch.compile(lambda x: torch.tanh(x), backend="pytvmbridge")
+    torch.testing.assert_close(other(x), torch.tanh(x))
+    assert len(entered) == 2 and tvm.get_num_threads() == before
+    with pytest.raises(ValueError, match=">= 1"):
+        real(0)
+
+
 def test_dynamic_batch_compiles_once():
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 3))
     torch._dynamo.reset()

@@ -48,12 +48,14 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, overload
 
 from . import _core
+from ._fork import lock_for
 from .autodiff.hooks import route as _autodiff_route
 from .error import TVMTypeError, TVMValueError
 from .frameworks import framework_of
@@ -108,7 +110,7 @@ class Kernel(_core.Caller):
         self.tune, self.tuning_log_file = tune, tuning_log_file
         self.name = name or getattr(fn, "__name__", "kernel").replace("<lambda>", "kernel")
         self._arg_names, self._n_in = _parameters(fn)
-        self._lock = threading.Lock()
+        self._lock = lock_for(self)
         # layout class -> (compiled Module, the read ranges to check against each call's shapes)
         self._variants: dict[Any, tuple[Any, list[_Read]]] = {}
         self._compilations = 0
@@ -315,6 +317,20 @@ _Read = tuple[int, int, int, tuple[Any, ...]]
 _recorders: list[tuple[dict[int, int], list[Any]]] = []
 _record_lock = threading.RLock()
 _patched: dict[str, Any] = {}
+
+
+def _stop_recording_in_child() -> None:
+    # Forked while another thread ran a kernel's function (holding the lock, with the Tensor
+    # methods patched): the child has no such thread, so nothing records.
+    global _record_lock
+    _record_lock = threading.RLock()
+    if _recorders:
+        _recorders.clear()
+        _core.Tensor.__getitem__ = _patched["getitem"]
+        _core.Tensor.__call__ = _patched["call"]
+
+
+os.register_at_fork(after_in_child=_stop_recording_in_child)
 
 
 def _record(tensor: Any, indices: tuple[Any, ...]) -> None:

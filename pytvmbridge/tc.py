@@ -76,11 +76,11 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 from . import _core, frameworks
+from ._fork import lock_for
 from .autodiff.hooks import route as _autodiff_route
 from .bridges import Signature, call_allocating, call_inplace
 from .error import TVMTypeError, TVMValueError
@@ -152,7 +152,7 @@ class TcFunction:
         self.target = target
         self.schedule = schedule
         self._sig: Signature | None = None
-        self._lock = threading.Lock()
+        self._lock = lock_for(self)
         # Input (dtype, shape) keys already checked -> whether they need the int64 variant.
         self._checked: dict[Any, bool] = {}
         self._wide: TcFunction | None = None

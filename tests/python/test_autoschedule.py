@@ -1302,3 +1302,31 @@ def test_batch_norm_image_rows_are_fused():
     f(xi, g, b, m, v, out)
     ref = torch.nn.functional.batch_norm(xi, m, v, g, b, eps=1e-5)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_chain_of_stages_each_read_twice_is_not_inlined_into_one_exponential_tree():
+    # exp(D) + sin(D) * t over 40 stages: inlining every stage would copy the first one 2**39
+    # times into the output's expression (14 stages took seconds to build, 40 never finished);
+    # stages whose inlined copies would pass a size limit are stored instead
+    a = tvm.placeholder((16, 24), name="A")
+    d = a
+    for t in range(40):
+        d = tvm.compute(
+            d.shape,
+            lambda i, j, d=d, t=t: tvm.exp(d[i, j] * 0.001) + tvm.sin(d[i, j]) * (0.01 * t),
+            name=f"D{t}",
+        )
+    s = tvm.auto_schedule(d)
+    text = str(tvm.lower(s, [a, d]))
+    assert 0 < text.count("allocate") < 40, text[:2000]
+    x = np.random.default_rng(0).random((16, 24)).astype("float32")
+    want = x.astype("float64")
+    for t in range(40):
+        want = np.exp(want * 0.001) + np.sin(want) * (0.01 * t)
+    (got,) = run(s, [a, d], [x])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # Read once per stage, the chain is still one loop with no intermediate stored
+    e = a
+    for t in range(40):
+        e = tvm.compute(e.shape, lambda i, j, e=e: tvm.exp(e[i, j] * 0.001), name=f"E{t}")
+    assert "allocate" not in str(tvm.lower(tvm.auto_schedule(e), [a, e]))

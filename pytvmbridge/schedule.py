@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _core
-from .error import TVMTypeError
+from .error import TVMTypeError, TVMValueError
 from .extern import ExternBuffer as Buffer  # TVM's te.schedule.Buffer (te.extern's buffers)
 
 Schedule = _core.Schedule
@@ -191,6 +191,17 @@ def _stage_pragma(self: Stage, var: Any, pragma_type: str, pragma_value: Any = N
     kind = _PRAGMA_KINDS.get(pragma_type)
     if kind is not None:
         getattr(self, kind)(var)
+        return
+    if not isinstance(var, IterVar):
+        raise TVMTypeError(
+            f"pragma({pragma_type!r}): var must be a loop axis (IterVar) of stage "
+            f"'{self.op.name}', got {type(var).__name__}"
+        )
+    if not any(var == v for v in self.leaf_iter_vars):
+        raise TVMValueError(
+            f"pragma({pragma_type!r}): {var.var} is not a loop of stage '{self.op.name}' "
+            f"(its loops: {', '.join(str(v.var) for v in self.leaf_iter_vars)})"
+        )
 
 
 def _stage_set_scope(self: Stage, scope: str) -> None:

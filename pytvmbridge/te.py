@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -679,8 +680,11 @@ Tensor.__getitem__ = _tensor_getitem
 
 
 def _whole(value: Any) -> Any:
-    """A Python float that is a whole number (``N / bn``) as an int, as TVM takes extents."""
+    """A Python float that is a whole number (``N / bn``) as an int, as TVM takes extents; a
+    NumPy integer as a Python int (an extent of ``np.int64(4)`` is 4, not an int64 axis)."""
     if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, int):
         return int(value)
     return value
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/printer.h"
 #include "support/error.h"
 
 namespace ptb {
@@ -110,7 +111,30 @@ Expr true_div(Expr a, Expr b) {
   return Div::make(std::move(a), std::move(b));
 }
 
-Expr power(Expr a, Expr b) { return Call::make(Intrinsic::kPow, {std::move(a), std::move(b)}); }
+Expr power(Expr a, Expr b) {
+  if (!a.dtype().is_integer()) return Call::make(Intrinsic::kPow, {std::move(a), std::move(b)});
+  // Integers, as NumPy's int ** int: a constant exponent >= 0 is repeated multiplication (by
+  // squaring), wrapping as the products do.
+  auto exponent = as_const_int(b);
+  if (!exponent) {
+    type_error("power() of integers needs a constant exponent, found ", to_string(b),
+               "; cast the base to a float dtype with astype()");
+  }
+  if (*exponent < 0) {
+    value_error("integers to negative integer powers are not allowed (exponent ", *exponent,
+                "); cast the base to a float dtype with astype()");
+  }
+  Expr result = make_const(a.dtype(), int64_t{1});
+  bool first = true;
+  for (int64_t k = *exponent; k > 0; k >>= 1) {
+    if (k & 1) {
+      result = first ? a : Mul::make(result, a);
+      first = false;
+    }
+    if (k > 1) a = Mul::make(a, a);
+  }
+  return result;
+}
 
 Expr all_of(const std::vector<Expr>& conds) {
   if (conds.empty()) return IntImm::make(DataType::Bool(), 1);

@@ -37,8 +37,10 @@ class FreeVarCheck : public IRVisitor {
   void visit_node(const Var* op) override {
     if (!op->dtype.is_handle() && !bound_.count(op)) {
       value_error("variable '", op->name,
-                  "' is not bound: it must appear in the shape of one of the arguments "
-                  "(symbolic sizes are bound from the arrays passed at call time)");
+                  "' is not bound: a size variable must be a whole dimension of one of the "
+                  "arguments' shapes (n, not only inside n + 2), bound from the arrays passed at "
+                  "call time; a reduce_axis must be reduced over (te.sum/max/min/prod) in the "
+                  "compute that reads it");
     }
   }
   void visit_node(const For* op) override {

@@ -137,3 +137,14 @@ def test_cache_and_rfactor_errors():
     X = tvm.placeholder((3,), name="X")
     with pytest.raises(ValueError, match=r"not part of this schedule"):
         s[X]
+
+
+def test_pragma_names_a_loop_of_its_stage():
+    A, _B, C, D = matmul()
+    s = tvm.create_schedule(D.op)
+    s[D].pragma(D.op.axis[0], "auto_unroll_max_step", 4)  # a hint: accepted, no effect
+    for bad in (None, A):
+        with pytest.raises(TypeError, match=r"pragma\('auto_unroll_max_step'\): var must be"):
+            s[D].pragma(bad, "auto_unroll_max_step", 4)
+    with pytest.raises(ValueError, match=r"pragma\('foo'\): i is not a loop of stage 'D'"):
+        s[D].pragma(C.op.axis[0], "foo")

@@ -314,6 +314,15 @@ def test_reduce_axis_domains():
     assert str(te.reduce_axis(te.Range(3)).dom.extent) == "3"
     assert str(te.reduce_axis(te.Range.from_min_extent(2, n)).dom.min) == "2"
     assert te.reduce_axis((0, 0)).dom.extent.value == 0
+    # NumPy integers are extents like ints: an int32 axis that mixes with int32 indices
+    k64 = te.reduce_axis((np.int64(0), np.int64(4)), name="k")
+    assert k64.var.dtype == "int32" and k64.dom.extent.value == 4
+    A = te.placeholder((8,), name="A")
+    B = te.compute((4,), lambda i: te.sum(A[i + k64], axis=k64), name="B")
+    x = np.arange(8, dtype="float32")
+    out = np.empty(4, "float32")
+    tvm.build(te.create_schedule(B.op), [A, B])(x, out)
+    np.testing.assert_array_equal(out, np.convolve(x, np.ones(4, "float32"), "valid")[:4])
 
 
 def test_reduce_axis_errors():
@@ -466,14 +475,29 @@ def test_power_negation_and_abs():
     x, i = te.var("x", "float32"), te.var("i")
     assert str(x**2) == "power(x, 2.0)"
     assert str(2**x) == "power(2.0, x)"
-    with pytest.raises(TypeError, match=r"power\(\) needs float operands, found int32.*astype"):
-        i**2
+    assert str(i**2) == "(i * i)"  # integers: NumPy's int ** int, by multiplication
+    assert str(i**0) == "1" and str(i**1) == "i"
+    with pytest.raises(ValueError, match="negative integer powers are not allowed"):
+        i**-1
+    with pytest.raises(TypeError, match=r"needs a constant exponent, found n.*astype"):
+        i ** te.var("n")
     assert str(-x) == "(x * -1.0)"
     assert str(-i) == "(i * -1)"
     assert str(+i) == "i"
     assert str(abs(i)) == "abs(i)"
     with pytest.raises(TypeError, match=r"cannot negate the bool expression.*use ~"):
         _ = -(i < 2)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int8", "uint16", "int64"])
+def test_integer_powers_match_numpy(dtype):
+    a = te.placeholder((9,), dtype=dtype, name="A")
+    x = np.arange(-4, 5).astype(dtype)
+    for exponent in (0, 1, 2, 3, 5, 13):
+        b = te.compute((9,), lambda i, e=exponent: a[i] ** e, name="B")
+        out = np.empty(9, dtype)
+        tvm.build(te.create_schedule(b.op), [a, b])(x, out)
+        np.testing.assert_array_equal(out, x**exponent)  # wrapping as NumPy's
 
 
 def test_logical_operators():

@@ -174,6 +174,10 @@ class CompiledModel(torch.nn.Module):
         expected = self.plan["num_inputs"]
         if len(inputs) != expected:
             raise TVMTypeError(f"compiled model takes {expected} input(s), got {len(inputs)}")
+        if not (
+            torch.jit.is_tracing() or torch.compiler.is_compiling() or torch.compiler.is_exporting()
+        ):  # traced by torch.export/jit.trace/dynamo: symbolic sizes, checked by their guards
+            self._check_inputs(inputs)
         if "steps" in self.plan:
             results = self._run_steps(inputs)
         else:
@@ -195,6 +199,38 @@ class CompiledModel(torch.nn.Module):
         if self._out_spec is not None:
             return pytree.tree_unflatten(results, self._out_spec)
         return results[0] if len(results) == 1 else tuple(results)  # (saved without out_spec)
+
+    def _check_inputs(self, inputs: Sequence[Any]) -> None:
+        """Each input against its ``input_infos`` entry, named as the user named it (the
+        kernel's own checks would name its arguments, which include the weights)."""
+        infos = self.plan.get("input_infos")
+        if not infos:
+            return  # saved before the plan kept them
+        sizes: dict[str, tuple[int, str]] = {}
+        for k, (x, (name, shape, dtype)) in enumerate(zip(inputs, infos, strict=True)):
+            what = f"compiled model: input {k} ('{name}')"
+            if not isinstance(x, torch.Tensor):
+                raise TVMTypeError(f"{what} must be a torch.Tensor, found {type(x).__name__}")
+            if str(x.dtype).removeprefix("torch.") != dtype:
+                raise TVMTypeError(f"{what} must be {dtype}, found {x.dtype}")
+            if x.dim() != len(shape):
+                raise TVMValueError(
+                    f"{what} must have {len(shape)} dimension(s) {tuple(shape)}, found shape "
+                    f"{tuple(x.shape)}"
+                )
+            for d, (want, got) in enumerate(zip(shape, x.shape, strict=True)):
+                if isinstance(want, str):
+                    seen = sizes.setdefault(want, (got, f"input {k} ('{name}') dimension {d}"))
+                    if seen[0] != got:
+                        raise TVMValueError(
+                            f"{what}: size '{want}' is {seen[0]} (from {seen[1]}) but {got} in "
+                            f"dimension {d} (shape {tuple(x.shape)})"
+                        )
+                elif got != want:
+                    raise TVMValueError(
+                        f"{what}: expected size {want} in dimension {d}, found {got} (shape "
+                        f"{tuple(x.shape)}; input_infos gave {tuple(shape)})"
+                    )
 
     def _env(self, inputs: Sequence[torch.Tensor]) -> dict[tuple[str, int], Any]:
         env: dict[tuple[str, int], Any] = {("in", i): x for i, x in enumerate(inputs)}
@@ -400,12 +436,28 @@ def _example(sizes: list[int], dtype: str) -> torch.Tensor:
     return torch.zeros(sizes, dtype=getattr(torch, dtype))  # indices: 0 is in every range
 
 
+def _from_torchscript(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
+    """A traced or scripted module (the RFC's ``compile(traced, option)``) as a GraphModule of
+    ATen operators, through PyTorch's TorchScript converter, which torch.export then takes."""
+    from torch._export.converter import TS2EPConverter
+
+    examples = tuple(
+        _example([EXAMPLE_SIZE if isinstance(d, str) else d for d in shape], dtype)
+        for _name, shape, dtype in infos
+    )
+    try:
+        return TS2EPConverter(model, examples).convert().module()
+    except Exception as err:
+        raise TVMValueError(
+            f"compile: this TorchScript module could not be converted ({type(err).__name__}: "
+            f"{err}); pass the torch.nn.Module itself (it is exported with torch.export)"
+        ) from err
+
+
 def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
-    if isinstance(model, torch.jit.ScriptModule):
-        raise TVMTypeError(
-            "compile: TorchScript modules (torch.jit.trace/script) cannot be exported any more; "
-            "pass the torch.nn.Module itself (it is exported with torch.export)"
-        )
+    converted = isinstance(model, torch.jit.ScriptModule)
+    if converted:  # as traced: in the mode it was traced in
+        model = _from_torchscript(model, infos)
     if not isinstance(model, torch.nn.Module):
         raise TVMTypeError(f"compile: expected a torch.nn.Module, got {type(model).__name__}")
     _check_arity(model, len(infos))
@@ -423,11 +475,13 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
         examples.append(_example(sizes, dtype))
         dynamic.append(spec or None)
     was_training = model.training
-    model.eval()
+    if not converted:
+        model.eval()
     try:
         ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
     finally:
-        model.train(was_training)
+        if not converted:
+            model.train(was_training)
     return ep.run_decompositions(), examples
 
 
@@ -743,6 +797,10 @@ def _renumber_constants(plan: dict[str, Any]) -> list[int]:
 
 def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> CompiledModel:
     """Compile a model with PyTorchTVM's options; the result is a ``torch.nn.Module``.
+
+    ``module_or_traced``: a ``torch.nn.Module`` (exported with ``torch.export``), or a module
+    made by ``torch.jit.trace``/``torch.jit.script`` (converted to ATen operators by PyTorch's
+    TorchScript converter first, and compiled in the mode it was traced in).
 
     The model is compiled for inference, as in eval mode (batch norm with its running statistics,
     dropout off; a model in training mode is compiled so, with a warning), and its outputs have

@@ -75,8 +75,23 @@ def test_options_are_checked():
         ptc.compile(model, {})
     with pytest.raises(ValueError, match="num_outputs is 2, but the model returns 1"):
         ptc.compile(model, {"input_infos": [("x", (2, 6))], "num_outputs": 2})
-    with pytest.raises(TypeError, match="TorchScript"):
-        ptc.compile(torch.jit.trace(model, torch.randn(2, 6)), {"input_infos": [("x", (2, 6))]})
+
+
+def test_a_traced_or_scripted_module_compiles():
+    # The RFC's compile(module_or_traced, option): TorchScript through PyTorch's converter
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(4 * 8 * 8, 5),
+    ).eval()
+    traced = torch.jit.trace(model, torch.randn(2, 3, 8, 8))
+    for ts in (traced, torch.jit.script(model)):
+        compiled = ptc.compile(ts, {"input_infos": [("x", ("batch", 3, 8, 8))]})
+        for batch in (2, 5):
+            x = torch.randn(batch, 3, 8, 8)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
 def test_default_dtype_and_multiple_outputs():

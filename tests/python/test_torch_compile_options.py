@@ -112,3 +112,25 @@ def test_pytorchtvm_good_options_still_compile():
     )
     x = torch.randn(5, 4)
     torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_pytorchtvm_inputs_are_checked_under_the_users_names(tmp_path):
+    # The kernel's own checks would name its arguments, weights included ("argument 1
+    # ('input_1')"); the compiled model names the input as input_infos did
+    torch.manual_seed(0)
+    bilinear = torch.nn.Bilinear(4, 3, 2).eval()
+    option = {"input_infos": [("a", ("n", 4)), ("b", ("n", 3))], "export_dir": str(tmp_path)}
+    compiled = ptt.compile(bilinear, option)
+    a, b = torch.randn(5, 4), torch.randn(5, 3)
+    for model in (compiled, ptt.load(tmp_path)):
+        torch.testing.assert_close(model(a, b), bilinear(a, b), rtol=1e-5, atol=1e-5)
+        with pytest.raises(ValueError, match=r"input 1 \('b'\): expected size 3 in dimension 1"):
+            model(a, torch.randn(5, 4))
+        with pytest.raises(ValueError, match=r"input 1 \('b'\): size 'n' is 5 \(from input 0"):
+            model(a, torch.randn(6, 3))
+        with pytest.raises(TypeError, match=r"input 0 \('a'\) must be a torch.Tensor, found nd"):
+            model(a.numpy(), b)
+        with pytest.raises(TypeError, match=r"input 0 \('a'\) must be float32, found torch.fl"):
+            model(a.double(), b)
+        with pytest.raises(ValueError, match=r"input 1 \('b'\) must have 2 dimension"):
+            model(a, b[0])

@@ -62,7 +62,10 @@ def auto_schedule(
         >>> import pytvmbridge as tvm
         >>> A = tvm.placeholder((1024,), name="A")
         >>> B = tvm.compute((1024,), lambda i: tvm.exp(A[i]) + 1.0, name="B")
-        >>> "vectorized" in str(tvm.lower(tvm.auto_schedule(B), [A, B]))
+        >>> s = tvm.auto_schedule(B)
+        >>> [s[B].iter_var_kind(v) for v in s[B].leaf_iter_vars]
+        ['for', 'vectorized']
+        >>> "ramp(" in str(tvm.lower(s, [A, B]))  # vector loads and stores
         True
     """
     s = _schedule_of(s_or_outputs)

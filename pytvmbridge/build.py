@@ -44,16 +44,18 @@ def lower(
         for (i, 0, 8) {
         ...
     """
-    _check_schedule("lower", s)
+    _check_schedule("lower", s, name)
     return _core.lower(s, list(args), name)
 
 
-def _check_schedule(what: str, s: Any) -> None:
-    """A TVMTypeError for a first argument pybind11 would refuse with a plain TypeError."""
+def _check_schedule(what: str, s: Any, name: Any) -> None:
+    """TVMTypeErrors for arguments pybind11 would refuse with its own plain TypeError."""
     if not isinstance(s, _core.Schedule):
         raise TVMTypeError(
             f"{what}() takes a schedule (te.create_schedule(...)) first, got {type(s).__name__}"
         )
+    if not isinstance(name, str):
+        raise TVMTypeError(f"{what}(): name must be a string, got {type(name).__name__}")
 
 
 def build(
@@ -87,7 +89,7 @@ def build(
         raise TVMValueError(f"target_host must be an llvm target, got {target_host!r}")
     if not isinstance(target, str):
         raise TVMTypeError(f"target must be a string such as 'llvm', got {type(target).__name__}")
-    _check_schedule("build", s)
+    _check_schedule("build", s, name)
     with progress.busy(f"building {name}"):  # a bar only if it takes over a second
         module = _core.build(s, list(args), target, name)
     return _autodiff_bridge.remember(module, args)  # its to_pytorch/to_jax are differentiable
@@ -137,5 +139,18 @@ def time_evaluator(
 
 
 Module.time_evaluator = time_evaluator
+
+
+def _module_repr(self: Module) -> str:
+    args = ", ".join(
+        f"{name}: {dtype}[{', '.join(str(d) for d in shape)}]" + (" output" if out else "")
+        for name, dtype, shape, out in zip(
+            self.arg_names, self.arg_dtypes, self.arg_shapes, self.is_output, strict=True
+        )
+    )
+    return f"<pytvmbridge.Module '{self.name}' ({args})>"
+
+
+Module.__repr__ = _module_repr
 
 __all__ = ["LoweredFunc", "Module", "ProfileResult", "build", "lower"]

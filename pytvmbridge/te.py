@@ -665,6 +665,23 @@ class TensorSlice:
     def __repr__(self) -> str:
         return f"TensorSlice({self.tensor.name}, {list(self.indices)})"
 
+    def _incomplete(self, *_: Any) -> Any:
+        """Used as a value (in arithmetic, or returned by a compute): a TypeError saying how
+        many indices the tensor needs."""
+        t = self.tensor
+        given = ", ".join(str(i) for i in self.indices)
+        raise TVMTypeError(
+            f"{t.name}[{given}] gives {len(self.indices)} of the {t.ndim} indices of tensor "
+            f"'{t.name}' (shape {tuple(t.shape)}); index all of them to read an element"
+        )
+
+
+for _op in (
+    "add sub mul truediv floordiv mod pow and or xor lt le gt ge".split()
+    + "radd rsub rmul rtruediv rfloordiv rmod rpow rand ror rxor neg pos abs invert".split()
+):
+    setattr(TensorSlice, f"__{_op}__", TensorSlice._incomplete)
+
 
 _tensor_read = Tensor.__getitem__
 

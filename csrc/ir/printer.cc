@@ -160,7 +160,9 @@ class Printer : public IRVisitor {
     std::string text = s.str();
     if (text.find_first_of(".einf") == std::string::npos) text += ".0";
     os_ << text;
-    if (op->dtype != DataType::Float(32)) os_ << "f" << op->dtype.bits();
+    if (op->dtype != DataType::Float(32)) {
+      os_ << (op->dtype.code() == DataType::kBFloat ? "bf" : "f") << op->dtype.bits();
+    }
   }
   void visit_node(const Var* op) override { os_ << op->name; }
   void visit_node(const Cast* op) override {

@@ -82,6 +82,19 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
     if (buffers.count({t.op().get(), t.value_index()})) {
       value_error("tensor '", t.name(), "' appears twice in the argument list (argument ", i, ")");
     }
+    // An argument the kernel would never write is refused (its array would be left as it
+    // was): a stage inlined into its consumers, or a compute outside this schedule.
+    auto stage = sch->stage_of_op.find(t.op().get());
+    if (stage != sch->stage_of_op.end() && stage->second->attach_type == AttachType::kInline) {
+      value_error("tensor '", t.name(), "' (argument ", i,
+                  ") was inlined with compute_inline, so the kernel never stores it; leave it out "
+                  "of the arguments, or do not inline it");
+    }
+    if (stage == sch->stage_of_op.end() && t.op()->kind != OpKind::kPlaceholder) {
+      value_error("tensor '", t.name(), "' (argument ", i,
+                  ") is computed by an operation that is not part of this schedule, so the kernel "
+                  "never writes it; create the schedule from the outputs that include it");
+    }
     std::string buf_name = unique_name(t.name(), &names);
     std::vector<Expr> strides;
     for (int d = 0; d < t.ndim(); ++d) {

@@ -163,6 +163,11 @@ class StorageFlattener : public IRMutator {
     if (it != regions_.end()) return it->second;
     auto arg = buffers_.find({op.get(), value_index});
     if (arg == buffers_.end()) {
+      if (op->num_outputs() > 1) {
+        value_error("output ", value_index, " of the ", op->num_outputs(), "-output compute '",
+                    op->name, "' is not an argument while another of its outputs is; pass all ",
+                    "of its outputs to build()/lower()");
+      }
       value_error("tensor '", op->name, "' is used but is neither an argument nor computed here; ",
                   "add it to the argument list of build()/lower()");
     }

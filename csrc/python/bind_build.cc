@@ -62,7 +62,21 @@ void bind_build(py::module_& m) {
 
   // dynamic_attr: tvm.build keeps the tensor expressions on the module (pytvmbridge/autodiff
   // derives the gradients of its to_pytorch/to_jax functions from them).
-  py::class_<Module, std::shared_ptr<Module>> module(m, "Module", py::dynamic_attr());
+  py::class_<Module, std::shared_ptr<Module>> module(m, "Module", R"doc(
+A compiled kernel, made by build(): call it with one array per argument (inputs, then the
+outputs it writes), from any framework (NumPy, PyTorch, JAX, anything with __dlpack__).
+
+Example:
+    >>> import numpy as np, pytvmbridge as tvm
+    >>> A = tvm.placeholder((4,), name="A")
+    >>> B = tvm.compute((4,), lambda i: A[i] * 2.0, name="B")
+    >>> f = tvm.build(tvm.create_schedule(B.op), [A, B], name="double")
+    >>> f
+    <pytvmbridge.Module 'double' (A: float32[4], B: float32[4] output)>
+    >>> b = np.zeros(4, "float32"); f(np.arange(4, dtype="float32"), b); b
+    array([0., 2., 4., 6.], dtype=float32)
+)doc",
+                                                     py::dynamic_attr());
   module.def("__call__", &call_module)
       .def_property_readonly("entry_name", &Module::name)
       .def_property_readonly("name", &Module::name)

@@ -77,6 +77,16 @@ py::tuple relation(const IterVarRelation& r) {
                         wrap_iter_var(r.fused));
 }
 
+// A memory scope ("local", "shared", "global"): a string (every scope is ordinary memory on a
+// CPU), else a TypeError naming the primitive.
+std::string scope_name(py::handle scope, const char* what) {
+  if (!py::isinstance<py::str>(scope)) {
+    type_error(what, ": scope must be a string such as 'local', found ",
+               py::str(py::type::handle_of(scope).attr("__name__")).cast<std::string>());
+  }
+  return scope.cast<std::string>();
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -191,14 +201,16 @@ void bind_schedule(py::module_& m) {
                              })
       .def(
           "cache_write",
-          [](const Schedule& s, py::handle tensor, const std::string& scope) {
-            return wrap_tensor(cache_write(s, to_tensor(tensor, "cache_write() tensor"), scope));
+          [](const Schedule& s, py::handle tensor, py::handle scope) {
+            return wrap_tensor(cache_write(s, to_tensor(tensor, "cache_write() tensor"),
+                                           scope_name(scope, "cache_write()")));
           },
           py::arg("tensor"), py::arg("scope"))
       .def(
           "cache_read",
-          [](const Schedule& s, py::handle tensor, const std::string& scope, py::handle readers) {
-            return wrap_tensor(cache_read(s, to_tensor(tensor, "cache_read() tensor"), scope,
+          [](const Schedule& s, py::handle tensor, py::handle scope, py::handle readers) {
+            return wrap_tensor(cache_read(s, to_tensor(tensor, "cache_read() tensor"),
+                                          scope_name(scope, "cache_read()"),
                                           to_operations(readers, "cache_read() reader")));
           },
           py::arg("tensor"), py::arg("scope"), py::arg("readers"))

@@ -361,9 +361,16 @@ void explain_torch_export_failure(PyObject* obj, const std::string& what) {
   Py_XDECREF(type);
   Py_XDECREF(value);
   Py_XDECREF(tb);
+  std::string advice;
+  if (device == "meta") {
+    advice = "a meta tensor has no data at all";
+  } else {
+    if (layout != "torch.strided") advice = ".to_dense()";
+    if (device != "cpu") advice += advice.empty() ? ".cpu()" : " and .cpu()";
+    advice = "use " + advice;
+  }
   value_error(what, ": a PyTorch tensor on device '", device, "' with layout ", layout,
-              "; pytvmbridge kernels take dense (torch.strided) tensors in CPU memory: use "
-              ".to_dense() / .cpu() (a meta tensor has no data at all)");
+              "; pytvmbridge kernels take dense (torch.strided) tensors in CPU memory: ", advice);
 }
 
 namespace {

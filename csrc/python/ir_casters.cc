@@ -164,6 +164,9 @@ Expr to_expr(py::handle obj, const char* what) {
                    obj.cast<const PyTensor&>().t.name(),
                    "'; index it (A[i, j]) to use one of its elements");
       }
+      if (type_name(obj) == "TensorSlice" && py::hasattr(obj, "_incomplete")) {
+        obj.attr("_incomplete")();  // raises, saying how many indices the tensor needs
+      }
       type_error(what, " must be an expression or a number, found ", type_name(obj));
     default:
       return default_const(obj, classify(obj));

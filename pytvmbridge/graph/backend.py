@@ -19,10 +19,10 @@ string), ``layout`` (``"NCHWc"``, the default: convolution chains computed in bl
 channels, see :mod:`pytvmbridge.graph.layout`; ``"NCHW"``: every tensor in PyTorch's layout),
 ``winograd`` (True, the default: stride-1 3x3 convolutions with enough output tiles computed by
 Winograd's algorithm, :mod:`pytvmbridge.topi.nn.winograd`; False: every convolution direct),
-``opt_level`` (0-3, the torch_tvm seed's; every level compiles with LLVM's O3 today). Each is
-checked when the model is compiled: a value of the wrong kind raises ``ValueError`` naming the
-option, what it takes and what it was given (``True`` is no thread count, ``"3"`` no level, an
-unknown target is refused rather than left to PyTorch).
+``opt_level`` (0-3, the torch_tvm seed's; every level compiles with the same LLVM pipeline,
+O2's function passes). Each is checked when the model is compiled: a value of the wrong kind
+raises ``ValueError`` naming the option, what it takes and what it was given (``True`` is no
+thread count, ``"3"`` no level, an unknown target is refused rather than left to PyTorch).
 
 Weights: a convolution's or linear layer's weight is packed (and a batch norm that follows is
 folded into it) once, and the packed copy is reused while the parameter's version counter and

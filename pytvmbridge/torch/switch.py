@@ -29,7 +29,8 @@ _original_compile: Any = None
 def enable(opt_level: int = 3, strict: bool = False, **options: Any) -> None:
     """Make ``torch.compile(model)`` (no ``backend``) compile with pytvmbridge.
 
-    ``opt_level`` (0-3) is kept for the seed's API: every level compiles with LLVM's O3 today.
+    ``opt_level`` (0-3) is kept for the seed's API: every level compiles with the same LLVM
+    pipeline (O2's function passes; see docs/architecture.md).
     ``strict=True`` raises on the first operator that would stay in PyTorch. Other keyword
     arguments are backend options (``num_threads``, ``tuning_log_file``). Every value is
     checked here: a wrong one raises ``ValueError`` naming it.

@@ -239,3 +239,20 @@ def test_unknown_target():
     B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
     with pytest.raises(ValueError, match="cuda"):
         tvm.build(tvm.create_schedule(B.op), [A, B], target="cuda")
+
+
+def test_module_repr_doc_and_argument_errors(capfd):
+    A = tvm.placeholder((4,), name="A")
+    B = tvm.compute((4,), lambda i: A[i] * 2.0, name="B")
+    s = tvm.create_schedule(B.op)
+    f = tvm.build(s, [A, B], name="double")
+    assert repr(f) == "<pytvmbridge.Module 'double' (A: float32[4], B: float32[4] output)>"
+    assert "build()" in tvm.Module.__doc__
+    with pytest.raises(TypeError, match=r"lower\(\): name must be a string, got int"):
+        tvm.lower(s, [A, B], name=3)
+    with pytest.raises(TypeError, match=r"cache_read\(\): scope must be a string .* found int"):
+        s.cache_read(A, 3, [B])
+    capfd.readouterr()
+    with pytest.raises(ValueError, match="unknown CPU 'nonexistentcpu'"):
+        tvm.build(s, [A, B], "llvm -mcpu=nonexistentcpu")
+    assert "not a recognized processor" not in capfd.readouterr().err  # LLVM's own warning

@@ -1,5 +1,6 @@
 """Illegal schedule requests raise ValueError naming the stage and the axis."""
 
+import numpy as np
 import pytest
 
 import pytvmbridge as tvm
@@ -148,3 +149,35 @@ def test_pragma_names_a_loop_of_its_stage():
             s[D].pragma(bad, "auto_unroll_max_step", 4)
     with pytest.raises(ValueError, match=r"pragma\('foo'\): i is not a loop of stage 'D'"):
         s[D].pragma(C.op.axis[0], "foo")
+
+
+def test_an_argument_the_kernel_never_writes_is_refused():
+    A = tvm.placeholder((4,), name="A")
+    B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+    C = tvm.compute((4,), lambda i: B[i] * 2.0, name="C")
+    s = tvm.create_schedule(C.op)
+    s[B].compute_inline()
+    with pytest.raises(ValueError, match=r"tensor 'B' \(argument 1\) was inlined"):
+        tvm.build(s, [A, B, C])
+    Z = tvm.compute((4,), lambda i: A[i] * 3.0, name="Z")
+    with pytest.raises(ValueError, match=r"tensor 'Z' \(argument 1\) is computed by an oper"):
+        tvm.build(s, [A, Z, C])
+    f = tvm.build(s, [A, C])
+    a = np.arange(4, dtype="float32")
+    c = np.zeros(4, "float32")
+    f(a, c)
+    np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+def test_a_multi_output_compute_needs_all_its_outputs_as_arguments():
+    A = tvm.placeholder((4,), name="A")
+    C0, C1 = tvm.compute((4,), lambda i: (A[i] + 1.0, A[i] * 2.0), name="C")
+    s = tvm.create_schedule(C0.op)
+    with pytest.raises(ValueError, match=r"output 1 of the 2-output compute 'C' is not an arg"):
+        tvm.build(s, [A, C0])
+    f = tvm.build(s, [A, C0, C1])
+    a = np.arange(4, dtype="float32")
+    c0, c1 = np.zeros(4, "float32"), np.zeros(4, "float32")
+    f(a, c0, c1)
+    np.testing.assert_array_equal(c0, a + 1)
+    np.testing.assert_array_equal(c1, a * 2)

@@ -500,6 +500,22 @@ def test_integer_powers_match_numpy(dtype):
         np.testing.assert_array_equal(out, x**exponent)  # wrapping as NumPy's
 
 
+def test_a_partial_index_used_as_a_value_says_how_many_indices_are_needed():
+    n = te.var("n")
+    X = te.placeholder((n, 4), name="X")
+    for body in (lambda i: X[i], lambda i: X[i] + 1.0, lambda i: 2 * X[i], lambda i: -X[i]):
+        with pytest.raises(TypeError, match=r"X\[i\] gives 1 of the 2 indices of tensor 'X'"):
+            te.compute((n,), body, name="B")
+    assert str(X[1][2]) == "X[1, 2]"  # chained indexing still reads an element
+
+
+def test_constants_print_with_their_dtype():
+    assert repr(te.const(1.5, "float16")) == "1.5f16"
+    assert repr(te.const(1.5, "bfloat16")) == "1.5bf16"
+    assert repr(te.max_value("bfloat16")).endswith("bf16")
+    assert repr(te.const(1.5, "float64")) == "1.5f64" and repr(te.const(1.5)) == "1.5"
+
+
 def test_logical_operators():
     i = te.var("i")
     a, b = i < 4, i > 1

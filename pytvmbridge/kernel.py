@@ -198,7 +198,15 @@ class Kernel(_core.Caller):
                 shape.append(size_vars[v])
             placeholders.append(te.placeholder(tuple(shape), dtype=dtype, name=names[k]))
         with _recording_reads(placeholders) as recorded:
-            result = self.fn(*placeholders)
+            try:
+                result = self.fn(*placeholders)
+            except TypeError as err:
+                dtypes = {p.dtype for p in placeholders}
+                if len(dtypes) < 2 or "dtype" not in str(err):
+                    raise
+                # Arrays of different dtypes met in the body: say which argument is which.
+                given = ", ".join(f"{p.name}: {p.dtype}" for p in placeholders)
+                raise TVMTypeError(f"kernel '{self.name}': {err} (the arguments: {given})") from err
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         for k, t in enumerate(outputs):
             if not isinstance(t, te.Tensor):

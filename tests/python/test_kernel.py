@@ -366,3 +366,15 @@ def test_kernels_pickle_by_reference_or_by_function(tmp_path):
         sys.modules.pop("kmod", None)
     with pytest.raises(Exception, match="lambda"):
         pickle.dumps(tvm.kernel(lambda a: tvm.compute(a.shape, lambda i: a[i])))
+
+
+def test_arrays_of_different_dtypes_meeting_in_the_body_name_the_arguments():
+    @tvm.kernel
+    def add(a, b):
+        return tvm.compute(a.shape, lambda i: a[i] + b[i], name="c")
+
+    with pytest.raises(
+        TypeError, match=r"kernel 'add': .*\(the arguments: a: float32, b: float64\)"
+    ):
+        add(np.ones(3, "float32"), np.ones(3, "float64"))
+    np.testing.assert_array_equal(add(np.ones(3), np.full(3, 2.0)), np.full(3, 3.0))

@@ -225,6 +225,7 @@ void call_inplace(const Module& mod, PyObject* const* arrays, Py_ssize_t n) {
     read_only[i] = args[i].read_only();
   }
   run(mod, tensors.data(), read_only.data(), n_all);
+  for (int i = 0; i < n_all; ++i) args[i].written();
 }
 
 // Inputs read into `in`; allocates the outputs in `framework`, runs, returns them.
@@ -442,6 +443,7 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
     read_only[i] = outputs[k].read_only();
   }
   run(*v->mod, tensors.data(), read_only.data(), v->n_all);
+  for (int k = 0; k < v->n_out; ++k) outputs[k].written();
   Py_INCREF(out);
   return out;
 }

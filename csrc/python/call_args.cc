@@ -216,6 +216,24 @@ void CallArg::read_generic(PyObject* obj, const ArgName& what, bool output) {
   read_only_ = owned_.read_only();
 }
 
+void CallArg::written() {
+  if (written_torch_ == nullptr) return;
+  // torch._C._increment_version, looked up once under the GIL (the torch route exists only
+  // once torch is imported) and kept for the process.
+  static PyObject* increment = nullptr;
+  if (increment == nullptr) {
+    py::object fn = py::module_::import("torch").attr("_C").attr("_increment_version");
+    increment = fn.release().ptr();
+  }
+  // It takes a sequence of tensors (a tensor itself would be iterated: one bump per row).
+  PyObject* one = PyTuple_Pack(1, written_torch_);
+  if (one == nullptr) throw py::error_already_set();
+  PyObject* done = PyObject_CallOneArg(increment, one);
+  Py_DECREF(one);
+  if (done == nullptr) throw py::error_already_set();
+  Py_DECREF(done);
+}
+
 void CallArg::read(PyObject* obj, const ArgName& what, bool output) {
   const TypeRoute* found = nullptr;
   try {
@@ -248,6 +266,7 @@ void CallArg::read(PyObject* obj, const ArgName& what, bool output) {
       }
       t_ = &view_;
       read_only_ = false;
+      if (output) written_torch_ = obj;
       return;
     }
     case ReadRoute::kNumpy:

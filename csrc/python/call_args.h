@@ -71,6 +71,11 @@ class CallArg {
   const DLTensor& tensor() const { return *t_; }
   bool read_only() const { return read_only_; }
 
+  // After the kernel wrote a PyTorch tensor given as an output: bumps its version counter, as
+  // PyTorch's own in-place operators do (autograd then refuses a backward that saved the old
+  // values, and the graph backend's packed weights see the change).
+  void written();
+
  private:
   void read_generic(PyObject* obj, const ArgName& what, bool output);
 
@@ -82,8 +87,9 @@ class CallArg {
   NDArray owned_;     // an imported or allocated NDArray, when the route makes one
   Py_buffer buffer_;  // the buffer-protocol route (valid when has_buffer_)
   bool has_buffer_ = false;
-  PyObject* object_ = nullptr;     // an allocated output's array (a strong reference)
-  PyObject* framework_ = nullptr;  // for result(): the allocating framework (borrowed)
+  PyObject* written_torch_ = nullptr;  // a torch tensor read as an output (borrowed)
+  PyObject* object_ = nullptr;         // an allocated output's array (a strong reference)
+  PyObject* framework_ = nullptr;      // for result(): the allocating framework (borrowed)
   AllocRoute alloc_ = AllocRoute::kNDArray;
 };
 

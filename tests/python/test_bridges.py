@@ -382,3 +382,33 @@ def test_plain_bridges_are_weak_referenceable_and_named():
     assert weakref.ref(f)() is f  # jax.jit and functools caches hold functions weakly
     assert repr(f) == "<pytvmbridge bridge 'twice_numpy'>"
     np.testing.assert_array_equal(f(np.arange(3, dtype="float32")), [0.0, 2.0, 4.0])
+
+
+def test_writing_a_torch_tensor_bumps_its_version_as_in_place_operators_do():
+    # Module calls, bridges in place and @kernel(out=): autograd then refuses a backward whose
+    # saved tensor the kernel overwrote, as after z.copy_(...), instead of a wrong gradient
+    n = tvm.var("n")
+    A = tvm.placeholder((n,), name="A")
+    B = tvm.placeholder((n,), name="B")
+    C = tvm.compute((n,), lambda i: A[i] + B[i], name="C")
+    module = tvm.build(tvm.create_schedule(C.op), [A, B, C])
+    bridge = tvm.to_pytorch(module)
+    double = tvm.kernel(lambda x: tvm.compute(x.shape, lambda i: x[i] * 2.0, name="y"))
+    ones = torch.ones(4)
+    for write in (
+        lambda z: module(ones, ones, z),
+        lambda z: bridge(ones, ones, z),
+        lambda z: double(ones, out=z),
+    ):
+        p = torch.ones(4, requires_grad=True)
+        z = torch.full((4,), 3.0)
+        loss = (z * p).sum()  # saves z for the backward
+        before = z._version
+        write(z)
+        assert z._version == before + 1
+        torch.testing.assert_close(z, torch.full((4,), 2.0))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+    y = torch.zeros(4)
+    double(ones, out=y)  # one bump per call, not per row
+    assert y._version == 1

@@ -40,3 +40,20 @@ def test_a_model_made_under_inference_mode_runs():
         compiled = torch.compile(model, backend="pytvmbridge")
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_a_kernel_writing_a_weight_in_place_is_seen():
+    # A pytvmbridge kernel that updates a parameter in place (a fused optimizer step, say) bumps
+    # its version counter as PyTorch's in-place operators do: the compiled model's packed weight
+    # is rebuilt
+    import pytvmbridge as tvm
+
+    halve = tvm.kernel(lambda w: tvm.compute(w.shape, lambda i, j: w[i, j] * 0.5, name="h"))
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 32).eval().requires_grad_(False)
+    compiled = torch.compile(lin, backend="pytvmbridge")
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), lin(x), rtol=1e-4, atol=1e-4)
+        halve(lin.weight.clone(), out=lin.weight)
+        torch.testing.assert_close(compiled(x), lin(x), rtol=1e-4, atol=1e-4)

@@ -9,6 +9,7 @@
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include "codegen/llvm_target.h"
 #include "support/error.h"
@@ -63,6 +64,27 @@ void check_features(const std::string& text, const std::string& features) {
                   "': -mattr takes a comma-separated list of +name or -name, where name is an "
                   "LLVM feature of this architecture such as avx2 or avx512f");
     }
+  }
+}
+
+// Code generation assumes this process's mode: 64-bit code with hardware floating point. LLVM
+// aborts the process on a 32-bit-only CPU (-mcpu=i386) or -mattr=-64bit, and +16bit-mode code
+// dies of SIGILL when called; refused here instead.
+void check_mode(const std::string& text, const std::string& cpu, const std::string& features) {
+  for (const std::string& f : split(features, ',')) {
+    std::string name = f.size() > 1 ? f.substr(1) : f;
+    bool mode = name == "16bit-mode" || name == "32bit-mode" || name == "soft-float";
+    if (mode || f == "-64bit") {
+      value_error("feature '", f, "' in target '", text,
+                  "' changes the processor mode or the float ABI this process runs in; only "
+                  "ISA extensions (such as +avx2 or -avx512f) may be set");
+    }
+  }
+  if (!cpu.empty() && llvm::Triple(host_triple()).isArch64Bit() &&
+      llvm::Triple(host_triple()).isX86() && !subtarget_info(cpu)->checkFeatures("+64bit")) {
+    value_error("CPU '", cpu, "' in target '", text,
+                "' has no 64-bit mode, which this process runs in (e.g. \"",
+                llvm::sys::getHostCPUName().str(), "\" or \"x86-64\" is expected)");
   }
 }
 
@@ -129,6 +151,7 @@ Target Target::parse(const std::string& s) {
   }
   // (Building LLVM's feature table costs a third of a millisecond: only when there is a list.)
   if (!mattr.empty()) check_features(s, mattr);
+  if (has_cpu || !mattr.empty()) check_mode(s, has_cpu ? cpu : "", mattr);
   return t;
 }
 

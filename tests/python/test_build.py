@@ -1,5 +1,7 @@
 """build(), lower() and the Module call path: values against NumPy/PyTorch, and every error."""
 
+import platform
+
 import numpy as np
 import pytest
 import torch
@@ -256,3 +258,34 @@ def test_module_repr_doc_and_argument_errors(capfd):
     with pytest.raises(ValueError, match="unknown CPU 'nonexistentcpu'"):
         tvm.build(s, [A, B], "llvm -mcpu=nonexistentcpu")
     assert "not a recognized processor" not in capfd.readouterr().err  # LLVM's own warning
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("llvm -mcpu=i386", "CPU 'i386' .* has no 64-bit mode"),
+        ("llvm -mcpu=pentium4", "CPU 'pentium4' .* has no 64-bit mode"),
+        ("llvm -mattr=-64bit", "feature '-64bit' .* changes the processor mode"),
+        ("llvm -mattr=+16bit-mode", "feature '\\+16bit-mode' .* changes the processor mode"),
+        ("llvm -mattr=+soft-float", "feature '\\+soft-float' .* float ABI"),
+    ],
+)
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 CPU and feature names")
+def test_targets_for_another_processor_mode_are_refused(target, message):
+    # LLVM aborted the process on these (a 32-bit CPU), or built code that died of SIGILL
+    A = tvm.placeholder((4,), name="A")
+    B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+    with pytest.raises(ValueError, match=message):
+        tvm.build(tvm.create_schedule(B.op), [A, B], target=target)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="x86 CPU and feature names")
+def test_older_64_bit_cpus_and_isa_features_still_build():
+    A = tvm.placeholder((4,), name="A")
+    B = tvm.compute((4,), lambda i: A[i] + 1.0, name="B")
+    s = tvm.create_schedule(B.op)
+    for target in ("llvm -mcpu=x86-64", "llvm -mcpu=core2", "llvm -mattr=-avx2"):
+        f = tvm.build(s, [A, B], target=target)
+        out = np.zeros(4, "float32")
+        f(np.arange(4, dtype="float32"), out)
+        np.testing.assert_array_equal(out, np.arange(4) + 1)

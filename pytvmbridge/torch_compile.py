@@ -200,6 +200,39 @@ class CompiledModel(torch.nn.Module):
             return pytree.tree_unflatten(results, self._out_spec)
         return results[0] if len(results) == 1 else tuple(results)  # (saved without out_spec)
 
+    def _check_references(self) -> None:
+        """Every input, constant, output, step and kernel a loaded plan refers to exists (a
+        damaged plan.json raises here, not at the first call)."""
+        plan = self.plan
+        n_in = int(plan["num_inputs"])
+        n_kernels = len(self.kernels) if "steps" in plan else 1
+        n_out = len(plan["outputs"])
+
+        def check(value: Any, steps_before: int) -> None:
+            if isinstance(value, Ref):
+                limit = {"in": n_in, "const": self.num_constants, "step": steps_before}.get(
+                    value.kind, n_out
+                )
+                if value.index >= limit:
+                    raise TVMValueError(f"{value} refers to nothing (there are {limit})")
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    check(v, steps_before)
+            elif isinstance(value, dict):
+                for v in value.values():
+                    check(v, steps_before)
+
+        for kind, k in plan.get("args", []):
+            check(Ref("in" if kind == "input" else "const", int(k)), 0)
+        for j, (kind, fn, args, kwargs) in enumerate(self._steps):
+            if kind == "kernel" and not 0 <= int(fn) < n_kernels:
+                raise TVMValueError(f"step {j} calls kernel {fn} (there are {n_kernels})")
+            check((args, kwargs), j)
+        check(self._outputs, len(self._steps))
+        for steps in self._views.values():
+            for n, (_fn, args, kwargs) in enumerate(steps):
+                check((args, kwargs), n)
+
     def _check_inputs(self, inputs: Sequence[Any]) -> None:
         """Each input against its ``input_infos`` entry, named as the user named it (the
         kernel's own checks would name its arguments, which include the weights)."""
@@ -929,11 +962,25 @@ def load(export_dir: str | os.PathLike[str]) -> CompiledModel:
     Example: see the module's docstring.
     """
     export_dir = os.fspath(export_dir)
+    try:
+        return _load(export_dir)
+    except (KeyError, IndexError, TypeError, AttributeError, RecursionError, ValueError) as err:
+        if isinstance(err, TVMValueError) and str(err).startswith(export_dir):
+            raise
+        raise TVMValueError(
+            f"{export_dir}: not a valid pytvmbridge.torch.compile export (plan.json: "
+            f"{type(err).__name__}: {err})"
+        ) from err
+
+
+def _load(export_dir: str) -> CompiledModel:
     with open(os.path.join(export_dir, "plan.json")) as f:
         record = json.load(f)
     plan = record["plan"]
     modules, codes = [], []
     for name in plan.pop("modules", None) or ["module.ptb"]:
+        if not isinstance(name, str) or os.path.basename(name) != name or name in (".", ".."):
+            raise TVMValueError(f"module file {name!r} is not a file name in the export")
         path = os.path.join(export_dir, name)
         with open(path, "rb") as f:
             code = f.read()
@@ -946,4 +993,6 @@ def load(export_dir: str | os.PathLike[str]) -> CompiledModel:
     values = [constants[f"const{k}"] for k in range(len(constants))]
     if "steps" not in plan:
         modules, codes = modules[0], codes[0]
-    return CompiledModel(modules, values, plan, code=codes, own_constants=True)
+    model = CompiledModel(modules, values, plan, code=codes, own_constants=True)
+    model._check_references()
+    return model

@@ -564,8 +564,15 @@ std::string JITModule::get_source(const std::string& fmt) const {
       llvm::raw_string_ostream os(message);
       diag.print("pytvmbridge", os);
       os.flush();
-      internal_error(__FILE__, __LINE__, "cannot re-read the module's IR: ", message);
+      value_error("the module's IR does not parse (a damaged or edited module file?): ", message);
     }
+  }
+  // IR read back from a file is checked before code generation, which assumes valid IR.
+  std::string problem;
+  llvm::raw_string_ostream problem_stream(problem);
+  if (llvm::verifyModule(*module, &problem_stream)) {
+    problem_stream.flush();
+    value_error("the module's IR is not valid (a damaged or edited module file?): ", problem);
   }
   std::unique_ptr<llvm::TargetMachine> tm = create_target_machine(impl_->target);
   llvm::SmallVector<char, 0> text =

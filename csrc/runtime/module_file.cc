@@ -158,7 +158,11 @@ class ManifestReader {
   Expr expr(const json::Value& v, const std::vector<Expr>& slots, int depth = 0) const {
     if (depth > 200) fail("a size expression is nested too deeply");
     const json::Object& o = object(v, "a size expression");
-    if (o.get("int")) return IntImm::make(dtype(o), integer(o, "int"));
+    if (o.get("int")) {
+      DataType t = dtype(o);
+      if (!t.is_integer()) fail(str_cat("an integer size has dtype ", t.str()));
+      return IntImm::make(t, integer(o, "int"));
+    }
     if (o.get("var")) {
       int64_t index = integer(o, "var");
       if (index < 0) return Var::make(dtype(o), str(o, "name"));
@@ -295,6 +299,14 @@ std::vector<std::string> undefined_symbols(const std::string& object) {
 }
 
 json::Value parse_manifest(const std::string& text, const std::string& origin) {
+  // LLVM's parser recurses once per nesting level with no limit: a manifest nested deeper than
+  // any module's (size expressions are limited to 200 levels) is refused before it overflows
+  // the stack. Brackets inside strings count too, which only makes the bound stricter.
+  int depth = 0;
+  for (char c : text) {
+    depth += (c == '[' || c == '{') - (c == ']' || c == '}');
+    if (depth > 1000) value_error(origin, ": corrupted module file: the manifest nests too deeply");
+  }
   auto value = json::parse(text);
   if (!value) {
     value_error(origin, ": corrupted module file: the manifest is not valid JSON: ",

@@ -193,7 +193,8 @@ def record_problem(r: Any) -> str | None:
     if kind == "auto":  # the automatic scheduler's point: {stage: {knob: int}}
         for stage, knobs in config.items():
             if not isinstance(knobs, dict) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in knobs.values()
+                isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
+                for v in knobs.values()
             ):
                 return f"'config' stage {stage!r} must map knobs to integers, got {knobs!r}"
     target = r.get("target")
@@ -251,8 +252,8 @@ def load(path: str | os.PathLike[str], verified: bool = True) -> Iterator[dict[s
                 continue
             try:
                 r = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                skip(n, "not a JSON record")
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                skip(n, "not a JSON record")  # (RecursionError: nested past Python's limit)
                 continue
             if isinstance(r, dict) and "workload" not in r:
                 if "input" in r and "result" in r:

@@ -287,6 +287,10 @@ _DTYPE_NAMES = {
 }
 
 
+# What a Ref may name: an input, an output, a constant, an earlier step.
+_REF_KINDS = ("in", "out", "const", "step")
+
+
 def encode(value: Any) -> Any:
     """``value`` (a step argument) as JSON data: refs, dtypes, devices, layouts and memory
     formats become one-key objects, tuples lists.
@@ -322,12 +326,21 @@ def decode(value: Any) -> Any:
     if isinstance(value, dict):
         ((key, data),) = value.items()
         if key == "ref":
+            if data[0] not in _REF_KINDS or not isinstance(data[1], int) or data[1] < 0:
+                raise TVMValueError(f"not a reference to a value: {value!r}")
             return Ref(str(data[0]), int(data[1]))
         if key == "dtype":
+            if data not in _DTYPE_NAMES.values():
+                raise TVMValueError(f"unknown dtype {data!r}")
             return getattr(torch, data)
         if key == "device":
             return torch.device(data)
-        return getattr(torch, data)  # a layout or memory format, by its name
+        # A layout or memory format, by its name (nothing else of torch's namespace).
+        kind = torch.layout if key == "layout" else torch.memory_format
+        found = getattr(torch, data, None) if isinstance(data, str) else None
+        if key not in ("layout", "memory_format") or not isinstance(found, kind):
+            raise TVMValueError(f"not a recorded argument: {value!r}")
+        return found
     if isinstance(value, list):
         return [decode(v) for v in value]
     return value

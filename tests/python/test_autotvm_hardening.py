@@ -52,6 +52,26 @@ def test_a_line_that_is_not_utf8_is_skipped_with_a_warning(tmp_path):
     assert [r["workload"] for r in loaded] == ["w0", "w1"]
 
 
+def test_a_deeply_nested_line_and_knobs_past_int64_are_skipped(tmp_path):
+    # Python's JSON parser raised RecursionError on the first; the second reached the
+    # automatic scheduler, whose C++ knobs are int64, as pybind11's RuntimeError
+    log = tmp_path / "odd.json"
+    a, b = _records(2)
+    huge = record.make_record("w9", "demo9()", "auto", "llvm", {"B": {"k": 2**70}}, [1e-3], 0)
+    record.append(log, [a])
+    with open(log, "a") as f:
+        f.write("[" * 100000 + "\n")
+        f.write(json.dumps(huge) + "\n")
+    record.append(log, [b])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = list(record.load(log))
+    assert [r["workload"] for r in loaded] == ["w0", "w1"]
+    text = [str(w.message) for w in caught]
+    assert any("odd.json:2: not a JSON record" in t for t in text), text
+    assert any("odd.json:3: not a valid tuning record" in t for t in text), text
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [

@@ -359,3 +359,53 @@ def test_export_to_a_bad_path_names_that_path_and_leaves_nothing_behind(tmp_path
     with pytest.raises(ValueError, match="the file name is empty"):
         f.save("")
     assert list(tmp_path.iterdir()) == []  # no temporary file left
+
+
+# ---- files edited on purpose (the CRC recomputed): errors, never a crash ----
+
+
+def pack_text(manifest_text: bytes, objects: list[bytes], ir: bytes) -> bytes:
+    """pack() with the manifest's bytes as given (not necessarily JSON of a dict)."""
+    body = b"PTBMOD\r\n" + struct.pack("<II", 1, 0)
+    body += struct.pack("<Q", len(manifest_text)) + manifest_text
+    body += struct.pack("<I", len(objects))
+    for section in (*objects, ir):
+        body += struct.pack("<Q", len(section)) + section
+    return body + struct.pack("<I", zlib.crc32(body))
+
+
+def test_edited_files_are_value_errors_not_crashes(tmp_path):
+    data = tvm.runtime.module_to_bytes(build_shift_erfc())
+    manifest, objects, ir = split(data)
+    # A manifest nested past any module's depth (LLVM's JSON parser recursed until the stack
+    # overflowed), in a fresh interpreter so that a regression cannot take the suite with it
+    deep = tmp_path / "deep.ptb"
+    deep.write_bytes(pack_text(b"[" * 100000 + b"]" * 100000, objects, ir))
+    out = run_fresh(
+        f"""
+        import pytvmbridge as tvm
+        try:
+            tvm.runtime.load_module({str(deep)!r})
+        except ValueError as err:
+            print(err)
+        """
+    )
+    assert "nests too deeply" in out
+    # An integer size of a float dtype
+    text = json.dumps(manifest)
+    assert '{"dtype": "int32", "int": 1}' in text
+    edited = json.loads(
+        text.replace('{"dtype": "int32", "int": 1}', '{"dtype": "float32", "int": 1}')
+    )
+    with pytest.raises(ValueError, match="an integer size has dtype float32"):
+        tvm.runtime.module_from_bytes(pack(edited, objects, ir))
+    # IR that parses but is not valid (a phi missing an incoming edge): assembly is refused
+    bad_ir = (
+        b"define i32 @f(i1 %c) {\nentry:\n  br i1 %c, label %a, label %b\na:\n  br label %m\n"
+        b"b:\n  br label %m\nm:\n  %x = phi i32 [1, %a]\n  ret i32 %x\n}\n"
+    )
+    loaded = tvm.runtime.module_from_bytes(pack(manifest, objects, bad_ir))
+    with pytest.raises(ValueError, match="IR is not valid"):
+        loaded.get_source("asm")
+    with pytest.raises(ValueError, match="does not parse"):
+        tvm.runtime.module_from_bytes(pack(manifest, objects, b"not IR")).get_source("asm")

@@ -160,3 +160,35 @@ def test_a_small_convolutional_network_with_batch_norm():
     for batch in (2, 3):
         x = torch.randn(batch, 3, 12, 12)
         torch.testing.assert_close(compiled(x), model(x), atol=1e-4, rtol=1e-4)
+
+
+def test_a_damaged_plan_is_a_value_error_at_load(tmp_path):
+    # plan.json edited: a constant, a dtype name or a module file that is not there, and a
+    # module path outside the export, are ValueErrors naming the export (not a KeyError, an
+    # AttributeError at the first call, or a file read elsewhere)
+    model = mlp()
+    ptc.compile(model, {"input_infos": [("x", (2, 6))], "export_dir": str(tmp_path)})
+    plan_path = tmp_path / "plan.json"
+    good = json.loads(plan_path.read_text())
+    x = torch.randn(2, 6)
+    torch.testing.assert_close(ptc.load(tmp_path)(x), model(x), rtol=1e-5, atol=1e-5)
+
+    def damaged(edit):
+        record = json.loads(json.dumps(good))
+        edit(record["plan"])
+        plan_path.write_text(json.dumps(record))
+        with pytest.raises(ValueError, match=f"{tmp_path}.*not a valid .* export"):
+            ptc.load(tmp_path)
+
+    damaged(lambda p: p["args"].append(["const", 99]))
+    damaged(lambda p: p.__setitem__("modules", ["../../etc/passwd"]))
+    damaged(lambda p: p.pop("num_inputs"))
+    damaged(
+        lambda p: p.__setitem__(
+            "views",
+            {"0": [{"op": "aten::view.default", "args": [{"dtype": "load"}], "kwargs": {}}]},
+        )
+    )
+    plan_path.write_text("[" * 100000)
+    with pytest.raises(ValueError, match="not a valid"):
+        ptc.load(tmp_path)

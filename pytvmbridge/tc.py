@@ -329,6 +329,14 @@ class TcFunction:
         if tc_options:
             options = tc_options.get("options")
             out = _tc_call_options(self.name, out, tc_options)
+        if any(type(x).__name__ == "PyCapsule" for x in inputs):
+            # A DLPack capsule can be read once only: viewed as an NDArray for the checks and
+            # the call alike.
+            from . import nd
+
+            inputs = tuple(
+                nd.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs
+            )
         if out is None and (route := _autodiff_route(inputs)) is not None:
             return route.call(self, inputs, {})  # autograd / JAX trace (pytvmbridge/autodiff/)
         if self._check(inputs):

@@ -606,11 +606,13 @@ void check_writable_object(py::handle obj, const ArgName& what) {
     requires_grad = grad == Py_True;
     Py_DECREF(grad);
   }
-  if (requires_grad) {
+  // Under torch.no_grad() an in-place write to a tensor that requires grad is what an optimizer
+  // step does, as PyTorch allows (the write bumps its version: CallArg::written).
+  if (requires_grad && torch_grad_mode()) {
     value_error(what.str(),
                 " is an output but the tensor requires grad: autograd would not see the "
                 "kernel's write; pass a tensor with requires_grad=False (e.g. "
-                "torch.empty_like(x))");
+                "torch.empty_like(x)), or write under torch.no_grad() (an optimizer step)");
   }
 }
 

@@ -512,7 +512,7 @@ void Module::run(const DLTensor* const* tensors, const bool* read_only, size_t n
     }
   }
   // An output must not share memory with any other argument: the kernel reads inputs while it
-  // writes outputs, and the result would depend on the loop order.
+  // writes outputs, and the result would depend on the loop order (API.md: an error).
   for (size_t i = 0; i < n; ++i) {
     if (!args_[i].is_output) continue;
     auto [lo, hi] = byte_span(*tensors[i]);

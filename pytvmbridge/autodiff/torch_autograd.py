@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any
 
-from ..error import TVMError, TVMNotImplementedError, TVMValueError
+from ..error import TVMError, TVMNotImplementedError, TVMTypeError, TVMValueError
 from .derivative import NotDifferentiable
 
 _lock = threading.Lock()
@@ -315,21 +315,53 @@ def _as_list(out: Any) -> list[Any]:
 
 
 def call(kernel: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Runs ``kernel`` as its custom op (inputs-only calls; ``out=`` is not differentiable)."""
+    """Runs ``kernel`` as its custom op (inputs-only calls; ``out=`` is not differentiable).
+    Arrays of other frameworks among the inputs (a NumPy array beside a tensor that requires
+    grad) are read as torch tensors, without a copy where DLPack allows."""
+    import torch
+
     if kwargs:
+        grad = torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args
+        )
+        if not grad and not torch.compiler.is_compiling():
+            return NotImplemented  # a tensor subclass that needs no autograd: the plain call
         raise TVMValueError(
             f"kernel '{kernel.name}': out= cannot be used with inputs that require grad "
             "(autograd would not see the write); call it with the inputs only"
         )
+    if not all(isinstance(a, torch.Tensor) for a in args):
+        args = tuple(_as_tensor(kernel, k, a) for k, a in enumerate(args))
     if _eager(args):
         outs = _eager_function(kernel).apply(*args)
         return outs
-    import torch
 
     # Registering inside a torch.compile trace is not traceable: custom_op_name runs at trace
     # time instead of being traced (fullgraph=True holds, where torch.compiler.disable broke it).
     outs = getattr(torch.ops.pytvmbridge, custom_op_name(kernel))(list(args))
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _as_tensor(kernel: Any, k: int, value: Any) -> Any:
+    """Input ``k``, of another framework, as a torch tensor (shared memory through DLPack; a
+    copy where DLPack refuses, as for a read-only NumPy array)."""
+    import numpy as np
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    try:
+        return torch.from_dlpack(value)
+    except (BufferError, TypeError, RuntimeError, ValueError):
+        pass
+    try:
+        return torch.as_tensor(np.array(value, copy=True))
+    except Exception as err:
+        name = getattr(kernel, "name", "kernel")
+        raise TVMTypeError(
+            f"kernel '{name}': input {k} is a {type(value).__name__}, which cannot be read as a "
+            f"torch tensor beside the inputs that require grad ({err})"
+        ) from None
 
 
 def custom_op_name(kernel: Any) -> str:

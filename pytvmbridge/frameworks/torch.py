@@ -1,8 +1,10 @@
 """PyTorch: tensors go to kernels as they are (the C++ call path views them, and allocates
 outputs, through ``torch.Tensor.__dlpack_c_exchange_api__``).
 
-A tensor that requires grad may be an input (it is read, as ``x.detach()`` would be), never an
-output: autograd would not know about the write.
+A tensor that requires grad may be an input (it is read, as ``x.detach()`` would be), and an
+output only under ``torch.no_grad()`` (an optimizer step, as PyTorch allows in-place writes
+there): in grad mode autograd would not know about the write. Every tensor written in place has
+its version counter bumped, as by PyTorch's in-place operators.
 
 Example:
     >>> import torch
@@ -50,10 +52,11 @@ class TorchFramework(Framework):
         return x.detach() if x.requires_grad else x
 
     def as_output(self, x: Any, what: str) -> Any:
-        if x.requires_grad:
+        if x.requires_grad and torch.is_grad_enabled():  # no_grad: an optimizer step's write
             raise TVMValueError(
                 f"{what} is an output but the tensor requires grad: autograd would not see the "
-                "kernel's write; pass a tensor with requires_grad=False (e.g. torch.empty_like(x))"
+                "kernel's write; pass a tensor with requires_grad=False (e.g. "
+                "torch.empty_like(x)), or write under torch.no_grad() (an optimizer step)"
             )
         return x
 

@@ -187,9 +187,9 @@ def test_pytorch_bad_arguments_name_the_argument_and_write_nothing(vadd):
 
 def test_pytorch_output_overlapping_an_input_is_refused(vadd):
     f = to_pytorch(vadd)
-    x = torch.ones(4)
+    x = torch.ones(5)
     with pytest.raises(ValueError, match="overlaps"):
-        f(x, torch.ones(4), x)  # the refusal shows the kernel sees x's own memory
+        f(x[:4], torch.ones(4), x[1:])  # the refusal shows the kernel sees x's own memory
     assert x.eq(1).all()
 
 
@@ -412,3 +412,25 @@ def test_writing_a_torch_tensor_bumps_its_version_as_in_place_operators_do():
     y = torch.zeros(4)
     double(ones, out=y)  # one bump per call, not per row
     assert y._version == 1
+
+
+def test_a_parameter_is_written_under_no_grad_as_an_optimizer_step():
+    # PyTorch allows p.sub_(...) on a leaf that requires grad under no_grad; so does a kernel
+    # (its version bumped), and in grad mode the write is still refused
+    p = torch.nn.Parameter(torch.full((4,), 3.0))
+    g = torch.full((4,), 2.0)
+    # (an output may not overlap an input, API.md: the kernel reads the old values from a copy)
+    sgd = tvm.kernel(lambda w, d: tvm.compute(w.shape, lambda i: w[i] - 0.5 * d[i], name="s"))
+    with pytest.raises(ValueError, match=r"requires grad.*or write under torch.no_grad\(\)"):
+        sgd(p.detach().clone(), g, out=p)
+    module = sgd.module_for(p.detach(), g)
+    with pytest.raises(ValueError, match=r"requires grad.*or write under torch.no_grad\(\)"):
+        module(g, g, p)
+    torch.testing.assert_close(p.detach(), torch.full((4,), 3.0))
+    with torch.no_grad():
+        before = p._version
+        sgd(p.clone(), g, out=p)
+    torch.testing.assert_close(p.detach(), torch.full((4,), 2.0))
+    assert p._version == before + 1 and p.requires_grad
+    p.sum().backward()  # still a leaf that autograd works with
+    torch.testing.assert_close(p.grad, torch.ones(4))

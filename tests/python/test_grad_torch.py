@@ -227,3 +227,40 @@ def test_opcheck_on_a_tc_define_op():
     torch.library.opcheck(op, ([rand(3, 4), rand(4)],))
     (z,) = op([rand(3, 4), rand(4)])
     torch.testing.assert_close(z, torch.tanh(rand(3, 4)) @ rand(4))
+
+
+def test_a_numpy_input_beside_a_tensor_that_requires_grad():
+    # Frameworks mix in one call: the NumPy array is read as a torch tensor, the gradient flows
+    # to the tensor (was save_for_backward's TypeError); TC defs alike
+    import numpy as np
+
+    from pytvmbridge import tc
+
+    mul = tvm.kernel(lambda x, y: te.compute(x.shape, lambda i: x[i] * y[i], name="m"))
+    x = torch.arange(4.0, requires_grad=True)
+    y = np.array([1.0, 2.0, 3.0, 4.0], "float32")
+    out = mul(x, y)
+    torch.testing.assert_close(out, torch.tensor([0.0, 2.0, 6.0, 12.0]))
+    out.sum().backward()
+    torch.testing.assert_close(x.grad, torch.from_numpy(y))
+    y.flags.writeable = False  # DLPack refuses it: read from a copy
+    x.grad = None
+    mul(x, y).sum().backward()
+    torch.testing.assert_close(x.grad, torch.from_numpy(y.copy()))
+    mm = tc.define("def mm(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) * B(k,n) }")
+    a = torch.randn(2, 3, requires_grad=True)
+    b = np.random.default_rng(0).random((3, 4)).astype("float32")
+    mm(a, b).sum().backward()
+    torch.testing.assert_close(a.grad, torch.from_numpy(b).sum(1).expand(2, 3))
+
+
+def test_out_with_a_tensor_subclass_that_needs_no_grad():
+    class Tagged(torch.Tensor):
+        pass
+
+    double = tvm.kernel(lambda x: te.compute(x.shape, lambda i: x[i] * 2.0, name="d"))
+    out = torch.zeros(4)
+    double(torch.arange(4.0).as_subclass(Tagged), out=out)
+    torch.testing.assert_close(out, torch.arange(4.0) * 2)
+    with pytest.raises(ValueError, match="out= cannot be used with inputs that require grad"):
+        double(torch.arange(4.0, requires_grad=True).as_subclass(Tagged), out=out)

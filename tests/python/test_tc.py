@@ -425,3 +425,13 @@ def test_defs_pickle_as_source_and_torch_save_a_module_holding_one():
     buf.seek(0)
     model = torch.load(buf, weights_only=False)
     torch.testing.assert_close(model(torch.tensor([2.0, -3.0])), torch.tensor([4.0, 9.0]))
+
+
+def test_a_dlpack_capsule_is_an_input_like_any_array():
+    # The checks read its shape and dtype, then the call its data: a capsule is read once
+    mm = tc.define("def mm(float(M,K) A, float(K,N) B) -> (C) { C(m,n) +=! A(m,k) * B(k,n) }")
+    a = np.arange(6, dtype="float32").reshape(2, 3)
+    b = np.arange(12, dtype="float32").reshape(3, 4)
+    got = mm(a.__dlpack__(), torch.from_numpy(b).__dlpack__())
+    np.testing.assert_allclose(np.from_dlpack(got), a @ b)
+    np.testing.assert_allclose(np.from_dlpack(mm(torch.from_numpy(a).__dlpack__(), b)), a @ b)

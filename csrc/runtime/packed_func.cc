@@ -6,6 +6,8 @@
 #include <mutex>
 #include <utility>
 
+#include <pthread.h>
+
 #include "runtime/backend_api.h"
 #include "support/error.h"
 
@@ -19,7 +21,14 @@ struct Registry {
 };
 
 Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: calls may race with exit
+  // Never destroyed: calls may race with exit. fork() takes the lock first (the registrations
+  // must survive into the child, so it is not made afresh as ForkSafe objects are): a lookup
+  // on another thread at that moment cannot leave the child's copy locked forever.
+  static Registry* r = [] {
+    pthread_atfork([] { registry().mu.lock(); }, [] { registry().mu.unlock(); },
+                   [] { registry().mu.unlock(); });
+    return new Registry();
+  }();
   return *r;
 }
 

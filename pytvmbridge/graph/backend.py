@@ -30,8 +30,11 @@ address stay the same: optimizer steps, ``load_state_dict`` and in-place updates
 ``torch.no_grad()`` (``p.mul_(2)``) all bump the counter and are seen on the next call. Writes
 through ``p.data`` (``p.data.mul_(2)``, old-style hand-written SGD or EMA updates) bypass the
 counter, as they bypass autograd, and are *not* seen: write to the parameter under
-``torch.no_grad()`` instead. A model made under ``torch.inference_mode()`` has no counters: its
-weights are taken as fixed.
+``torch.no_grad()`` instead. So does PyTorch's own batch-norm kernel when an eager forward in
+training mode updates the running statistics outside the compiled model (a recalibration pass
+such as ``swa_utils.update_bn`` on the eager module): compile again (``torch._dynamo.reset()``)
+after it, or run that pass through the compiled model. A model made under
+``torch.inference_mode()`` has no counters: its weights are taken as fixed.
 
 Example:
     >>> import torch

@@ -596,7 +596,7 @@ def compile_graph(
     permuted = _permuted_inputs(gm, plan) if options.get("permute_inputs") else frozenset()
     winograd: dict[str, int] = {}
     with blocking(lanes):
-        inputs, outputs, size_vars = import_graph(gm, plan=plan, permuted=permuted)
+        inputs, outputs, _ = import_graph(gm, plan=plan, permuted=permuted)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
         prepacked.update(_blocked_weights(gm, plan, lanes))
         if options.get("winograd", True):
@@ -607,7 +607,7 @@ def compile_graph(
         out_channels.update({k: shape[0] for k, (_, shape) in plan.derived.items()})
         padded = {k: out_channels[k] for k, w in prepacked.items() if out_channels[k] % w}
         with blocking(lanes, padded, winograd):
-            inputs, outputs, size_vars = import_graph(gm, prepacked, plan, permuted)
+            inputs, outputs, _ = import_graph(gm, prepacked, plan, permuted)
     derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
     inputs = inputs[: len(placeholders)]
     for node, out in zip(out_nodes, outputs, strict=True):
@@ -659,16 +659,29 @@ def compile_graph(
         if node.name in prepacked and hash(inputs[i].op) in used:
             spec = _weight_spec(node.name, i, prepacked[node.name], winograd)
             sources[sources.index(i)] = spec
+    # The kernel binds its sizes from the dimensions of the arrays passed to it: a size that
+    # only a symbolic-int input or an input the kernel does not read carries (a gradient's
+    # batch, in a backward that reads no full-size tensor) cannot be bound, and the partition
+    # runs in PyTorch.
+    passed = {
+        s if type(s) is int else s.index for s in sources if isinstance(s, (int, PermutedInput))
+    }
     bindings: dict[str, tuple[int, int | None]] = {}
+    needed: set[str] = set()
     for i, node in enumerate(placeholders):
         val = node.meta["val"]
-        if isinstance(val, torch.SymInt) and isinstance(val.node.expr, sympy.Symbol):
-            bindings.setdefault(str(val.node.expr), (i, None))
-        elif isinstance(val, torch.Tensor):
-            for d, dim in enumerate(val.shape):
-                if isinstance(dim, torch.SymInt) and isinstance(dim.node.expr, sympy.Symbol):
+        if i not in passed or not isinstance(val, torch.Tensor):
+            continue
+        for d, dim in enumerate(val.shape):
+            if isinstance(dim, torch.SymInt):
+                needed |= {str(x) for x in dim.node.expr.free_symbols}
+                if isinstance(dim.node.expr, sympy.Symbol):
                     bindings.setdefault(str(dim.node.expr), (i, d))
-    missing = set(size_vars) - set(bindings)
+    for meta in out_meta:
+        for dim in meta.shape:
+            if isinstance(dim, torch.SymInt):
+                needed |= {str(x) for x in dim.node.expr.free_symbols}
+    missing = needed - set(bindings)
     if missing:
         raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")
 

@@ -312,6 +312,8 @@ def _addmm(bias: te.Tensor, a: te.Tensor, b: te.Tensor, beta: Any = 1, alpha: An
     out = topi.nn.matmul(a, b)
     if alpha != 1:
         out = topi.multiply(out, _scalar(alpha, out))
+    if beta == 0:  # PyTorch ignores the input then: its NaN and inf do not spread
+        return out
     if beta != 1:
         bias = topi.multiply(bias, _scalar(beta, bias))
     return topi.add(out, bias)

@@ -1,11 +1,15 @@
 // Packed functions: the registry and ptb_call_packed's decoding of the kernel's argument
 // description, and how a failing function's exception is kept for the caller.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/backend_api.h"
@@ -72,6 +76,33 @@ TEST(PackedFunc, NamesAreUniqueUnlessOverridden) {
   auto names = packed_func_names();
   EXPECT_NE(std::find(names.begin(), names.end(), "test.unique"), names.end());
   remove_packed_func("test.unique");
+}
+
+TEST(PackedFunc, AChildForkedDuringALookupKeepsTheRegistry) {
+  // fork() while another thread holds the registry's lock: the child must neither wait on it
+  // forever nor lose the registrations.
+  auto nop = [](const std::vector<PackedArg>&) {};
+  register_packed_func("test.fork", nop, true);
+  std::atomic<bool> stop{false};
+  std::thread user([&] {
+    while (!stop.load()) find_packed_func("test.fork");
+  });
+  int hung_or_failed = 0;
+  for (int i = 0; i < 100; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(10);  // a deadlocked child dies of SIGALRM instead of hanging the test
+      _exit(find_packed_func("test.fork") ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung_or_failed;
+  }
+  stop = true;
+  user.join();
+  EXPECT_EQ(hung_or_failed, 0);
+  remove_packed_func("test.fork");
 }
 
 }  // namespace

@@ -534,3 +534,12 @@ def test_core_decompositions_are_torchs_and_built_once():
     f = torch.compile(lambda x: torch.nn.functional.hardswish(x) * 2, backend="pytvmbridge")
     x = torch.linspace(-5, 5, 41)
     torch.testing.assert_close(f(x), torch.nn.functional.hardswish(x) * 2)
+
+
+def test_addmm_with_beta_zero_ignores_its_input():
+    # PyTorch: with beta = 0 the input is ignored, its NaN and inf do not spread
+    f = _compile(lambda c, a, b: torch.addmm(c, a, b, beta=0, alpha=2.0), strict=True)
+    c = torch.full((2, 3), float("nan"))
+    a, b = torch.randn(2, 4), torch.randn(4, 3)
+    torch.testing.assert_close(f(c, a, b), torch.addmm(c, a, b, beta=0, alpha=2.0))
+    assert torch.isfinite(f(c, a, b)).all()

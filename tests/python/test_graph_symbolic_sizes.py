@@ -146,3 +146,29 @@ def test_a_replayed_view_of_a_base_laid_out_otherwise_is_a_copy_of_its_values():
     torch.testing.assert_close(got, base.reshape(6, 4))
     contiguous = base.contiguous()
     assert run_steps(steps, {("in", 0): contiguous})._base is contiguous  # still a view
+
+
+@pytest.mark.parametrize("pool", [torch.nn.AvgPool2d(2), torch.nn.MaxPool2d(2)])
+def test_a_backward_whose_sizes_no_kernel_input_carries_runs_in_pytorch(pool):
+    # The pooling gradient reads no tensor of the input's size, so the kernel cannot bind the
+    # batch of the gradient it returns: the partition runs in PyTorch (it crashed at the call)
+    torch.manual_seed(0)
+    compiled = torch.compile(pool, backend="pytvmbridge", dynamic=True)
+    for n in (2, 3):
+        x = torch.randn(n, 3, 8, 8, requires_grad=True)
+        with pytest.warns(UserWarning, match="cannot be bound"):
+            compiled(x).pow(2).sum().backward()
+        got, x.grad = x.grad.clone(), None
+        pool(x).pow(2).sum().backward()
+        torch.testing.assert_close(got, x.grad)
+        torch._dynamo.reset()
+
+
+def test_a_recompile_with_a_symbolic_batch_keeps_training():
+    # The third call recompiles with a symbolic batch (automatic dynamic); the backward of a
+    # sum returns a gradient whose batch only a symbolic-int input carries
+    compiled = torch.compile(lambda x: (x * 2).sum(), backend="pytvmbridge")
+    for n in (8, 8, 5):
+        x = torch.randn(n, 4, requires_grad=True)
+        compiled(x).backward()
+        torch.testing.assert_close(x.grad, torch.full((n, 4), 2.0))

@@ -1,8 +1,6 @@
 // Packed functions: the registry and ptb_call_packed's decoding of the kernel's argument
 // description, and how a failing function's exception is kept for the caller.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +13,7 @@
 #include "runtime/backend_api.h"
 #include "runtime/packed_func.h"
 #include "support/error.h"
+#include "test_fork_util.h"
 
 namespace ptb {
 namespace {
@@ -87,18 +86,8 @@ TEST(PackedFunc, AChildForkedDuringALookupKeepsTheRegistry) {
   std::thread user([&] {
     while (!stop.load()) find_packed_func("test.fork");
   });
-  int hung_or_failed = 0;
-  for (int i = 0; i < 100; ++i) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      alarm(10);  // a deadlocked child dies of SIGALRM instead of hanging the test
-      _exit(find_packed_func("test.fork") ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung_or_failed;
-  }
+  int hung_or_failed =
+      forked_children_failing(100, [] { return find_packed_func("test.fork") ? 0 : 1; });
   stop = true;
   user.join();
   EXPECT_EQ(hung_or_failed, 0);

@@ -1,6 +1,4 @@
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +14,7 @@
 #include "runtime/thread_pool.h"
 #include "runtime/workspace.h"
 #include "support/error.h"
+#include "test_fork_util.h"
 
 namespace ptb {
 namespace {
@@ -360,20 +359,11 @@ TEST(BackendApi, ForkWhileAnotherThreadUsesTheCacheLeavesTheChildAWorkingCache) 
     const int64_t big = int64_t{1} << 20;
     while (!stop.load()) ptb_free(ptb_alloc(big));
   });
-  int hung_or_failed = 0;
-  for (int i = 0; i < 200; ++i) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      alarm(10);  // a deadlocked child dies of SIGALRM instead of hanging the test
-      void* p = ptb_alloc(int64_t{1} << 20);
-      ptb_free(p);
-      _exit(p != nullptr && workspace_cached_bytes() == (int64_t{1} << 20) ? 0 : 1);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung_or_failed;
-  }
+  int hung_or_failed = forked_children_failing(200, [] {
+    void* p = ptb_alloc(int64_t{1} << 20);
+    ptb_free(p);
+    return p != nullptr && workspace_cached_bytes() == (int64_t{1} << 20) ? 0 : 1;
+  });
   stop = true;
   user.join();
   EXPECT_EQ(hung_or_failed, 0);

@@ -91,8 +91,9 @@ class PermutedInput:
 def memory_order(val: Any) -> tuple[int, ...] | None:
     """The order of ``val``'s dimensions from the largest stride to the smallest when its layout
     is dense but not row-major (channels_last: ``(0, 2, 3, 1)``), else None (row-major, gaps,
-    overlaps). Symbolic strides (a dynamic batch) are ordered by the sizes traced and checked
-    as expressions: ``(s0, 4, 5, 4)`` with strides ``(4, 4*s0*4, ...)`` is dense in its order.
+    overlaps). Symbolic strides (a dynamic batch) are ordered by the values traced and checked
+    as expressions: ``(s0, 4, 5, 4)`` with strides ``(4, 1, 16*s0, 4*s0)`` is dense in the order
+    ``(2, 3, 0, 1)``.
 
     Example:
         >>> import torch

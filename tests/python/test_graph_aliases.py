@@ -131,7 +131,9 @@ class Flatten(torch.nn.Module):
 def test_pytorchtvm_reshape_of_an_input_passed_transposed(tmp_path):
     # Traced with a row-major input, the reshape is recorded as a view; an input passed
     # transposed cannot be viewed so, and gets eager's reshape: a copy of the values
-    compiled = ptt.compile(Flatten(), {"input_infos": [("x", (4, 3))], "export_dir": str(tmp_path)})
+    compiled = ptt.compile(
+        Flatten().eval(), {"input_infos": [("x", (4, 3))], "export_dir": str(tmp_path)}
+    )
     x = torch.arange(12.0).reshape(3, 4).t()
     for model in (compiled, ptt.load(tmp_path)):
         flat, plus = model(x)

@@ -74,6 +74,7 @@ Example:
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 from collections.abc import Iterator
@@ -132,6 +133,10 @@ def _history_active() -> bool:
     importing the tuner when no one has)."""
     rec = sys.modules.get("pytvmbridge.autotvm.record")
     return rec is not None and rec.current() is not None
+
+
+# The type of a DLPack capsule (datetime's C API is one: Python 3.11 has no types.CapsuleType).
+_CAPSULE = type(datetime.datetime_CAPI)
 
 
 class TcFunction:
@@ -259,14 +264,11 @@ class TcFunction:
                 sig = self._sig
         return sig
 
-    def _check(self, inputs: tuple[Any, ...]) -> bool:
+    def _check(self, inputs: tuple[Any, ...], key: Any) -> bool:
         """The TC-level checks of a call: sizes against the signature, reads in bounds. True
         when an input has a dimension past int32: the int64 variant (``_wide_variant``) runs
-        the call and makes the checks."""
-        try:
-            key = tuple([(x.dtype, x.shape) for x in inputs])
-        except AttributeError:
-            key = None
+        the call and makes the checks. ``key``: the inputs' (dtype, shape) pairs, which cache
+        the outcome (None: not cached)."""
         if key is not None:
             wide = self._checked.get(key)
             if wide is not None:
@@ -329,17 +331,19 @@ class TcFunction:
         if tc_options:
             options = tc_options.get("options")
             out = _tc_call_options(self.name, out, tc_options)
-        if any(type(x).__name__ == "PyCapsule" for x in inputs):
-            # A DLPack capsule can be read once only: viewed as an NDArray for the checks and
-            # the call alike.
-            from . import nd
+        try:  # the checks' cache key (arrays of every framework have dtype and shape)
+            key = tuple([(x.dtype, x.shape) for x in inputs])
+        except AttributeError:
+            key = None
+            if _CAPSULE in map(type, inputs):
+                # A DLPack capsule can be read once only: viewed as an NDArray for the checks
+                # and the call alike.
+                from . import nd
 
-            inputs = tuple(
-                nd.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x for x in inputs
-            )
+                inputs = tuple(nd.from_dlpack(x) if type(x) is _CAPSULE else x for x in inputs)
         if out is None and (route := _autodiff_route(inputs)) is not None:
             return route.call(self, inputs, {})  # autograd / JAX trace (pytvmbridge/autodiff/)
-        if self._check(inputs):
+        if self._check(inputs, key):
             return self._wide_variant()(*inputs, out=out)
         sig = None
         if options is not None or self._factory is not None or _history_active():

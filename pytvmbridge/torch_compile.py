@@ -162,7 +162,7 @@ class CompiledModel(torch.nn.Module):
     def __getstate__(self) -> dict[str, Any]:
         # Resolved operators do not pickle (and need not: the plan says them).
         state = dict(self.__dict__)
-        for key in ("_views", "_steps", "_outputs"):
+        for key in ("_views", "_steps", "_outputs", "_inputs_passed"):
             state.pop(key, None)
         return state
 
@@ -239,6 +239,14 @@ class CompiledModel(torch.nn.Module):
         infos = self.plan.get("input_infos")
         if not infos:
             return  # saved before the plan kept them
+        # Shapes and dtypes that passed before pass again: one dict lookup on the call path.
+        try:
+            key = tuple([(x.dtype, x.shape) for x in inputs])
+        except AttributeError:
+            key = None
+        passed = self.__dict__.setdefault("_inputs_passed", set())
+        if key in passed:
+            return
         sizes: dict[str, tuple[int, str]] = {}
         for k, (x, (name, shape, dtype)) in enumerate(zip(inputs, infos, strict=True)):
             what = f"compiled model: input {k} ('{name}')"
@@ -264,6 +272,10 @@ class CompiledModel(torch.nn.Module):
                         f"{what}: expected size {want} in dimension {d}, found {got} (shape "
                         f"{tuple(x.shape)}; input_infos gave {tuple(shape)})"
                     )
+        if key is not None and all(isinstance(x, torch.Tensor) for x in inputs):
+            if len(passed) >= 64:  # a bound, for models called with ever new sizes
+                passed.clear()
+            passed.add(key)
 
     def _env(self, inputs: Sequence[torch.Tensor]) -> dict[tuple[str, int], Any]:
         env: dict[tuple[str, int], Any] = {("in", i): x for i, x in enumerate(inputs)}

@@ -17,8 +17,11 @@ from typing import Any
 _holders: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def lock_for(holder: Any) -> threading.Lock:
+def lock_for(holder: Any) -> Any:
     """A new lock for ``holder._lock``, replaced by a new unlocked one in a forked child.
+
+    Re-entrant: a kernel's function that calls the same kernel (for another dtype, say) while
+    it is being compiled takes the lock again instead of waiting on itself forever.
 
     Example:
         >>> class Cache:
@@ -28,12 +31,12 @@ def lock_for(holder: Any) -> threading.Lock:
         ...     pass
     """
     _holders.add(holder)
-    return threading.Lock()
+    return threading.RLock()
 
 
 def _unlock_in_child() -> None:
     for holder in list(_holders):
-        holder._lock = threading.Lock()
+        holder._lock = threading.RLock()
 
 
 os.register_at_fork(after_in_child=_unlock_in_child)

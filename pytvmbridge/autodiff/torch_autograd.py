@@ -348,12 +348,23 @@ def _as_tensor(kernel: Any, k: int, value: Any) -> Any:
     import numpy as np
     import torch
 
+    from .. import _core
+
     if isinstance(value, torch.Tensor):
         return value
+    # Read through pytvmbridge's own import first: it reads any producer (a capsule too) and
+    # never aborts, where PyTorch's from_dlpack aborts the process on a negative stride (a
+    # reversed NumPy view); such a view, and what PyTorch refuses, is copied instead.
     try:
-        return torch.from_dlpack(value)
-    except (BufferError, TypeError, RuntimeError, ValueError):
+        value = _core.from_dlpack(value, f"input {k}")
+    except (BufferError, TypeError, ValueError):
         pass
+    else:
+        if all(s >= 0 for s in value.strides):
+            try:
+                return torch.from_dlpack(value)
+            except (BufferError, TypeError, RuntimeError, ValueError):
+                pass
     try:
         return torch.as_tensor(np.array(value, copy=True))
     except Exception as err:

@@ -79,7 +79,30 @@ class JaxFramework(Framework):
         fast = _fast_import()
         if fast is not None and fast[1](buffer.dtype):
             return fast[0](buffer.__dlpack__(), fast[2], None, None, _KDLCPU)
+        _warn_if_narrowed(buffer.dtype)
         return jax.dlpack.from_dlpack(buffer)
+
+
+_narrowed_warned: set[str] = set()
+
+
+def _warn_if_narrowed(dtype: str) -> None:
+    """Warns once per dtype when JAX will narrow a kernel's 64-bit output (int64 to int32,
+    float64 to float32) because ``jax_enable_x64`` is off: JAX itself does so silently."""
+    if dtype in _narrowed_warned or dtype not in ("int64", "uint64", "float64"):
+        return
+    if jax.config.read("jax_enable_x64"):
+        return
+    _narrowed_warned.add(dtype)
+    import warnings
+
+    narrow = {"int64": "int32", "uint64": "uint32", "float64": "float32"}[dtype]
+    warnings.warn(
+        f"a kernel output of dtype {dtype} becomes {narrow} in JAX, whose 64-bit types are off; "
+        "call jax.config.update('jax_enable_x64', True) before using JAX to keep 64 bits",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 FRAMEWORK = JaxFramework()

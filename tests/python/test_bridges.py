@@ -2,6 +2,7 @@
 
 import gc
 import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 import pytvmbridge as tvm
-from pytvmbridge import _core, frameworks, nd
+from pytvmbridge import _core, frameworks, nd, te
 from pytvmbridge.bridges import to_jax, to_numpy, to_pytorch
 from pytvmbridge.contrib.dlpack import to_pytorch_func
 
@@ -254,6 +255,24 @@ def test_jax_outputs_are_handed_over_without_a_copy(vadd, monkeypatch):
     assert len(buffers) == 1
     assert z.unsafe_buffer_pointer() == buffers[0].data_ptr
     np.testing.assert_array_equal(np.asarray(z), np.full(16, 2.0, "float32"))
+
+
+def test_jax_narrowing_a_64_bit_output_warns_once(monkeypatch):
+    import pytvmbridge.frameworks.jax as jax_fw
+
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("JAX's 64-bit types are on: nothing is narrowed")
+    monkeypatch.setattr(jax_fw, "_narrowed_warned", set())
+    a = te.placeholder((3,), name="a", dtype="float64")
+    doubled = te.compute((3,), lambda i: a[i] * 2.0, name="d")
+    f = to_jax(tvm.build(tvm.create_schedule(doubled.op), [a, doubled]))
+    with pytest.warns(UserWarning, match="float64 becomes float32 in JAX"):
+        z = f(np.arange(3.0))
+    assert z.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(z), [0.0, 2.0, 4.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f(np.arange(3.0))  # once per dtype
 
 
 def test_jax_inputs_are_viewed_without_a_copy():

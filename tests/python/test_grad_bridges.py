@@ -103,3 +103,25 @@ def test_to_jax_grad_matches_jax():
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-5)
     jitted = jax.jit(jax.grad(lambda a: (f(a, b) * w).sum()))(a)
     np.testing.assert_allclose(np.asarray(jitted), np.asarray(want[0]), rtol=1e-4, atol=1e-5)
+
+
+def test_reversed_numpy_input_beside_a_tensor_that_requires_grad():
+    # PyTorch's from_dlpack aborts the process on a negative stride: the NumPy view is copied.
+    f = to_pytorch(_matmul_tanh_module("float64"))
+    a = _rand(3, 4)
+    b = np.arange(16, dtype="float64").reshape(4, 4)[::-1, ::-2] / 10.0  # strides (-4, -2)
+    y = f(a, b)
+    expected = torch.tanh(a @ torch.from_numpy(b.copy()))
+    torch.testing.assert_close(y, expected)
+    y.sum().backward()
+    expected_grad = torch.autograd.grad(expected.sum(), a)[0]
+    torch.testing.assert_close(a.grad, expected_grad)
+
+    @tvm.kernel
+    def add(x, z):
+        return tvm.compute(x.shape, lambda i: x[i] + z[i], name="s")
+
+    t = torch.ones(4, requires_grad=True)
+    torch.testing.assert_close(
+        add(t, np.arange(4.0, dtype="float32")[::-1]), 1.0 + torch.arange(3.0, -1.0, -1.0)
+    )

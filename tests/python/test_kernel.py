@@ -378,3 +378,15 @@ def test_arrays_of_different_dtypes_meeting_in_the_body_name_the_arguments():
     ):
         add(np.ones(3, "float32"), np.ones(3, "float64"))
     np.testing.assert_array_equal(add(np.ones(3), np.full(3, 2.0)), np.full(3, 3.0))
+
+
+def test_a_kernel_whose_function_calls_itself_for_another_dtype_does_not_hang():
+    @kernel
+    def plus_one(A):
+        if A.dtype == "float32":  # compiling one variant compiles another first
+            inner = plus_one(np.arange(2, dtype="int32"))
+            assert inner.tolist() == [1, 2]
+        return tvm.compute(A.shape, lambda i: A[i] + 1, name="R")
+
+    np.testing.assert_array_equal(plus_one(np.ones(3, "float32")), np.full(3, 2.0, "float32"))
+    assert plus_one.compilations == 2

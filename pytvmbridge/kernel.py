@@ -59,6 +59,7 @@ from ._fork import lock_for
 from .autodiff.hooks import route as _autodiff_route
 from .error import TVMTypeError, TVMValueError
 from .frameworks import framework_of
+from .target import target_string
 
 __all__ = ["Kernel", "kernel"]
 
@@ -105,7 +106,7 @@ class Kernel(_core.Caller):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.schedule = schedule
-        self.target = target
+        self.target = target_string(target, "@kernel target")
         # Autotuning (pytvmbridge.autotvm.dispatch): trials per new variant, and its log.
         self.tune, self.tuning_log_file = tune, tuning_log_file
         self.name = name or getattr(fn, "__name__", "kernel").replace("<lambda>", "kernel")

@@ -133,3 +133,20 @@ def create(target: Any) -> Target:
         'llvm'
     """
     return Target(target)
+
+
+def target_string(target: Any, what: str) -> str:
+    """``target`` (a string, a ``Target`` or ``None`` for ``"llvm"``, as ``build`` takes it) as
+    the string the compiler takes, checked now: errors name ``what`` (the argument).
+
+    Example:
+        >>> from pytvmbridge.target import Target, target_string
+        >>> target_string(None, "kernel target"), target_string(Target("llvm"), "target")
+        ('llvm', 'llvm')
+    """
+    if target is None:
+        return "llvm"
+    try:
+        return str(Target(target))
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"{what}: {err}") from None

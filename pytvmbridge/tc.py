@@ -85,6 +85,7 @@ from ._fork import lock_for
 from .autodiff.hooks import route as _autodiff_route
 from .bridges import Signature, call_allocating, call_inplace
 from .error import TVMTypeError, TVMValueError
+from .target import target_string
 from .tc_options import (
     MappingOptions,
     Options,
@@ -154,7 +155,7 @@ class TcFunction:
 
     def __init__(self, fn: Any, target: str = "llvm", schedule: Any = "auto") -> None:
         self._fn = fn
-        self.target = target
+        self.target = target_string(target, "TC target")
         self.schedule = schedule
         self._sig: Signature | None = None
         self._lock = lock_for(self)
@@ -477,7 +478,13 @@ class TcDefs:
             ) from None
 
     def __getitem__(self, name: str) -> TcFunction:
-        return getattr(self, name)
+        # Not getattr: a def may be named like a property of this class (names, errors).
+        if not isinstance(name, str):
+            raise TVMTypeError(f"TC defs are looked up by name (a str), got {type(name).__name__}")
+        try:
+            return self.__getattr__(name)
+        except AttributeError as err:
+            raise KeyError(str(err)) from None
 
     def __iter__(self) -> Iterator[TcFunction]:
         return iter(self._functions.values())

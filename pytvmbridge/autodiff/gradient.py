@@ -41,10 +41,10 @@ def _reads(e: Any, out: list[tuple[Tensor, list[Any]]]) -> None:
 
 
 def _producers(t: Tensor) -> list[Tensor]:
-    if t.op.num_outputs != 1 and not isinstance(t.op, _te.ComputeOp):
-        return []
     if not isinstance(t.op, _te.ComputeOp):
-        return []
+        # an extern stage's inputs: it depends on them (and has no derivative, which the
+        # gradient says when one of them needs one); a placeholder has none
+        return list(t.op.input_tensors)
     found: list[tuple[Tensor, list[Any]]] = []
     for body in t.op.body:
         _reads(body, found)
@@ -72,6 +72,22 @@ def _post_order(output: Tensor) -> list[Tensor]:
             if p not in seen:
                 stack.append((p, False))
     return order
+
+
+def reachable(outputs: list[Tensor]) -> set[Tensor]:
+    """Every tensor that ``outputs`` read, directly or through other stages (themselves too).
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A, B = te.placeholder((3,), name="A"), te.placeholder((3,), name="B")
+        >>> C = te.compute((3,), lambda i: A[i] * 2, name="C")
+        >>> A in reachable([C]), B in reachable([C])
+        (True, False)
+    """
+    found: set[Tensor] = set()
+    for out in outputs:
+        found.update(_post_order(out))
+    return found
 
 
 def _check_tensor(obj: Any, what: str) -> Tensor:
@@ -182,12 +198,20 @@ def gradient_saving(
             continue
         if not isinstance(t.op, _te.ComputeOp):
             raise NotDifferentiable(
-                f"te.gradient: cannot differentiate through operation {t.op.name!r}"
+                f"te.gradient: cannot differentiate through operation {t.op.name!r} (an extern "
+                "stage: its packed function has no derivative)"
+            )
+        if _core.scan_axis(t.op) is not None:
+            raise NotDifferentiable(
+                f"te.gradient: cannot differentiate through scan {t.op.name!r} (its recurrence "
+                "has no derived gradient)"
             )
         if t.op.num_outputs != 1:
             raise NotDifferentiable(
-                f"te.gradient: operation {t.op.name!r} has {t.op.num_outputs} outputs (tuple "
-                "reductions such as argmax have no gradient)"
+                f"te.gradient: operation {t.op.name!r} has {t.op.num_outputs} outputs: gradients "
+                "are derived through single-output computes only (tuple reductions such as "
+                "argmax have none; write each output of an elementwise compute as its own "
+                "te.compute)"
             )
         _propagate(t, adj, needs, contributions, saved)
     result = [adjoints[t] if t in adjoints else _zeros(t) for t in input_list]

@@ -95,13 +95,13 @@ def _function(kernel: Any) -> Any:
 
         def run_backward(*arrays: Any) -> Any:
             inputs, saved, grads = arrays[:n], arrays[n : n + m], arrays[n + m :]
-            inputs = [np.ascontiguousarray(x) for x in inputs]
+            inputs = [np.asarray(x, order="C") for x in inputs]
             module, _ = _backward_module(kernel, _specs(inputs), saved=True)
             out = [np.empty(x.shape, x.dtype) for x in inputs]
             module(
                 *[_host(x) for x in inputs],
-                *[_host(np.ascontiguousarray(h)) for h in grads],
-                *[_host(np.ascontiguousarray(v)) for v in saved],
+                *[_host(np.asarray(h, order="C")) for h in grads],
+                *[_host(np.asarray(v, order="C")) for v in saved],
                 *[_host(o) for o in out],  # written in place: a view of the same memory
             )
             return out

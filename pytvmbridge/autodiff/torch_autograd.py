@@ -80,23 +80,22 @@ def run(owner: Any, inputs: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _backward_module(
+def _backward_graph(
     kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...], saved: bool = False
-) -> Any:
-    """The compiled gradient of ``kernel`` for inputs of these (dtype, shape): arguments are the
-    inputs, one head per output, with ``saved`` the outputs' values the forward computed, then
-    one gradient per input. The gradient reads a saved output where it can be written in terms
-    of it instead of recomputing the forward (softmax's)."""
-    cache = kernel.__dict__.setdefault("_grad_modules", {})
+) -> tuple[list[Any], list[Any], list[Any], list[Any], tuple[bool, ...]]:
+    """The gradient of ``kernel`` for inputs of these (dtype, shape), as expressions:
+    (placeholders, heads, saved-output placeholders, gradients, reads), ``reads`` saying for
+    each input and saved output whether the gradient reads it at all (the forward keeps only
+    those: an input or output modified in place later is then no error when it is not read,
+    as in PyTorch). Raises ``TVMError`` when the kernel has no gradient."""
+    cache = kernel.__dict__.setdefault("_grad_graphs", {})
     if not _is_kernel(kernel):
-        specs = ()  # a TC def is symbolic in its sizes: one gradient module for all
+        specs = ()  # a TC def is symbolic in its sizes: one gradient for all
     entry = cache.get((specs, saved))
     if entry is not None:
         return entry
     from .. import te
-    from ..autoschedule import auto_schedule
-    from ..build import build
-    from .gradient import gradient_saving
+    from .gradient import gradient_saving, reachable
 
     try:
         phs, outputs = _graph(kernel, specs)
@@ -117,12 +116,61 @@ def _backward_module(
             te.compute(p.shape, lambda *i, gs=gs: _sum(g[i] for g in gs), name=f"{p.name}_grad")
             for p, gs in zip(phs, zip(*per_output, strict=True), strict=True)
         ]
-    s = auto_schedule(grads)
+    read = reachable(grads)
     extra = values if saved else []
+    reads = tuple(t in read for t in phs + extra)
+    with _lock:
+        cache[(specs, saved)] = (phs, heads, extra, grads, reads)
+    return cache[(specs, saved)]
+
+
+def _backward_module(
+    kernel: Any, specs: tuple[tuple[str, tuple[int, ...]], ...], saved: bool = False
+) -> Any:
+    """The compiled gradient of ``kernel`` for inputs of these (dtype, shape): arguments are the
+    inputs, one head per output, with ``saved`` the outputs' values the forward computed, then
+    one gradient per input. The gradient reads a saved output where it can be written in terms
+    of it instead of recomputing the forward (softmax's)."""
+    cache = kernel.__dict__.setdefault("_grad_modules", {})
+    if not _is_kernel(kernel):
+        specs = ()
+    entry = cache.get((specs, saved))
+    if entry is not None:
+        return entry
+    from ..autoschedule import auto_schedule
+    from ..build import build
+
+    phs, heads, extra, grads, _ = _backward_graph(kernel, specs, saved)
+    s = auto_schedule(grads)
     module = build(s, phs + heads + extra + grads, name=f"{kernel.name}_backward")
     with _lock:
-        cache[(specs, saved)] = (module, len(outputs))
+        cache[(specs, saved)] = (module, len(heads))
     return cache[(specs, saved)]
+
+
+def _keep_for_backward(ctx: Any, kernel: Any, inputs: Any, outs: Any) -> None:
+    """Saves what the kernel's gradient reads of its inputs and outputs (everything when the
+    gradient cannot be derived: the backward then says why); of the rest only the shape."""
+    tensors = [*inputs, *outs]
+    try:
+        reads = _backward_graph(kernel, _specs(inputs), saved=True)[4]
+    except Exception:  # the forward never fails for its gradient: the backward raises it
+        reads = (True,) * len(tensors)
+    ctx.save_for_backward(*[t for t, r in zip(tensors, reads, strict=True) if r])
+    ctx.unread = [None if r else (t.shape, t.dtype) for t, r in zip(tensors, reads, strict=True)]
+    ctx.num_inputs = len(inputs)
+
+
+def _kept(ctx: Any) -> tuple[list[Any], list[Any]]:
+    """(inputs, outputs) for the gradient module: the saved tensors, and never-read
+    placeholders (uninitialised) for the rest."""
+    import torch
+
+    saved = iter(ctx.saved_tensors)
+    tensors = [
+        next(saved) if meta is None else torch.empty(meta[0], dtype=meta[1]) for meta in ctx.unread
+    ]
+    return tensors[: ctx.num_inputs], tensors[ctx.num_inputs :]
 
 
 def _sum(items: Any) -> Any:
@@ -186,7 +234,7 @@ def torch_op(kernel: Any) -> Any:
     def _(inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         dtypes = {"bfloat16": torch.bfloat16}
         return [
-            inputs[0].new_empty(shape, dtype=dtypes.get(dt) or getattr(torch, dt))
+            torch.empty(shape, dtype=dtypes.get(dt) or getattr(torch, dt))  # a kernel may take none
             for shape, dt in _output_specs(kernel, inputs)
         ]
 
@@ -216,13 +264,11 @@ def torch_op(kernel: Any) -> Any:
         return [torch.empty_like(x, memory_format=torch.contiguous_format) for x in inputs]
 
     def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
-        ctx.save_for_backward(*inputs[0], *output)
-        ctx.num_inputs = len(inputs[0])
+        _keep_for_backward(ctx, kernel, inputs[0], output)
         ctx.out_meta = [(o.shape, o.dtype) for o in output]
 
     def backward(ctx: Any, grads: Any) -> Any:
-        saved = list(ctx.saved_tensors)
-        inputs, values = saved[: ctx.num_inputs], saved[ctx.num_inputs :]
+        inputs, values = _kept(ctx)
         heads = [
             torch.zeros(shape, dtype=dt) if g is None else g
             for g, (shape, dt) in zip(grads, ctx.out_meta, strict=True)
@@ -238,7 +284,10 @@ def torch_op(kernel: Any) -> Any:
             "derivatives: create_graph=True through a kernel's backward is not supported)"
         )
 
-    backward_op.register_autograd(no_second_derivative, setup_context=lambda *_: None)
+    def no_context(ctx: Any, inputs: Any, output: Any) -> None:
+        del ctx, inputs, output  # PyTorch passes these by keyword
+
+    backward_op.register_autograd(no_second_derivative, setup_context=no_context)
     kernel.__dict__["_torch_op"] = forward
     return forward
 
@@ -256,22 +305,46 @@ def _eager(args: tuple[Any, ...]) -> bool:
 
 def _no_second_derivative(kernel: Any, out: list[Any], sources: list[Any]) -> tuple[Any, ...]:
     """The gradients, made to raise when differentiated again (``create_graph=True``, then a
-    backward through them): the kernel's gradient depends on its inputs, but the derived
-    gradient is not differentiable itself, and a second derivative that silently left that out
-    would be wrong (as ``once_differentiable``, which only sees the incoming gradients)."""
+    gradient of them): the kernel's gradient depends on its inputs, but the derived gradient
+    is not differentiable itself, and a second derivative that silently left that out would be
+    wrong. Unlike ``once_differentiable``, whose error node hangs off detached copies (so that
+    ``autograd.grad`` with respect to the inputs finds no path and answers zero or None), the
+    node here takes the saved inputs and the incoming gradients as its inputs: any path from
+    the gradients back to them goes through it and raises."""
     torch = sys.modules["torch"]
-    if not torch.is_grad_enabled() or not any(
-        isinstance(t, torch.Tensor) and t.requires_grad for t in sources
-    ):
+    tracked = [t for t in sources if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not torch.is_grad_enabled() or not tracked:
         return tuple(out)
     message = (
         f"kernel '{kernel.name}': its gradient is not differentiable again (second derivatives "
         "through a pytvmbridge kernel are not supported)"
     )
-    delayed = torch._C._functions.DelayedError(message.encode(), len(out))
-    # The error node attaches only to tensors that require grad (as once_differentiable does).
-    wrapped = delayed(*[o.detach().requires_grad_(True) for o in out])
-    return tuple(wrapped) if isinstance(wrapped, tuple) else (wrapped,)
+    wrapped = _second_derivative_error().apply(message, out, *tracked)
+    return tuple(wrapped)
+
+
+_error_function: Any = None
+
+
+def _second_derivative_error() -> Any:
+    """An autograd function: forward returns the given gradients as new outputs of a node
+    whose inputs are ``tensors``; its backward raises ``message``."""
+    global _error_function
+    if _error_function is None:
+        import torch
+
+        class SecondDerivativeError(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, message: str, out: list[Any], *tensors: Any) -> Any:
+                ctx.message = message
+                return tuple(out)
+
+            @staticmethod
+            def backward(ctx: Any, *grads: Any) -> Any:
+                raise TVMNotImplementedError(ctx.message)
+
+        _error_function = SecondDerivativeError
+    return _error_function
 
 
 def _eager_function(kernel: Any) -> Any:
@@ -287,15 +360,15 @@ def _eager_function(kernel: Any) -> Any:
         def forward(ctx: Any, *inputs: Any) -> Any:
             outs = run(kernel, [x.detach() if isinstance(x, torch.Tensor) else x for x in inputs])
             # the outputs too: a gradient written in terms of them need not rerun the forward
-            ctx.save_for_backward(*inputs, *outs)
-            ctx.num_inputs = len(inputs)
+            _keep_for_backward(ctx, kernel, inputs, outs)
             ctx.out_meta = [(o.shape, o.dtype) for o in outs]
             return outs[0] if len(outs) == 1 else tuple(outs)
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
-            tensors = [x.detach().contiguous() for x in ctx.saved_tensors]
-            inputs, values = tensors[: ctx.num_inputs], tensors[ctx.num_inputs :]
+            inputs, values = _kept(ctx)
+            inputs = [x.detach().contiguous() for x in inputs]
+            values = [x.detach().contiguous() for x in values]
             module, _ = _backward_module(kernel, _specs(inputs), saved=True)
             heads = [
                 torch.zeros(shape, dtype=dt) if g is None else g.contiguous()

@@ -75,3 +75,13 @@ def test_vmap_runs_the_kernel_per_element():
     np.testing.assert_allclose(np.asarray(jax.jit(jax.vmap(scaled_square))(x)), want, rtol=1e-6)
     grads = jax.vmap(jax.grad(lambda v: scaled_square(v).sum()))(x)
     np.testing.assert_allclose(np.asarray(grads), 6 * np.asarray(x), rtol=1e-6)
+
+
+def test_grad_of_a_scalar_loss_and_of_a_0d_input():
+    loss = tvm.kernel(lambda a: topi.sum(topi.multiply(a, a)), name="loss")
+    x = jnp.arange(3.0, dtype=jnp.float32)
+    np.testing.assert_allclose(jax.grad(loss)(x), [0.0, 2.0, 4.0])
+    scale = tvm.kernel(lambda s, a: te.compute(a.shape, lambda i: s[()] * a[i]), name="scale")
+    ds, da = jax.grad(lambda s, a: scale(s, a).sum(), argnums=(0, 1))(jnp.float32(2.0), x)
+    np.testing.assert_allclose(ds, 3.0)
+    np.testing.assert_allclose(da, [2.0, 2.0, 2.0])

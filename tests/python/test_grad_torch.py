@@ -264,3 +264,82 @@ def test_out_with_a_tensor_subclass_that_needs_no_grad():
     torch.testing.assert_close(out, torch.arange(4.0) * 2)
     with pytest.raises(ValueError, match="out= cannot be used with inputs that require grad"):
         double(torch.arange(4.0, requires_grad=True).as_subclass(Tagged), out=out)
+
+
+def test_second_derivatives_raise_instead_of_coming_back_zero():
+    cube = tvm.kernel(lambda a: te.compute(a.shape, lambda i: a[i] * a[i] * a[i], name="c"))
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)
+    torch.testing.assert_close(g, 3 * x.detach() ** 2)  # the first derivative is right
+    with pytest.raises(NotImplementedError, match="not differentiable again"):
+        torch.autograd.grad(g.sum(), x, allow_unused=True)
+    with pytest.raises(NotImplementedError, match="not differentiable again"):
+        torch.autograd.functional.hessian(lambda v: cube(v).sum(), x)
+
+    class Cube(torch.nn.Module):
+        def forward(self, v):
+            return cube(v).sum()
+
+    exported = torch.export.export(Cube(), (torch.ones(2, dtype=torch.float64),)).module()
+    (g,) = torch.autograd.grad(exported(x), x, create_graph=True)  # the custom-op route
+    torch.testing.assert_close(g, 3 * x.detach() ** 2)
+    with pytest.raises(NotImplementedError, match="not differentiable again"):
+        torch.autograd.grad(g.sum(), x)
+
+
+def test_in_place_ops_on_what_the_gradient_does_not_read_are_allowed():
+    # nn.ReLU(inplace=True) after a kernel: a product's gradient reads its inputs, not its output
+    mm = tvm.kernel(lambda a, b: topi.matmul(a, b), name="mm")
+    a, b = rand(3, 4), rand(4, 5)
+    y = mm(a, b)
+    y.relu_()
+    y.sum().backward()
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    torch.relu(a2 @ b2).sum().backward()
+    torch.testing.assert_close(a.grad, a2.grad)
+    torch.testing.assert_close(b.grad, b2.grad)
+    # an input modified after an addition (whose gradient reads neither) is fine too
+    add = tvm.kernel(lambda p, q: topi.add(p, q), name="add")
+    x = rand(3)
+    w = x * 2.0
+    r = add(w, torch.ones(3, dtype=torch.float64))
+    w.add_(1.0)
+    (r * r.detach()).sum().backward()
+    torch.testing.assert_close(x.grad, 2.0 * (2.0 * x.detach() + 1.0))
+    # what the gradient does read is still checked, as PyTorch does
+    sq = tvm.kernel(lambda p: te.compute(p.shape, lambda i: p[i] * p[i], name="sq"), name="sq")
+    w = x * 2.0
+    r = sq(w)
+    w.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        r.sum().backward()
+
+
+def test_extern_and_scan_stages_have_no_gradient_rather_than_a_wrong_one():
+    import numpy as np
+
+    from pytvmbridge.bridges import to_pytorch
+
+    @tvm.register_func("test_grad.cumsum", override=True)
+    def cumsum(x, y):
+        np.cumsum(x.numpy(), out=y.numpy())
+
+    A = te.placeholder((5,), dtype="float64", name="A")
+    B = te.extern((5,), [A], lambda i, o: te.call_packed("test_grad.cumsum", i[0], o[0]), name="B")
+    f = to_pytorch(tvm.build(tvm.create_schedule(B.op), [A, B], name="ext"))
+    a = rand(5)
+    y = f(a)
+    torch.testing.assert_close(y, torch.cumsum(a.detach(), 0))
+    with pytest.raises(RuntimeError, match="extern stage"):
+        y.sum().backward()
+    X = te.placeholder((3, 2), dtype="float64", name="X")
+    state = te.placeholder((3, 2), dtype="float64", name="state")
+    init = te.compute((1, 2), lambda _, i: X[0, i], name="init")
+    update = te.compute((3, 2), lambda t, i: state[t - 1, i] + X[t, i], name="update")
+    S = te.scan(init, update, state)
+    g = to_pytorch(tvm.build(tvm.create_schedule(S.op), [X, S], name="scan"))
+    x = rand(3, 2)
+    y = g(x)
+    torch.testing.assert_close(y, torch.cumsum(x.detach(), 0))
+    with pytest.raises(RuntimeError, match="scan"):
+        y.sum().backward()

@@ -688,7 +688,11 @@ def compile_graph(
 
     # Tuning options / apply_history_best: each operator's best record (autotvm.graph_tuning).
     # A batch-norm-folded weight "W_bn" is packed like the task's convolution weight "W".
-    aliases = {k.removesuffix("_bn"): w for k, w in prepacked.items() if k in plan.derived}
+    aliases = {
+        conv.args[1].name: prepacked[folded]
+        for conv, folded in plan.folded_conv_weights.items()
+        if folded in prepacked
+    }
     config = None
     if tuning:  # the kernel's own arguments and name: the guard's builds go through the cache
         config = tuning(unique, {**aliases, **prepacked}, kernel_args + unique, name)
@@ -741,11 +745,16 @@ def _weights_by(
     out: dict[str, int] = {}
     for node, value in chosen.items():
         weight = node.args[1]
-        folded = f"{weight.name}_bn"
+        folded = plan.folded_conv_weights.get(node)
         if not value:
             continue
-        if node in plan.rewrites and folded in plan.derived:
-            out[folded] = value
+        if folded is not None:
+            # one folded weight may serve several convolutions (the same weight and batch
+            # norm at two strides): all of them must want the same transform
+            if all(
+                chosen.get(c) == value for c, f in plan.folded_conv_weights.items() if f == folded
+            ):
+                out[folded] = value
         elif weight.op == "placeholder" and all(
             chosen.get(u) == value and u.args[1] is weight and u.args[0] is not weight
             for u in weight.users

@@ -209,6 +209,20 @@ class FoldPlan:
     derived: dict[str, tuple[Derived, list[int]]] = field(default_factory=dict)
     rewrites: dict[torch.fx.Node, Callable[..., Any]] = field(default_factory=dict)
     conv_weights: set[str] = field(default_factory=set)
+    # convolution node -> the name of its batch-norm-folded weight
+    folded_conv_weights: dict[torch.fx.Node, str] = field(default_factory=dict)
+
+    def add(self, base: str, spec: tuple[Derived, list[int]]) -> str:
+        """Adds a derived input named ``base``, or ``base_1``, ``base_2``... when ``base`` is
+        another transform already (one weight read by two layers that transform it
+        differently: a convolution shared by two batch norms, a linear weight at two row
+        counts); the same transform twice is one input. Returns the name it has."""
+        name, k = base, 0
+        while name in self.derived and self.derived[name] != spec:
+            k += 1
+            name = f"{base}_{k}"
+        self.derived[name] = spec
+        return name
 
 
 def _static_shape(node: Any) -> list[int] | None:
@@ -262,10 +276,12 @@ def _plan_dense(gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan
         if not block:
             _plan_transposed(plan, node, inputs[weight], f"{weight.name}_t", [k, n], x, bias)
             continue
-        name = f"{weight.name}_dense"
-        plan.derived[name] = (
-            Derived("dense_pack", (inputs[weight],), (block,)),
-            [n // block, _static_shape(weight)[1], block],
+        name = plan.add(
+            f"{weight.name}_dense",
+            (
+                Derived("dense_pack", (inputs[weight],), (block,)),
+                [n // block, _static_shape(weight)[1], block],
+            ),
         )
 
         def convert(value: Callable, derived: dict, x=x, bias=bias, name=name, one_d=one_d_bias):
@@ -288,12 +304,13 @@ def _plan_linear(node: Any, inputs: dict[torch.fx.Node, int], plan: FoldPlan) ->
     n, k = _static_shape(weight)
     block = dense_pack_block(n, _rows(x))
     if not block:
-        name, shape = f"{weight.name}_t", [k, n]
-        plan.derived[name] = (Derived("transpose", (inputs[weight],)), shape)
+        name = plan.add(f"{weight.name}_t", (Derived("transpose", (inputs[weight],)), [k, n]))
         compute = linear_transposed
     else:
-        name, shape = f"{weight.name}_dense", [n // block, k, block]
-        plan.derived[name] = (Derived("dense_pack", (inputs[weight],), (block,)), shape)
+        name = plan.add(
+            f"{weight.name}_dense",
+            (Derived("dense_pack", (inputs[weight],), (block,)), [n // block, k, block]),
+        )
         compute = linear_packed
 
     def convert(value: Callable, derived: dict, x=x, bias=bias, name=name, compute=compute):
@@ -308,7 +325,7 @@ def _plan_transposed(
     """``node`` reads its weight transposed once, ``[K, N]``: ``x @ W^T (+ bias)``."""
     from .. import topi
 
-    plan.derived[name] = (Derived("transpose", (weight,)), shape)
+    name = plan.add(name, (Derived("transpose", (weight,)), shape))
 
     def convert(value: Callable, derived: dict, x=x, bias=bias, name=name) -> Any:
         out = topi.nn.matmul(value(x), derived[name])
@@ -340,16 +357,22 @@ def _plan_conv_bn(
         def src(p: Any) -> int | None:
             return None if p is None else inputs[p]
 
-        w_name, b_name = f"{weight.name}_bn", f"{weight.name}_bn_bias"
-        plan.derived[w_name] = (
-            Derived("bn_weight", (src(weight), src(gamma), src(var)), (float(eps),)),
-            _static_shape(weight),
+        w_name = plan.add(
+            f"{weight.name}_bn",
+            (
+                Derived("bn_weight", (src(weight), src(gamma), src(var)), (float(eps),)),
+                _static_shape(weight),
+            ),
         )
-        plan.derived[b_name] = (
-            Derived("bn_bias", (src(bias), src(gamma), src(beta), src(mean), src(var)),
-                    (float(eps),)),
-            [_static_shape(weight)[0]],
+        b_name = plan.add(
+            f"{weight.name}_bn_bias",
+            (
+                Derived("bn_bias", (src(bias), src(gamma), src(beta), src(mean), src(var)),
+                        (float(eps),)),
+                [_static_shape(weight)[0]],
+            ),
         )  # fmt: skip
+        plan.folded_conv_weights[conv] = w_name
         x_shape = conv.args[0].meta["val"].shape
         if conv.args[8] == 1 and all(isinstance(d, int) for d in x_shape[1:]):
             plan.conv_weights.add(w_name)

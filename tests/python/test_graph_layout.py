@@ -227,3 +227,38 @@ def test_strided_1x1_reads_a_compact_copy_when_its_weight_is_large(cin, cout, su
     f(packed_x, packed_w, bias_t, blocked)
     got = blocked.permute(0, 1, 4, 2, 3).reshape(batch, cout, 5, 5)
     torch.testing.assert_close(got, torch.conv2d(x, weight, bias_t, 2), rtol=1e-4, atol=1e-4)
+
+
+class SharedConvTwoNorms(nn.Module):
+    """One convolution weight read by three layers: with two different batch norms (domain
+    batch norm), and with the second norm again at stride 2 (the same fold, another layout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(2 * BLOCK, 16, 3, 3) * 0.1)
+        self.b = nn.Parameter(torch.randn(2 * BLOCK))
+        self.bn_a, self.bn_b = nn.BatchNorm2d(2 * BLOCK), nn.BatchNorm2d(2 * BLOCK)
+        with torch.no_grad():
+            self.bn_b.running_mean.fill_(5.0)
+            self.bn_b.running_var.fill_(4.0)
+
+    def forward(self, xa: torch.Tensor, xb: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        conv = nn.functional.conv2d
+        return (
+            self.bn_a(conv(xa, self.w, self.b, 1, 1)),
+            self.bn_b(conv(xb, self.w, self.b, 1, 1)),
+            self.bn_b(conv(xb, self.w, self.b, 2, 1)),
+        )
+
+
+@pytest.mark.parametrize("layout", ["NCHWc", "NCHW"])
+def test_a_weight_shared_by_differently_folded_convolutions(layout):
+    torch.manual_seed(0)
+    model = SharedConvTwoNorms().eval()
+    xa, xb = torch.randn(1, 16, 28, 28), torch.randn(1, 16, 28, 28)
+    with torch.no_grad():
+        expected = model(xa, xb)
+        got = torch.compile(model, backend="pytvmbridge", options={"layout": layout})(xa, xb)
+    for e, g in zip(expected, got, strict=True):
+        assert g.shape == e.shape
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)

@@ -96,6 +96,8 @@ DTYPES = (
 )
 #: The example size given to a symbolic dimension while exporting (any size >= 2 would do).
 EXAMPLE_SIZE = 8
+#: The least size a named (symbolic) dimension is exported for: torch.export specializes 0 and 1.
+MIN_NAMED_SIZE = 2
 
 
 class CompiledModel(torch.nn.Module):
@@ -261,6 +263,8 @@ class CompiledModel(torch.nn.Module):
                 )
             for d, (want, got) in enumerate(zip(shape, x.shape, strict=True)):
                 if isinstance(want, str):
+                    if got < MIN_NAMED_SIZE:
+                        self._warn_small_size(what, want, got)
                     seen = sizes.setdefault(want, (got, f"input {k} ('{name}') dimension {d}"))
                     if seen[0] != got:
                         raise TVMValueError(
@@ -276,6 +280,24 @@ class CompiledModel(torch.nn.Module):
             if len(passed) >= 64:  # a bound, for models called with ever new sizes
                 passed.clear()
             passed.add(key)
+
+    def _warn_small_size(self, what: str, size: str, got: int) -> None:
+        """Once per model: a named size below the range it was exported for. Its graph is the
+        one for sizes of 2 and more (torch.export assumes 0 and 1 away, as torch.compile does
+        until it recompiles), which gives the eager results unless the model treats such a
+        size specially."""
+        if self.__dict__.get("_small_size_warned"):
+            return
+        self.__dict__["_small_size_warned"] = True
+        warnings.warn(
+            f"{what}: size '{size}' is {got}, but the model was exported for '{size}' of "
+            f"{MIN_NAMED_SIZE} or more (torch.export assumes sizes 0 and 1 away); it runs that "
+            "graph, which differs from eager PyTorch where the model treats the size specially "
+            f"(a squeeze() of that dimension, a Python branch on it); if it does, compile it "
+            f"with the size given as {got}",
+            UserWarning,
+            stacklevel=4,
+        )
 
     def _env(self, inputs: Sequence[torch.Tensor]) -> dict[tuple[str, int], Any]:
         env: dict[tuple[str, int], Any] = {("in", i): x for i, x in enumerate(inputs)}
@@ -512,7 +534,7 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
         sizes, spec = [], {}
         for d, size in enumerate(shape):
             if isinstance(size, str):
-                dims.setdefault(size, torch.export.Dim(size, min=2))
+                dims.setdefault(size, torch.export.Dim(size, min=MIN_NAMED_SIZE))
                 spec[d] = dims[size]
                 sizes.append(EXAMPLE_SIZE)
             else:

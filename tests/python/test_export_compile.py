@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -34,6 +35,18 @@ def test_symbolic_batch_compiles_once_for_every_size(tmp_path):
         x = torch.randn(batch, 6)
         torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
     assert isinstance(compiled, torch.nn.Module)
+
+
+def test_a_named_size_below_the_exported_range_warns_once():
+    model = mlp()
+    compiled = ptc.compile(model, {"input_infos": [("x", ("batch", 6))]})
+    x = torch.randn(1, 6)
+    with pytest.warns(UserWarning, match=r"size 'batch' is 1, but the model was exported for"):
+        got = compiled(x)
+    torch.testing.assert_close(got, model(x), atol=1e-5, rtol=1e-5)  # an MLP does not care
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(x)  # once per model
 
 
 def test_export_dir_loads_in_a_new_process_without_compiling(tmp_path):

@@ -427,6 +427,10 @@ def import_graph(
                 # The traced result's shape, not the argument's: no -1 left to infer, and a
                 # size a guard pins is that constant (see pinned_size).
                 args = (args[0], [_dim_value(d, size_vars) for d in val.shape], *args[2:])
+            if node.target is torch.ops.aten.slice.Tensor and isinstance(val, torch.Tensor):
+                # the traced extent of the sliced axis (see ops._slice)
+                axis = node.args[1] if len(node.args) > 1 else 0
+                kwargs["extent"] = _dim_value(val.shape[axis], size_vars)
             if node.target is not operator.getitem:
                 kwargs.pop("memory_format", None)
             try:

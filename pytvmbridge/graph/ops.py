@@ -479,10 +479,27 @@ def _cat(tensors: Any, dim: int = 0) -> te.Tensor:
 
 
 @_register(aten.slice.Tensor)
-def _slice(x: te.Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+def _slice(
+    x: te.Tensor,
+    dim: int = 0,
+    start: Any = None,
+    end: Any = None,
+    step: int = 1,
+    *,
+    extent: Any = None,
+) -> Any:
     axis = _axis(dim, len(x.shape))
     start = 0 if start is None else start
     end = None if end is None or (isinstance(end, int) and end >= 2**62) else end
+    if extent is not None and const_int(x.shape[axis]) is None and start >= 0 and step > 0:
+        # On a symbolic axis the traced graph knows the extent (x[:, :4] of a size guarded to
+        # be 4 or more is 4), where strided_slice alone says min(4, n), which does not
+        # broadcast against 4.
+        def read(*i: Any) -> Any:
+            return x[tuple(v * step + start if d == axis else v for d, v in enumerate(i))]
+
+        shape = [extent if d == axis else n for d, n in enumerate(x.shape)]
+        return te.compute(shape, read, name="T_strided_slice", tag=topi.tag.INJECTIVE)
     return topi.strided_slice(x, [start], [end], [step], axes=[axis])
 
 

@@ -483,11 +483,13 @@ def strided_slice(
     check_tensor(a, "a of strided_slice")
     begin = int_list(begin, "begin of strided_slice")
     end = int_list(end, "end of strided_slice", "a sequence of ints or None", allow_none=True)
+    sizes: list[int | None] | None = None
     if slice_mode == "size":
         if len(end) != len(begin):
             raise TVMValueError("strided_slice: begin and end must have the same length")
-        end = [None if z is None or z < 0 else b + z for b, z in zip(begin, end, strict=True)]
-        strides = None
+        # TVM's rule: a negative begin counts from the end and is clamped into the axis first,
+        # then end = begin + size (so it is resolved per axis below, where the size is known)
+        sizes, end, strides = end, [None] * len(begin), None
     elif slice_mode != "end":
         raise TVMValueError(
             f"slice_mode of strided_slice must be 'end' or 'size', found {slice_mode!r}"
@@ -516,10 +518,13 @@ def strided_slice(
     starts: list[Any] = [0] * a.ndim
     steps: list[int] = [1] * a.ndim
     shape = list(a.shape)
-    for b, e, st, ax in zip(begin, end, strides, axes, strict=True):
+    for k, (b, e, st, ax) in enumerate(zip(begin, end, strides, axes, strict=True)):
         if st == 0:
             raise TVMValueError("strided_slice: strides must be nonzero")
         n = const_int(a.shape[ax])
+        if sizes is not None:  # slice_mode="size": strides are 1
+            starts[ax], shape[ax] = _sized_slice(b, sizes[k], a.shape[ax] if n is None else n)
+            continue
         if n is not None:
             start, stop, step = slice(b, e, st).indices(n)
             starts[ax], steps[ax], shape[ax] = (
@@ -534,16 +539,12 @@ def strided_slice(
             )
         dim = a.shape[ax]
 
-        def bound(x: int | None, default: Any, dim: Any = dim) -> Any:
-            if x is None or x >= sys.maxsize // 2:
-                return default
-            if x < 0:
-                return te.max(dim + x, 0)
-            return te.min(te.const(x, "int32"), dim)
-
-        lo, hi = bound(b, te.const(0, "int32")), bound(e, dim)
+        lo, hi = _bound(b, te.const(0, "int32"), dim), _bound(e, dim, dim)
         starts[ax], steps[ax] = lo, st
-        shape[ax] = te.max(te.floordiv(hi - lo + (st - 1), st), 0)
+        if const_int(lo) == 0 and hi is dim:  # the whole axis: an extent the shape checks know
+            shape[ax] = dim if st == 1 else te.floordiv(dim + (st - 1), st)
+        else:
+            shape[ax] = te.max(te.floordiv(hi - lo + (st - 1), st), 0)
 
     def fcompute(*i: Any) -> te.Expr:
         index = []
@@ -553,6 +554,31 @@ def strided_slice(
         return a[index]
 
     return te.compute(shape, fcompute, name="T_strided_slice", tag=tag.INJECTIVE)
+
+
+def _bound(x: int | None, default: Any, dim: Any) -> Any:
+    """A slice bound on a symbolic axis of size ``dim``, clamped into it (NumPy's rule)."""
+    if x is None or x >= sys.maxsize // 2:
+        return default
+    if x < 0:
+        return te.max(dim + x, 0)
+    if x == 0:
+        return te.const(0, "int32")
+    return te.min(te.const(x, "int32"), dim)
+
+
+def _sized_slice(begin: int, size: int | None, dim: Any) -> tuple[Any, Any]:
+    """(start, extent) of TVM's ``slice_mode="size"`` on an axis of size ``dim`` (an int or
+    symbolic): a negative begin counts from the end, begin is clamped into the axis, and the
+    extent is ``size`` (a negative size: to the end) clamped to what is left."""
+    if isinstance(dim, int):
+        start = min(max(begin + dim if begin < 0 else begin, 0), dim)
+        stop = dim if size is None or size < 0 else min(start + size, dim)
+        return start, stop - start
+    start = _bound(begin, te.const(0, "int32"), dim)
+    if size is None or size < 0:
+        return start, dim - start if const_int(start) != 0 else dim
+    return start, te.max(te.min(start + size, dim) - start, 0)
 
 
 def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:

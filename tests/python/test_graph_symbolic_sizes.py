@@ -172,3 +172,14 @@ def test_a_recompile_with_a_symbolic_batch_keeps_training():
         x = torch.randn(n, 4, requires_grad=True)
         compiled(x).backward()
         torch.testing.assert_close(x.grad, torch.full((n, 4), 2.0))
+
+
+def test_slices_of_a_dynamic_axis_keep_the_traced_extent():
+    # x[:, :4] of a dynamic size guarded to be at least 4 is 4 wide, and adds to a 4-wide tensor
+    def f(x):
+        return x[:, :1].expand(-1, 4) + x[:, :4] + x[:, 2::2][:, :4] + x[1:3, ::3].sum()
+
+    compiled = torch.compile(f, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    for shape in [(6, 10), (7, 11), (3, 13)]:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(compiled(x), f(x))

@@ -351,6 +351,13 @@ def test_strided_slice_size_mode_and_take_batch_dims():
     A = tvm.placeholder((5, 6), name="A")
     a = random((5, 6), "float32")
     run([A], topi.strided_slice(A, [1, 2], [3, -1], slice_mode="size"), [a], a[1:4, 2:])
+    # a negative begin counts from the end, then size elements (TVM's rule), clamped
+    for begin, size, ref in [(-2, 2, a[3:5]), (-1, 1, a[4:5]), (-7, 3, a[0:3]), (4, 9, a[4:5])]:
+        run([A], topi.strided_slice(A, [begin], [size], slice_mode="size"), [a], ref)
+    n = tvm.var("n")
+    S = tvm.placeholder((n, 6), name="S")
+    run([S], topi.strided_slice(S, [-2], [2], slice_mode="size"), [a], a[3:5])
+    assert str(topi.strided_slice(S, [0], [None]).shape[0]) == "n"  # the whole axis is n
     with pytest.raises(NotImplementedError, match="batch_dims=0 only"):
         topi.take(A, tvm.placeholder((2,), "int32"), axis=0, batch_dims=1)
     with pytest.raises(ValueError, match="slice_mode of strided_slice must be 'end' or 'size'"):

@@ -119,7 +119,11 @@ DivRem safe_divrem(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y, bool 
     y_minus1 = b.CreateICmpEQ(y, llvm::Constant::getAllOnesValue(ty));
     bad = b.CreateOr(y_zero, y_minus1);
   }
-  llvm::Value* divisor = b.CreateSelect(bad, one, y);
+  // Frozen: LLVM 19 folds a division through a select divisor arm by arm, and an arm that is a
+  // constant vector with one zero lane (a loop index) makes it treat the whole vector division
+  // as undefined, folding every lane to 0 (a vectorised `A[i] % select(c, A[i], i)`). The
+  // freeze keeps the division whole; a constant divisor still folds through it.
+  llvm::Value* divisor = b.CreateFreeze(b.CreateSelect(bad, one, y));
   DivRem out{nullptr, nullptr};
   if (want_quotient) {
     llvm::Value* q = is_signed ? b.CreateSDiv(x, divisor) : b.CreateUDiv(x, divisor);

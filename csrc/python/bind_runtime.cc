@@ -93,6 +93,16 @@ std::pair<long, long> parse_version(py::handle v) {
   return {tuple_int(v, 0, "max_version"), tuple_int(v, 1, "max_version")};
 }
 
+// Whether __dlpack__ was called by JAX's from_dlpack: JAX asks for a legacy capsule, which cannot
+// say "read-only", but never writes into memory it imports (its arrays are immutable), so a
+// read-only array (one imported from JAX, say) is lent to it rather than refused.
+bool jax_asks() {
+  // A function implemented in C has no frame: frame 0 is the Python code that called __dlpack__.
+  py::object caller = py::module_::import("sys").attr("_getframe")(0);
+  py::object module = caller.attr("f_globals").attr("get")("__name__", "");
+  return py::isinstance<py::str>(module) && module.cast<std::string>().rfind("jax.", 0) == 0;
+}
+
 py::capsule ndarray_dlpack(const NDArray& a, py::handle stream, py::handle max_version,
                            py::handle dl_device, py::handle copy) {
   // CPU memory has no streams; consumers pass None, or an int by habit (-1 means "no sync").
@@ -123,7 +133,7 @@ py::capsule ndarray_dlpack(const NDArray& a, py::handle stream, py::handle max_v
     }
     make_copy = copy.ptr() == Py_True;
   }
-  if (!make_copy) return export_capsule(a, versioned);
+  if (!make_copy) return export_capsule(a, versioned, !versioned && a.read_only() && jax_asks());
   // copy=True: the consumer gets memory of its own, flagged as a copy (versioned only).
   NDArray fresh = a.copy();
   py::capsule cap = export_capsule(fresh, versioned);

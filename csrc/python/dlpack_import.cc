@@ -347,15 +347,63 @@ std::string attr_text(PyObject* obj, const char* name) {
 
 }  // namespace
 
+namespace {
+
+// The first line of a pending exception's message (PyTorch's C++ errors append a stack trace).
+std::string first_line(PyObject* value) {
+  PyObject* str = value != nullptr ? PyObject_Str(value) : nullptr;
+  const char* utf8 = str != nullptr ? PyUnicode_AsUTF8(str) : nullptr;
+  std::string text = utf8 != nullptr ? utf8 : "?";
+  Py_XDECREF(str);
+  PyErr_Clear();
+  return text.substr(0, text.find('\n'));
+}
+
+// For a dense CPU tensor PyTorch still could not export (its error fetched into type/value/tb):
+// the reason in a TypeError/ValueError of our own, or PyTorch's error kept when it is not a
+// RuntimeError; a RuntimeError becomes a BufferError without PyTorch's C++ stack trace.
+void explain_dense_cpu_failure(PyObject* obj, const std::string& what, PyObject* type,
+                               PyObject* value, PyObject* tb) {
+  if (type == nullptr || !PyErr_GivenExceptionMatches(type, PyExc_RuntimeError)) {
+    PyErr_Restore(type, value, tb);
+    return;
+  }
+  PyErr_NormalizeException(&type, &value, &tb);
+  const std::string reason = first_line(value);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  const std::string dtype = attr_text(obj, "dtype");
+  if (attr_text(obj, "is_nested") == "True") {
+    value_error(what,
+                ": a nested PyTorch tensor; pytvmbridge kernels take dense tensors: "
+                "pass x.to_padded_tensor(0) or its components (x.unbind())");
+  }
+  if (attr_text(obj, "is_quantized") == "True") {
+    type_error(what, ": a quantized PyTorch tensor (dtype ", dtype,
+               "), which DLPack cannot describe; pass x.dequantize(), or x.int_repr() for "
+               "its integers");
+  }
+  if (dtype.rfind("torch.bits", 0) == 0) {
+    type_error(what, ": a PyTorch tensor of dtype ", dtype,
+               ", which DLPack cannot describe; view its bytes as an integer dtype of the same "
+               "size (x.view(torch.uint8) for bits8)");
+  }
+  buffer_error(what, ": PyTorch could not export the tensor through DLPack: ", reason);
+}
+
+}  // namespace
+
 // After PyTorch failed to export a tensor (its error is pending): when the tensor is not a dense
-// CPU one, a ValueError saying so replaces PyTorch's error (whose text is a C++ stack trace).
+// CPU one, a ValueError saying so replaces PyTorch's error (whose text is a C++ stack trace);
+// for a dense CPU tensor, see explain_dense_cpu_failure.
 void explain_torch_export_failure(PyObject* obj, const std::string& what) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   const std::string device = attr_text(obj, "device");
   const std::string layout = attr_text(obj, "layout");
   if (device == "cpu" && layout == "torch.strided") {
-    PyErr_Restore(type, value, tb);
+    explain_dense_cpu_failure(obj, what, type, value, tb);
     return;
   }
   Py_XDECREF(type);
@@ -624,14 +672,14 @@ std::string ArgName::str() const {
   return str_cat("argument ", index_);
 }
 
-py::capsule export_capsule(const NDArray& array, bool versioned) {
+py::capsule export_capsule(const NDArray& array, bool versioned, bool lend_read_only) {
   PyObject* cap = nullptr;
   if (versioned) {
     DLManagedTensorVersioned* managed = array.to_dlpack_versioned();
     cap = PyCapsule_New(managed, kVersionedName, versioned_capsule_destructor);
     if (cap == nullptr) managed->deleter(managed);
   } else {
-    if (array.read_only()) {
+    if (array.read_only() && !lend_read_only) {
       buffer_error(
           "__dlpack__: the array is read-only, which a legacy 'dltensor' capsule cannot "
           "express; ask for a versioned capsule with __dlpack__(max_version=(1, 0))");

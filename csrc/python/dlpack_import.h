@@ -66,8 +66,9 @@ void check_writable_object(pybind11::handle obj, const ArgName& what);
 
 // Wraps a new managed tensor of `array` in a capsule whose destructor calls the deleter unless a
 // consumer took it: versioned (1.0) or legacy. Export of a read-only array as legacy is a
-// BufferError (a legacy capsule cannot say read-only).
-pybind11::capsule export_capsule(const NDArray& array, bool versioned);
+// BufferError (a legacy capsule cannot say read-only) unless `lend_read_only` (a consumer known
+// never to write, JAX).
+pybind11::capsule export_capsule(const NDArray& array, bool versioned, bool lend_read_only = false);
 
 // What import knows about a producer's type, found once per type and kept for the process.
 struct ProducerInfo {

@@ -289,6 +289,17 @@ class DefChecker {
   }
 
   Extent visit(const AstExpr& e) {
+    // The walk's own depth, checked on the way down: a chain of where bindings, each using the
+    // previous one (x1 = x0 + 1, x2 = x1 + 1, ...), recurses once per binding before any height
+    // comes back to be checked, and would overflow the stack first.
+    struct Depth {
+      int& depth;
+      explicit Depth(int& d) : depth(++d) {}
+      ~Depth() { --depth; }
+    } depth(depth_);
+    if (depth_ > kMaxExpandedHeight) {
+      fail(e.pos, "expression nested too deeply once where bindings are substituted");
+    }
     Extent r;
     switch (e.kind) {
       case AstKind::kIntLit:
@@ -436,6 +447,7 @@ class DefChecker {
   int stmt_index_ = 0;
   std::map<std::string, Extent> lets_done_;
   std::set<std::string> lets_active_;
+  int depth_ = 0;  // how deep visit() is now
 };
 
 }  // namespace

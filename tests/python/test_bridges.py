@@ -453,3 +453,11 @@ def test_a_parameter_is_written_under_no_grad_as_an_optimizer_step():
     assert p._version == before + 1 and p.requires_grad
     p.sum().backward()  # still a leaf that autograd works with
     torch.testing.assert_close(p.grad, torch.ones(4))
+
+
+def test_pytorch_tensors_dlpack_cannot_describe_are_type_errors(vadd):
+    f = to_pytorch(vadd)
+    q = torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.qint8)
+    with pytest.raises(TypeError, match=r"argument 0 \('A'\): a quantized PyTorch tensor"):
+        f(q, torch.ones(4))
+    torch.testing.assert_close(f(q.dequantize(), torch.ones(4)), torch.full((4,), 2.0))

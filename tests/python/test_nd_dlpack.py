@@ -262,6 +262,21 @@ def test_read_only_export():
     np.testing.assert_array_equal(c, ro)
 
 
+def test_read_only_arrays_go_back_to_jax_without_a_copy():
+    # JAX asks for a legacy capsule, which cannot say read-only; it never writes into what it
+    # imports, so a JAX array viewed as an NDArray (read-only) goes back to JAX as a view.
+    x = jnp.arange(6.0, dtype="float32").reshape(2, 3)
+    v = nd.from_dlpack(x)
+    back = jax.dlpack.from_dlpack(v)
+    assert back.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()
+    np.testing.assert_array_equal(np.asarray(back) + 1, np.asarray(x) + 1)
+    ro = np.arange(3, dtype=np.float32)
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(np.asarray(jax.dlpack.from_dlpack(nd.from_dlpack(ro))), ro)
+    with pytest.raises(BufferError, match="read-only"):
+        nd.from_dlpack(ro).__dlpack__()  # any other legacy consumer is still refused
+
+
 # ---- Producers with other protocols ------------------------------------------------------------
 
 
@@ -331,6 +346,22 @@ def test_unsupported_dtypes_from_real_producers():
         nd.from_dlpack(np.zeros(2, dtype=np.complex128))
     with pytest.raises(TypeError, match="unsupported dtype float8_e4m3fn"):
         nd.from_dlpack(torch.zeros(2, dtype=torch.float8_e4m3fn))
+
+
+def test_tensors_pytorch_cannot_export_are_explained_without_a_stack_trace():
+    q = torch.quantize_per_tensor(torch.zeros(4), 0.1, 0, torch.qint8)
+    with pytest.raises(
+        TypeError, match=r"quantized PyTorch tensor \(dtype torch.qint8\).*dequantize"
+    ):
+        nd.from_dlpack(q)
+    with pytest.raises(TypeError, match=r"dtype torch.bits8.*view\(torch.uint8\)"):
+        nd.from_dlpack(torch.zeros(4, dtype=torch.uint8).view(torch.bits8))
+    nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    with pytest.raises(ValueError, match=r"nested PyTorch tensor.*to_padded_tensor") as caught:
+        nd.from_dlpack(nested)
+    assert "Exception raised from" not in str(caught.value)
+    # what it can export of the same tensors, as a kernel's inputs would be
+    np.testing.assert_array_equal(nd.from_dlpack(q.int_repr()).numpy(), np.zeros(4, "int8"))
 
 
 def test_shared_buffer_example_runs(capsys):

@@ -115,6 +115,35 @@ def test_define_checks_its_arguments():
     )
     with pytest.raises(AttributeError, match="no def named 'h'"):
         lib.h  # noqa: B018
+    with pytest.raises(KeyError, match="no def named 'h'"):
+        lib["h"]
+    with pytest.raises(TypeError, match="TC target: target must be a string"):
+        tc.define("def f(float(N) A) -> (B) { B(i) = A(i) }", target=3)
+    with pytest.raises(ValueError, match="TC target: target 'cuda'"):
+        tc.define("def f(float(N) A) -> (B) { B(i) = A(i) }", target="cuda")
+    f = tc.define("def f(float(N) A) -> (B) { B(i) = A(i) + 1 }", target=None)  # build's default
+    np.testing.assert_array_equal(f(np.ones(2, "float32")), [2.0, 2.0])
+
+
+def test_defs_named_like_properties_are_found_by_name():
+    lib = tc.define(
+        "def names(float(N) A) -> (B) { B(i) = A(i) }\n"
+        "def errors(float(N) A) -> (B) { B(i) = 2 * A(i) }"
+    )
+    x = np.arange(3, dtype="float32")
+    np.testing.assert_array_equal(lib["names"](x), x)
+    np.testing.assert_array_equal(lib["errors"](x), 2 * x)
+    assert lib.names == ["names", "errors"]
+
+
+def test_a_long_chain_of_where_bindings_is_an_error_not_a_stack_overflow():
+    n = 20000
+    chain = ", ".join(f"x{k + 1} = x{k} + 1" for k in range(n))
+    with pytest.raises(tc.TCError, match="nested too deeply once where bindings are substituted"):
+        tc.define(f"def f(float(N) A) -> (B) {{ B(i) = x{n} where x0 = A(i), {chain} }}")
+    chain = ", ".join(f"x{k + 1} = x{k} + 1" for k in range(300))  # within the limit: runs
+    f = tc.define(f"def f(float(N) A) -> (B) {{ B(i) = x300 where x0 = A(i), {chain} }}")
+    np.testing.assert_array_equal(f(np.zeros(2, "float32")), [300.0, 300.0])
 
 
 MATMUL = "def mm(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, k) * B(k, n) }"

@@ -100,6 +100,31 @@ def test_integer_division_follows_python_and_c():
     np.testing.assert_array_equal(elementwise(lambda x: x // 4 + x % 4, a), a // 4 + a % 4)
 
 
+@pytest.mark.parametrize("op", ["truncmod", "truncdiv", "floormod", "floordiv"])
+def test_vectorised_division_by_a_select_with_an_index_arm(op):
+    # A divisor that is select(c, A[i], i) is the constant vector 0, 1, 2, ... in one arm once
+    # vectorised; LLVM once folded such a division to all zeros (lane 0 divides by 0, which
+    # the kernel defines as 0 for that lane only).
+    n = 16
+    a_np = np.array([10, 5, 19, 10, -15, -3, -17, -9, -17, -9, 12, 6, 1, 17, 11, -4], "int32")
+    A = te.placeholder((n,), "int32", name="A")
+    fn = getattr(te, op)
+    C = te.compute((n,), lambda i: fn(A[i], te.select(i < A[i], A[i], i)), name="C")
+    s = create_schedule(C.op)
+    s[C].vectorize(C.op.axis[0])
+    got = np.zeros(n, "int32")
+    build(s, [A, C])(a_np, got)
+    divisor = np.where(np.arange(n) < a_np, a_np, np.arange(n)).astype("int32")
+    safe = np.where(divisor == 0, 1, divisor)
+    expected = {
+        "truncmod": np.fmod(a_np, safe),
+        "truncdiv": np.trunc(a_np / safe).astype("int32"),
+        "floormod": np.mod(a_np, safe),
+        "floordiv": np.floor_divide(a_np, safe),
+    }[op]
+    np.testing.assert_array_equal(got, np.where(divisor == 0, 0, expected))
+
+
 def test_float_floor_division_and_modulo():
     a = RNG.uniform(-10, 10, 200).astype("float64")
     b = RNG.uniform(0.5, 3, 200).astype("float64") * RNG.choice([-1, 1], 200)

@@ -65,7 +65,9 @@ def set_num_threads(n: int) -> None:
         raise TVMTypeError(f"set_num_threads needs an int, got {type(n).__name__} {n!r}")
     if n > 1 << 31:  # (the C++ check, which says the limit, takes a C int)
         raise TVMValueError(f"set_num_threads({n}): far more threads than this machine runs")
-    _core.set_num_threads(int(n) if n >= -1 else -1)  # (max is te.max in this module)
+    if n < 1:
+        raise TVMValueError(f"set_num_threads({n}): the number of threads must be at least 1")
+    _core.set_num_threads(int(n))
 
 
 def get_num_threads() -> int:

@@ -103,6 +103,19 @@ class Kernel(_core.Caller):
             raise TVMTypeError(
                 f"schedule must be 'auto', None or a function (s, *outputs), got {schedule!r}"
             )
+        if isinstance(tune, bool) or not isinstance(tune, int):
+            raise TVMTypeError(
+                f"@kernel tune must be a number of trials (an int >= 0), got "
+                f"{type(tune).__name__} {tune!r}"
+            )
+        if tune < 0:
+            raise TVMValueError(f"@kernel tune must be a number of trials >= 0, got {tune}")
+        if tune and schedule != "auto":
+            raise TVMValueError(
+                f"@kernel tune={tune} searches the automatic schedule's space, but schedule="
+                f"{getattr(schedule, '__name__', schedule)!r} replaces that schedule; use one or "
+                "the other"
+            )
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.schedule = schedule

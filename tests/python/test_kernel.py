@@ -390,3 +390,19 @@ def test_a_kernel_whose_function_calls_itself_for_another_dtype_does_not_hang():
 
     np.testing.assert_array_equal(plus_one(np.ones(3, "float32")), np.full(3, 2.0, "float32"))
     assert plus_one.compilations == 2
+
+
+def test_tune_is_checked_when_the_kernel_is_made():
+    def body(A):
+        return tvm.compute(A.shape, lambda i: A[i] + 1, name="B")
+
+    with pytest.raises(TypeError, match=r"tune must be a number of trials .*got str '3'"):
+        kernel(tune="3")(body)
+    with pytest.raises(TypeError, match="got bool True"):
+        kernel(tune=True)(body)
+    with pytest.raises(ValueError, match="trials >= 0, got -1"):
+        kernel(tune=-1)(body)
+    with pytest.raises(ValueError, match="schedule=None replaces that schedule"):
+        kernel(tune=2, schedule=None)(body)
+    k = kernel(tune=0, schedule=None)(body)  # no tuning: any schedule
+    np.testing.assert_array_equal(k(np.zeros(3, "float32")), np.ones(3, "float32"))

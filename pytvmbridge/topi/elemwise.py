@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -195,8 +197,9 @@ def cast(x: Tensor, dtype: str) -> Tensor:
     return _elemwise(x, lambda v: v.astype(dtype), "cast")
 
 
-def clip(x: Tensor, a_min: float | int, a_max: float | int) -> Tensor:
-    """Each element clamped into ``[a_min, a_max]``.
+def clip(x: Tensor, a_min: float | int | None, a_max: float | int | None) -> Tensor:
+    """Each element clamped into ``[a_min, a_max]``; ``None`` leaves that side open (as
+    ``np.clip`` and ``torch.clamp``; not both).
 
     Example:
         >>> import pytvmbridge as tvm
@@ -208,19 +211,34 @@ def clip(x: Tensor, a_min: float | int, a_max: float | int) -> Tensor:
     the bounds included, 0 outside.
     """
     check_tensor(x, "the input of clip")
-    if a_min > a_max:
+    if a_min is None and a_max is None:
+        raise TVMValueError("clip needs a_min or a_max (both are None)")
+    for name, bound in (("a_min", a_min), ("a_max", a_max)):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, numbers.Real)):
+            raise TVMTypeError(f"clip: {name} must be a number or None, found {bound!r}")
+    if a_min is not None and a_max is not None and a_min > a_max:
         raise TVMValueError(f"clip needs a_min <= a_max, found a_min={a_min}, a_max={a_max}")
     if not is_float(x.dtype) and x.dtype != "bool":
         # As NumPy's and PyTorch's clip: a bound the dtype cannot hold is an OverflowError,
         # here one that says which bound and the dtype's range.
         info = np.iinfo(x.dtype)
         for name, bound in (("a_min", a_min), ("a_max", a_max)):
-            if not info.min <= bound <= info.max:
+            if bound is not None and not info.min <= bound <= info.max:
                 raise OverflowError(
                     f"clip: {name}={bound} is out of range for {x.dtype} [{info.min}, {info.max}]"
                 )
-    lo, hi = te.const(a_min, x.dtype), te.const(a_max, x.dtype)
-    return _elemwise(x, lambda v: te.select(v < lo, lo, te.select(v > hi, hi, v)), "clip")
+    nan = any(isinstance(b, float) and math.isnan(b) for b in (a_min, a_max))
+    if nan:  # as NumPy and PyTorch: a NaN bound makes every element NaN
+        value = te.const(float("nan"), x.dtype)
+        return _elemwise(x, lambda v: value, "clip")
+    lo = None if a_min is None else te.const(a_min, x.dtype)
+    hi = None if a_max is None else te.const(a_max, x.dtype)
+
+    def clamp(v: te.Expr) -> te.Expr:
+        below = v if hi is None else te.select(v > hi, hi, v)
+        return below if lo is None else te.select(v < lo, lo, below)
+
+    return _elemwise(x, clamp, "clip")
 
 
 def full(shape: list[int] | tuple[int, ...], dtype: str, fill_value: float | int) -> Tensor:

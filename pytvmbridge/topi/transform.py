@@ -585,6 +585,14 @@ def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
     """An index read from a tensor, made safe to use for a dimension of ``size``."""
     # Clamped or wrapped in a signed type at least as wide as int32: in the index's own narrow
     # type a size of 300 is 44 as uint8 (and uint32's large values would read as negative).
+    if mode in ("clip", "wrap") and idx.dtype == "uint64":
+        # no signed type holds uint64's upper half: clamp or wrap unsigned (never negative)
+        n = size.astype("uint64") if isinstance(size, te.Expr) else te.const(size, "uint64")
+        if mode == "clip":
+            idx = te.min(idx, n - te.const(1, "uint64"))
+        else:
+            idx = te.truncmod(idx, n)
+        return idx.astype("int32")
     bits = int("".join(ch for ch in idx.dtype if ch.isdigit()) or 32)
     wide = "int64" if bits == 64 or idx.dtype == "uint32" else "int32"
     if idx.dtype != wide:

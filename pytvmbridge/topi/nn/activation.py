@@ -22,13 +22,14 @@ import math
 from collections.abc import Callable
 
 from ... import te
-from ...error import TVMValueError
+from ...error import TVMTypeError, TVMValueError
 from .. import tag
 from ..utils import (
     Tensor,
     accumulate_dtype,
     check_ndim,
     check_tensor,
+    normalize_axis,
     require_float,
     same_dim,
 )
@@ -97,6 +98,9 @@ def prelu(x: Tensor, slope: Tensor, axis: int = 1) -> Tensor:
     check_tensor(slope, "slope of prelu")
     require_float(x, "prelu")
     check_ndim(slope, 1, "slope of prelu")
+    axis = normalize_axis(axis, x.ndim, "prelu")
+    if slope.dtype != x.dtype:
+        raise TVMTypeError(f"prelu: slope must have x's dtype {x.dtype}, found {slope.dtype}")
     if not same_dim(slope.shape[0], x.shape[axis]):
         raise TVMValueError(
             f"prelu: slope has {slope.shape[0]} entries, x has {x.shape[axis]} channels on axis "

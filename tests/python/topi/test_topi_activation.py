@@ -56,6 +56,18 @@ def test_relu_on_integers_and_prelu():
     )
 
 
+def test_prelu_axis_and_slope_are_checked():
+    X = tvm.placeholder((2, 3, 4), name="X")
+    S = tvm.placeholder((4,), name="S")
+    x, s = random((2, 3, 4), "float32"), random((4,), "float32", 1)
+    ref = np.where(x > 0, x, x * s)  # the slope along the last axis
+    run([X, S], topi.nn.prelu(X, S, -1), [x, s], ref)
+    with pytest.raises(ValueError, match="axis 7 of prelu is out of range for 3 dimension"):
+        topi.nn.prelu(X, tvm.placeholder((3,)), 7)
+    with pytest.raises(TypeError, match="slope must have x's dtype float32, found float64"):
+        topi.nn.prelu(X, tvm.placeholder((3,), "float64"), 1)
+
+
 def test_activation_errors():
     with pytest.raises(ValueError, match="approximate of gelu must be 'none' or 'tanh'"):
         topi.nn.gelu(tvm.placeholder((3,)), "erf")

@@ -126,6 +126,18 @@ def test_clip(dtype):
         topi.clip(A, 4, -3)
 
 
+def test_clip_with_one_open_side_or_a_nan_bound():
+    A = tvm.placeholder((5,), name="A")
+    a = np.array([-5.0, 0.0, 0.5, 7.0, np.nan], "float32")
+    outs = [topi.clip(A, None, 5.0), topi.clip(A, 0.0, None), topi.clip(A, np.nan, 1.0)]
+    refs = [np.clip(a, None, 5.0), np.clip(a, 0.0, None), np.clip(a, np.nan, 1.0)]
+    run([A], outs, [a], refs)
+    with pytest.raises(ValueError, match="a_min or a_max"):
+        topi.clip(A, None, None)
+    with pytest.raises(TypeError, match="a_min must be a number or None, found '1'"):
+        topi.clip(A, "1", 2.0)
+
+
 def test_clip_of_uint8_and_bounds_it_cannot_hold():
     A = tvm.placeholder((256,), "uint8", name="A")
     a = np.arange(256, dtype="uint8")

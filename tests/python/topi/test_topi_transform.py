@@ -245,6 +245,24 @@ def test_take_and_gather_with_narrow_index_dtypes_on_a_long_axis(index_dtype, mo
     )
 
 
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_with_uint64_indices_past_int64(mode):
+    # 2**63 and up read as negative in int64: they are clamped or wrapped unsigned
+    A = tvm.placeholder((2, 10), name="A")
+    I = tvm.placeholder((5,), "uint64", name="I")
+    i = np.array([2**63, 2**64 - 1, 3, 12, 2**63 + 5], dtype=np.uint64)
+    a = random((2, 10), "float32")
+    where = np.minimum(i, 9) if mode == "clip" else i % np.uint64(10)
+    G = tvm.placeholder((2, 5), "uint64", name="G")
+    g = np.stack([i, i[::-1]])
+    run(
+        [A, I, G],
+        [topi.take(A, I, axis=1, mode=mode), topi.gather(A, 1, G)],
+        [a, i, g],
+        [a[:, where.astype(np.int64)], np.take_along_axis(a, np.minimum(g, 9).astype(np.int64), 1)],
+    )
+
+
 def test_take_embedding_lookup_symbolic():
     n = tvm.var("n")
     E = tvm.placeholder((50, 8), name="E")

@@ -397,6 +397,8 @@ def _adaptive_avg_pool(x: te.Tensor, output_size: Any) -> te.Tensor:
 
 def _reduction(fn: Callable) -> Converter:
     def convert(x: te.Tensor, dims: Any = None, keepdim: bool = False, **_: Any) -> te.Tensor:
+        if not x.shape:  # a 0-d tensor reduced over dim 0 or -1 (as PyTorch allows): itself
+            return topi.identity(x)
         dims = [dims] if isinstance(dims, int) else dims
         axes = None if not dims else [_axis(d, len(x.shape)) for d in dims]
         return fn(x, axes, keepdims=keepdim)
@@ -415,12 +417,19 @@ for _target in (aten.mean.dim, aten.sum.dim_IntList, aten.mean.default, aten.sum
 
 @_register(aten._softmax.default)
 def _softmax(x: te.Tensor, dim: int, half_to_float: bool = False) -> te.Tensor:
-    return topi.nn.softmax(x, axis=_axis(dim, len(x.shape)))
+    return _over_last_of_0d(topi.nn.softmax, x, dim)
 
 
 @_register(aten._log_softmax.default)
 def _log_softmax(x: te.Tensor, dim: int, half_to_float: bool = False) -> te.Tensor:
-    return topi.nn.log_softmax(x, axis=_axis(dim, len(x.shape)))
+    return _over_last_of_0d(topi.nn.log_softmax, x, dim)
+
+
+def _over_last_of_0d(fn: Callable, x: te.Tensor, dim: int) -> te.Tensor:
+    """``fn(x, axis=dim)``; a 0-d ``x`` (PyTorch takes dim 0 or -1 there) as one element."""
+    if x.shape:
+        return fn(x, axis=_axis(dim, len(x.shape)))
+    return topi.reshape(fn(topi.reshape(x, [1]), axis=0), [])
 
 
 # --- shapes and layouts ----------------------------------------------------------------------
@@ -465,6 +474,8 @@ def _unsqueeze(x: te.Tensor, dim: int) -> te.Tensor:
 
 @_register(aten.squeeze.dim, aten.squeeze.dims)
 def _squeeze(x: te.Tensor, dims: Any) -> te.Tensor:
+    if not x.shape:  # a 0-d tensor: nothing to squeeze (PyTorch takes dim 0 or -1)
+        return topi.identity(x)
     dims = [dims] if isinstance(dims, int) else list(dims)
     axes = [_axis(d, len(x.shape)) for d in dims]
     # TE shapes hold IntImm, not int: const_int reads both (a symbolic size is never squeezed,
@@ -475,7 +486,11 @@ def _squeeze(x: te.Tensor, dims: Any) -> te.Tensor:
 
 @_register(aten.cat.default)
 def _cat(tensors: Any, dim: int = 0) -> te.Tensor:
-    return topi.concatenate(list(tensors), axis=_axis(dim, len(tensors[0].shape)))
+    tensors = list(tensors)
+    if len({len(t.shape) for t in tensors}) > 1:
+        # PyTorch's legacy rule: 1-d empty tensors (torch.empty(0)) are skipped beside others
+        tensors = [t for t in tensors if not (len(t.shape) == 1 and const_int(t.shape[0]) == 0)]
+    return topi.concatenate(tensors, axis=_axis(dim, len(tensors[0].shape)))
 
 
 @_register(aten.slice.Tensor)

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 import torch
@@ -57,6 +58,16 @@ def enable(opt_level: int = 3, strict: bool = False, **options: Any) -> None:
         if "backend" not in kwargs and len(args) < 2:
             kwargs["backend"] = "pytvmbridge"
             kwargs["options"] = {**defaults, **(kwargs.get("options") or {})}
+            mode = kwargs.pop("mode", None)
+            if mode not in (None, "default"):
+                # Inductor's presets: code written for Inductor keeps running (torch.compile
+                # refuses mode and options together), with a word that mode has no effect here
+                warnings.warn(
+                    f"torch.compile(mode={mode!r}) selects Inductor's presets; the pytvmbridge "
+                    "backend (pytvmbridge.torch.enable) has none, so mode is ignored",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return original(model, *args, **kwargs)
 
     torch.compile = compile_with_pytvmbridge

@@ -201,6 +201,34 @@ def test_enable_makes_default_torch_compile_use_pytvmbridge():
         ptt.enable(opt_level=7)
 
 
+def test_enable_ignores_inductor_modes_with_a_warning():
+    ptt.enable()
+    try:
+        torch._dynamo.reset()
+        x = torch.randn(4)
+        with pytest.warns(UserWarning, match=r"mode='max-autotune-no-cudagraphs'.*ignored"):
+            f = torch.compile(lambda t: t * 2 + 1, mode="max-autotune-no-cudagraphs")
+        torch.testing.assert_close(f(x), x * 2 + 1)
+    finally:
+        ptt.disable()
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (lambda x: (x * 2).sum(0) + (x * 3).amax(-1) + x.mean(0), (torch.tensor(3.0),)),
+        (lambda x: torch.softmax(x * 2, 0) + torch.log_softmax(x, -1), (torch.tensor(3.0),)),
+        (lambda x: (x * 2).squeeze(0) + 1, (torch.tensor(3.0),)),
+        (lambda a, b: torch.cat([a * 2, b]), (torch.ones(2, 3), torch.empty(0))),
+    ],
+)
+def test_0d_reductions_and_legacy_empty_cat_compile(f, args):
+    # PyTorch takes dim 0 or -1 of a 0-d tensor, and skips 1-d empty tensors in a cat
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="pytvmbridge", options={"strict": True})
+    torch.testing.assert_close(compiled(*args), f(*args))
+
+
 def test_to_graph_lists_operators():
     g = ptt.to_graph(lambda x: torch.cumsum(torch.relu(x), 0), [torch.ones(3)])
     assert "aten.relu.default" in g.supported

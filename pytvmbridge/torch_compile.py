@@ -206,16 +206,32 @@ class CompiledModel(torch.nn.Module):
         """Every input, constant, output, step and kernel a loaded plan refers to exists (a
         damaged plan.json raises here, not at the first call)."""
         plan = self.plan
-        n_in = int(plan["num_inputs"])
+
+        def count(value: Any, what: str) -> int:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TVMValueError(f"{what} must be an int >= 0, found {value!r}")
+            return value
+
+        n_in = count(plan["num_inputs"], "num_inputs")
         n_kernels = len(self.kernels) if "steps" in plan else 1
         n_out = len(plan["outputs"])
+        if "steps" not in plan:  # one kernel: each output is one of its outputs, or a view
+            for j, i in enumerate(plan["outputs"]):
+                if i is not None and count(i, f"outputs[{j}]") >= self.kernel.num_outputs:
+                    raise TVMValueError(
+                        f"outputs[{j}] is kernel output {i} (there are {self.kernel.num_outputs})"
+                    )
+            for kind, k in plan.get("args", []):
+                if kind not in ("input", "const"):
+                    raise TVMValueError(f"a kernel argument is {kind!r}, not 'input' or 'const'")
+                count(k, f"kernel argument ({kind!r}, {k!r})")
 
         def check(value: Any, steps_before: int) -> None:
             if isinstance(value, Ref):
                 limit = {"in": n_in, "const": self.num_constants, "step": steps_before}.get(
                     value.kind, n_out
                 )
-                if value.index >= limit:
+                if not 0 <= value.index < limit:
                     raise TVMValueError(f"{value} refers to nothing (there are {limit})")
             elif isinstance(value, (list, tuple)):
                 for v in value:

@@ -196,6 +196,10 @@ def test_a_damaged_plan_is_a_value_error_at_load(tmp_path):
     damaged(lambda p: p["args"].append(["const", 99]))
     damaged(lambda p: p.__setitem__("modules", ["../../etc/passwd"]))
     damaged(lambda p: p.pop("num_inputs"))
+    damaged(lambda p: p.__setitem__("num_inputs", "1"))
+    damaged(lambda p: p.__setitem__("outputs", [7]))
+    damaged(lambda p: p.__setitem__("outputs", [-1]))
+    damaged(lambda p: p["args"].__setitem__(0, ["input", -1]))
     damaged(
         lambda p: p.__setitem__(
             "views",

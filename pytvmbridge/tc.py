@@ -587,6 +587,11 @@ class _AutogradFunction:
         self.backward = backward
 
     def __call__(self, *inputs: Any) -> Any:
+        from .autodiff.torch_autograd import _as_tensor
+
+        # arrays of other frameworks (a NumPy array beside a tensor that requires grad) are
+        # read as torch tensors, as a differentiable kernel call reads them
+        inputs = tuple(_as_tensor(self.forward, k, x) for k, x in enumerate(inputs))
         return _autograd_function().apply(self.forward, self.backward, *inputs)
 
 

@@ -428,9 +428,12 @@ def _as_tensor(kernel: Any, k: int, value: Any) -> Any:
     # Read through pytvmbridge's own import first: it reads any producer (a capsule too) and
     # never aborts, where PyTorch's from_dlpack aborts the process on a negative stride (a
     # reversed NumPy view); such a view, and what PyTorch refuses, is copied instead.
+    name = getattr(kernel, "name", "kernel")
     try:
-        value = _core.from_dlpack(value, f"input {k}")
-    except (BufferError, TypeError, ValueError):
+        value = _core.from_dlpack(value, f"kernel '{name}': input {k}")
+    except TypeError:
+        raise  # no array at all (a list): an error, as on the plain call path
+    except (BufferError, ValueError):
         pass
     else:
         if all(s >= 0 for s in value.strides):
@@ -441,7 +444,6 @@ def _as_tensor(kernel: Any, k: int, value: Any) -> Any:
     try:
         return torch.as_tensor(np.array(value, copy=True))
     except Exception as err:
-        name = getattr(kernel, "name", "kernel")
         raise TVMTypeError(
             f"kernel '{name}': input {k} is a {type(value).__name__}, which cannot be read as a "
             f"torch tensor beside the inputs that require grad ({err})"

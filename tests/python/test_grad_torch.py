@@ -252,6 +252,19 @@ def test_a_numpy_input_beside_a_tensor_that_requires_grad():
     b = np.random.default_rng(0).random((3, 4)).astype("float32")
     mm(a, b).sum().backward()
     torch.testing.assert_close(a.grad, torch.from_numpy(b).sum(1).expand(2, 3))
+    # a list is no array, with or without grad (as on the plain path); make_autograd reads
+    # NumPy arrays too
+    with pytest.raises(TypeError, match=r"input 1: expected an array .*'list'"):
+        mul(x, [1.0, 2.0, 3.0, 4.0])
+    T = tc.define(
+        "def scale(double(N) X, double(N) W) -> (Y) { Y(i) = X(i) * W(i) }\n"
+        "def scale_grad(double(N) X, double(N) W, double(N) dY) -> (dX, dW) {\n"
+        "  dX(i) = dY(i) * W(i)\n  dW(i) = dY(i) * X(i)\n}"
+    )
+    f = tc.make_autograd(T.scale, T.scale_grad)
+    v = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    f(v, np.array([3.0, 4.0])).sum().backward()
+    torch.testing.assert_close(v.grad, torch.tensor([3.0, 4.0], dtype=torch.float64))
 
 
 def test_out_with_a_tensor_subclass_that_needs_no_grad():

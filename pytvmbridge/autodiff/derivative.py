@@ -226,7 +226,8 @@ def _min_max(kind: str, a: Expr, b: Expr, key: tuple[Any, str], dtype: str) -> D
     stops at the kink, as ``torch.relu`` and ``F.hardtanh`` do, and passes through a NaN. Within
     one tensor (a pooling window written as a chain of maxima) a tie goes to the first operand,
     as ``F.max_pool2d``'s does to the first maximum of a window. Between different tensors a
-    tie splits the gradient evenly, as ``torch.maximum``/``torch.minimum`` do.
+    tie splits the gradient evenly and a NaN passes it to both, as ``torch.maximum``/
+    ``torch.minimum`` do.
     """
     da, db = derivative(a, key), derivative(b, key)
     if da is None and db is None:
@@ -239,9 +240,12 @@ def _min_max(kind: str, a: Expr, b: Expr, key: tuple[Any, str], dtype: str) -> D
         return _select(b <= a if kind == "Max" else b >= a, None, db, dtype)
     if reads_a == reads_b and len(reads_a) == 1:  # a NaN is the result: its gradient
         return _select(b_wins | (b != b), db, da, dtype)
-    half = mul(add(da, db), 0.5)
+    # torch.maximum's rule: the larger operand takes the gradient, a tie splits it, and where
+    # a NaN is involved (neither wins, not equal) both take it whole
+    both = add(da, db)
+    half = mul(both, 0.5)
     return _select(
-        a_wins, da, _select(b_wins, db, _select(a == b, half, None, dtype), dtype), dtype
+        a_wins, da, _select(b_wins, db, _select(a == b, half, both, dtype), dtype), dtype
     )
 
 

@@ -90,6 +90,8 @@ def test_elementwise_max_min_split_ties_like_torch(ours, theirs):
     _assert_same(ours, theirs, a, b)
     ga, gb = _grads(ours, theirs, a, b)[0]
     assert ga[0].item() == gb[0].item() == 0.5
+    # a NaN on either side passes the gradient to both, as torch.maximum does
+    _assert_same(ours, theirs, [float("nan"), 1.0, 2.0], [0.0, float("nan"), 3.0])
 
 
 def test_max_of_same_tensor_reads_counts_both_sides():

@@ -23,14 +23,17 @@ from ..error import TVMTypeError
 class ImportedGraph:
     """An ATen-level FX graph with each operator classified as compiled or left to PyTorch.
 
-    ``graph_module`` is the FX GraphModule (callable, runs in PyTorch); ``supported`` and
-    ``unsupported`` list operator names in graph order (unique). ``str()`` prints the graph
-    with a ``# pytorch`` mark on every node that would stay in PyTorch.
+    ``graph_module`` is the FX GraphModule (a module's parameters are among its inputs);
+    ``supported`` and ``unsupported`` list operator names in graph order (unique). ``str()``
+    prints the graph with a ``# pytorch`` mark on every node that would stay in PyTorch.
+    Calling it runs the graph in PyTorch on the traced function's own inputs (the parameters
+    bound) and returns what the function returns.
     """
 
     graph_module: torch.fx.GraphModule
     supported: list[str]
     unsupported: list[str]
+    program: Any = None  # the exported program's module: user inputs in, user outputs out
 
     def __str__(self) -> str:
         from ..graph.partition import is_supported
@@ -44,7 +47,7 @@ class ImportedGraph:
         return "\n".join(lines)
 
     def __call__(self, *args: Any) -> Any:
-        return self.graph_module(*args)
+        return self.graph_module(*args) if self.program is None else self.program(*args)
 
 
 class _Wrap(torch.nn.Module):
@@ -64,8 +67,11 @@ def to_graph(fn: Callable | torch.nn.Module, example_inputs: Sequence[Any]) -> I
     Example:
         >>> import torch
         >>> g = to_graph(lambda x: torch.tanh(x), [torch.zeros(3)])
-        >>> g(torch.zeros(3))[0].tolist()
+        >>> g(torch.zeros(3)).tolist()
         [0.0, 0.0, 0.0]
+        >>> linear = to_graph(torch.nn.Linear(3, 2), [torch.ones(4, 3)])
+        >>> linear(torch.ones(4, 3)).shape  # its parameters are bound
+        torch.Size([4, 2])
     """
     from ..graph.backend import core_decompositions
     from ..graph.partition import is_supported
@@ -74,8 +80,10 @@ def to_graph(fn: Callable | torch.nn.Module, example_inputs: Sequence[Any]) -> I
         found = type(example_inputs).__name__
         raise TVMTypeError(f"example_inputs must be a list or tuple of tensors, found {found}")
     module = fn if isinstance(fn, torch.nn.Module) else _Wrap(fn)
-    exported = torch.export.export(module, tuple(example_inputs))
-    gm = exported.run_decompositions(core_decompositions()).graph_module
+    exported = torch.export.export(module, tuple(example_inputs)).run_decompositions(
+        core_decompositions()
+    )
+    gm = exported.graph_module
     supported, unsupported = [], []
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -84,7 +92,7 @@ def to_graph(fn: Callable | torch.nn.Module, example_inputs: Sequence[Any]) -> I
         bucket = supported if is_supported(node) else unsupported
         if name not in bucket:
             bucket.append(name)
-    return ImportedGraph(gm, supported, unsupported)
+    return ImportedGraph(gm, supported, unsupported, exported.module())
 
 
 __all__ = ["ImportedGraph", "to_graph"]

@@ -234,7 +234,10 @@ def test_to_graph_lists_operators():
     assert "aten.relu.default" in g.supported
     assert g.unsupported == ["aten.cumsum.default"]
     assert "# pytorch" in str(g)
-    torch.testing.assert_close(g(torch.tensor([-1.0, 2.0, 3.0]))[0], torch.tensor([0.0, 2, 5]))
+    torch.testing.assert_close(g(torch.tensor([-1.0, 2.0, 3.0])), torch.tensor([0.0, 2, 5]))
+    layer = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(ptt.to_graph(layer, [x])(x), layer(x))  # parameters bound
 
 
 def test_compile_graph_directly():

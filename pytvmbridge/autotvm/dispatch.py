@@ -47,6 +47,9 @@ def config_for(
     means the default schedule."""
     from .tuner import tune_tasks
 
+    if tuning_log_file is not None and tuning_log_file != "":
+        # named as the caller's option (tune_tasks would name it log_file)
+        record.check_log_path(tuning_log_file, "tuning_log_file")
     if tuning_n_trials and tuning_n_trials > 0:
         [best] = tune_tasks(
             [task], int(tuning_n_trials), log_file=tuning_log_file, progress=progress

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import time
 import warnings
@@ -547,22 +548,72 @@ verify_graphs = True
 _verdicts: dict[str, dict[str, Any]] = {}
 
 
-def _logged_verdict(log: str | None, key: str) -> dict[str, Any] | None:
+def _verdict_problem(v: dict[str, Any], n_candidates: int) -> str | None:
+    """Why ``v`` (a ``graph_guard`` line of this graph) is not a verdict ``guard`` can use, or
+    ``None``: the fields it reads, of the types it writes them (``record_problem``'s rule for
+    ordinary records), so that a damaged or hand-edited line cannot raise inside the guard."""
+
+    def real(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    def count(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    kept, choice = v.get("kept"), v.get("choice")
+    if not isinstance(kept, bool):
+        return f"'kept' must be true or false, found {kept!r}"
+    if not count(choice) and choice != -1:
+        return f"'choice' must be an integer >= -1, found {choice!r}"
+    if choice >= n_candidates:
+        return f"'choice' {choice} is not one of the {n_candidates} candidates"
+    if kept != (choice >= 0):
+        return f"'kept' {kept} contradicts 'choice' {choice}"
+    ratios, wins = v.get("ratios"), v.get("wins_each")
+    if not isinstance(ratios, list) or len(ratios) != n_candidates or not all(map(real, ratios)):
+        return (
+            f"'ratios' must be a list of {n_candidates} numbers (one a candidate), found {ratios!r}"
+        )
+    if not isinstance(wins, list) or len(wins) != n_candidates or not all(map(count, wins)):
+        return (
+            f"'wins_each' must be a list of {n_candidates} counts (one a candidate), found {wins!r}"
+        )
+    if not count(v.get("rounds")) or not v["rounds"]:
+        return f"'rounds' must be an integer >= 1, found {v.get('rounds')!r}"
+    times = v.get("analytical_s")
+    if not isinstance(times, list) or not times or not all(real(t) and t > 0 for t in times):
+        return f"'analytical_s' must be a list of positive times, found {times!r}"
+    return None
+
+
+def _logged_verdict(log: str | None, key: str, n_candidates: int = 1) -> dict[str, Any] | None:
+    """The latest usable verdict on the graph ``key`` (this process's, else ``log``'s), or
+    ``None``. A line of this graph that is not a usable verdict (see ``_verdict_problem``; not
+    JSON, not UTF-8) is skipped with a warning, as ``record.load`` skips a damaged record: the
+    guard then times the graphs again rather than fail (a failed compile runs the partition in
+    PyTorch)."""
     if key in _verdicts:
         return _verdicts[key]
     if not log or not os.path.exists(log):
         return None
     found = None
-    with open(log) as f:
-        for line in f:
-            if '"graph_guard"' not in line:
+    with open(log, "rb") as f:  # bytes: a line that is not UTF-8 is one damaged line
+        for n, raw in enumerate(f, 1):
+            if b'"graph_guard"' not in raw or key.encode() not in raw:
                 continue
             try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
+                r = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                warnings.warn(f"{log}:{n}: not a JSON graph guard verdict, skipped", stacklevel=3)
                 continue
-            if isinstance(r, dict) and r.get("graph_guard") == key:
-                found = r  # the latest verdict wins
+            if not isinstance(r, dict) or r.get("graph_guard") != key:
+                continue
+            why = _verdict_problem(r, n_candidates)
+            if why is not None:
+                warnings.warn(
+                    f"{log}:{n}: not a valid graph guard verdict ({why}), skipped", stacklevel=3
+                )
+                continue
+            found = r  # the latest verdict wins
     return found
 
 
@@ -597,7 +648,7 @@ def guard(
 
     candidates = [config, *[c for c in alternatives if c is not None and c != config]]
     key = _guard_key(outputs, candidates, target)
-    verdict = _logged_verdict(log, key)
+    verdict = _logged_verdict(log, key, len(candidates))
     if verdict is None:
         t0 = time.perf_counter()
         try:
@@ -635,7 +686,7 @@ def guard(
         _verdicts[key] = verdict
         if log:
             record.append(log, [verdict])
-    choice = verdict.get("choice", 0 if verdict["kept"] else -1)
+    choice = verdict["choice"]
     if progress:
         med = sorted(verdict["analytical_s"])[len(verdict["analytical_s"]) // 2]
         names = ["all tuned tasks", "the clear wins only"]
@@ -664,6 +715,8 @@ def graph_tuning(
         raise TVMValueError(f"options['tuning_n_trials'] must be an int >= 0, found {n!r}")
     if log is not None and not isinstance(log, (str, os.PathLike)):
         raise TVMTypeError(f"options['tuning_log_file'] must be a path, found {type(log).__name__}")
+    if log:  # a directory: refused now, not read as a log with no records
+        record.check_log_path(log, "options['tuning_log_file']")
     if not n and not log and record.current() is None:
         return None
 

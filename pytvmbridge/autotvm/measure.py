@@ -184,6 +184,45 @@ def _close(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.array_equal(got, want))
 
 
+# The longest wait a measurement setting may ask for, in seconds (a week). A larger timeout is
+# no limit at all, and from about 1e10 s on waiting for a worker raised OverflowError; a
+# non-finite min_repeat_ms made every timing a RUNTIME_ERROR.
+MAX_WAIT_S = 7 * 24 * 3600.0
+
+
+def _check_setting(
+    owner: str,
+    name: str,
+    v: Any,
+    low: float,
+    strict: bool,
+    integer: bool = False,
+    high: float | None = None,
+) -> None:
+    """Raises a ValueError naming ``owner`` and ``name`` unless ``v`` is a number (an integer
+    with ``integer``) above ``low`` (at ``low`` allowed unless ``strict``) and, with ``high``,
+    at most ``high`` (so finite)."""
+    from ..error import TVMValueError
+
+    ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+    if isinstance(v, bool) or not ok_type or not (v > low if strict else v >= low):
+        want = "an integer" if integer else "a number"
+        rel = ">" if strict else ">="
+        raise TVMValueError(f"{owner}: {name} must be {want} {rel} {low}, got {v!r}")
+    if high is not None and not v <= high:
+        unit = " ms" if name.endswith("_ms") else " s"
+        raise TVMValueError(
+            f"{owner}: {name} must be a finite number at most {high:g}{unit} (a week), got {v!r}"
+        )
+
+
+def _poll(conn: Any, seconds: float) -> bool:
+    """``conn.poll`` with the wait bounded: a wait past what the clock can represent raises
+    OverflowError before anything is read (leaving the worker's answer in the pipe, to be read
+    as the answer to the next request)."""
+    return bool(conn.poll(min(max(0.0, seconds), MAX_WAIT_S)))
+
+
 @dataclass
 class MeasureOption:
     """How candidates are measured (see the module documentation)."""
@@ -212,23 +251,20 @@ class MeasureOption:
     def __post_init__(self) -> None:
         from ..error import TVMValueError
 
-        def number(name: str, low: float, strict: bool, integer: bool = False) -> None:
-            v = getattr(self, name)
-            ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
-            if isinstance(v, bool) or not ok_type or not (v > low if strict else v >= low):
-                want = "an integer" if integer else "a number"
-                rel = ">" if strict else ">="
-                raise TVMValueError(f"MeasureOption: {name} must be {want} {rel} {low}, got {v!r}")
+        def number(
+            name: str, low: float, strict: bool, integer: bool = False, high: float | None = None
+        ) -> None:
+            _check_setting("MeasureOption", name, getattr(self, name), low, strict, integer, high)
 
         number("repeat", 1, False, integer=True)
-        number("min_repeat_ms", 0, False)
-        number("timeout", 0, True)
-        number("slow_factor", 1, False)
-        number("cooldown_interval", 0, False)
+        number("min_repeat_ms", 0, False, high=MAX_WAIT_S * 1000.0)
+        number("timeout", 0, True, high=MAX_WAIT_S)
+        number("slow_factor", 1, False)  # inf: never cut a slow candidate short
+        number("cooldown_interval", 0, False, high=MAX_WAIT_S)
         if self.number is not None:
             number("number", 1, False, integer=True)
         if self.build_timeout is not None:
-            number("build_timeout", 0, True)
+            number("build_timeout", 0, True, high=MAX_WAIT_S)
         if self.overlap_builds not in (None, True, False):
             raise TVMValueError(
                 f"MeasureOption: overlap_builds must be True, False or None, "
@@ -305,8 +341,7 @@ class LocalBuilder:
     ) -> None:
         from ..error import TVMValueError
 
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise TVMValueError(f"LocalBuilder: timeout must be a number > 0, got {timeout!r}")
+        _check_setting("LocalBuilder", "timeout", timeout, 0, True, high=MAX_WAIT_S)
         if n_parallel is not None and (
             isinstance(n_parallel, bool) or not isinstance(n_parallel, int) or n_parallel < 1
         ):
@@ -647,6 +682,16 @@ class LocalRunner:
                 "cooldown_interval": 0.1,
             }
             settings = {k: defaults[k] if v is None else v for k, v in tvm_settings.items()}
+            # checked here too, so that the error names LocalRunner, where they were given
+            limits = {
+                "timeout": (0, True, False, MAX_WAIT_S),
+                "number": (1, False, True, None),
+                "repeat": (1, False, True, None),
+                "min_repeat_ms": (0, False, False, MAX_WAIT_S * 1000.0),
+                "cooldown_interval": (0, False, False, MAX_WAIT_S),
+            }
+            for k, (low, strict, integer, high) in limits.items():
+                _check_setting("LocalRunner", k, settings[k], low, strict, integer, high)
             self.option = dataclasses.replace(option or MeasureOption(), **settings)
             self.n_parallel = 1
             self.overlap, self.split = False, None
@@ -764,6 +809,7 @@ class LocalRunner:
         proc, conn = w
         deadline = time.monotonic() + timeout
         raised: BaseException | None = None
+        answered = False
         try:
             conn.send(msg)
             if meanwhile is not None:
@@ -771,14 +817,22 @@ class LocalRunner:
                     meanwhile()
                 except BaseException as err:  # re-raised below, the worker's answer read first
                     raised = err
-            if conn.poll(max(0.0, deadline - time.monotonic())):
+            if _poll(conn, deadline - time.monotonic()):
                 answer = conn.recv()
+                answered = True
                 if raised is not None:
                     raise raised
                 return answer
             code, text = TIMEOUT, f"no answer within {timeout:g} s (killed)"
         except (EOFError, OSError, BrokenPipeError):
             code, text = CRASH, "the worker process died"
+        except BaseException:
+            # Interrupted (Ctrl-C) between the request and its answer: the worker's answer
+            # would be read as the answer to its next request (a "measured" reply unpacked as
+            # a build's), so the worker goes.
+            if not answered:
+                self._stop(k)
+            raise
         proc.join(0.05)
         if not proc.is_alive() and code == TIMEOUT:
             code, text = CRASH, "the worker process died"
@@ -876,18 +930,43 @@ class LocalRunner:
         meanwhile: Callable[[], None] | None = None,
     ) -> list[MeasureResult]:
         built = []
+        unread = [k for _, k in sent]  # workers whose build answer is still in their pipe
+        try:
+            self._read_builds(results, sent, deadline, measure, built, unread)
+        except BaseException:
+            # Interrupted while waiting: an answer left unread would be taken later as the
+            # answer to another request, so the workers that still owe one go.
+            for k in unread:
+                self._stop(k)
+            raise
+        self._measure_built(results, built, best, meanwhile)
+        return results
+
+    def _read_builds(
+        self,
+        results: list[MeasureResult],
+        sent: list[tuple[int, int]],
+        deadline: float,
+        measure: bool,
+        built: list[tuple[int, int]],
+        unread: list[int],
+    ) -> None:
+        """Phase 1 of ``_collect``: each worker's build answer read into ``results`` (``built``
+        gets the candidates to measure; ``unread`` loses each worker as it is dealt with)."""
         for i, k in sent:
             w = self._workers[k]
             if w is None:  # stopped meanwhile
                 results[i].error, results[i].error_msg = CRASH, "the worker process died"
+                unread.remove(k)
                 continue
             proc, conn = w
             remaining = max(0.0, deadline - time.monotonic())
             try:
-                ready = conn.poll(remaining)
+                ready = _poll(conn, remaining)
                 answer = conn.recv() if ready else None
             except (EOFError, OSError):
                 answer, ready = None, True
+            unread.remove(k)  # read, or (no answer) stopped just below
             if answer is None:
                 code = CRASH if ready else TIMEOUT
                 proc.join(0.05)
@@ -907,6 +986,15 @@ class LocalRunner:
             results[i].schedule, results[i].duplicate = sched, duplicate
             if code == OK and not duplicate and measure:
                 built.append((i, k))
+
+    def _measure_built(
+        self,
+        results: list[MeasureResult],
+        built: list[tuple[int, int]],
+        best: float | None,
+        meanwhile: Callable[[], None] | None,
+    ) -> None:
+        """Phase 2 of ``_collect``: the built candidates measured one at a time."""
         for i, k in built:  # phase 2: one at a time
             start = time.perf_counter()
             answer = self._ask(k, ("measure", best), self.option.timeout, meanwhile)
@@ -927,7 +1015,6 @@ class LocalRunner:
                 time.sleep(self.option.cooldown_interval)
         if meanwhile is not None:  # nothing was measured
             meanwhile()
-        return results
 
 
 def measure_in_process(

@@ -46,6 +46,7 @@ __all__ = [
     "append",
     "apply_history_best",
     "best_records",
+    "check_log_path",
     "cpu_name",
     "encode",
     "from_result",
@@ -336,10 +337,35 @@ class ApplyHistoryBest:
     (warning once per workload)."""
 
     def __init__(self, logs: Any, other_cpus: bool = False) -> None:
-        paths = [logs] if isinstance(logs, (str, os.PathLike)) else list(logs)
-        self.paths = [os.fspath(p) for p in paths]
+        self.paths: list[str] = []
+        self._records: list[dict[str, Any]] = []
+        if isinstance(logs, (str, os.PathLike)):
+            logs = [logs]
+        elif isinstance(logs, (bytes, dict)) or not isinstance(logs, Iterable):
+            raise _core.TVMTypeError(
+                "apply_history_best: logs must be a log file path (str or os.PathLike) or a "
+                f"list of paths and records, got {type(logs).__name__}"
+            )
+        given = 0
+        for k, item in enumerate(logs):
+            if isinstance(item, dict):  # a record (as load() yields it), checked as load checks
+                given += 1
+                why = record_problem(item)
+                if why is None:
+                    self._records.append(item)
+                else:
+                    warnings.warn(
+                        f"apply_history_best: logs[{k}] is not a valid tuning record ({why}), "
+                        "skipped",
+                        stacklevel=3,
+                    )
+                continue
+            path = check_log_path(item, f"apply_history_best: logs[{k}]")
+            self.paths.append(path)
+            self._records += load(path)
+        if given:
+            self.paths.append(f"{given} records given")  # what the miss warnings name
         self.other_cpus = other_cpus
-        self._records = [r for p in self.paths for r in load(p)]
         self._best: dict[str, dict[str, dict[str, Any]]] = {}
         self._warned: set[str] = set()
 
@@ -389,7 +415,15 @@ class ApplyHistoryBest:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _active.stack.remove(self)
+        stack = getattr(_active, "stack", [])
+        if self not in stack:
+            # not entered (or exited already, or entered in another thread: the stack is per
+            # thread): list.remove's "x not in list" said nothing of the context
+            raise _core.TVMValueError(
+                "ApplyHistoryBest.__exit__: this context is not active in this thread (it was "
+                "not entered with 'with', or was exited already)"
+            )
+        stack.remove(self)
         _core._bump_dispatch_epoch()
 
 
@@ -406,12 +440,45 @@ def apply_history_best(logs: Any, other_cpus: bool = False) -> ApplyHistoryBest:
     return ApplyHistoryBest(logs, other_cpus)
 
 
-def context_for_option(path: Any, other_cpus: bool = False) -> ApplyHistoryBest | None:
+def check_log_path(path: Any, what: str) -> str:
+    """``path`` as a string, checked to name a tuning log: a TypeError for what is not a path
+    (str or os.PathLike; bytes included, as ``tune``'s ``log_file`` refuses them), a ValueError
+    for a directory; ``what`` names the argument or option. A missing file is accepted: it
+    holds no records yet (a log the first tuning run writes).
+
+    Example:
+        >>> import tempfile
+        >>> from pytvmbridge.autotvm.record import check_log_path
+        >>> try:
+        ...     check_log_path(tempfile.gettempdir(), "tuning_log_file")
+        ... except ValueError as err:
+        ...     print(str(err).split(" is ")[1])
+        a directory, not a tuning log file
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise _core.TVMTypeError(
+            f"{what} must be a tuning log path (str or os.PathLike), got {type(path).__name__}"
+        )
+    text = os.fspath(path)
+    if not isinstance(text, str):  # an os.PathLike of bytes
+        raise _core.TVMTypeError(f"{what} must be a str path, got a bytes path {text!r}")
+    if not text:
+        raise _core.TVMValueError(f"{what} must be a tuning log path, got an empty string")
+    if os.path.isdir(text):
+        raise _core.TVMValueError(f"{what} {text!r} is a directory, not a tuning log file")
+    return text
+
+
+def context_for_option(
+    path: Any, other_cpus: bool = False, option: str = "tuning_log_file"
+) -> ApplyHistoryBest | None:
     """The context for an ``option["tuning_log_file"]`` (cached per path; ``None`` for no
-    path). For the graph backend and ``pytvmbridge.torch.compile``."""
-    if not path:
+    path). For the graph backend and ``pytvmbridge.torch.compile``. A path that cannot be a
+    log (not a path, a directory) is refused here, naming ``option``, rather than read as no
+    records or failing at the first kernel built with it."""
+    if path is None or (isinstance(path, str) and not path):
         return None
-    key = (os.fspath(path), other_cpus)
+    key = (check_log_path(path, option), other_cpus)
     ctx = _option_contexts.get(key)
     mtime = os.path.getmtime(key[0]) if os.path.exists(key[0]) else None
     if ctx is None or getattr(ctx, "_mtime", None) != mtime:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import numbers
 import random
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -117,23 +118,52 @@ class ReorderEntity:
         return f"ReorderEntity({self.perm})"
 
 
-def _extent(axis_or_int: Any) -> int:
-    if isinstance(axis_or_int, int):
-        return axis_or_int
-    dom = getattr(axis_or_int, "dom", None)
-    extent = getattr(dom, "extent", None)
-    value = getattr(extent, "value", None)
-    if not isinstance(value, int):
-        raise TVMValueError(
-            "define_split: the axis must have a constant extent (or pass an int), "
-            f"got {axis_or_int!r}"
+def _extent(name: str, axis_or_int: Any) -> int:
+    """The constant extent of ``axis_or_int`` (an IterVar or an int), checked: a knob over a
+    negative extent has no meaning, and a bool or a float is a mistake, not a loop length."""
+    if isinstance(axis_or_int, bool):
+        raise TVMTypeError(
+            f"define_split '{name}': axis must be an IterVar or an int extent, got {axis_or_int!r}"
         )
+    if isinstance(axis_or_int, numbers.Integral):
+        value = int(axis_or_int)
+    else:
+        dom = getattr(axis_or_int, "dom", None)
+        extent = getattr(dom, "extent", None)
+        value = getattr(extent, "value", None)
+        if not isinstance(value, int):
+            raise TVMValueError(
+                f"define_split '{name}': the axis must have a constant extent (or pass an int), "
+                f"got {axis_or_int!r}"
+            )
+    if value < 0:
+        raise TVMValueError(f"define_split '{name}': axis extent must be >= 0, got {value}")
     return value
+
+
+def _check_int(name: str, what: str, value: Any, low: int) -> int:
+    """``value`` as an int >= ``low``: a TypeError for anything but an integer (a float or a
+    string here recursed without end or failed to compare deep inside the factorization), a
+    ValueError below ``low``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TVMTypeError(
+            f"define_split '{name}': {what} must be an integer >= {low}, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if value < low:
+        raise TVMValueError(
+            f"define_split '{name}': {what} must be an integer >= {low}, got {value}"
+        )
+    return int(value)
 
 
 def _factorizations(n: int, parts: int, max_factor: int | None, power2: bool) -> list[list[int]]:
     """Ways to write ``n`` as ``parts`` factors (outermost first; the outermost is what is left,
-    so non-dividing powers of two are allowed with ``power2``)."""
+    so non-dividing powers of two are allowed with ``power2``). An empty axis (``n == 0``, a
+    template over an empty tensor) has one way, every factor 1: its loops run no iteration
+    whatever the split, and each factor is still a valid ``split(factor=...)``."""
+    if n == 0:
+        return [[1] * parts]
     if parts == 1:
         return [[n]]
     if power2:
@@ -148,6 +178,32 @@ def _factorizations(n: int, parts: int, max_factor: int | None, power2: bool) ->
         for head in _factorizations(rest, parts - 1, max_factor, power2):
             out.append([*head, f])
     return out
+
+
+def _check_name(method: str, name: Any) -> None:
+    # the name keys the knob in every log record: a string, as JSON keys are
+    if not isinstance(name, str) or not name:
+        raise TVMTypeError(f"{method}: the knob name must be a non-empty string, got {name!r}")
+
+
+def _permutation(name: str, candidate: Any, n: int) -> list[int]:
+    """``candidate`` as a list of axis indices, checked to be an order of all ``n`` axes: one
+    that is not (an index out of range, an axis repeated or left out) failed only when a
+    tuner applied it, as an IndexError or a schedule error deep in the template."""
+    if isinstance(candidate, (str, bytes)) or not isinstance(candidate, Iterable):
+        raise TVMTypeError(
+            f"define_reorder '{name}': each candidate must be a list of axis indices, "
+            f"got {candidate!r}"
+        )
+    perm = list(candidate)
+    if any(isinstance(p, bool) or not isinstance(p, numbers.Integral) for p in perm) or sorted(
+        int(p) for p in perm
+    ) != list(range(n)):
+        raise TVMValueError(
+            f"define_reorder '{name}': candidate {perm!r} is not an order of the {n} axes "
+            f"(each index 0..{n - 1} once)"
+        )
+    return [int(p) for p in perm]
 
 
 class ConfigSpace:
@@ -171,20 +227,26 @@ class ConfigSpace:
         max_factor: int | None = None,
     ) -> None:
         """Candidate splits of ``axis`` (an IterVar or an extent) into ``num_outputs`` loops:
-        ``policy="factors"`` (exact divisors) or ``"power2"`` (powers of two, guarded)."""
+        ``policy="factors"`` (exact divisors) or ``"power2"`` (powers of two, guarded), inner
+        factors at most ``max_factor``. An axis of extent 0 has one candidate, all factors 1.
+        Bad arguments are refused here, naming the knob (not later, when a point is read)."""
+        _check_name("define_split", name)
         if policy not in ("factors", "power2"):
             raise TVMValueError(
                 f"define_split policy must be 'factors' or 'power2', got {policy!r}"
             )
-        if num_outputs < 1:
-            raise TVMValueError(f"define_split num_outputs must be >= 1, got {num_outputs}")
-        sizes = _factorizations(_extent(axis), num_outputs, max_factor, policy == "power2")
+        parts = _check_int(name, "num_outputs", num_outputs, 1)
+        if max_factor is not None:
+            # factor 1 is always a candidate, so any max_factor >= 1 leaves one
+            max_factor = _check_int(name, "max_factor", max_factor, 1)
+        sizes = _factorizations(_extent(name, axis), parts, max_factor, policy == "power2")
         self._define(name, "split", sizes)
 
     def define_knob(self, name: str, candidates: Sequence[Any]) -> None:
         """A knob taking one of ``candidates`` (JSON-able values: numbers, strings, bools,
         None, and lists, tuples or dicts of them; NumPy scalars are taken as Python's). A
         tuple comes back from a log as the tuple, not as JSON's list."""
+        _check_name("define_knob", name)
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
             raise TVMTypeError(
                 f"define_knob '{name}': candidates must be a list of values, got {candidates!r}"
@@ -211,10 +273,24 @@ class ConfigSpace:
     ) -> None:
         """Loop orders of ``axes``: every permutation (``policy="all"``) or the given ones
         (``policy="candidate"``, ``candidate=[[1, 0, 2], ...]``, as indices into ``axes``)."""
+        _check_name("define_reorder", name)
+        # ReorderEntity.apply indexes them: anything with a length and indices will do
+        if isinstance(axes, (str, bytes)) or not (
+            hasattr(axes, "__len__") and hasattr(axes, "__getitem__")
+        ):
+            raise TVMTypeError(
+                f"define_reorder '{name}': axes must be a list of loop axes, "
+                f"got {type(axes).__name__}"
+            )
         if policy == "all":
             perms = [list(p) for p in itertools.permutations(range(len(axes)))]
         elif policy == "candidate" and candidate:
-            perms = [list(p) for p in candidate]
+            if isinstance(candidate, (str, bytes)) or not isinstance(candidate, Iterable):
+                raise TVMTypeError(
+                    f"define_reorder '{name}': candidate must be a list of axis orders such as "
+                    f"[[1, 0, 2]], got {candidate!r}"
+                )
+            perms = [_permutation(name, p, len(axes)) for p in candidate]
         else:
             raise TVMValueError(
                 f"define_reorder '{name}': policy must be 'all' or 'candidate' with a "

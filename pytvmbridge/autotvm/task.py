@@ -175,8 +175,8 @@ class Task:
         if self.kind == "auto":
             return list(self.func(*self.args))
         with _using_config(ConfigSpace()):
-            _, tensors = self.func(*self.args)
-        return list(tensors)
+            _, tensors = _template_result(self.name, self.func(*self.args))
+        return tensors
 
     @property
     def config_space(self) -> Any:
@@ -214,8 +214,7 @@ class Task:
             auto_schedule(s, target=self.target, config=config)
             return s, tensors
         with _using_config(ConfigEntity(self.space, config)):
-            s, tensors = self.func(*self.args)
-        return s, list(tensors)
+            return _template_result(self.name, self.func(*self.args))
 
     def reference(self) -> tuple[Any, list[Any]]:
         """The schedule candidates are checked against: the analytical one (auto tasks), the
@@ -238,6 +237,30 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task({self.description!r}, kind={self.kind!r}, key={self.workload_key})"
+
+
+def _template_result(name: str, out: Any) -> tuple[Any, list[Any]]:
+    """A template's return value as ``(schedule, build arguments)``, checked: anything else
+    failed as "cannot unpack non-iterable int object", naming neither the template nor what
+    it should return."""
+    from ..schedule import Schedule
+    from ..te import Tensor
+
+    if isinstance(out, (tuple, list)) and len(out) == 2:
+        s, args = out
+        if (
+            isinstance(s, Schedule)
+            and isinstance(args, (tuple, list))
+            and all(isinstance(t, Tensor) for t in args)
+        ):
+            return s, list(args)
+    shown = repr(out)
+    if len(shown) > 120:
+        shown = shown[:120] + "..."
+    raise TVMTypeError(
+        f"template '{name}' must return (schedule, build_args): a Schedule and a list of "
+        f"tensors, got {type(out).__name__} {shown}"
+    )
 
 
 def _is_placeholder(t: Any) -> bool:

@@ -79,6 +79,11 @@ class Tuner:
         self.trials = 0
         self.duplicates = 0  # proposals skipped: their code was measured already
         self.verified: dict[str, Any] | None = None  # the last verify(): configs, medians, chosen
+        # The record apply_history_best applies from the log last resumed (its latest
+        # verification's choice, else its cheapest valid record): what tuning returns when it
+        # measures nothing new, so that the two agree (best_record is the cheapest of every
+        # record seen, which can be an unverified trial the verification did not choose).
+        self.resumed_best: dict[str, Any] | None = None
         self._schedules: dict[str, str] = {}  # config key -> hash of the schedule measured
         self._records: dict[str, dict[str, Any]] = {}  # config key -> its (last) record
         self._hash_of: dict[str, str | None] = {}  # config key -> schedule_hash (None: fails)
@@ -203,11 +208,13 @@ class Tuner:
         already measured: they are not measured again, and the model learns from them.
         Returns how many there were."""
         configs, costs = [], []
+        mine = []  # this workload's records on this target and CPU, as apply_history_best sees
         for r in record.load(log_file):
             if r["workload"] != self.task.workload_key:
                 continue
             if not record._matches_target(r, self.task.target, other_cpus=False):
                 continue
+            mine.append(r)
             try:
                 config = self.task.canonical(r["config"])
             except ValueError:
@@ -218,7 +225,21 @@ class Tuner:
             costs.append(cost)
         if configs:
             self.update(configs, costs)
+        self.resumed_best = self._applied(mine)
         return len(configs)
+
+    def _applied(self, records: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The record of this task ``apply_history_best`` applies from ``records`` (its rule,
+        ``record.best_records``), or ``None`` where it applies none: no valid record, or (a
+        template) a best record whose configuration the template's knobs no longer allow
+        (``ApplyHistoryBest.lookup`` then builds the default schedule)."""
+        best = record.best_records(records, self.task.target).get(self.task.workload_key)
+        if best is not None and self.task.kind == "template":
+            try:
+                self.task.canonical(best["config"])
+            except ValueError:
+                return None
+        return best
 
     def tune(
         self,
@@ -416,6 +437,9 @@ class Tuner:
             chosen = self.verify(log_file)
             _log_verification(self, callbacks)
             return chosen
+        if done == 0 and log_file and resume:
+            # nothing measured: the log's choice, which apply_history_best applies
+            return self.resumed_best
         return self.best_record
 
     def verify(
@@ -954,11 +978,18 @@ def tune_tasks(
         _close_bars(callbacks)
         for r in open_runners.values():
             r.close()
+    # A task that measured nothing new (n_trial 0, or a log covering its space) returns what
+    # apply_history_best applies from the log, not the cheapest record resumed (possibly an
+    # unverified trial its verification did not choose).
+    resumed = bool(log_file and resume)
     if not verify:
-        return [tu.best_record for tu in tuners]
+        return [tu.best_record if tu.trials or not resumed else tu.resumed_best for tu in tuners]
     bests = []
     for tu in tuners:
-        bests.append(tu.verify(log_file) if tu.trials else tu.best_record)
+        if tu.trials:
+            bests.append(tu.verify(log_file))
+        else:
+            bests.append(tu.resumed_best if resumed else tu.best_record)
         _log_verification(tu, callbacks)
     return bests
 

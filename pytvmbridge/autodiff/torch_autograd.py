@@ -151,14 +151,29 @@ def _backward_module(
 def _keep_for_backward(ctx: Any, kernel: Any, inputs: Any, outs: Any) -> None:
     """Saves what the kernel's gradient reads of its inputs and outputs (everything when the
     gradient cannot be derived: the backward then says why); of the rest only the shape."""
-    tensors = [*inputs, *outs]
-    try:
-        reads = _backward_graph(kernel, _specs(inputs), saved=True)[4]
-    except Exception:  # the forward never fails for its gradient: the backward raises it
-        reads = (True,) * len(tensors)
-    ctx.save_for_backward(*[t for t, r in zip(tensors, reads, strict=True) if r])
-    ctx.unread = [None if r else (t.shape, t.dtype) for t, r in zip(tensors, reads, strict=True)]
+    tensors = (*inputs, *outs)
     ctx.num_inputs = len(inputs)
+    # Per call: one lookup by the inputs' torch dtypes and sizes; the gradient's expressions
+    # are derived once per such key, when first seen.
+    key = tuple([(x.dtype, x.shape) for x in inputs])
+    cache = kernel.__dict__.get("_grad_reads")
+    if cache is None:
+        cache = kernel.__dict__["_grad_reads"] = {}
+    unread = cache.get(key)
+    if unread is None:
+        try:
+            reads = _backward_graph(kernel, _specs(inputs), saved=True)[4]
+        except Exception:  # the forward never fails for its gradient: the backward raises it
+            reads = (True,) * len(tensors)
+        if len(cache) >= 256:  # a bound, for kernels called with ever new sizes
+            cache.clear()
+        unread = cache[key] = tuple(k for k, r in enumerate(reads) if not r)
+    if not unread:
+        ctx.save_for_backward(*tensors)
+        ctx.unread = None
+        return
+    ctx.save_for_backward(*[t for k, t in enumerate(tensors) if k not in unread])
+    ctx.unread = [(k, tensors[k].shape, tensors[k].dtype) for k in unread]
 
 
 def _kept(ctx: Any) -> tuple[list[Any], list[Any]]:
@@ -166,10 +181,9 @@ def _kept(ctx: Any) -> tuple[list[Any], list[Any]]:
     placeholders (uninitialised) for the rest."""
     import torch
 
-    saved = iter(ctx.saved_tensors)
-    tensors = [
-        next(saved) if meta is None else torch.empty(meta[0], dtype=meta[1]) for meta in ctx.unread
-    ]
+    tensors = list(ctx.saved_tensors)
+    for k, shape, dtype in ctx.unread or ():
+        tensors.insert(k, torch.empty(shape, dtype=dtype))
     return tensors[: ctx.num_inputs], tensors[ctx.num_inputs :]
 
 

@@ -159,7 +159,10 @@ def _keep_for_backward(ctx: Any, kernel: Any, inputs: Any, outs: Any) -> None:
     cache = kernel.__dict__.get("_grad_reads")
     if cache is None:
         cache = kernel.__dict__["_grad_reads"] = {}
-    unread = cache.get(key)
+    try:
+        unread = cache.get(key)
+    except TypeError:  # symbolic sizes (a torch.compile trace with dynamic shapes): keep all
+        unread = ()
     if unread is None:
         try:
             reads = _backward_graph(kernel, _specs(inputs), saved=True)[4]

@@ -483,6 +483,79 @@ def truncmod(a: ExprLike, b: ExprLike) -> Expr:
     return _core.truncmod(a, b)
 
 
+def bitwise_and(a: ExprLike, b: ExprLike) -> Expr:
+    """Bitwise and of two integer expressions (the ``&`` operator, ``np.bitwise_and``); the
+    logical and of two bool expressions.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.bitwise_and(te.var("i"), 3)
+        (i & 3)
+    """
+    return _core.bitwise_and(a, b)
+
+
+def bitwise_or(a: ExprLike, b: ExprLike) -> Expr:
+    """Bitwise or of two integer expressions (the ``|`` operator, ``np.bitwise_or``); the logical
+    or of two bool expressions.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.bitwise_or(te.var("i"), 4)
+        (i | 4)
+    """
+    return _core.bitwise_or(a, b)
+
+
+def bitwise_xor(a: ExprLike, b: ExprLike) -> Expr:
+    """Bitwise exclusive or of two integer expressions (the ``^`` operator,
+    ``np.bitwise_xor``); for two bool expressions, whether they differ.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.bitwise_xor(te.var("i"), 1)
+        (i ^ 1)
+    """
+    return _core.bitwise_xor(a, b)
+
+
+def bitwise_not(a: ExprLike) -> Expr:
+    """Bitwise complement of an integer expression (the ``~`` operator, ``np.invert``); the
+    logical not of a bool expression.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.bitwise_not(te.var("u", "uint8"))
+        ~u
+    """
+    return _core.bitwise_not(a)
+
+
+def shift_left(a: ExprLike, b: ExprLike) -> Expr:
+    """``a << b`` of integer expressions (``np.left_shift``). As in NumPy, an amount ``b`` that
+    is negative or at least the bit width shifts every bit out and gives 0.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.shift_left(1, te.var("i"))
+        (1 << i)
+    """
+    return _core.shift_left(a, b)
+
+
+def shift_right(a: ExprLike, b: ExprLike) -> Expr:
+    """``a >> b`` of integer expressions (``np.right_shift``): arithmetic (sign-filling) for
+    signed dtypes, logical for unsigned ones. As in NumPy, an amount ``b`` that is negative or at
+    least the bit width gives 0, or -1 for a negative signed ``a``.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> te.shift_right(te.var("i"), 2)
+        (i >> 2)
+    """
+    return _core.shift_right(a, b)
+
+
 # ---- TVM's other names for the language (classic TVM code uses them) ----
 
 
@@ -677,8 +750,9 @@ class TensorSlice:
 
 
 for _op in (
-    "add sub mul truediv floordiv mod pow and or xor lt le gt ge".split()
-    + "radd rsub rmul rtruediv rfloordiv rmod rpow rand ror rxor neg pos abs invert".split()
+    "add sub mul truediv floordiv mod pow and or xor lshift rshift lt le gt ge".split()
+    + "radd rsub rmul rtruediv rfloordiv rmod rpow rand ror rxor rlshift rrshift".split()
+    + "neg pos abs invert".split()
 ):
     setattr(TensorSlice, f"__{_op}__", TensorSlice._incomplete)
 
@@ -807,6 +881,10 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "cbrt",
     "ceil",
     "compute",
@@ -875,6 +953,8 @@ __all__ = [
     "round",
     "rsqrt",
     "select",
+    "shift_left",
+    "shift_right",
     "sigmoid",
     "sin",
     "sinh",

@@ -108,7 +108,10 @@ std::vector<const TensorRead*> tensor_reads(const Expr& e) {
 bool calls_math(const Expr& e) {
   bool found = false;
   for_each_expr(e, [&](const Expr& sub) {
-    if (const auto* call = sub.as<Call>()) found |= call->op != Intrinsic::kIfThenElse;
+    // Bitwise operations are single integer instructions, not math calls.
+    if (const auto* call = sub.as<Call>()) {
+      found |= call->op != Intrinsic::kIfThenElse && !is_bitwise_intrinsic(call->op);
+    }
   });
   return found;
 }

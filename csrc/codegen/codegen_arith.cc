@@ -331,6 +331,58 @@ llvm::Value* emit_binary(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value* x, ll
   internal_error(__FILE__, __LINE__, "unknown binary operator");
 }
 
+namespace {
+
+// Whether v is a constant (splat, for vectors) shift amount below `bits`, read as unsigned.
+bool constant_in_range(llvm::Value* v, unsigned bits) {
+  auto* c = llvm::dyn_cast<llvm::Constant>(v);
+  if (c == nullptr) return false;
+  if (c->getType()->isVectorTy()) c = c->getSplatValue();
+  auto* ci = llvm::dyn_cast_or_null<llvm::ConstantInt>(c);
+  return ci != nullptr && ci->getValue().ult(bits);
+}
+
+}  // namespace
+
+llvm::Value* emit_bitwise(llvm::IRBuilderBase& b, Intrinsic op,
+                          const std::vector<llvm::Value*>& args, DataType t) {
+  PTB_ICHECK(t.is_integer() && is_bitwise_intrinsic(op), intrinsic_name(op), " of ", t.str());
+  llvm::Value* x = args[0];
+  switch (op) {
+    case Intrinsic::kBitwiseAnd:
+      return b.CreateAnd(x, args[1]);
+    case Intrinsic::kBitwiseOr:
+      return b.CreateOr(x, args[1]);
+    case Intrinsic::kBitwiseXor:
+      return b.CreateXor(x, args[1]);
+    case Intrinsic::kBitwiseNot:
+      return b.CreateNot(x);
+    default:
+      break;
+  }
+  llvm::Value* n = args[1];
+  auto bits = static_cast<unsigned>(t.bits());
+  bool left = op == Intrinsic::kShiftLeft;
+  if (constant_in_range(n, bits)) {
+    if (left) return b.CreateShl(x, n);
+    return t.is_int() ? b.CreateAShr(x, n) : b.CreateLShr(x, n);
+  }
+  llvm::Value* width = make_int_constant(b.getContext(), t, bits);
+  // A signed right shift by bits - 1 or more gives the sign in every bit: 0 or -1, NumPy's
+  // result. The unsigned minimum also catches negative amounts (huge as unsigned).
+  if (!left && t.is_int()) {
+    llvm::Value* last = make_int_constant(b.getContext(), t, bits - 1);
+    return b.CreateAShr(x, b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, n, last));
+  }
+  // The shift is poison where n >= bits (negative n included, read as unsigned); the select
+  // never takes those lanes, and select does not pass on the poison of the side it does not
+  // pick. x86 (AVX2 vpsllv / vpsrlv) gives exactly this form's 0 for such amounts, so LLVM
+  // folds the select into the shift there.
+  llvm::Value* shifted = left ? b.CreateShl(x, n) : b.CreateLShr(x, n);
+  return b.CreateSelect(b.CreateICmpULT(n, width), shifted,
+                        llvm::Constant::getNullValue(x->getType()));
+}
+
 llvm::Value* make_int_constant(llvm::LLVMContext& ctx, DataType t, int64_t value) {
   llvm::Type* ty = register_type(ctx, t);
   // uint64 values arrive as int64 bit patterns: the APInt keeps all 64 bits either way.

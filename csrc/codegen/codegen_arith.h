@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "ir/expr.h"
 #include "ir/type.h"
 
 namespace llvm {
@@ -67,6 +69,13 @@ enum class BinaryOp {
 // Python's // and % (integers only).
 llvm::Value* emit_binary(llvm::IRBuilderBase& b, BinaryOp op, llvm::Value* x, llvm::Value* y,
                          DataType t);
+
+// A bitwise intrinsic (expr.h: and, or, xor, not, shift_left, shift_right) of integer operands
+// of dtype t (one operand for not). Shifts give NumPy's result for every amount, never poison:
+// an amount outside [0, bits) gives 0 (-1 for a right shift of a negative signed value). A
+// constant amount in range is a plain shift.
+llvm::Value* emit_bitwise(llvm::IRBuilderBase& b, Intrinsic op,
+                          const std::vector<llvm::Value*>& args, DataType t);
 
 // A constant of dtype t (splat for vectors).
 llvm::Value* make_int_constant(llvm::LLVMContext& ctx, DataType t, int64_t value);

@@ -1457,6 +1457,8 @@ class CodeGenLLVM {
     if (op->op == Intrinsic::kPrefetch) return emit_prefetch(op);
     std::vector<llvm::Value*> args;
     for (const Expr& a : op->args) args.push_back(emit(a));
+    // Integer bit operations, not math functions: plain instructions.
+    if (is_bitwise_intrinsic(op->op)) return emit_bitwise(b_, op->op, args, op->dtype);
     DataType t = op->op == Intrinsic::kIsNan ? op->args[0].dtype() : op->dtype;
     return emit_math(b_, op->op, args, t, *vector_math_, avx512_);
   }

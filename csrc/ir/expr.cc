@@ -308,8 +308,39 @@ const char* intrinsic_name(Intrinsic op) {
       return "if_then_else";
     case Intrinsic::kPrefetch:
       return "prefetch";
+    case Intrinsic::kBitwiseAnd:
+      return "bitwise_and";
+    case Intrinsic::kBitwiseOr:
+      return "bitwise_or";
+    case Intrinsic::kBitwiseXor:
+      return "bitwise_xor";
+    case Intrinsic::kBitwiseNot:
+      return "bitwise_not";
+    case Intrinsic::kShiftLeft:
+      return "shift_left";
+    case Intrinsic::kShiftRight:
+      return "shift_right";
   }
   return "?";
+}
+
+const char* bitwise_operator(Intrinsic op) {
+  switch (op) {
+    case Intrinsic::kBitwiseAnd:
+      return "&";
+    case Intrinsic::kBitwiseOr:
+      return "|";
+    case Intrinsic::kBitwiseXor:
+      return "^";
+    case Intrinsic::kBitwiseNot:
+      return "~";
+    case Intrinsic::kShiftLeft:
+      return "<<";
+    case Intrinsic::kShiftRight:
+      return ">>";
+    default:
+      internal_error(__FILE__, __LINE__, intrinsic_name(op), " is not a bitwise operation");
+  }
 }
 
 Expr Call::make(Intrinsic op, std::vector<Expr> args) {
@@ -370,6 +401,25 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
       }
       t = DataType::Int(32);
       break;
+    case Intrinsic::kBitwiseAnd:
+    case Intrinsic::kBitwiseOr:
+    case Intrinsic::kBitwiseXor:
+    case Intrinsic::kShiftLeft:
+    case Intrinsic::kShiftRight:
+    case Intrinsic::kBitwiseNot: {
+      arity(op == Intrinsic::kBitwiseNot ? 1 : 2);
+      // Named by operator and function, since users reach these through either.
+      std::string name = str_cat(intrinsic_name(op), " (", bitwise_operator(op), ")");
+      if (args.size() == 2) check_same_dtype(name.c_str(), args[0], args[1]);
+      t = args[0].dtype();
+      if (!t.is_integer()) {
+        // Bool operands never get here through ir/op.h's bitwise_*(): they become the logical
+        // nodes, so only shifts reject bool for a user.
+        type_error(name, " needs integer operands, found ", t.str(),
+                   t.is_float() ? "; cast them with astype() to an integer dtype" : "");
+      }
+      break;
+    }
     case Intrinsic::kIsNan:
       arity(1);
       if (!args[0].dtype().is_float()) {

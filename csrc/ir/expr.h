@@ -279,14 +279,34 @@ enum class Intrinsic : uint8_t {
   // lower/prefetch_streams.h turns into prefetches of single lines; codegen emits nothing for an
   // unresolved request.
   kPrefetch,
+  // Bitwise operations on integers (TVM's bitwise_and... and shift_left/shift_right; Python's
+  // & | ^ ~ << >> on integer expressions). Operands share one integer dtype; bool operands are
+  // And / Or / NE / Not nodes instead (ir/op.h's bitwise_* pick). They are not math functions,
+  // which is why they come after kIfThenElse: the loops over the math intrinsics never see them.
+  // Shifts are defined for every amount, as NumPy's are (npy_lshift / npy_rshift): an amount
+  // outside [0, bits) -- negative ones included -- shifts every bit out, giving 0, or -1 for a
+  // right shift of a negative signed value (the right shift is arithmetic for signed dtypes).
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor,
+  kBitwiseNot,
+  kShiftLeft,
+  kShiftRight,
 };
 const char* intrinsic_name(Intrinsic op);
+// One of the integer bitwise intrinsics above (cheap integer operations, not math calls).
+inline bool is_bitwise_intrinsic(Intrinsic op) {
+  return op >= Intrinsic::kBitwiseAnd && op <= Intrinsic::kShiftRight;
+}
+// Its operator as Python writes it ("&", "~", "<<"...), for printing and error messages.
+const char* bitwise_operator(Intrinsic op);
 
 struct Call : ExprNodeBase<Call> {
   PTB_NODE_KIND(Call);
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNodeBase(t), op(o), args(std::move(a)) {}
   ~Call() override { detail::release_children(args); }
-  // Checks arity and dtypes (math on floats, abs also on integers, isnan gives bool).
+  // Checks arity and dtypes (math on floats, abs also on integers, isnan gives bool, bitwise
+  // operations on integers only).
   static Expr make(Intrinsic op, std::vector<Expr> args);
   const Intrinsic op;
   const std::vector<Expr> args;

@@ -20,7 +20,7 @@ constexpr Composite kComposites[] = {
 };
 
 bool is_math_intrinsic(Intrinsic op) {
-  return op != Intrinsic::kIfThenElse && op != Intrinsic::kIsNan;
+  return op != Intrinsic::kIfThenElse && op != Intrinsic::kIsNan && !is_bitwise_intrinsic(op);
 }
 
 int intrinsic_arity(Intrinsic op) {

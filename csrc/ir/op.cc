@@ -136,6 +136,41 @@ Expr power(Expr a, Expr b) {
   return result;
 }
 
+namespace {
+
+bool both_bool(const Expr& a, const Expr& b) { return a.dtype().is_bool() && b.dtype().is_bool(); }
+
+}  // namespace
+
+Expr bitwise_and(Expr a, Expr b) {
+  if (both_bool(a, b)) return And::make(std::move(a), std::move(b));
+  return Call::make(Intrinsic::kBitwiseAnd, {std::move(a), std::move(b)});
+}
+
+Expr bitwise_or(Expr a, Expr b) {
+  if (both_bool(a, b)) return Or::make(std::move(a), std::move(b));
+  return Call::make(Intrinsic::kBitwiseOr, {std::move(a), std::move(b)});
+}
+
+Expr bitwise_xor(Expr a, Expr b) {
+  // Exclusive or of truth values is inequality.
+  if (both_bool(a, b)) return NE::make(std::move(a), std::move(b));
+  return Call::make(Intrinsic::kBitwiseXor, {std::move(a), std::move(b)});
+}
+
+Expr bitwise_not(Expr a) {
+  if (a.dtype().is_bool()) return Not::make(std::move(a));
+  return Call::make(Intrinsic::kBitwiseNot, {std::move(a)});
+}
+
+Expr shift_left(Expr a, Expr b) {
+  return Call::make(Intrinsic::kShiftLeft, {std::move(a), std::move(b)});
+}
+
+Expr shift_right(Expr a, Expr b) {
+  return Call::make(Intrinsic::kShiftRight, {std::move(a), std::move(b)});
+}
+
 Expr all_of(const std::vector<Expr>& conds) {
   if (conds.empty()) return IntImm::make(DataType::Bool(), 1);
   Expr r = conds[0];

@@ -42,6 +42,16 @@ Expr truncmod(Expr a, Expr b);
 Expr true_div(Expr a, Expr b);
 Expr power(Expr a, Expr b);
 
+// Python's & | ^ ~ << >>: bitwise on integers (Call intrinsics, expr.h), and for bool operands
+// the logical nodes they always were (And, Or, NE, Not; shifts of bools are a TypeError).
+// Operands must share a dtype; floats are a TypeError naming the operator.
+Expr bitwise_and(Expr a, Expr b);
+Expr bitwise_or(Expr a, Expr b);
+Expr bitwise_xor(Expr a, Expr b);
+Expr bitwise_not(Expr a);
+Expr shift_left(Expr a, Expr b);
+Expr shift_right(Expr a, Expr b);
+
 // Logical and / or of several bool conditions (true / false when empty).
 Expr all_of(const std::vector<Expr>& conds);
 Expr any_of(const std::vector<Expr>& conds);

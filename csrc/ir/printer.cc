@@ -209,7 +209,19 @@ class Printer : public IRVisitor {
   void visit_node(const Select* op) override {
     function("select", {op->condition, op->true_value, op->false_value});
   }
-  void visit_node(const Call* op) override { function(intrinsic_name(op->op), op->args); }
+  void visit_node(const Call* op) override {
+    // Bitwise operations print as the operators they are written with.
+    if (is_bitwise_intrinsic(op->op)) {
+      if (op->args.size() == 1) {
+        os_ << bitwise_operator(op->op);
+        visit(op->args[0]);
+      } else {
+        binary(bitwise_operator(op->op), op->args[0], op->args[1]);
+      }
+      return;
+    }
+    function(intrinsic_name(op->op), op->args);
+  }
   void visit_node(const Let* op) override {
     os_ << "(let " << op->var.as<Var>()->name << " = ";
     visit(op->value);

@@ -34,6 +34,38 @@ bool signed_min(DataType t, int64_t v) {
                                             : -(int64_t{1} << (t.bits() - 1)));
 }
 
+// A bitwise operation of constants (b unused for bitwise_not). Bitwise and / or / xor / not of
+// sign- or zero-extended values are again sign- or zero-extended, and IntImm::make wraps the
+// rest. Shifts follow expr.h: an amount outside [0, bits), read as unsigned, shifts every bit
+// out.
+Expr fold_bitwise(Intrinsic op, DataType t, int64_t a, int64_t b) {
+  auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  bool in_range = ub < static_cast<uint64_t>(t.bits());
+  switch (op) {
+    case Intrinsic::kBitwiseAnd:
+      return IntImm::make(t, a & b);
+    case Intrinsic::kBitwiseOr:
+      return IntImm::make(t, a | b);
+    case Intrinsic::kBitwiseXor:
+      return IntImm::make(t, a ^ b);
+    case Intrinsic::kBitwiseNot:
+      return IntImm::make(t, ~a);
+    case Intrinsic::kShiftLeft:
+      return IntImm::make(t, in_range ? static_cast<int64_t>(ua << ub) : 0);
+    case Intrinsic::kShiftRight:
+      if (t.is_int()) {
+        // Arithmetic shift written without shifting a negative value (implementation-defined
+        // before C++20): ~(~a >> n) for negative a.
+        if (!in_range) return IntImm::make(t, a < 0 ? -1 : 0);
+        return IntImm::make(t, a < 0 ? ~(~a >> ub) : a >> ub);
+      }
+      // Unsigned values are zero-extended: a logical shift of the 64-bit pattern.
+      return IntImm::make(t, in_range ? static_cast<int64_t>(ua >> ub) : 0);
+    default:
+      return Expr();
+  }
+}
+
 template <typename T>
 std::optional<Expr> fold_int(DataType t, int64_t a, int64_t b) {
   auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
@@ -986,6 +1018,14 @@ class Simplifier : public IRMutator {
     bool changed = false;
     std::vector<Expr> args = mutate_all(op->args, &changed);
     if (op->op == Intrinsic::kIfThenElse && equal(args[1], args[2])) return args[1];
+    if (is_bitwise_intrinsic(op->op)) {
+      auto x = as_const_int(args[0]);
+      auto y = args.size() == 2 ? as_const_int(args[1]) : std::optional<int64_t>(0);
+      if (x && y) return fold_bitwise(op->op, op->dtype, *x, *y);
+      // A shift by 0 is the value itself.
+      bool shift = op->op == Intrinsic::kShiftLeft || op->op == Intrinsic::kShiftRight;
+      if (shift && is_const_int(args[1], 0)) return args[0];
+    }
     if (args.size() == 1) {
       if (Expr r = fold_call(op->op, args[0]); r.defined()) return r;
     }

@@ -43,13 +43,6 @@ py::object binary(py::handle a, py::handle b, BinaryFn f) {
   return wrap_expr(fold_consts(f(ops[0], ops[1]), ops[0], ops[1]));
 }
 
-Expr logical_xor(Expr a, Expr b) {
-  if (!a.dtype().is_bool() || !b.dtype().is_bool()) {
-    type_error("operands of ^ must be bool, found ", a.dtype().str(), " and ", b.dtype().str());
-  }
-  return NE::make(std::move(a), std::move(b));
-}
-
 // The value of an expression that folds to a constant (`A.shape[0] * 2` of a constant shape),
 // for int(), float() and bool(); a symbolic expression has none.
 Expr folded(const Expr& e, const char* conversion) {
@@ -396,9 +389,12 @@ combine with an expression by taking its dtype (NumPy's rule for Python scalars)
   def_binary("__floordiv__", "__rfloordiv__", &floordiv);
   def_binary("__mod__", "__rmod__", &floormod);
   def_binary("__pow__", "__rpow__", &power);
-  def_binary("__and__", "__rand__", &And::make);
-  def_binary("__or__", "__ror__", &Or::make);
-  def_binary("__xor__", "__rxor__", &logical_xor);
+  // Logical on bool expressions, bitwise on integers (ir/op.h).
+  def_binary("__and__", "__rand__", &bitwise_and);
+  def_binary("__or__", "__ror__", &bitwise_or);
+  def_binary("__xor__", "__rxor__", &bitwise_xor);
+  def_binary("__lshift__", "__rlshift__", &shift_left);
+  def_binary("__rshift__", "__rrshift__", &shift_right);
   // Python reflects comparisons itself (1 < x calls x.__gt__(1)).
   def_binary("__lt__", nullptr, &LT::make);
   def_binary("__le__", nullptr, &LE::make);
@@ -417,7 +413,11 @@ combine with an expression by taking its dtype (NumPy's rule for Python scalars)
              return wrap_expr(fold_consts(Mul::make(self.e, minus_one), self.e, minus_one));
            })
       .def("__pos__", [](const PyExpr& self) { return wrap_expr(self.e); })
-      .def("__invert__", [](const PyExpr& self) { return wrap_expr(Not::make(self.e)); })
+      .def("__invert__",
+           [](const PyExpr& self) {
+             Expr r = bitwise_not(self.e);
+             return wrap_expr(is_const(self.e) ? simplify(r) : r);
+           })
       .def("__abs__",
            [](const PyExpr& self) { return wrap_expr(Call::make(Intrinsic::kAbs, {self.e})); })
       .def("__hash__", [](const PyExpr& self) { return std::hash<const void*>()(self.e.get()); })
@@ -737,6 +737,34 @@ void bind_functions(py::module_& m) {
         [](py::handle a, py::handle b) { return binary_function<&truncdiv>(a, b, "truncdiv"); });
   m.def("truncmod",
         [](py::handle a, py::handle b) { return binary_function<&truncmod>(a, b, "truncmod"); });
+  m.def(
+      "bitwise_and",
+      [](py::handle a, py::handle b) { return binary_function<&bitwise_and>(a, b, "bitwise_and"); },
+      py::arg("a"), py::arg("b"));
+  m.def(
+      "bitwise_or",
+      [](py::handle a, py::handle b) { return binary_function<&bitwise_or>(a, b, "bitwise_or"); },
+      py::arg("a"), py::arg("b"));
+  m.def(
+      "bitwise_xor",
+      [](py::handle a, py::handle b) { return binary_function<&bitwise_xor>(a, b, "bitwise_xor"); },
+      py::arg("a"), py::arg("b"));
+  m.def(
+      "shift_left",
+      [](py::handle a, py::handle b) { return binary_function<&shift_left>(a, b, "shift_left"); },
+      py::arg("a"), py::arg("b"));
+  m.def(
+      "shift_right",
+      [](py::handle a, py::handle b) { return binary_function<&shift_right>(a, b, "shift_right"); },
+      py::arg("a"), py::arg("b"));
+  m.def(
+      "bitwise_not",
+      [](py::handle a) {
+        Expr e = to_expr(a, "the operand of bitwise_not()");
+        Expr r = bitwise_not(e);
+        return wrap_expr(is_const(e) ? simplify(r) : r);
+      },
+      py::arg("a"));
   m.def("max", [](py::handle a, py::handle b) { return binary_function<&Max::make>(a, b, "max"); });
   m.def("min", [](py::handle a, py::handle b) { return binary_function<&Min::make>(a, b, "min"); });
   m.def(

@@ -120,7 +120,13 @@ _UNARY: dict[str, Callable[[Expr, Expr], Expr] | None] = {
     "round_half_away": None,
     "logb": None,
     "isnan": None,
+    # integer bit operations (never reached: integer expressions have no derivative), listed so
+    # that they are known not to have one
+    "bitwise_not": None,
 }
+
+# The two-operand bit operations, likewise without a derivative.
+_BITWISE = {"bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right"}
 
 
 def digamma(x: Expr) -> Expr:
@@ -160,6 +166,8 @@ _NO_DERIVATIVE: set[str] = set()
 
 
 def _binary(name: str, a: Expr, b: Expr, da: D, db: D, y: Expr) -> D:
+    if name in _BITWISE:
+        return None
     if name == "power":
         # b * a^(b - 1) is 0 * inf at a = b = 0: zero there, as PyTorch's pow backward has it
         dy_da = (

@@ -215,6 +215,18 @@ greater_equal = _make("greater_equal", lambda a, b: a >= b, "``lhs >= rhs`` as b
 logical_and = _make("logical_and", lambda a, b: a & b, "Logical and of bool tensors", "bool")
 logical_or = _make("logical_or", lambda a, b: a | b, "Logical or of bool tensors", "bool")
 logical_xor = _make("logical_xor", lambda a, b: a != b, "Logical xor of bool tensors", "bool")
+# Integer tensors (bool ones too, logically); a float operand is a TypeError naming the
+# operator and the dtype. Shifts by an amount outside [0, bits) give NumPy's results (te.shift_*).
+bitwise_and = _make("bitwise_and", te.bitwise_and, "``lhs & rhs`` of integers", "int32")
+bitwise_or = _make("bitwise_or", te.bitwise_or, "``lhs | rhs`` of integers", "int32")
+bitwise_xor = _make("bitwise_xor", te.bitwise_xor, "``lhs ^ rhs`` of integers", "int32")
+left_shift = _make("left_shift", te.shift_left, "``lhs << rhs`` of integers", "int32")
+right_shift = _make(
+    "right_shift",
+    te.shift_right,
+    "``lhs >> rhs`` of integers (sign-filling for signed dtypes)",
+    "int32",
+)
 
 
 def broadcast_to(data: Tensor, shape: Sequence[Any]) -> Tensor:

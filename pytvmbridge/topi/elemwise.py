@@ -184,6 +184,27 @@ def logical_not(x: Tensor) -> Tensor:
     return _elemwise(x, lambda v: ~v, "logical_not")
 
 
+def bitwise_not(x: Tensor) -> Tensor:
+    """Elementwise bitwise complement of an integer tensor (NumPy's ``np.invert``); logical not
+    of a bool tensor.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> A = tvm.placeholder((3,), "uint8", name="A")
+        >>> B = topi.bitwise_not(A)
+        >>> f = tvm.build(tvm.create_schedule(B.op), [A, B])
+        >>> b = np.empty(3, "uint8"); f(np.array([0, 1, 255], "uint8"), b); b.tolist()
+        [255, 254, 0]
+    """
+    check_tensor(x, "the input of bitwise_not")
+    if is_float(x.dtype):
+        raise TVMTypeError(
+            f"bitwise_not (~) needs an integer or bool tensor, found {x.dtype} tensor {x.name!r}"
+        )
+    return _elemwise(x, te.bitwise_not, "bitwise_not")
+
+
 def cast(x: Tensor, dtype: str) -> Tensor:
     """``x`` converted to ``dtype`` elementwise (NumPy's ``astype``).
 

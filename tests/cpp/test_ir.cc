@@ -60,6 +60,29 @@ TEST(IRConstruction, LogicalOperatorsNeedBools) {
   expect_user_error([&] { Add::make(b, b); }, ErrorKind::kType, "bool");
 }
 
+TEST(IRConstruction, BitwiseOperatorsOnIntegersLogicalOnBools) {
+  Expr i = Var::make(DataType::Int(32), "i");
+  Expr u = Var::make(DataType::UInt(8), "u");
+  Expr x = Var::make(DataType::Float(32), "x");
+  EXPECT_EQ(to_string(bitwise_and(i, i32(3))), "(i & 3)");
+  EXPECT_EQ(to_string(bitwise_or(i, i32(3))), "(i | 3)");
+  EXPECT_EQ(to_string(bitwise_xor(i, i32(3))), "(i ^ 3)");
+  EXPECT_EQ(to_string(bitwise_not(i)), "~i");
+  EXPECT_EQ(to_string(shift_left(i, i32(2))), "(i << 2)");
+  EXPECT_EQ(to_string(shift_right(i, i32(2))), "(i >> 2)");
+  EXPECT_EQ(shift_right(u, u).dtype(), DataType::UInt(8));
+  // Bool operands keep their logical nodes.
+  Expr b = LT::make(i, i32(3));
+  EXPECT_TRUE(bitwise_and(b, b).as<And>());
+  EXPECT_TRUE(bitwise_or(b, b).as<Or>());
+  EXPECT_TRUE(bitwise_xor(b, b).as<NE>());
+  EXPECT_TRUE(bitwise_not(b).as<Not>());
+  expect_user_error([&] { shift_left(b, b); }, ErrorKind::kType, "integer operands, found bool");
+  expect_user_error([&] { bitwise_and(x, x); }, ErrorKind::kType, "(&) needs integer");
+  expect_user_error([&] { shift_right(x, x); }, ErrorKind::kType, "found float32");
+  expect_user_error([&] { bitwise_or(i, u); }, ErrorKind::kType, "int32 and uint8");
+}
+
 TEST(IRConstruction, DivisionRules) {
   Expr i = Var::make(DataType::Int(32), "i");
   Expr x = Var::make(DataType::Float(32), "x");

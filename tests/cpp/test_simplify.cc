@@ -64,6 +64,28 @@ TEST_F(Simplify, IntegerDivisionSemantics) {
   EXPECT_EQ(simple(FloorDiv::make(i32(-2147483648LL), i32(-1))), "floordiv(-2147483648, -1)");
 }
 
+TEST_F(Simplify, FoldsBitwiseOperationsAsNumPyDoes) {
+  DataType i8 = DataType::Int(8), u8 = DataType::UInt(8), u64 = DataType::UInt(64);
+  auto fold = [](const Expr& e) { return as_const_int(simplify(e)); };
+  EXPECT_EQ(fold(bitwise_and(i32(12), i32(10))), 8);
+  EXPECT_EQ(fold(bitwise_or(i32(12), i32(10))), 14);
+  EXPECT_EQ(fold(bitwise_xor(i32(12), i32(10))), 6);
+  EXPECT_EQ(fold(bitwise_not(i32(5))), -6);
+  EXPECT_EQ(fold(bitwise_not(IntImm::make(u8, 5))), 250);
+  // 0b01000000 << 1 wraps to -128 in int8; by 8 or more, or a negative amount, all bits go.
+  EXPECT_EQ(fold(shift_left(IntImm::make(i8, 64), IntImm::make(i8, 1))), -128);
+  EXPECT_EQ(fold(shift_left(IntImm::make(i8, 1), IntImm::make(i8, 8))), 0);
+  EXPECT_EQ(fold(shift_left(IntImm::make(i8, 1), IntImm::make(i8, -1))), 0);
+  // Right shifts: arithmetic for signed (-7 >> 1 is -4), logical for unsigned.
+  EXPECT_EQ(fold(shift_right(IntImm::make(i8, -7), IntImm::make(i8, 1))), -4);
+  EXPECT_EQ(fold(shift_right(IntImm::make(i8, -7), IntImm::make(i8, 9))), -1);
+  EXPECT_EQ(fold(shift_right(IntImm::make(i8, 7), IntImm::make(i8, -3))), 0);
+  EXPECT_EQ(fold(shift_right(IntImm::make(u8, 200), IntImm::make(u8, 3))), 25);
+  EXPECT_EQ(fold(shift_right(IntImm::make(u64, -1), IntImm::make(u64, 60))), 15);
+  EXPECT_EQ(fold(shift_right(IntImm::make(u64, -1), IntImm::make(u64, 64))), 0);
+  EXPECT_EQ(simple(shift_left(x, i32(0))), "x");
+}
+
 TEST_F(Simplify, FoldsFloatsInTheirOwnPrecision) {
   Expr sum32 = simplify(Add::make(f32(0.1), f32(0.2)));
   ASSERT_TRUE(as_const_float(sum32));

@@ -235,6 +235,12 @@ NOT_DIFFERENTIABLE = {
     "topi.isinf": "boolean result",
     "topi.isfinite": "boolean result",
     "topi.full": "no tensor input (a constant)",
+    "topi.bitwise_and": "integer operands and result",
+    "topi.bitwise_or": "integer operands and result",
+    "topi.bitwise_xor": "integer operands and result",
+    "topi.bitwise_not": "integer operand and result",
+    "topi.left_shift": "integer operands and result",
+    "topi.right_shift": "integer operands and result",
 }
 
 # Public names of topi.nn that build no tensor: helpers for writing operators.
@@ -315,6 +321,16 @@ def _compare(kernel_fn, torch_fn):
 
 
 ZERO = te.const(0.0, F64)
+
+
+def _ints(a):  # integers from a float64 tensor, for the bitwise operators
+    return topi.cast(topi.multiply(a, 4.0), "int64")
+
+
+def _torch_ints(t):
+    return (t * 4).to(torch.int64)
+
+
 RESULTS = {  # a non-differentiable result of a float64 tensor, and PyTorch's own
     "topi.argmax": (lambda a: topi.argmax(a, axis=1), lambda t: t.argmax(1)),
     "topi.argmin": (lambda a: topi.argmin(a, axis=1), lambda t: t.argmin(1)),
@@ -340,6 +356,12 @@ RESULTS = {  # a non-differentiable result of a float64 tensor, and PyTorch's ow
     "topi.isnan": (lambda a: topi.isnan(a), torch.isnan),
     "topi.isinf": (lambda a: topi.isinf(a), torch.isinf),
     "topi.isfinite": (lambda a: topi.isfinite(a), torch.isfinite),
+    "topi.bitwise_and": (lambda a: topi.bitwise_and(_ints(a), 3), lambda t: _torch_ints(t) & 3),
+    "topi.bitwise_or": (lambda a: topi.bitwise_or(_ints(a), 4), lambda t: _torch_ints(t) | 4),
+    "topi.bitwise_xor": (lambda a: topi.bitwise_xor(_ints(a), 5), lambda t: _torch_ints(t) ^ 5),
+    "topi.bitwise_not": (lambda a: topi.bitwise_not(_ints(a)), lambda t: ~_torch_ints(t)),
+    "topi.left_shift": (lambda a: topi.left_shift(_ints(a), 2), lambda t: _torch_ints(t) << 2),
+    "topi.right_shift": (lambda a: topi.right_shift(_ints(a), 1), lambda t: _torch_ints(t) >> 1),
 }
 
 

@@ -157,7 +157,7 @@ class Kernel(_core.Caller):
                 x = _core.from_dlpack(x, f"argument {k} ('{names[k]}')")
             fw = framework_of(x)
             specs.append((fw.dtype(x), tuple(int(s) for s in fw.shape(x))))
-        module, reads = self._variant(*specs)
+        module, reads, _ = self._variant(*specs)
         _check_reads(self.name, module, reads, [shape for _, shape in specs])
         return module
 
@@ -175,7 +175,7 @@ class Kernel(_core.Caller):
         )
         # Inputs of 2**31 elements or more get int64 sizes (see _compile): a variant of its own.
         wide = any(math.prod(shape) > _INT32_MAX for _, shape in specs)
-        token, config = _tuned_config(self, specs)  # a tuned schedule, if any
+        token, config, exact = _tuned_config(self, specs)  # a tuned schedule, if any
         entry = self._variants.get((variant, wide, token))
         if entry is None:
             with self._lock:
@@ -184,7 +184,9 @@ class Kernel(_core.Caller):
                     entry = self._compile(variant, wide, config)
                     self._variants[(variant, wide, token)] = entry
                     self._compilations += 1
-        return entry
+        # exact: while tuned schedules may apply, the C++ call path keys this variant by the
+        # exact shapes (a tuning record holds for its own shapes, not the whole layout class)
+        return entry[0], entry[1], exact
 
     def _compile(
         self, variant: tuple[tuple[str, tuple[int, ...]], ...], wide: bool, config: Any = None
@@ -291,17 +293,23 @@ class Kernel(_core.Caller):
         )
 
 
-def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any]:
+def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any, bool]:
     """``autotvm.dispatch.kernel_config``, without importing the tuner when nothing can be tuned
     (no ``tune=``, no log, and no ``apply_history_best`` context, which needs autotvm imported):
-    a kernel's first call stays cheap."""
+    a kernel's first call stays cheap. The third item: whether tuned schedules may apply at all
+    (then each shape has its own lookup)."""
     import sys
 
     if not (kernel.tune or kernel.tuning_log_file or "pytvmbridge.autotvm.record" in sys.modules):
-        return None, None
+        return None, None, False
+    from .autotvm import record
     from .autotvm.dispatch import kernel_config
 
-    return kernel_config(kernel, specs)
+    token, config = kernel_config(kernel, specs)
+    exact = kernel.schedule == "auto" and bool(
+        kernel.tune or kernel.tuning_log_file or record.current() is not None
+    )
+    return token, config, exact
 
 
 def _torch_compiling() -> bool:

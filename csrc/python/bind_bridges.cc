@@ -83,7 +83,11 @@ std::atomic<uint64_t> g_dispatch_epoch{0};
 
 struct State {
   std::vector<std::shared_ptr<const Variant>> variants;
-  uint64_t epoch = 0;              // g_dispatch_epoch when `variants` were found
+  uint64_t epoch = 0;  // g_dispatch_epoch when `variants` were found
+  // Variants keyed by exact shapes, not layout classes: while tuned schedules may apply
+  // (`_variant` says so), a record holds for its own shapes only, and a variant found for one
+  // shape of a class must not serve another shape that has a record of its own.
+  bool exact_shapes = false;
   std::vector<std::string> names;  // a kernel's argument names, for errors before a variant
   std::string name;                // a kernel's name
   Py_ssize_t n_inputs = -1;        // a kernel's input count, when its function says
@@ -339,7 +343,8 @@ bool past_int32(const DLTensor& t) {
 // the constant 1 in the kernel, so that NumPy broadcasting and squeeze see it), then whether an
 // input has 2**31 elements or more (kernel.py builds the same classes; such inputs get int64
 // size variables, a variant of their own).
-size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t capacity) {
+size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t capacity,
+                  bool exact_shapes) {
   int64_t seen[64];
   size_t n_seen = 0, len = 0;
   bool wide = false;
@@ -363,6 +368,13 @@ size_t layout_key(CallArgs<kMaxArgs>& in, Py_ssize_t n, int64_t* key, size_t cap
     wide = wide || past_int32(t);
   }
   key[len++] = wide ? 1 : 0;
+  if (exact_shapes) {
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      const DLTensor& t = in[k].tensor();
+      if (len + t.ndim > capacity) return 0;
+      for (int d = 0; d < t.ndim; ++d) key[len++] = t.shape[d];
+    }
+  }
   return len;
 }
 
@@ -390,9 +402,10 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
   if (state.epoch != epoch) {
     state.variants.clear();
     state.epoch = epoch;
+    state.exact_shapes = false;
   }
   int64_t key[256];
-  const size_t len = layout_key(in, n, key, 256);
+  size_t len = layout_key(in, n, key, 256, state.exact_shapes);
   std::shared_ptr<const Variant> v = len ? find_variant(state, key, len) : nullptr;
   if (v == nullptr) {
     // Python compiles (or finds) the variant from each input's (dtype, shape):
@@ -408,6 +421,12 @@ PyObject* kernel_call(Caller* self, PyObject* const* args, Py_ssize_t n, PyObjec
     }
     py::object found = py::handle(reinterpret_cast<PyObject*>(self)).attr("_variant")(*specs);
     auto pair = found.cast<py::tuple>();
+    const bool exact = pair.size() > 2 && PyObject_IsTrue(pair[2].ptr()) == 1;
+    if (exact != state.exact_shapes) {  // the other kind of key: those variants are dropped
+      state.variants.clear();
+      state.exact_shapes = exact;
+      len = layout_key(in, n, key, 256, exact);
+    }
     auto fresh = make_variant(pair[0].ptr());
     parse_reads(pair[1], fresh.get());
     fresh->key.assign(key, key + len);

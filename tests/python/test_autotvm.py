@@ -555,6 +555,40 @@ def test_kernel_tune_and_replay(tmp_path):
     assert kernel_config(scale, [("float32", (5000,))]) == (None, None)  # outside: default
 
 
+def test_a_tuned_shape_runs_its_record_whatever_was_called_before(tmp_path):
+    # Two shapes of one layout class: the one without a record, called first, must not hand
+    # its (analytical) variant to the tuned one
+    @tvm.kernel
+    def scale(A):
+        return tvm.compute(A.shape, lambda i: A[i] * 3.0 + 1.0, name="B")
+
+    x = np.random.default_rng(0).standard_normal(5000).astype("float32")
+    y = np.random.default_rng(1).standard_normal(7000).astype("float32")
+    log = tmp_path / "k.json"
+    autotvm.tune(
+        scale,
+        x,
+        n_trial=3,
+        tuner="random",
+        log_file=log,
+        n_parallel=1,
+        progress=False,
+        measure_option=MeasureOption(repeat=1, min_repeat_ms=1),
+    )
+    scale.cache_clear()
+    before = scale.compilations
+    with autotvm.apply_history_best(log):
+        np.testing.assert_allclose(
+            scale(y), y * 3.0 + 1.0, rtol=1e-6, atol=1e-6
+        )  # no record: analytical
+        np.testing.assert_allclose(scale(x), x * 3.0 + 1.0, rtol=1e-6, atol=1e-6)  # its own record
+        assert scale.compilations == before + 2
+        scale.module_for(x)  # the tuned variant is there already: nothing compiled
+        assert scale.compilations == before + 2
+        np.testing.assert_allclose(scale(y), y * 3.0 + 1.0, rtol=1e-6, atol=1e-6)  # and found again
+        assert scale.compilations == before + 2
+
+
 def test_schedule_config_for_compilers(tmp_path):
     from pytvmbridge.autotvm.dispatch import schedule_config
 

@@ -153,10 +153,10 @@ def test_apply_history_best_reaches_a_kernel_called_before(tmp_path):
         with autotvm.apply_history_best(log):
             np.testing.assert_allclose(scale(x), want, rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(scale(x), want, rtol=1e-6, atol=1e-6)
-    assert len(asked) == 2 and asked[1] is not asked[0]  # the tuned variant, built once
+    assert len(asked) == 2 and asked[1][0] is not asked[0][0]  # the tuned module, built once
     assert scale.compilations == 2
     np.testing.assert_allclose(scale(x), want, rtol=1e-6, atol=1e-6)
-    assert len(asked) == 3 and asked[2] is asked[0]  # back to the default variant
+    assert len(asked) == 3 and asked[2][0] is asked[0][0]  # back to the default module
     assert scale.compilations == 2
 
 

@@ -36,6 +36,34 @@ int64_t type_min(DataType t) {
   return t.bits() >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits() - 1));
 }
 
+// A bitwise operation on sizes, as the kernel computes it (NumPy's shifts: an amount outside
+// [0, bits) shifts every bit out); `checked` records a left shift that leaves the type.
+template <typename Checked>
+int64_t eval_bitwise_size(const Call* c, int64_t x, int64_t y, Checked checked) {
+  const int bits = c->dtype.bits();
+  switch (c->op) {
+    case Intrinsic::kBitwiseAnd:
+      return x & y;
+    case Intrinsic::kBitwiseOr:
+      return x | y;
+    case Intrinsic::kBitwiseXor:
+      return x ^ y;
+    case Intrinsic::kBitwiseNot:
+      return ~x;
+    case Intrinsic::kShiftLeft: {
+      if (y < 0 || y >= bits) return 0;
+      const bool wrapped = y >= 63 || (x != 0 && (x > (std::numeric_limits<int64_t>::max() >> y) ||
+                                                  x < (std::numeric_limits<int64_t>::min() >> y)));
+      return checked(static_cast<int64_t>(static_cast<uint64_t>(x) << y), wrapped);
+    }
+    case Intrinsic::kShiftRight:
+      if (y < 0 || y >= bits) return x < 0 && c->dtype.is_int() ? -1 : 0;
+      return x >> y;
+    default:
+      internal_error(__FILE__, __LINE__, "not a bitwise intrinsic");
+  }
+}
+
 // Evaluates an integer expression of size variables (an output shape such as n - 2), in exact
 // 64-bit arithmetic. The kernel computes it in the expression's own types: where a value does
 // not fit its node's type (n * m in int32), the first such subexpression is recorded in
@@ -114,6 +142,11 @@ int64_t eval_int(const Expr& e, const std::unordered_map<const ExprNode*, int64_
   if (const auto* o = e.as<Mod>()) {
     int64_t a = eval_int(o->a, vars, overflow), d = divisor(o->b);
     return d == -1 ? 0 : a % d;
+  }
+  if (const auto* c = e.as<Call>(); c != nullptr && is_bitwise_intrinsic(c->op)) {
+    return eval_bitwise_size(c, eval_int(c->args[0], vars, overflow),
+                             c->args.size() > 1 ? eval_int(c->args[1], vars, overflow) : 0,
+                             checked);
   }
   value_error("cannot evaluate the size expression ", to_string(e), " at call time");
 }

@@ -23,6 +23,7 @@
 #include "codegen/jit.h"
 #include "codegen/llvm_target.h"
 #include "codegen/target.h"
+#include "ir/op.h"
 #include "ir/printer.h"
 #include "support/error.h"
 
@@ -43,6 +44,16 @@ const std::vector<std::pair<const char*, BinaryMaker>>& binary_ops() {
       {"add", &Add::make},           {"sub", &Sub::make}, {"mul", &Mul::make},
       {"div", &Div::make},           {"mod", &Mod::make}, {"floordiv", &FloorDiv::make},
       {"floormod", &FloorMod::make}, {"min", &Min::make}, {"max", &Max::make},
+  };
+  return ops;
+}
+
+// The two-operand bitwise intrinsics, by their names (intrinsic_name); built as the te
+// operators build them (ir/op.h), which check the operands' dtypes.
+const std::vector<std::pair<const char*, BinaryMaker>>& bitwise_ops() {
+  static const std::vector<std::pair<const char*, BinaryMaker>> ops = {
+      {"bitwise_and", &bitwise_and}, {"bitwise_or", &bitwise_or},   {"bitwise_xor", &bitwise_xor},
+      {"shift_left", &shift_left},   {"shift_right", &shift_right},
   };
   return ops;
 }
@@ -93,8 +104,13 @@ json::Value expr_to_json(const Expr& e, const std::vector<Expr>& slots) {
     return json::Object{
         {"op", name}, {"a", expr_to_json(*a, slots)}, {"b", expr_to_json(*b, slots)}};
   }
+  if (const auto* c = e.as<Call>(); c != nullptr && is_bitwise_intrinsic(c->op)) {
+    json::Object o{{"op", intrinsic_name(c->op)}, {"a", expr_to_json(c->args[0], slots)}};
+    if (c->args.size() > 1) o.try_emplace("b", expr_to_json(c->args[1], slots));
+    return o;
+  }
   not_implemented("cannot save a module whose size expression ", to_string(e),
-                  " uses an operation other than + - * / % // min max and casts");
+                  " uses an operation other than + - * / % // min max, bitwise ones and casts");
 }
 
 // Reading a manifest: every defect is a ValueError naming the file and the field.
@@ -172,6 +188,12 @@ class ManifestReader {
     try {
       if (op == "cast") return Cast::make(dtype(o), expr(field(o, "a"), slots, depth + 1));
       for (const auto& [name, make] : binary_ops()) {
+        if (op == name) {
+          return make(expr(field(o, "a"), slots, depth + 1), expr(field(o, "b"), slots, depth + 1));
+        }
+      }
+      if (op == "bitwise_not") return bitwise_not(expr(field(o, "a"), slots, depth + 1));
+      for (const auto& [name, make] : bitwise_ops()) {
         if (op == name) {
           return make(expr(field(o, "a"), slots, depth + 1), expr(field(o, "b"), slots, depth + 1));
         }

@@ -262,6 +262,34 @@ Interval eval_floor_mod(const Interval& a, int64_t k) {
 
 }  // namespace
 
+namespace {
+
+// A shift by a constant amount in range is a product or a floor division by a power of two
+// (an arithmetic right shift rounds toward -inf), and `x & m` with a constant m >= 0 lies in
+// [0, m] whatever x is: index arithmetic such as A[i >> 1] or A[i & 7] gets a tight region.
+// Other bitwise operations are unbounded.
+Interval eval_bitwise(const Call* op, const VarIntervals& vars) {
+  const DataType t = op->dtype;
+  if ((op->op == Intrinsic::kShiftLeft || op->op == Intrinsic::kShiftRight) && t.is_int()) {
+    auto amount = as_const_int(op->args[1]);
+    if (!amount || *amount < 0 || *amount >= std::min(t.bits(), 62)) return Interval::unbounded();
+    const int64_t power = int64_t{1} << *amount;
+    Interval a = eval_interval(op->args[0], vars);
+    if (!a.bounded) return a;
+    if (op->op == Intrinsic::kShiftLeft) return eval_mul(a, Interval::point(LinearForm(power)));
+    return Interval::of(a.lo.floor_div(power, t), a.hi.floor_div(power, t));
+  }
+  if (op->op == Intrinsic::kBitwiseAnd && (t.is_int() || t.is_uint())) {
+    for (int k = 0; k < 2; ++k) {
+      auto mask = as_const_int(op->args[k]);
+      if (mask && *mask >= 0) return Interval::of(LinearForm(0), LinearForm(*mask));
+    }
+  }
+  return Interval::unbounded();
+}
+
+}  // namespace
+
 Interval eval_interval(const Expr& e, const VarIntervals& vars) {
   if (!e.dtype().is_integer() || !e.dtype().is_scalar()) return Interval::unbounded();
   if (!depends_on(e, vars)) return Interval::point(LinearForm::of(e));
@@ -333,8 +361,11 @@ Interval eval_interval(const Expr& e, const VarIntervals& vars) {
     }
     case ExprKind::kCall: {
       const auto* op = e.as<Call>();
-      if (op->op != Intrinsic::kIfThenElse) return Interval::unbounded();
-      return interval_union(eval_interval(op->args[1], vars), eval_interval(op->args[2], vars), t);
+      if (op->op == Intrinsic::kIfThenElse) {
+        return interval_union(eval_interval(op->args[1], vars), eval_interval(op->args[2], vars),
+                              t);
+      }
+      return eval_bitwise(op, vars);
     }
     default:
       return Interval::unbounded();

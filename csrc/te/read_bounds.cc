@@ -92,7 +92,16 @@ class ExactByIntervals {
       if (!d || *d <= 0) exact_ = false;
       return walk(*dividend);
     }
-    exact_ = false;  // mod, select, a gathered index, a call...
+    if (const auto* c = e.as<Call>()) {
+      // a shift by a constant: a product or a floor division by a power of two
+      if ((c->op == Intrinsic::kShiftLeft || c->op == Intrinsic::kShiftRight) &&
+          c->dtype.is_int()) {
+        auto amount = as_const_int(c->args[1]);
+        if (!amount || *amount < 0 || *amount >= c->dtype.bits()) exact_ = false;
+        return walk(c->args[0]);
+      }
+    }
+    exact_ = false;  // mod, select, a gathered index, another call...
     return false;
   }
   bool walk_both(const Expr& a, const Expr& b) {

@@ -212,9 +212,38 @@ less = _make("less", lambda a, b: a < b, "``lhs < rhs`` as bool")
 less_equal = _make("less_equal", lambda a, b: a <= b, "``lhs <= rhs`` as bool")
 greater = _make("greater", lambda a, b: a > b, "``lhs > rhs`` as bool")
 greater_equal = _make("greater_equal", lambda a, b: a >= b, "``lhs >= rhs`` as bool")
-logical_and = _make("logical_and", lambda a, b: a & b, "Logical and of bool tensors", "bool")
-logical_or = _make("logical_or", lambda a, b: a | b, "Logical or of bool tensors", "bool")
-logical_xor = _make("logical_xor", lambda a, b: a != b, "Logical xor of bool tensors", "bool")
+
+
+def _logical(name: str, fn: Callable[[te.Expr, te.Expr], te.Expr]) -> Callable[..., te.Expr]:
+    # & and | of integers are bitwise: the logical operators take bools only (as logical_not)
+    def apply(a: te.Expr | Number, b: te.Expr | Number) -> te.Expr:
+        for v in (a, b):
+            dtype = v.dtype if isinstance(v, te.Expr) else type(v).__name__
+            if dtype not in ("bool", "bool_"):
+                raise TVMTypeError(
+                    f"{name} needs bool operands, found {dtype}; compare first (x != 0), or "
+                    "use the bitwise operators for integers"
+                )
+        return fn(a, b)
+
+    return apply
+
+
+logical_and = _make(
+    "logical_and",
+    _logical("logical_and", lambda a, b: a & b),
+    "Logical and of bool tensors",
+    "bool",
+)
+logical_or = _make(
+    "logical_or", _logical("logical_or", lambda a, b: a | b), "Logical or of bool tensors", "bool"
+)
+logical_xor = _make(
+    "logical_xor",
+    _logical("logical_xor", lambda a, b: a != b),
+    "Logical xor of bool tensors",
+    "bool",
+)
 # Integer tensors (bool ones too, logically); a float operand is a TypeError naming the
 # operator and the dtype. Shifts by an amount outside [0, bits) give NumPy's results (te.shift_*).
 bitwise_and = _make("bitwise_and", te.bitwise_and, "``lhs & rhs`` of integers", "int32")

@@ -310,3 +310,62 @@ def test_no_gradient_through_integer_bit_operations():
     out = np.empty(N, "float32")
     f(np.ones(N, "float32"), m, out)
     np.testing.assert_array_equal(out, ((m >> 1) & 1).astype("float32"))
+
+
+def test_sizes_made_with_shifts_are_evaluated_and_saved(tmp_path):
+    n = te.var("n")
+    A = te.placeholder((n,), name="A")
+    B = te.compute((n >> 1,), lambda i: A[i << 1] + A[(i << 1) | 1], name="B")
+    f = tvm.build(tvm.create_schedule(B.op), [A, B])
+    a = np.arange(10, dtype="float32")
+    expected = a[0::2] + a[1::2]
+    out = np.empty(5, "float32")
+    f(a, out)
+    np.testing.assert_array_equal(out, expected)
+    path = str(tmp_path / "shifted.so")
+    f.export_library(path)
+    loaded = tvm.runtime.load_module(path)
+    out = np.empty(5, "float32")
+    loaded(a, out)
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(ValueError, match="n"):
+        f(a, np.empty(4, "float32"))  # n >> 1 is 5
+
+
+def test_shifted_and_masked_indices_get_tight_regions_and_bounds():
+    # T[i >> 1] computed at an outer loop of 64 needs 32 elements of T, not all of it
+    N = 1 << 12
+    A = te.placeholder((N,), name="A")
+    T = te.compute((N,), lambda j: te.exp(A[j]), name="T")
+    B = te.compute((N,), lambda i: T[i >> 1], name="B")
+    s = tvm.create_schedule(B.op)
+    outer, _ = s[B].split(B.op.axis[0], factor=64)
+    s[T].compute_at(s[B], outer)
+    assert "allocate T[float32 * 32]" in str(tvm.lower(s, [A, B]))
+    a = np.linspace(-1, 1, N, dtype="float32")
+    out = np.empty(N, "float32")
+    tvm.build(s, [A, B])(a, out)
+    np.testing.assert_allclose(out, np.exp(a)[np.arange(N) >> 1], rtol=1e-6)
+    # a read past the end through a shift is refused as the // form is; a mask stays inside
+    small = te.placeholder((8,), name="S")
+    past = te.compute((20,), lambda i: small[i >> 1], name="past")
+    with pytest.raises(ValueError, match=r"reads 'S' in dimension 0 at indices 0\.\.9"):
+        tvm.build(tvm.create_schedule(past.op), [small, past])
+    masked = te.compute((20,), lambda i: small[i & 7], name="masked")
+    out = np.empty(20, "float32")
+    tvm.build(tvm.create_schedule(masked.op), [small, masked])(np.arange(8, dtype="float32"), out)
+    np.testing.assert_array_equal(out, np.arange(20) & 7)
+
+
+def test_logical_operators_of_topi_take_bools_only():
+    A = te.placeholder((4,), "int32", name="A")
+    for op in (topi.logical_and, topi.logical_or, topi.logical_xor):
+        with pytest.raises(TypeError, match=r"needs bool operands, found int32"):
+            op(A, A)
+    P, Q = te.placeholder((4,), "bool", name="P"), te.placeholder((4,), "bool", name="Q")
+    p, q = np.array([1, 1, 0, 0], bool), np.array([1, 0, 1, 0], bool)
+    for op, ref in ((topi.logical_and, np.logical_and), (topi.logical_or, np.logical_or)):
+        C = op(P, Q)
+        out = np.empty(4, bool)
+        tvm.build(tvm.create_schedule(C.op), [P, Q, C])(p, q, out)
+        np.testing.assert_array_equal(out, ref(p, q))

@@ -1,5 +1,7 @@
 #include "ir/expr.h"
 
+#include <cmath>
+
 #include "ir/op.h"
 #include "ir/stmt.h"
 #include "ir/visitor.h"
@@ -108,8 +110,36 @@ Expr IntImm::make(DataType t, int64_t value) {
   return Expr(std::make_shared<IntImm>(t, wrap_to_dtype(t, value)));
 }
 
+namespace {
+
+// `value` rounded to the nearest number of a binary format with `mantissa_bits` explicit bits,
+// normal exponents from `min_exponent` and largest finite `max_finite` (ties to even; past the
+// largest finite, infinity), as a conversion to that format rounds.
+double round_to_format(double value, int mantissa_bits, int min_exponent, double max_finite) {
+  if (!std::isfinite(value) || value == 0) return value;
+  int exponent = 0;
+  std::frexp(value, &exponent);  // |value| in [2^(exponent-1), 2^exponent)
+  const int e = std::max(exponent - 1, min_exponent);
+  const double quantum = std::ldexp(1.0, e - mantissa_bits);
+  const double rounded = std::nearbyint(value / quantum) * quantum;  // exact scaling
+  if (std::fabs(rounded) > max_finite) return std::copysign(INFINITY, value);
+  return rounded;
+}
+
+}  // namespace
+
 Expr FloatImm::make(DataType t, double value) {
   PTB_ICHECK(t.is_float() && t.is_scalar(), "FloatImm of ", t.str());
+  // The value a constant of this dtype holds: a float32 constant of 0.1000000001 is 0.1f, as
+  // the kernel computes with it, so that folding (in double) and printing (9 digits, the
+  // cache's key) see the same number the kernel does.
+  if (t.bits() == 32) {
+    value = static_cast<double>(static_cast<float>(value));
+  } else if (t.is_bfloat()) {
+    value = round_to_format(value, 7, -126, 3.38953138925153547590470800371487866880e38);
+  } else if (t.bits() == 16) {
+    value = round_to_format(value, 10, -14, 65504.0);
+  }
   return Expr(std::make_shared<FloatImm>(t, value));
 }
 

@@ -45,6 +45,7 @@ import inspect
 import json
 import operator
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -259,7 +260,7 @@ class CompiledModel(torch.nn.Module):
             return  # saved before the plan kept them
         # Shapes and dtypes that passed before pass again: one dict lookup on the call path.
         try:
-            key = tuple([(x.dtype, x.shape) for x in inputs])
+            key = tuple([(x.dtype, x.shape, x.is_cpu) for x in inputs])
         except AttributeError:
             key = None
         passed = self.__dict__.setdefault("_inputs_passed", set())
@@ -270,6 +271,10 @@ class CompiledModel(torch.nn.Module):
             what = f"compiled model: input {k} ('{name}')"
             if not isinstance(x, torch.Tensor):
                 raise TVMTypeError(f"{what} must be a torch.Tensor, found {type(x).__name__}")
+            if not x.is_cpu:  # (a meta tensor would reach the kernel's fake implementation)
+                raise TVMValueError(
+                    f"{what} is on device '{x.device}'; the compiled model runs on CPU tensors"
+                )
             if str(x.dtype).removeprefix("torch.") != dtype:
                 raise TVMTypeError(f"{what} must be {dtype}, found {x.dtype}")
             if x.dim() != len(shape):
@@ -561,7 +566,21 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
     if not converted:
         model.eval()
     try:
-        ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
+        try:
+            ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
+        except torch._dynamo.exc.UserError as err:
+            found = re.search(r"Constraints violated \(([^)]*)\)", str(err))
+            if found is None:
+                raise
+            names = ", ".join(f"'{n.strip()}'" for n in found.group(1).split(","))
+            detail = next((ln.strip() for ln in str(err).splitlines() if "guard" in ln), "")
+            raise TVMValueError(
+                f"compile: input_infos names the size(s) {names}, but the model cannot run "
+                f"every such size from {MIN_NAMED_SIZE} up with one graph (strided layers "
+                "bring an intermediate size down to 1, or the model branches on the size); "
+                "give those dimensions as numbers in input_infos (a named batch size alone "
+                f"usually works). PyTorch's export said: {detail}"
+            ) from None
     finally:
         if not converted:
             model.train(was_training)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,6 +181,20 @@ def _graph_compiler(opts: BackendOptions) -> Any:
     def compile_aten(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         global compile_count
         compile_count += 1
+        devices = {
+            x.device.type for x in example_inputs if isinstance(x, torch.Tensor) and not x.is_cpu
+        }
+        if devices:
+            # Kernels run on CPU memory: a graph on another device (a model moved to "meta" for
+            # shape inference, or to a GPU) runs in PyTorch, as any operator left to it does.
+            if "meta" not in devices or len(devices) > 1:
+                warnings.warn(
+                    f"pytvmbridge: this graph's tensors are on {sorted(devices)}; it runs in "
+                    "PyTorch (pytvmbridge compiles for tensors in CPU memory)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            return make_boxed_func(gm.forward)
         compiled = partition_and_compile(
             gm,
             strict=opts.strict,

@@ -306,7 +306,10 @@ class CompiledGraph:
         ]
         # Symbolic-int inputs (a batch size passed as a number) are not kernel arguments; the
         # kernel binds its size variables from the arrays' shapes.
-        outs = self._caller()(*kernel_args)
+        try:
+            outs = self._caller()(*kernel_args)
+        except TypeError:
+            outs = self._caller()(*self._traced_dtypes(kernel_args))
         n_out = len(self.output_shapes)
         if n_out == 1:
             outs = (outs,)
@@ -320,6 +323,29 @@ class CompiledGraph:
         if self.output_tuple:
             return tuple(outs[i] for i in self.output_of)
         return outs[self.output_of[0]]
+
+    def _traced_dtypes(self, kernel_args: list[Any]) -> list[Any]:
+        """The arguments cast to the floating dtypes the graph was traced with, where a tensor
+        arrives in another one: a PyTorch operator left in PyTorch can return a dtype its
+        trace did not say (layer norm's mean and rstd are float32 for bfloat16 activations
+        with float32 weights, where the trace says bfloat16). Called only when the kernel
+        refused its arguments; anything else is raised as it was."""
+        wanted = self.module.arg_dtypes
+        fixed, changed = [], False
+        for k, a in enumerate(kernel_args):
+            want = getattr(torch, wanted[k], None)
+            if (
+                isinstance(a, torch.Tensor)
+                and isinstance(want, torch.dtype)
+                and a.dtype != want
+                and a.dtype.is_floating_point
+                and want.is_floating_point
+            ):
+                a, changed = a.to(want), True
+            fixed.append(a)
+        if not changed:
+            raise
+        return fixed
 
     def _with_views(self, args: Sequence[Any], outs: Sequence[torch.Tensor]) -> Any:
         """The graph's outputs, those eager returns as views made from their bases."""

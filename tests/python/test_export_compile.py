@@ -49,6 +49,20 @@ def test_a_named_size_below_the_exported_range_warns_once():
         compiled(x)  # once per model
 
 
+def test_inputs_on_another_device_and_sizes_export_cannot_keep_are_value_errors():
+    compiled = ptc.compile(mlp(), {"input_infos": [("x", ("batch", 6))]})
+    with pytest.raises(ValueError, match=r"input 0 \('x'\) is on device 'meta'"):
+        compiled(torch.empty(3, 6, device="meta"))
+    strided = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, 2, 1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, 2, 1)
+    ).eval()
+    with pytest.raises(ValueError, match=r"names the size\(s\) .*'h'.*give those dimensions"):
+        ptc.compile(strided, {"input_infos": [("x", ("b", 3, "h", "w"))]})
+    fixed = ptc.compile(strided, {"input_infos": [("x", ("b", 3, 16, 16))]})
+    x = torch.randn(2, 3, 16, 16)
+    torch.testing.assert_close(fixed(x), strided(x), atol=1e-5, rtol=1e-5)
+
+
 def test_export_dir_loads_in_a_new_process_without_compiling(tmp_path):
     model = mlp()
     ptc.compile(model, {"input_infos": [("x", ("batch", 6))], "export_dir": str(tmp_path)})

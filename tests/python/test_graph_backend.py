@@ -574,3 +574,13 @@ def test_addmm_with_beta_zero_ignores_its_input():
     a, b = torch.randn(2, 4), torch.randn(4, 3)
     torch.testing.assert_close(f(c, a, b), torch.addmm(c, a, b, beta=0, alpha=2.0))
     assert torch.isfinite(f(c, a, b)).all()
+
+
+def test_a_model_moved_to_meta_runs_in_pytorch():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+    compiled = torch.compile(model, backend="pytvmbridge")
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(compiled(x), model(x))
+    model.to("meta")
+    out = compiled(torch.empty(2, 4, device="meta"))  # shape inference, as eager does it
+    assert out.device.type == "meta" and out.shape == (2, 8)

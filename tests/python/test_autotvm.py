@@ -906,7 +906,11 @@ def test_worker_records_the_tuners_loop_features(tmp_path):
     recs = list(record.load(log, verified=False))
     assert len(recs) >= 8
     assert any(json.dumps(r["config"], sort_keys=True) in tuner._loop_features for r in recs)
-    for r in recs:
+    # (a build the worker did not finish in time on a loaded machine is an error record,
+    # with no features: what was lowered is what the property is about)
+    lowered = [r for r in recs if r["error"] == OK]
+    assert len(lowered) >= 4
+    for r in lowered:
         s, args = task.instantiate(r["config"])
         assert r["features"] == loop_features(str(tvm.lower(s, args)))
 

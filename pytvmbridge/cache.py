@@ -49,11 +49,13 @@ import json
 import os
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from . import _core
+from .error import TVMTypeError, TVMValueError
 
 __all__ = [
     "CacheWarning",
@@ -84,7 +86,7 @@ class CacheWarning(RuntimeWarning):
 
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"enabled": None, "dir": None, "warned": set()}
+_state: dict[str, Any] = {"enabled": None, "dir": None, "warned": set(), "sizes": {}}
 _stats = {"hits": 0, "misses": 0, "writes": 0, "errors": 0}
 
 
@@ -100,12 +102,20 @@ def enabled() -> bool:
     """
     if _state["enabled"] is not None:
         return bool(_state["enabled"])
-    return os.environ.get("PYTVMBRIDGE_CACHE", "1").strip().lower() not in (
-        "0",
-        "false",
-        "off",
-        "no",
-    )
+    value = os.environ.get("PYTVMBRIDGE_CACHE", "1").strip().lower()
+    if value in ("0", "false", "off", "no", "disabled", "disable"):
+        return False
+    if value not in ("", "1", "true", "on", "yes", "enabled", "enable"):
+        _warn_setting("PYTVMBRIDGE_CACHE", value, "the cache stays on (0/off/false/no: off)")
+    return True
+
+
+def _warn_setting(name: str, value: str, meaning: str) -> None:
+    """One warning per environment setting whose value cannot be read."""
+    if (name, value) in _state["warned"]:
+        return
+    _state["warned"].add((name, value))
+    warnings.warn(f"{name}={value!r} is not understood: {meaning}", CacheWarning, stacklevel=4)
 
 
 def enable(flag: bool | None = True) -> None:
@@ -119,8 +129,16 @@ def disable() -> None:
 
 
 def set_dir(path: str | os.PathLike[str] | None) -> None:
-    """Use ``path`` as the cache directory (``None``: ``PYTVMBRIDGE_CACHE_DIR`` or the default)."""
-    _state["dir"] = None if path is None else os.fspath(path)
+    """Use ``path`` as the cache directory (``None``: ``PYTVMBRIDGE_CACHE_DIR`` or the default;
+    ``~`` is the home directory)."""
+    if path is not None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TVMTypeError(f"set_dir: path must be a str, os.PathLike or None, got {path!r}")
+        path = os.fspath(path)
+        if not isinstance(path, str) or not path.strip():
+            raise TVMValueError(f"set_dir: path must name a directory, got {path!r}")
+        path = os.path.expanduser(path)
+    _state["dir"] = path
 
 
 def cache_dir() -> str:
@@ -134,17 +152,25 @@ def cache_dir() -> str:
     """
     if _state["dir"] is not None:
         return str(_state["dir"])
-    env = os.environ.get("PYTVMBRIDGE_CACHE_DIR")
+    env = os.environ.get("PYTVMBRIDGE_CACHE_DIR", "").strip()
     if env:
-        return env
+        return os.path.expanduser(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "pytvmbridge")
 
 
 def _max_bytes() -> int:
+    value = os.environ.get("PYTVMBRIDGE_CACHE_MAX_BYTES", "").strip()
+    if not value:
+        return DEFAULT_MAX_BYTES
     try:
-        return int(os.environ.get("PYTVMBRIDGE_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+        return int(value)
     except ValueError:
+        _warn_setting(
+            "PYTVMBRIDGE_CACHE_MAX_BYTES",
+            value,
+            f"an integer number of bytes; {DEFAULT_MAX_BYTES} used",
+        )
         return DEFAULT_MAX_BYTES
 
 
@@ -168,8 +194,23 @@ def key_of(text: str | bytes) -> str:
     h = hashlib.sha256()
     versions = f"pytvmbridge-cache {KEY_VERSION} {__version__} llvm {_core.llvm_version()} "
     h.update(f"{versions} file {_core.module_file_version} sources {_core.source_hash}\n".encode())
+    # The compiler's switches change the code built for the same description: an experiment
+    # with one set never reuses (or leaves behind) the code of another.
+    switches = [f"{k}={os.environ[k]}" for k in CODEGEN_SWITCHES if k in os.environ]
+    if switches:
+        h.update(("switches " + " ".join(switches) + "\n").encode())
     h.update(text.encode() if isinstance(text, str) else bytes(text))
     return h.hexdigest()
+
+
+#: Environment variables read by the compiler that change the code it makes (see
+#: docs/architecture.md): part of every key when set.
+CODEGEN_SWITCHES = (
+    "PYTVMBRIDGE_LLVM_PIPELINE",
+    "PYTVMBRIDGE_NO_PARTITION",
+    "PYTVMBRIDGE_NO_PARTITION_RANGES",
+    "PYTVMBRIDGE_NO_PREFETCH",
+)
 
 
 def _entry_path(key: str) -> str:
@@ -213,6 +254,8 @@ def load(key: str, build_args: tuple[Any, list[Any], str, str] | None = None) ->
             module = _core.load_cached_auto_module_bytes(data, path, *build_args[1:])
         else:
             module = _core.load_cached_module_bytes(data, path, *build_args)
+        if build_args is not None:
+            _check_signature(module, build_args[1], build_args[3], path)
     except ValueError:
         # Damaged, or made for another machine's CPU: rebuild and overwrite.
         _stats["errors"] += 1
@@ -226,10 +269,24 @@ def load(key: str, build_args: tuple[Any, list[Any], str, str] | None = None) ->
     return module
 
 
+def _check_signature(module: Any, args: list[Any], name: str, path: str) -> None:
+    """A ValueError (the entry is then rebuilt) unless the module found under a key is the
+    build asked for: its name and its arguments' dtypes and ranks. A file put under another
+    key (copied, or a colliding description) would otherwise run with the wrong arguments."""
+    dtypes = [getattr(a, "dtype", None) for a in args]
+    ranks = [len(a.shape) if hasattr(a, "shape") else None for a in args]
+    if (
+        module.name != name
+        or list(module.arg_dtypes) != dtypes
+        or [len(s) for s in module.arg_shapes] != ranks
+    ):
+        raise TVMValueError(f"{path}: the entry holds another build ({module!r})")
+
+
 def store(key: str, module: Any) -> None:
     """Save ``module`` as the entry for ``key`` (atomically); a directory that cannot be written
     gives one CacheWarning, never an error."""
-    from .runtime import module_to_bytes
+    from .runtime import file_mode, module_to_bytes
 
     if not enabled():
         return
@@ -245,6 +302,7 @@ def store(key: str, module: Any) -> None:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+            os.chmod(tmp, file_mode())  # readable as any new file (a cache shared by users)
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -254,24 +312,43 @@ def store(key: str, module: Any) -> None:
         _warn_once("write", err)
         return
     _stats["writes"] += 1
-    _prune(_max_bytes())
+    # The whole directory is walked once per process (and again only when the running total
+    # passes the limit), not on every write: a cache of 40000 entries took 0.4 s a walk.
+    directory = cache_dir()
+    total = _state["sizes"].get(directory)
+    if total is None or total + len(data) > _max_bytes():
+        _state["sizes"][directory] = _prune(_max_bytes())
+    else:
+        _state["sizes"][directory] = total + len(data)
+
+
+#: A temporary file older than this is left from a writer that died mid-write.
+STALE_TEMPORARY_S = 3600
 
 
 def _entries() -> Iterator[tuple[float, int, str]]:
-    """(modification time, size, path) of every entry."""
+    """(modification time, size, path) of every entry; temporary files that writers killed
+    mid-write left behind are removed on the way."""
     root = os.path.join(cache_dir(), f"v{KEY_VERSION}")
+    now = time.time()
     for directory, _, files in os.walk(root):
         for name in files:
+            path = os.path.join(directory, name)
+            if name.startswith(".tmp-"):
+                with contextlib.suppress(OSError):
+                    if now - os.stat(path).st_mtime > STALE_TEMPORARY_S:
+                        os.unlink(path)
+                continue
             if not name.endswith(SUFFIX):
                 continue
-            path = os.path.join(directory, name)
             with contextlib.suppress(OSError):
                 st = os.stat(path)
                 yield st.st_mtime, st.st_size, path
 
 
-def _prune(max_bytes: int) -> None:
-    """Remove the least recently used entries until the cache holds at most ``max_bytes``."""
+def _prune(max_bytes: int) -> int:
+    """Remove the least recently used entries until the cache holds at most ``max_bytes``;
+    returns the bytes that remain."""
     entries = sorted(_entries())
     total = sum(size for _, size, _ in entries)
     for _, size, path in entries:
@@ -280,11 +357,12 @@ def _prune(max_bytes: int) -> None:
         with contextlib.suppress(OSError):  # another process may have removed it first
             os.unlink(path)
         total -= size
+    return total
 
 
 def clear() -> None:
     """Remove every entry of the current cache directory."""
-    _prune(-1)
+    _state["sizes"][cache_dir()] = _prune(-1)
 
 
 def auto_recipe(config: Any = None) -> str:

@@ -137,10 +137,8 @@ def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         >>> m["name"], m["format_version"], [a["shape"] for a in m["args"]]
         ('inc', 1, [[4], [4]])
     """
-    path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    return json.loads(_core.read_module_manifest(data, path))
+    data = read_module_file(path, "read_manifest")
+    return json.loads(_core.read_module_manifest(data, os.fspath(path)))
 
 
 def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
@@ -161,10 +159,61 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
         [0.0, 2.0, 4.0]
     """
     del fmt  # one format: the file says what it is
+    return _core.load_module_bytes(read_module_file(path, "load_module"), os.fspath(path))
+
+
+#: The first bytes of every module file (``csrc/runtime/module_file.cc``).
+MODULE_MAGIC = b"PTBMOD\r\n"
+
+
+def read_module_file(path: str | os.PathLike[str], what: str) -> bytes:
+    """The bytes of the module file at ``path``, after its first bytes say it is one: another
+    file (a 3 GB archive given by mistake) is refused before it is read into memory. Errors
+    name ``what`` (the function) and the path.
+
+    Example:
+        >>> import tempfile
+        >>> from pytvmbridge.runtime import read_module_file
+        >>> with tempfile.NamedTemporaryFile(suffix=".so") as f:
+        ...     try:
+        ...         read_module_file(f.name, "load_module")
+        ...     except ValueError as err:
+        ...         print(str(err).split(": ", 1)[1][:31])
+        not a pytvmbridge module file (
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TVMTypeError(f"{what}: path must be a str or os.PathLike, got {type(path).__name__}")
     path = os.fspath(path)
     with open(path, "rb") as f:
-        data = f.read()
-    return _core.load_module_bytes(data, path)
+        head = f.read(len(MODULE_MAGIC))
+        if head != MODULE_MAGIC:
+            raise TVMValueError(
+                f"{what}: not a pytvmbridge module file ({path!r} does not begin as one; "
+                "Module.export_library or save writes them)"
+            )
+        return head + f.read()
+
+
+def file_mode() -> int:
+    """The permissions of a new file under this process's umask (0o644 under umask 022): what
+    files written through a temporary file get, as ``open(path, "w")`` would give them
+    (``mkstemp`` makes them 0o600, which other users cannot read).
+
+    Example:
+        >>> from pytvmbridge.runtime import file_mode
+        >>> file_mode() & 0o600
+        384
+    """
+    mask = None
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as f:  # Linux: read without changing the umask
+            for line in f:
+                if line.startswith("Umask:"):
+                    mask = int(line.split()[1], 8)
+    if mask is None:  # elsewhere: set and restore (not thread-safe, so only then)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _write_atomically(path: str, data: bytes) -> None:
@@ -184,7 +233,12 @@ def _write_atomically(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
+    except OSError as err:  # a full disk while writing: named by the file meant
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise type(err)(err.errno, err.strerror, path) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

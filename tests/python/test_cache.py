@@ -307,3 +307,81 @@ def test_a_cached_module_compiles_its_strided_variant_on_demand(cache_dir):
     f(a[::2], b[::2])
     np.testing.assert_allclose(b[::2], a[::2] * 5.0)
     assert b[1::2].tolist() == [0.0] * 5
+
+
+def _kernel_x():
+    A = tvm.placeholder((4,), name="A", dtype="float64")
+    return [A, tvm.compute((4,), lambda i: A[i] + 1.0, name="B")]
+
+
+def _kernel_y():
+    A = tvm.placeholder((8, 8), name="A")
+    Bm = tvm.placeholder((8, 8), name="Bm")
+    return [A, Bm, tvm.compute((8, 8), lambda i, j: A[i, j] * Bm[i, j], name="C")]
+
+
+def test_an_entry_holding_another_build_is_rebuilt(cache_dir):
+    # a file copied (or a colliding description) under another key: its signature differs
+    cache.build_auto(_kernel_x(), name="x")
+    (x_entry,) = cache_dir.rglob("*.ptb")
+    cache.build_auto(_kernel_y(), name="y")
+    (y_entry,) = set(cache_dir.rglob("*.ptb")) - {x_entry}
+    shutil.copy(x_entry, y_entry)
+    errors = cache.stats()["errors"]
+    g = cache.build_auto(_kernel_y(), name="y")
+    assert cache.stats()["errors"] == errors + 1
+    assert g.arg_names == ["A", "Bm", "C"]
+    a, c = np.full((8, 8), 2.0, "float32"), np.empty((8, 8), "float32")
+    g(a, a, c)
+    assert (c == 4.0).all()
+
+
+def test_compiler_switches_are_part_of_the_key(cache_dir, monkeypatch):
+    A = tvm.placeholder((16,), name="A")
+    B = tvm.compute((16,), lambda i: A[i] * 2.0, name="B")
+    cache.build_auto([A, B], name="twice")
+    monkeypatch.setenv("PYTVMBRIDGE_NO_PREFETCH", "1")
+    hits = cache.stats()["hits"]
+    cache.build_auto([A, B], name="twice")  # another compiler setting: another entry
+    assert cache.stats()["hits"] == hits and len(entries(cache_dir)) == 2
+    monkeypatch.delenv("PYTVMBRIDGE_NO_PREFETCH")
+    cache.build_auto([A, B], name="twice")
+    assert cache.stats()["hits"] == hits + 1
+
+
+def test_entries_follow_the_umask_and_stale_temporaries_are_removed(cache_dir):
+    old = os.umask(0o022)
+    try:
+        A = tvm.placeholder((4,), name="A")
+        B = tvm.compute((4,), lambda i: A[i] - 1.0, name="B")
+        cache.build_auto([A, B], name="dec")
+    finally:
+        os.umask(old)
+    (entry,) = cache_dir.rglob("*.ptb")
+    assert entry.stat().st_mode & 0o777 == 0o644  # readable by others, as a new file is
+    stale = entry.parent / ".tmp-abandoned"
+    fresh = entry.parent / ".tmp-writing"
+    stale.write_bytes(b"x" * 1000)
+    fresh.write_bytes(b"x" * 1000)
+    os.utime(stale, (time.time() - 2 * cache.STALE_TEMPORARY_S,) * 2)
+    cache.clear()
+    assert not stale.exists() and fresh.exists()  # a write under way is left alone
+    assert entries(cache_dir) == []
+
+
+def test_cache_settings_are_checked(cache_dir, monkeypatch):
+    with pytest.raises(ValueError, match="set_dir: path must name a directory"):
+        cache.set_dir("")
+    with pytest.raises(TypeError, match="set_dir: path must be a str"):
+        cache.set_dir(3)
+    cache.set_dir("~/ptb-cache-test")
+    assert cache.cache_dir() == os.path.join(os.path.expanduser("~"), "ptb-cache-test")
+    cache.set_dir(cache_dir)
+    monkeypatch.setenv("PYTVMBRIDGE_CACHE", "maybe")
+    with pytest.warns(cache.CacheWarning, match="PYTVMBRIDGE_CACHE='maybe' is not understood"):
+        assert cache.enabled()
+    monkeypatch.setenv("PYTVMBRIDGE_CACHE", "disabled")
+    assert not cache.enabled()
+    monkeypatch.setenv("PYTVMBRIDGE_CACHE_MAX_BYTES", "1e3")
+    with pytest.warns(cache.CacheWarning, match="PYTVMBRIDGE_CACHE_MAX_BYTES='1e3'"):
+        assert cache._max_bytes() == cache.DEFAULT_MAX_BYTES

@@ -409,3 +409,16 @@ def test_edited_files_are_value_errors_not_crashes(tmp_path):
         loaded.get_source("asm")
     with pytest.raises(ValueError, match="does not parse"):
         tvm.runtime.module_from_bytes(pack(manifest, objects, b"not IR")).get_source("asm")
+
+
+def test_a_file_that_is_no_module_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "big.so"
+    with open(path, "wb") as f:
+        f.write(b"\x7fELF")
+        f.truncate(1 << 30)  # a sparse gigabyte: only its first bytes are read
+    with pytest.raises(ValueError, match=r"not a pytvmbridge module file .* does not begin"):
+        tvm.runtime.load_module(path)
+    with pytest.raises(ValueError, match="read_manifest: not a pytvmbridge module file"):
+        tvm.runtime.read_manifest(path)
+    with pytest.raises(TypeError, match=r"load_module: path must be a str or os\.PathLike"):
+        tvm.runtime.load_module(None)

@@ -296,8 +296,8 @@ class Kernel(_core.Caller):
 def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any, bool]:
     """``autotvm.dispatch.kernel_config``, without importing the tuner when nothing can be tuned
     (no ``tune=``, no log, and no ``apply_history_best`` context, which needs autotvm imported):
-    a kernel's first call stays cheap. The third item: whether tuned schedules may apply at all
-    (then each shape has its own lookup)."""
+    a kernel's first call stays cheap. The third item: whether each shape has its own lookup
+    (records from a log or a context apply to their own shapes)."""
     import sys
 
     if not (kernel.tune or kernel.tuning_log_file or "pytvmbridge.autotvm.record" in sys.modules):
@@ -306,8 +306,12 @@ def _tuned_config(kernel: Kernel, specs: Any) -> tuple[str | None, Any, bool]:
     from .autotvm.dispatch import kernel_config
 
     token, config = kernel_config(kernel, specs)
-    exact = kernel.schedule == "auto" and bool(
-        kernel.tune or kernel.tuning_log_file or record.current() is not None
+    # Records are looked up per shape (a log, an apply_history_best context); tune=N tunes once
+    # per layout class, as documented, rather than again for every new size
+    exact = (
+        kernel.schedule == "auto"
+        and not kernel.tune
+        and bool(kernel.tuning_log_file or record.current() is not None)
     )
     return token, config, exact
 

@@ -69,6 +69,7 @@ _CODE = "margin:4px 0;padding:0;background:transparent;font-family:monospace"
 _TABLE = "border-collapse:collapse;margin:4px 0;font-family:monospace;font-size:13px"
 _CELL = "padding:1px 10px 1px 0;text-align:left;border:none;background:transparent"
 _SOURCE_LINES = 1000  # assembly and LLVM IR are cut after this many lines (get_source has all)
+_NEST_LINES = 400  # loop nests too (each line is a styled row: a few hundred bytes of HTML)
 
 
 def _e(value: Any) -> str:
@@ -297,6 +298,13 @@ def _schedule_rows(s: Any) -> list[_Row]:
     for stage in s.stages:
         if stage.attach_type == "root" and _is_compute(stage.op):
             _stage_rows(stage, 0, attached, rows)
+    # stages attached to an axis that is no leaf any more (fused or split afterwards: lower()
+    # refuses or follows it) are still shown, at the top
+    leaves = {iv for st in s.stages for iv in st.leaf_iter_vars}
+    for ivar, stages in attached.items():
+        if ivar not in leaves:
+            for stage in stages:
+                _stage_rows(stage, 0, attached, rows)
     return rows
 
 
@@ -419,9 +427,14 @@ def _loop_summary(lines: Sequence[str]) -> str:
     return ", ".join(parts) if parts else "no loops"
 
 
-def _loop_nest_html(code: str) -> str:
+def _loop_nest_html(code: str, limit: int = _NEST_LINES) -> str:
     rows = []
-    for line in code.splitlines():
+    lines = code.splitlines()
+    note = ""
+    if len(lines) > limit:  # a fully unrolled nest runs to megabytes of HTML
+        note = f"... {len(lines) - limit} more lines: see print() or .lowered"
+        lines = lines[:limit]
+    for line in lines:
         mark = _line_mark(line)
         if mark is None:
             rows.append(f'<div style="white-space:pre">{_highlight(line) or " "}</div>')
@@ -432,6 +445,8 @@ def _loop_nest_html(code: str) -> str:
             f'border-left:3px solid rgba({rgb},0.8);padding-left:3px">'
             f"{_highlight(line)} {_badge(mark[0], mark[1])}</div>"
         )
+    if note:
+        rows.append(f'<div style="white-space:pre">{_e(note)}</div>')
     return f'<div style="{_CODE}">{"".join(rows)}</div>'
 
 
@@ -518,7 +533,11 @@ def _module_html(m: Any) -> str:
     lowered = m.lowered
     body += _details(f"Loop nest ({_loop_summary(lowered.splitlines())})", _loop_nest_html(lowered))
     for fmt, label in (("asm", "Assembly"), ("ll", "LLVM IR")):
-        source = m.get_source(fmt)
+        try:
+            source = m.get_source(fmt)
+        except ValueError as err:  # a module loaded from a file saved without its IR
+            body += _details(f"{label} (not available)", _plain_block(str(err)))
+            continue
         body += _details(f"{label} ({len(source.splitlines())} lines)", _plain_block(source))
     body += _details("Target", _plain_block(m.target))
     return _box(f"Module {m.entry_name}", _module_subtitle(m), body)

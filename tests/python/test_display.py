@@ -532,3 +532,34 @@ def test_stage_display():
     html = s[C]._repr_html_()
     check_safe(html)
     assert "Stage C" in visible(html) and ">parallel</span>" in html
+
+
+def test_a_module_saved_without_ir_displays_and_long_nests_are_cut():
+    from pytvmbridge import runtime
+
+    A = tvm.placeholder((16,), name="A")
+    B = tvm.compute((16,), lambda i: A[i] * 2.0, name="B")
+    built = tvm.build(tvm.create_schedule(B.op), [A, B], name="dbl")
+    loaded = runtime.module_from_bytes(runtime.module_to_bytes(built, include_ir=False))
+    html = loaded._repr_html_()  # a notebook shows it (it raised)
+    assert "Assembly (not available)" in html and "dbl" in html
+    X = tvm.placeholder((64, 64), name="X")
+    Y = tvm.compute((64, 64), lambda i, j: X[i, j] * 2.0 + 1.0, name="Y")
+    s = tvm.create_schedule(Y.op)
+    s[Y].unroll(Y.op.axis[0])
+    s[Y].unroll(Y.op.axis[1])
+    lowered = tvm.lower(s, [X, Y])
+    lines = len(str(lowered).splitlines())
+    html = lowered._repr_html_()
+    assert f"{lines - 400} more lines" in html and len(html) < 300_000
+
+
+def test_a_stage_attached_to_a_fused_axis_is_still_shown():
+    A = tvm.placeholder((16, 16), name="A")
+    C = tvm.compute((16, 16), lambda i, j: A[i, j] * 2.0, name="C")
+    D = tvm.compute((16, 16), lambda i, j: C[i, j] + 1.0, name="D")
+    s = tvm.create_schedule(D.op)
+    s[C].compute_at(s[D], D.op.axis[0])
+    s[D].fuse(*D.op.axis)
+    text = display.text(s)
+    assert "stage D" in text and "stage C  [computed at D.i]" in text

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -42,7 +43,16 @@ double median(std::vector<double> v) {
 struct FromEnvironment {
   FromEnvironment() {
     const char* env = std::getenv("PYTVMBRIDGE_LOOP_PROFILE");
-    if (env != nullptr && *env != '\0' && std::string(env) != "0") set_loop_profile(true);
+    if (env == nullptr) return;
+    // Off as the other switches are (PYTVMBRIDGE_CACHE, PYTVMBRIDGE_PROGRESS): empty, 0, false,
+    // no, off, in any case.
+    std::string value(env);
+    std::transform(value.begin(), value.end(), value.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (value.empty() || value == "0" || value == "false" || value == "no" || value == "off") {
+      return;
+    }
+    set_loop_profile(true);
   }
   ~FromEnvironment() {
     if (!loop_profile_enabled()) return;

@@ -150,6 +150,12 @@ def test_environment_variable_prints_the_table_at_exit():
     assert "pytvmbridge loop profile" in out.stderr
     row = next(line for line in out.stderr.splitlines() if line.startswith("inc loop 0"))
     assert row.split()[3:5] == ["32", "2"]  # iterations, calls
+    for off in ("0", "false", "OFF", "no", ""):  # the switch reads as the others do
+        env["PYTVMBRIDGE_LOOP_PROFILE"] = off
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0 and "loop profile" not in out.stderr, (off, out.stderr)
 
 
 def test_a_forked_child_starts_with_the_profile_off():

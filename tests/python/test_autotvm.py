@@ -702,6 +702,17 @@ def test_plot_best_so_far(tmp_path):
     [line] = ax.get_lines()
     gflops = [2 * N**3 / c / 1e9 for c in (4.0, 2.0, 2.0, 2.0)]
     np.testing.assert_allclose(line.get_ydata(), gflops)
+    # a workload without a flop count goes on a second axis (runs per second), not GFLOPS
+    record.append(log, [record.make_record("w2", "other", "auto", "llvm", {}, [1e-3], OK, flop=0)])
+    ax = autotvm.plot(log)
+    assert ax.get_ylabel() == "best GFLOPS so far"
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), gflops)
+    (rate,) = [a for a in ax.figure.axes if a is not ax]
+    np.testing.assert_allclose(rate.get_lines()[0].get_ydata(), [1000.0])
+    with pytest.raises(FileNotFoundError, match="no tuning log"):
+        autotvm.plot(tmp_path / "typo.json")
+    with pytest.raises(ValueError, match="is a directory"):
+        autotvm.plot(tmp_path)
 
 
 def test_bad_arguments():

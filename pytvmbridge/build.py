@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -97,17 +98,72 @@ def build(
 
 @dataclass
 class ProfileResult:
-    """Timings of a Module, as TVM's time_evaluator returns them: seconds per call."""
+    """Timings of a Module, as TVM's time_evaluator returns them: seconds per call. Unpacks as
+    TVM's ``(mean, results)``.
+
+    Example:
+        >>> r = ProfileResult(2.0, [1.0, 3.0], 2.0)
+        >>> mean, results = r
+        >>> (mean, r.min, r.max, r.std)
+        (2.0, 1.0, 3.0, 1.0)
+    """
 
     mean: float
     results: list[float]
     median: float
 
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+    def __iter__(self) -> Any:
+        return iter((self.mean, self.results))
+
+
+def _count(value: Any, name: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TVMTypeError(f"time_evaluator: {name} must be an int, got {value!r}")
+    if value < least:
+        raise TVMValueError(f"time_evaluator: {name} must be >= {least}, got {value}")
+    return int(value)
+
+
+def _milliseconds(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TVMTypeError(
+            f"time_evaluator: {name} must be a number of milliseconds, got {value!r}"
+        )
+    if not 0 <= value < 1e9:  # NaN fails this too
+        raise TVMValueError(f"time_evaluator: {name} must be in [0, 1e9) ms, got {value}")
+    return float(value)
+
 
 def time_evaluator(
-    self: Module, func_name: str | None = None, dev: Any = None, number: int = 10, repeat: int = 1
+    self: Module,
+    func_name: str | None = None,
+    dev: Any = None,
+    number: int = 10,
+    repeat: int = 1,
+    min_repeat_ms: float = 0,
+    limit_zero_time_iterations: int = 100,
+    cooldown_interval_ms: float = 0,
+    repeats_to_cooldown: int = 1,
+    cache_flush_bytes: int = 0,
+    f_preproc: str = "",
 ) -> Callable[..., ProfileResult]:
-    """Return a function that times this Module: ``repeat`` rounds of ``number`` calls each.
+    """Return a function that times this Module: ``repeat`` rounds of ``number`` calls each
+    (TVM's signature). With ``min_repeat_ms``, ``number`` grows until a round lasts that long
+    (as TVM's does); ``cooldown_interval_ms`` sleeps between every ``repeats_to_cooldown``
+    rounds. ``limit_zero_time_iterations``, ``cache_flush_bytes`` and ``f_preproc`` are
+    accepted and have no effect. ``dev`` is ``None`` or the CPU (``tvm.cpu(0)``).
 
     ``results`` holds the mean time of one call in each round (seconds), ``mean`` their mean.
 
@@ -120,19 +176,36 @@ def time_evaluator(
         >>> f.time_evaluator(f.entry_name, number=5, repeat=2)(a, b).mean > 0
         True
     """
+    del limit_zero_time_iterations, cache_flush_bytes, f_preproc
     if func_name not in (None, self.entry_name):
         raise TVMValueError(f"this module has one function, {self.entry_name!r}, not {func_name!r}")
-    if number < 1 or repeat < 1:
-        raise TVMValueError(f"number and repeat must be >= 1, got number={number}, repeat={repeat}")
+    if dev is not None and getattr(dev, "device_type", None) != 1:
+        raise TVMValueError(
+            f"time_evaluator: dev must be the CPU (tvm.cpu(0)) or None, got {dev!r}"
+        )
+    number = _count(number, "number", 1)
+    repeat = _count(repeat, "repeat", 1)
+    every = _count(repeats_to_cooldown, "repeats_to_cooldown", 1)
+    least_s = _milliseconds(min_repeat_ms, "min_repeat_ms") / 1e3
+    cooldown_s = _milliseconds(cooldown_interval_ms, "cooldown_interval_ms") / 1e3
 
     def evaluate(*arrays: Any) -> ProfileResult:
         self(*arrays)  # warm up, and fail early on bad arguments
         results = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            for _ in range(number):
-                self(*arrays)
-            results.append((time.perf_counter() - start) / number)
+        calls = number
+        for k in range(repeat):
+            if k and cooldown_s and k % every == 0:
+                time.sleep(cooldown_s)
+            while True:
+                start = time.perf_counter()
+                for _ in range(calls):
+                    self(*arrays)
+                elapsed = time.perf_counter() - start
+                if elapsed >= least_s or calls >= 1 << 30:
+                    break
+                # TVM's rule: enough calls for the round to last min_repeat_ms, at least twice
+                calls = max(calls * 2, int(calls * least_s / max(elapsed, 1e-9) * 1.1) + 1)
+            results.append(elapsed / calls)
         return ProfileResult(statistics.fmean(results), results, statistics.median(results))
 
     return evaluate

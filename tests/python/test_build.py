@@ -113,6 +113,19 @@ def test_time_evaluator_reports_seconds():
     result = f.time_evaluator(f.entry_name, number=3, repeat=2)(a, a, c)
     assert len(result.results) == 2 and 0 < result.mean < 1
     np.testing.assert_array_equal(c, 2 * a)
+    mean, results = f.time_evaluator(f.entry_name, tvm.cpu(0), number=1, repeat=3, min_repeat_ms=5)(
+        a, a, c
+    )  # TVM's unpacking, and min_repeat_ms accepted
+    assert len(results) == 3 and mean == pytest.approx(sum(results) / 3)
+    for kwargs, error, message in [
+        ({"number": 2.5}, TypeError, "number must be an int, got 2.5"),
+        ({"repeat": "3"}, TypeError, "repeat must be an int"),
+        ({"number": 0}, ValueError, "number must be >= 1"),
+        ({"min_repeat_ms": float("nan")}, ValueError, "min_repeat_ms must be in"),
+        ({"dev": "cuda"}, ValueError, "dev must be the CPU"),
+    ]:
+        with pytest.raises(error, match=message):
+            f.time_evaluator(f.entry_name, **kwargs)
 
 
 @pytest.mark.parametrize(

@@ -200,7 +200,7 @@ def _tensor_of(obj: Any) -> tuple[Any, Any]:
 
 def _tensor_title(obj: Any) -> tuple[str, str]:
     tensor, op = _tensor_of(obj)
-    kind = "compute" if _is_compute(op) else "placeholder"
+    kind = "compute" if _is_compute(op) else "extern" if op.input_tensors else "placeholder"
     if isinstance(obj, _core.Tensor):
         index = f" output {tensor.value_index}" if op.num_outputs > 1 else ""
         return f"Tensor {tensor.name}", f"{tensor.dtype}{_shape_text(tensor.shape)} ({kind}{index})"
@@ -286,7 +286,7 @@ def _schedule_rows(s: Any) -> list[_Row]:
         if stage.attach_type == "scope":
             attached.setdefault(stage.attach_ivar, []).append(stage)
     rows: list[_Row] = []
-    inputs = [st.op for st in s.stages if not _is_compute(st.op)]
+    inputs = [st.op for st in s.stages if not _is_compute(st.op) and not st.op.input_tensors]
     if inputs:
         text = ", ".join(
             f"{op.name} {op.output(0).dtype}{_shape_text(op.output(0).shape)}" for op in inputs
@@ -298,6 +298,11 @@ def _schedule_rows(s: Any) -> list[_Row]:
     for stage in s.stages:
         if stage.attach_type == "root" and _is_compute(stage.op):
             _stage_rows(stage, 0, attached, rows)
+        elif not _is_compute(stage.op) and stage.op.input_tensors:  # an extern stage
+            reads = ", ".join(t.name for t in stage.op.input_tensors)
+            rows.append(
+                _Row(0, "stage", f"extern stage {stage.op.name}", [(f"reads {reads}", "attach")])
+            )
     # stages attached to an axis that is no leaf any more (fused or split afterwards: lower()
     # refuses or follows it) are still shown, at the top
     leaves = {iv for st in s.stages for iv in st.leaf_iter_vars}

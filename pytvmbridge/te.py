@@ -707,6 +707,21 @@ class ComputeOp(metaclass=_OperationKind):
     _prefix = "ComputeOp("
 
 
+class ExternOp(metaclass=_OperationKind):
+    """The operation of an extern stage (``te.extern``), for ``isinstance(B.op, te.ExternOp)``:
+    neither a placeholder nor a compute.
+
+    Example:
+        >>> import pytvmbridge.te as te
+        >>> A = te.placeholder((4,), name="A")
+        >>> B = te.extern((4,), [A], lambda i, o: te.call_packed("f", i[0], o[0]), name="B")
+        >>> isinstance(B.op, te.ExternOp), isinstance(B.op, te.PlaceholderOp)
+        (True, False)
+    """
+
+    _prefix = "ExternOp("
+
+
 class TensorSlice:
     """``A[i]`` of a tensor with more dimensions: ``A[i][j]`` reads ``A[i, j]`` (TVM's chained
     indexing).
@@ -859,6 +874,7 @@ _MATH_NAMES = (
 __all__ = [
     "ComputeOp",
     "Expr",
+    "ExternOp",
     "FloatImm",
     "IntImm",
     "IterVar",

@@ -17,6 +17,7 @@
 #include "python/bindings.h"
 #include "python/ir_casters.h"
 #include "support/error.h"
+#include "te/extern.h"
 #include "te/operation.h"
 
 namespace ptb::python {
@@ -151,6 +152,11 @@ std::string operation_repr(const Operation& op) {
     s += ", body=[";
     for (size_t i = 0; i < c->body.size(); ++i) s += (i ? ", " : "") + to_string(c->body[i]);
     return s + "])";
+  }
+  if (const auto* e = as_extern(op)) {  // TVM's ExternOp: a packed function's outputs
+    std::string s = "ExternOp(name='" + op->name + "', inputs=[";
+    for (size_t i = 0; i < e->inputs.size(); ++i) s += (i ? ", " : "") + e->inputs[i].name();
+    return s + "], func='" + e->func + "')";
   }
   return "PlaceholderOp(name='" + op->name + "', shape=" + shape_repr(op->output_shape(0)) +
          ", dtype='" + op->output_dtype(0).str() + "')";

@@ -563,3 +563,15 @@ def test_a_stage_attached_to_a_fused_axis_is_still_shown():
     s[D].fuse(*D.op.axis)
     text = display.text(s)
     assert "stage D" in text and "stage C  [computed at D.i]" in text
+
+
+def test_extern_stages_are_their_own_kind():
+    from pytvmbridge import te
+
+    A = tvm.placeholder((4,), name="A")
+    ext = te.extern((4,), [A], lambda i, o: te.call_packed("disp.f", i[0], o[0]), name="ext")
+    assert isinstance(ext.op, te.ExternOp) and not isinstance(ext.op, te.PlaceholderOp)
+    assert repr(ext.op) == "ExternOp(name='ext', inputs=[A], func='disp.f')"
+    assert display.text(ext).startswith("Tensor ext: float32[4] (extern)")
+    text = display.text(tvm.create_schedule(ext.op))
+    assert "inputs: A float32[4]" in text and "extern stage ext  [reads A]" in text

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from .error import TVMTypeError, TVMValueError
+
 T = TypeVar("T")
 
 #: Seconds a piece of work runs before its bar appears.
@@ -87,6 +89,14 @@ def _tqdm_class() -> Any:
     return tqdm
 
 
+def _check_delay(delay: Any, what: str) -> float:
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)):
+        raise TVMTypeError(f"{what}: delay must be a number of seconds, got {delay!r}")
+    if not 0 <= delay < float("inf"):
+        raise TVMValueError(f"{what}: delay must be >= 0 seconds, got {delay}")
+    return float(delay)
+
+
 def track(
     iterable: Iterable[T],
     desc: str | None = None,
@@ -105,6 +115,7 @@ def track(
         >>> sum(progress.track([1, 2, 3], desc="adding", unit="number"))
         6
     """
+    delay = _check_delay(delay, "track")
     if not enabled() or not _watched(file):
         yield from iterable
         return
@@ -134,6 +145,7 @@ def busy(desc: str, delay: float = DEFAULT_DELAY, file: Any = None) -> Iterator[
         >>> result
         42
     """
+    delay = _check_delay(delay, "busy")
     if not enabled() or not _watched(file):
         yield
         return

@@ -575,3 +575,12 @@ def test_extern_stages_are_their_own_kind():
     assert display.text(ext).startswith("Tensor ext: float32[4] (extern)")
     text = display.text(tvm.create_schedule(ext.op))
     assert "inputs: A float32[4]" in text and "extern stage ext  [reads A]" in text
+
+
+def test_progress_delays_are_checked():
+    with pytest.raises(TypeError, match="busy: delay must be a number of seconds, got 'x'"):
+        with progress.busy("work", delay="x"):
+            pass
+    with pytest.raises(ValueError, match="track: delay must be >= 0 seconds"):
+        list(progress.track([1, 2], delay=-1))
+    assert list(progress.track([1, 2], delay=0.5)) == [1, 2]

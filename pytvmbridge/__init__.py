@@ -63,7 +63,7 @@ def set_num_threads(n: int) -> None:
 
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TVMTypeError(f"set_num_threads needs an int, got {type(n).__name__} {n!r}")
-    if n > 1 << 31:  # (the C++ check, which says the limit, takes a C int)
+    if n >= 1 << 31:  # (the C++ check, which says the limit, takes a C int)
         raise TVMValueError(f"set_num_threads({n}): far more threads than this machine runs")
     if n < 1:
         raise TVMValueError(f"set_num_threads({n}): the number of threads must be at least 1")

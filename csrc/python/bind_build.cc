@@ -144,8 +144,11 @@ Example:
   // After every def: setting __call__ resets the type's tp_call.
   set_module_call(module);  // module(*arrays) runs through the Caller (bind_bridges.cc)
 
-  m.def("set_num_threads", &set_num_threads, py::arg("n"),
-        "Sets the number of threads parallel loops use (at least 1).");
+  // Without the GIL: resizing waits for a parallel loop another thread runs, and every other
+  // Python thread would stall for that long.
+  m.def(
+      "set_num_threads", [](int n) { without_gil([&] { set_num_threads(n); }); }, py::arg("n"),
+      "Sets the number of threads parallel loops use (at least 1).");
   m.def("get_num_threads", &get_num_threads, "The number of threads parallel loops use.");
   // `with _core.ThreadLimit(n):` kernels called on this thread in the block use at most n of the
   // pool's threads (a torch.compile model's options={"num_threads": n}); the pool is unchanged.

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "python/bindings.h"
+#include "python/gil.h"
 #include "python/ir_casters.h"
 #include "runtime/ndarray.h"
 #include "runtime/packed_func.h"
@@ -35,29 +36,49 @@ py::object borrowed_array(const DLTensor& t) {
 }
 
 PackedFunc wrap_python(py::function f) {
-  // Released with the GIL held, wherever the last copy of the function goes.
+  // Released with the GIL held, wherever the last copy of the function goes; during the
+  // interpreter's finalization it is left to the process's end (no GIL can be taken then).
   std::shared_ptr<py::function> fn(new py::function(std::move(f)), [](py::function* p) {
-    py::gil_scoped_acquire gil;
+    if (!Py_IsInitialized() || interpreter_finalizing()) return;
+    CallbackGil gil;
     delete p;
   });
   return [fn](const std::vector<PackedArg>& args) {
-    py::gil_scoped_acquire gil;
-    py::tuple py_args(args.size());
-    for (size_t k = 0; k < args.size(); ++k) {
-      const PackedArg& a = args[k];
-      switch (a.kind) {
-        case PackedArg::Kind::kTensor:
-          py_args[k] = borrowed_array(*a.tensor);
-          break;
-        case PackedArg::Kind::kInt:
-          py_args[k] = py::int_(a.i);
-          break;
-        case PackedArg::Kind::kFloat:
-          py_args[k] = py::float_(a.f);
-          break;
+    CallbackGil gil;
+    // Raw references, no RAII Python objects in this frame: at interpreter exit Python ends a
+    // daemon thread inside the call (pthread_exit from its eval loop), and destructors run by
+    // that unwind would touch Python objects without the GIL. Such a thread is parked.
+    PyObject* py_args = nullptr;
+    try {
+      py_args = PyTuple_New(static_cast<Py_ssize_t>(args.size()));
+      if (py_args == nullptr) throw py::error_already_set();
+      for (size_t k = 0; k < args.size(); ++k) {
+        const PackedArg& a = args[k];
+        PyObject* item = nullptr;
+        switch (a.kind) {
+          case PackedArg::Kind::kTensor:
+            item = borrowed_array(*a.tensor).release().ptr();
+            break;
+          case PackedArg::Kind::kInt:
+            item = PyLong_FromLongLong(a.i);
+            break;
+          case PackedArg::Kind::kFloat:
+            item = PyFloat_FromDouble(a.f);
+            break;
+        }
+        if (item == nullptr) {
+          Py_DECREF(py_args);
+          throw py::error_already_set();
+        }
+        PyTuple_SET_ITEM(py_args, static_cast<Py_ssize_t>(k), item);
       }
+      PyObject* result = PyObject_Call(fn->ptr(), py_args, nullptr);
+      Py_DECREF(py_args);
+      if (result == nullptr) throw py::error_already_set();
+      Py_DECREF(result);
+    } catch (abi::__forced_unwind&) {
+      park_forever();
     }
-    (*fn)(*py_args);
   };
 }
 

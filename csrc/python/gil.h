@@ -45,6 +45,28 @@ inline void take_gil_back(PyThreadState* state) {
   }
 }
 
+// The GIL for Python work called from compiled code (a packed function), on a thread that may
+// not hold it: PyGILState_Ensure, except that a thread asking while the interpreter finalizes
+// (a daemon thread in a kernel at exit) is parked, as take_gil_back does, instead of being
+// unwound through noexcept frames (which aborted the process).
+class CallbackGil {
+ public:
+  CallbackGil() {
+    if (interpreter_finalizing()) park_forever();
+    try {
+      state_ = PyGILState_Ensure();
+    } catch (abi::__forced_unwind&) {
+      park_forever();
+    }
+  }
+  ~CallbackGil() { PyGILState_Release(state_); }
+  CallbackGil(const CallbackGil&) = delete;
+  CallbackGil& operator=(const CallbackGil&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
 template <typename F>
 auto without_gil(F&& f) -> decltype(f()) {
   using R = decltype(f());

@@ -13,7 +13,7 @@ import pytvmbridge as tvm
 from pytvmbridge.error import TVMValueError
 
 
-@pytest.mark.parametrize("n", [0, -3, 4097, 1_000_000, 2**40, -(2**70)])
+@pytest.mark.parametrize("n", [0, -3, 4097, 1_000_000, 2**31, 2**40, -(2**70)])
 def test_out_of_range_counts_are_value_errors(n):
     before = tvm.get_num_threads()
     with pytest.raises(TVMValueError, match="set_num_threads"):

@@ -156,3 +156,32 @@ def test_registered_functions_at_interpreter_exit_and_errors_do_not_crash():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_daemon_threads_in_a_python_callback_at_exit_end_cleanly():
+    # Python ends such threads inside the callback when the interpreter exits: they must not
+    # unwind through the kernel's frames (the process aborted or segfaulted)
+    code = textwrap.dedent("""
+        import threading, time, numpy as np, pytvmbridge as tvm
+        from pytvmbridge import te
+        tvm.register_func("exit.copy", lambda x, y: y.copyfrom(x.numpy()), override=True)
+        A = te.placeholder((1000,), name="A")
+        B = te.extern(A.shape, [A], lambda i, o: te.call_packed("exit.copy", i[0], o[0]))
+        f = tvm.build(te.create_schedule(B.op), [A, B])
+        a = np.ones(1000, "float32")
+        def loop():
+            b = np.empty_like(a)
+            while True:
+                f(a, b)
+        for _ in range(3):
+            threading.Thread(target=loop, daemon=True).start()
+        time.sleep(0.2)
+        b = np.empty_like(a)
+        f(a, b)
+        assert (b == 1).all()
+    """)
+    for _ in range(3):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 0, out.stderr[-2000:]

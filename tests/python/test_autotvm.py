@@ -8,6 +8,7 @@ import math
 import os
 import random
 import sys
+from typing import Any
 
 import numpy as np
 import pytest
@@ -526,7 +527,9 @@ def test_resume_skips_measured_candidates(tmp_path):
     assert record.best_records(record.load(log))[task.workload_key] == best2
 
 
-def test_kernel_tune_and_replay(tmp_path):
+def _tuned_scale(tmp_path: Any) -> tuple[Any, np.ndarray, Any, dict[str, Any]]:
+    """A small @kernel tuned for 3 trials on x: (kernel, x, log path, best record)."""
+
     @tvm.kernel
     def scale(A):
         return tvm.compute(A.shape, lambda i: A[i] * 3.0 + 1.0, name="B")
@@ -543,6 +546,11 @@ def test_kernel_tune_and_replay(tmp_path):
         progress=False,
         measure_option=MeasureOption(repeat=1, min_repeat_ms=1),
     )
+    return scale, x, log, best
+
+
+def test_kernel_tune_and_replay(tmp_path):
+    scale, x, log, best = _tuned_scale(tmp_path)
     assert best["error"] == OK
     [task] = autotvm.extract_from_kernel(scale, x)
     assert best["workload"] == task.workload_key
@@ -558,34 +566,18 @@ def test_kernel_tune_and_replay(tmp_path):
 def test_a_tuned_shape_runs_its_record_whatever_was_called_before(tmp_path):
     # Two shapes of one layout class: the one without a record, called first, must not hand
     # its (analytical) variant to the tuned one
-    @tvm.kernel
-    def scale(A):
-        return tvm.compute(A.shape, lambda i: A[i] * 3.0 + 1.0, name="B")
-
-    x = np.random.default_rng(0).standard_normal(5000).astype("float32")
+    scale, x, log, _ = _tuned_scale(tmp_path)
     y = np.random.default_rng(1).standard_normal(7000).astype("float32")
-    log = tmp_path / "k.json"
-    autotvm.tune(
-        scale,
-        x,
-        n_trial=3,
-        tuner="random",
-        log_file=log,
-        n_parallel=1,
-        progress=False,
-        measure_option=MeasureOption(repeat=1, min_repeat_ms=1),
-    )
     scale.cache_clear()
     before = scale.compilations
     with autotvm.apply_history_best(log):
-        np.testing.assert_allclose(
-            scale(y), y * 3.0 + 1.0, rtol=1e-6, atol=1e-6
-        )  # no record: analytical
-        np.testing.assert_allclose(scale(x), x * 3.0 + 1.0, rtol=1e-6, atol=1e-6)  # its own record
+        # no record: analytical; then x with its own record
+        np.testing.assert_allclose(scale(y), y * 3.0 + 1.0, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(scale(x), x * 3.0 + 1.0, rtol=1e-6, atol=1e-6)
         assert scale.compilations == before + 2
         scale.module_for(x)  # the tuned variant is there already: nothing compiled
         assert scale.compilations == before + 2
-        np.testing.assert_allclose(scale(y), y * 3.0 + 1.0, rtol=1e-6, atol=1e-6)  # and found again
+        np.testing.assert_allclose(scale(y), y * 3.0 + 1.0, rtol=1e-6, atol=1e-6)  # found again
         assert scale.compilations == before + 2
 
 

@@ -367,6 +367,15 @@ py::object binary_function(py::handle a, py::handle b, const char* name) {
   return wrap_expr(fold_consts(F(v[0], v[1]), v[0], v[1]));
 }
 
+// m.name(a, b): F of two operands (expressions or Python numbers), folded when both are
+// constants.
+template <BinaryFn F>
+void def_binary_function(py::module_& m, const char* name) {
+  m.def(
+      name, [name](py::handle a, py::handle b) { return binary_function<F>(a, b, name); },
+      py::arg("a"), py::arg("b"));
+}
+
 void bind_expr_classes(py::module_& m) {
   py::class_<PyExpr> expr(m, "Expr", R"doc(A symbolic scalar expression.
 
@@ -743,26 +752,12 @@ void bind_functions(py::module_& m) {
         [](py::handle a, py::handle b) { return binary_function<&truncdiv>(a, b, "truncdiv"); });
   m.def("truncmod",
         [](py::handle a, py::handle b) { return binary_function<&truncmod>(a, b, "truncmod"); });
-  m.def(
-      "bitwise_and",
-      [](py::handle a, py::handle b) { return binary_function<&bitwise_and>(a, b, "bitwise_and"); },
-      py::arg("a"), py::arg("b"));
-  m.def(
-      "bitwise_or",
-      [](py::handle a, py::handle b) { return binary_function<&bitwise_or>(a, b, "bitwise_or"); },
-      py::arg("a"), py::arg("b"));
-  m.def(
-      "bitwise_xor",
-      [](py::handle a, py::handle b) { return binary_function<&bitwise_xor>(a, b, "bitwise_xor"); },
-      py::arg("a"), py::arg("b"));
-  m.def(
-      "shift_left",
-      [](py::handle a, py::handle b) { return binary_function<&shift_left>(a, b, "shift_left"); },
-      py::arg("a"), py::arg("b"));
-  m.def(
-      "shift_right",
-      [](py::handle a, py::handle b) { return binary_function<&shift_right>(a, b, "shift_right"); },
-      py::arg("a"), py::arg("b"));
+  // TVM's tir.bitwise_* and shift_* (the operators' function forms), by one pattern.
+  def_binary_function<&bitwise_and>(m, "bitwise_and");
+  def_binary_function<&bitwise_or>(m, "bitwise_or");
+  def_binary_function<&bitwise_xor>(m, "bitwise_xor");
+  def_binary_function<&shift_left>(m, "shift_left");
+  def_binary_function<&shift_right>(m, "shift_right");
   m.def(
       "bitwise_not",
       [](py::handle a) {

@@ -1,5 +1,7 @@
 #include "codegen/codegen_arith.h"
 
+#include <cmath>
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/IRBuilder.h>
@@ -84,20 +86,41 @@ llvm::Value* int_resize(llvm::IRBuilderBase& b, llvm::Value* v, DataType from, D
   return b.CreateIntCast(v, target, /*isSigned=*/from.is_int());
 }
 
+// fptosi to a signed integer of `bits` (32 or 64) with x86's out-of-range result made explicit:
+// NaN and values outside the type give INT_MIN (cvttss2si's "integer indefinite"). fptosi alone
+// gives poison there: the freeze made it INT_MIN in code the CPU ran but 0 where LLVM folded a
+// constant, so one cast gave two answers. Two compares and a select on a vector, folded away
+// for a constant.
+llvm::Value* float_to_signed(llvm::IRBuilderBase& b, llvm::Value* v, int bits) {
+  int lanes =
+      v->getType()->isVectorTy()
+          ? static_cast<int>(llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements())
+          : 1;
+  llvm::Type* ity = with_lanes(b.getIntNTy(bits), lanes);
+  llvm::Value* converted = b.CreateFreeze(b.CreateFPToSI(v, ity));
+  llvm::Value* limit = llvm::ConstantFP::get(v->getType(), std::ldexp(1.0, bits - 1));
+  llvm::Value* low = llvm::ConstantFP::get(v->getType(), -std::ldexp(1.0, bits - 1));
+  llvm::Value* in_range = b.CreateAnd(b.CreateFCmpOLT(v, limit), b.CreateFCmpOGE(v, low));
+  llvm::Value* indefinite =
+      llvm::ConstantInt::get(ity, llvm::APInt::getSignedMinValue(static_cast<unsigned>(bits)));
+  return b.CreateSelect(in_range, converted, indefinite);
+}
+
 llvm::Value* float_to_int(llvm::IRBuilderBase& b, llvm::Value* v, DataType to) {
-  // fptosi/fptoui give poison out of range. Convert through an integer wide enough for every
-  // in-range value and freeze the result: out-of-range inputs then wrap like C casts compiled
-  // for x86 (what NumPy does), and never poison the code that uses them. Narrow types go
-  // through i32 so vector conversions stay in one instruction.
-  int lanes = to.lanes();
-  if (to.is_int() && to.bits() == 64) {
-    return b.CreateFreeze(b.CreateFPToSI(v, with_lanes(b.getInt64Ty(), lanes)));
-  }
+  // NumPy's astype as compiled for x86 (C casts): a signed conversion to an integer wide enough
+  // for every in-range value, truncated; out-of-range values wrap or give INT_MIN as there.
+  // Narrow types go through i32 so vector conversions stay in one instruction.
   if (to.is_uint() && to.bits() == 64) {
-    return b.CreateFreeze(b.CreateFPToUI(v, with_lanes(b.getInt64Ty(), lanes)));
+    // at or above 2**63: converted less 2**63, with the top bit set again (what C compilers
+    // emit for float -> uint64); below, the signed conversion, so negatives wrap
+    llvm::Value* top = llvm::ConstantFP::get(v->getType(), std::ldexp(1.0, 63));
+    llvm::Value* high = b.CreateXor(float_to_signed(b, b.CreateFSub(v, top), 64),
+                                    llvm::ConstantInt::get(with_lanes(b.getInt64Ty(), to.lanes()),
+                                                           llvm::APInt::getSignMask(64)));
+    return b.CreateSelect(b.CreateFCmpOGE(v, top), high, float_to_signed(b, v, 64));
   }
-  int via = (to.is_uint() && to.bits() == 32) ? 64 : 32;
-  llvm::Value* i = b.CreateFreeze(b.CreateFPToSI(v, with_lanes(b.getIntNTy(via), lanes)));
+  if (to.bits() == 64) return float_to_signed(b, v, 64);
+  llvm::Value* i = float_to_signed(b, v, (to.is_uint() && to.bits() == 32) ? 64 : 32);
   return b.CreateTrunc(i, register_type(b.getContext(), to));
 }
 

@@ -40,7 +40,8 @@ llvm::Value* widen(llvm::IRBuilderBase& b, llvm::Value* v, DataType t);
 llvm::Value* narrow(llvm::IRBuilderBase& b, llvm::Value* v, DataType t);
 
 // Numpy's astype: integers wrap, floats round to nearest even, float to integer truncates
-// toward zero (out-of-range values give an unspecified but fixed result, never poison), and
+// toward zero (out of range, and NaN, as C casts compiled for x86 give: INT_MIN of the signed
+// type converted through, wrapped to narrower ones; the same folded or computed), and
 // anything to bool is a != 0 test (NaN is true).
 llvm::Value* emit_cast(llvm::IRBuilderBase& b, llvm::Value* v, DataType from, DataType to);
 

@@ -514,9 +514,13 @@ class Simplifier : public IRMutator {
         if (to.is_bool()) return IntImm::make(to, *i != 0);
         if (to.is_integer()) return IntImm::make(to, *i);  // wraps like a C cast
         if (to.code() == DataType::kFloat && to.bits() >= 32) {
-          double d = is_u64(from) ? static_cast<double>(static_cast<uint64_t>(*i))
-                                  : static_cast<double>(*i);
-          return FloatImm::make(to, to.bits() == 32 ? static_cast<float>(d) : d);
+          // rounded once, from the integer (through double first, 2**60 + 2**36 + 1 rounded
+          // twice: one float32 ulp from what the generated code's conversion gives)
+          const bool u = is_u64(from);
+          const uint64_t bits = static_cast<uint64_t>(*i);
+          double d = to.bits() == 32 ? (u ? static_cast<float>(bits) : static_cast<float>(*i))
+                                     : (u ? static_cast<double>(bits) : static_cast<double>(*i));
+          return FloatImm::make(to, d);
         }
       }
       if (auto f = as_const_float(v); f && from.code() == DataType::kFloat) {

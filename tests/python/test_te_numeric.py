@@ -185,6 +185,38 @@ def test_casts_and_comparisons():
     np.testing.assert_array_equal(got, ((x > 0) & (x < 2)) | ~(x > -1))
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "uint64"])
+def test_out_of_range_float_casts_as_numpy_gives_them_and_the_same_when_folded(dtype):
+    # Out of the type's range, C casts compiled for x86 (NumPy's astype): INT_MIN of the signed
+    # type converted through, wrapped to narrower ones; uint64 converts negatives through int64
+    # (-2.0 -> 2**64 - 2; it used to saturate to 2**64 - 1). A constant cast gives the same
+    # (LLVM folded the poison of an out-of-range conversion to 0: const(3e9) -> int32 was 0).
+    x = np.array([-2.0, -300.0, 5.5, 3e9, -3e9, 1e19, 2e19, 9.3e18, -9.3e18, 2.0**63], "float32")
+    x = np.concatenate([x, x, x[:3]])  # vector chunks and a scalar tail
+    with np.errstate(invalid="ignore"):
+        want = x.astype(dtype)
+    np.testing.assert_array_equal(elementwise(lambda a: a.astype(dtype), x), want)
+    for v, w in zip(x[:10], want[:10], strict=True):
+        folded = run(
+            [np.zeros(1, "float32")], lambda a, i, v=v: te.const(float(v), "float32").astype(dtype)
+        )
+        assert folded[0] == w, (v, folded[0], w)
+
+
+def test_integer_constants_round_once_to_float32():
+    # 2**60 + 2**36 + 1 rounded to double first and then to float32 lands one ulp below the
+    # direct rounding, which the generated code's conversion (and NumPy) gives
+    for v, dtype in [(2**60 + 2**36 + 1, "int64"), (2**64 - 2**36 - 1, "uint64")]:
+        want = np.array([v], dtype).astype("float32")
+        got = run(
+            [np.zeros(1, "float32")],
+            lambda a, i, v=v, dtype=dtype: te.const(v, dtype).astype("float32"),
+        )
+        np.testing.assert_array_equal(got, want)
+        runtime = elementwise(lambda a: a.astype("float32"), np.array([v], dtype))
+        np.testing.assert_array_equal(runtime, want)
+
+
 def test_select_and_if_then_else_guard_reads():
     a = RNG.uniform(-1, 1, 33).astype("float32")
     n = a.shape[0]

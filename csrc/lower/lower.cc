@@ -70,7 +70,7 @@ std::string unique_name(const std::string& base, std::unordered_set<std::string>
 }  // namespace
 
 static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& args,
-                              const std::string& name) {
+                              const std::string& name, bool structure_only) {
   std::vector<Operation> arg_ops;
   BufferMap buffers;
   LoweredFunc f;
@@ -145,6 +145,10 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
     s = partition_ranges(s);
   }
   timer.mark("partition_ranges");
+  if (structure_only) {
+    f.body = s;
+    return f;
+  }
   s = unroll_loops(s);
   timer.mark("unroll");
   s = vectorize_loops(s);
@@ -165,7 +169,12 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
 
 // The passes recurse as deep as the expressions are; a deep one is lowered again on a deep stack.
 LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name) {
-  return with_deep_stack([&] { return lower_here(sch, args, name); });
+  return with_deep_stack([&] { return lower_here(sch, args, name, false); });
+}
+
+LoweredFunc lower_structure(const Schedule& sch, const std::vector<Tensor>& args,
+                            const std::string& name) {
+  return with_deep_stack([&] { return lower_here(sch, args, name, true); });
 }
 
 }  // namespace ptb

@@ -15,4 +15,10 @@ namespace ptb {
 // size cannot be bound from the arguments' shapes.
 LoweredFunc lower(const Schedule& sch, const std::vector<Tensor>& args, const std::string& name);
 
+// The same recipe stopped before unrolling and vectorizing: loops still marked as such. What the
+// tuner's loop features read (autoschedule/loop_features.h), in a fraction of the time a
+// heavily unrolled candidate takes to lower; not for code generation.
+LoweredFunc lower_structure(const Schedule& sch, const std::vector<Tensor>& args,
+                            const std::string& name);
+
 }  // namespace ptb

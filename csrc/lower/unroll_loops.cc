@@ -9,9 +9,6 @@ namespace ptb {
 
 namespace {
 
-// Unrolling more copies than this only bloats code; such loops stay loops.
-constexpr int64_t kMaxUnroll = 64;
-
 // Keeps only the taken side of each `if_then_else` whose condition a copy's constant makes
 // constant: Winograd's transforms choose each tile point's sum from a tree on the point's
 // loop indices (autoschedule/rule_winograd.cc), and each unrolled copy then holds one sum
@@ -38,7 +35,7 @@ class Unroller : public IRMutator {
                                     : For::make(op->var, op->min, op->extent, op->for_kind, body);
     }
     auto extent = as_const_int(op->extent);
-    if (!extent || *extent > kMaxUnroll) {
+    if (!extent || *extent > kMaxUnrollCopies) {
       return For::make(op->var, op->min, op->extent, ForKind::kSerial, body);
     }
     std::vector<Stmt> copies;

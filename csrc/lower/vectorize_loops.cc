@@ -15,13 +15,6 @@ namespace ptb {
 
 namespace {
 
-// Widest vector emitted per operation; LLVM splits it into native registers (two 256-bit
-// halves on AVX2, one register on AVX-512).
-constexpr int kVectorBits = 512;
-// Up to this many chunks are emitted one after the other rather than as a loop, so that a short
-// vectorized loop (an unrolled register tile) leaves no loop control behind.
-constexpr int64_t kMaxInlineChunks = 4;
-
 // Thrown inside the rewrite when the loop cannot become vector code; the loop then stays serial.
 struct CannotVectorize {};
 
@@ -377,28 +370,6 @@ class LaneRewriter : public IRMutator {
   std::unordered_set<const BufferNode*> loaded_;
 };
 
-// The widest element the loop body moves through memory.
-int element_bits(const Stmt& body) {
-  int bits = 0;
-  for_each_expr(body, [&](const Expr& e) {
-    if (const auto* l = e.as<Load>()) bits = std::max(bits, l->buffer->dtype.bits());
-  });
-  class StoreBits : public IRVisitor {
-   public:
-    int bits = 0;
-    using IRVisitor::visit;
-
-   protected:
-    void visit_node(const Store* op) override {
-      bits = std::max(bits, op->buffer->dtype.bits());
-      IRVisitor::visit_node(op);
-    }
-  } stores;
-  stores.visit(body);
-  bits = std::max(bits, stores.bits);
-  return bits > 0 ? bits : 32;
-}
-
 class VectorizeLoops : public IRMutator {
  protected:
   using IRMutator::mutate_node;
@@ -411,7 +382,8 @@ class VectorizeLoops : public IRMutator {
     Stmt serial = For::make(op->var, op->min, op->extent, ForKind::kSerial, body);
     auto extent = as_const_int(op->extent);
     if (!extent || *extent < 2) return serial;
-    int64_t lanes = std::min<int64_t>(*extent, std::max(2, kVectorBits / element_bits(body)));
+    int64_t lanes =
+        std::min<int64_t>(*extent, std::max(2, kVectorBits / vector_element_bits(body)));
     int64_t chunks = *extent / lanes, rest = *extent % lanes;
     DataType t = op->var.dtype();
     auto chunk = [&](const Expr& base, int64_t n) {
@@ -419,7 +391,7 @@ class VectorizeLoops : public IRMutator {
     };
     try {
       std::vector<Stmt> parts;
-      if (chunks <= kMaxInlineChunks) {
+      if (chunks <= kMaxInlineVectorChunks) {
         for (int64_t c = 0; c < chunks; ++c) {
           parts.push_back(chunk(idx_add(op->min, make_const(t, c * lanes)), lanes));
         }
@@ -442,6 +414,27 @@ class VectorizeLoops : public IRMutator {
 };
 
 }  // namespace
+
+int vector_element_bits(const Stmt& body) {
+  int bits = 0;
+  for_each_expr(body, [&](const Expr& e) {
+    if (const auto* l = e.as<Load>()) bits = std::max(bits, l->buffer->dtype.bits());
+  });
+  class StoreBits : public IRVisitor {
+   public:
+    int bits = 0;
+    using IRVisitor::visit;
+
+   protected:
+    void visit_node(const Store* op) override {
+      bits = std::max(bits, op->buffer->dtype.bits());
+      IRVisitor::visit_node(op);
+    }
+  } stores;
+  stores.visit(body);
+  bits = std::max(bits, stores.bits);
+  return bits > 0 ? bits : 32;
+}
 
 Stmt vectorize_loops(const Stmt& s) { return VectorizeLoops().mutate(s); }
 

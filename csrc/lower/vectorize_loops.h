@@ -10,9 +10,22 @@
 // inside) stays a serial loop: always correct.
 #pragma once
 
+#include <cstdint>
+
 #include "ir/stmt.h"
 
 namespace ptb {
+
+// Widest vector emitted per operation; LLVM splits it into native registers (two 256-bit
+// halves on AVX2, one register on AVX-512).
+constexpr int kVectorBits = 512;
+// Up to this many chunks are emitted one after the other rather than as a loop, so that a short
+// vectorized loop (an unrolled register tile) leaves no loop control behind.
+constexpr int64_t kMaxInlineVectorChunks = 4;
+
+// The widest element a loop body moves through memory, in bits (32 if it moves none): a
+// vectorized loop runs in chunks of kVectorBits / this many lanes.
+int vector_element_bits(const Stmt& body);
 
 Stmt vectorize_loops(const Stmt& s);
 

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "autoschedule/loop_features.h"
 #include "codegen/jit.h"
 #include "driver/build.h"
 #include "ir/printer.h"
@@ -178,6 +179,18 @@ Example:
         return lower(sch, to_args(args), name);
       },
       py::arg("schedule"), py::arg("args"), py::arg("name") = "main");
+  // The tuner's cost-model features of a candidate (autoschedule/loop_features.h): of the loop
+  // nest lowered up to unrolling, or of a lowered function.
+  m.def(
+      "loop_features",
+      [](const Schedule& sch, py::handle args) {
+        return loop_features(lower_structure(sch, to_args(args), "main").body);
+      },
+      py::arg("schedule"), py::arg("args"));
+  m.def(
+      "lowered_loop_features", [](const LoweredFunc& f) { return loop_features(f.body); },
+      py::arg("lowered"));
+  m.def("loop_feature_names", &loop_feature_names);
   m.def(
       "build",
       [](const Schedule& sch, py::handle args, const std::string& target, const std::string& name) {

@@ -1,9 +1,16 @@
-"""Loop-structure features of a candidate, for the cost model: read from its lowered loop nest.
+"""Loop-structure features of a candidate, for the cost model: read from its loop nest.
 
-A fixed-length vector: loop counts by kind (serial, parallel), nesting depth, vector width and
-how many statements are vectorized, unrolled bodies (statements repeated), buffers allocated
-and their sizes, and the trip counts of the innermost loops. Cheap (one ``lower``), and the
+A fixed-length vector (``FEATURE_NAMES``): loop counts by kind (serial, parallel), nesting
+depth, the parallel extent, the innermost and total serial extents, how many statements are
+vectorized and how wide, stores, loads, allocations and their sizes, and the amount of code. The
 same for every kind of task, so one model can learn across a task's candidates.
+
+Computed in C++ (``csrc/autoschedule/loop_features.cc``) from the loop nest lowered up to
+unrolling and vectorizing: a loop marked unrolled counts once per copy it would become, one
+marked vectorized as the lanes of its statements. A heavily unrolled candidate's nest is a few
+dozen nodes there and thousands of statements after those two passes, so the features cost a
+fraction of a full ``lower`` (the tuner ranks several candidates for each it measures; they
+used to be parsed from the printed IR of a full lowering, most of the tuner's own time).
 
 Example:
     >>> import pytvmbridge as tvm
@@ -12,109 +19,47 @@ Example:
     >>> B = tvm.compute((64, 64), lambda i, j: A[i, j] * 2.0, name="B")
     >>> s = tvm.create_schedule(B.op)
     >>> s[B].parallel(B.op.axis[0])
-    >>> f = dict(zip(FEATURE_NAMES, loop_features(str(tvm.lower(s, [A, B])))))
-    >>> f["parallel_loops"], f["serial_loops"], f["max_depth"]
-    (1.0, 1.0, 2.0)
+    >>> jo, ji = s[B].split(B.op.axis[1], factor=8)
+    >>> s[B].vectorize(ji)
+    >>> f = dict(zip(FEATURE_NAMES, loop_features(s, [A, B])))
+    >>> f["parallel_loops"], f["serial_loops"], f["max_depth"], f["max_lanes"]
+    (1.0, 1.0, 2.0, 8.0)
 """
 
 from __future__ import annotations
 
-import math
-import re
+from collections.abc import Sequence
+from typing import Any
+
+from .. import _core
+from ..error import TVMTypeError
 
 __all__ = ["FEATURE_NAMES", "loop_features"]
 
-FEATURE_NAMES = [
-    "serial_loops",
-    "parallel_loops",
-    "max_depth",
-    "log_parallel_extent",
-    "log_innermost_extent",
-    "log_total_serial_extent",
-    "vector_stmts",
-    "max_lanes",
-    "stores",
-    "allocations",
-    "log_allocated",
-    "lines",
-    "loads",
-]
-
-_LOOP = re.compile(r"^(\s*)(for|parallel) \((\S+), (\S+), (\S+)\) \{")
-_LANES = re.compile(r"ramp\([^)]*?, (\d+)\)|x(\d+)\(")
-_ALLOC = re.compile(r"allocate \S+\[\S+ \* ([^\]]+)\]")
+FEATURE_NAMES: list[str] = list(_core.loop_feature_names())
 
 
-_INT = re.compile(r"(-?\d+)(?:[iu]\d+)?u?")
+def loop_features(schedule: Any, args: Sequence[Any] | None = None) -> list[float]:
+    """The feature vector (``FEATURE_NAMES``) of ``schedule`` over ``args``, or of a function
+    ``lower()`` returned (``args`` omitted).
 
-
-def _int(text: str) -> int | None:
-    """The value of a printed integer constant (``16``, ``16i64``, ``3u64``); None otherwise.
-
-    (It used to strip the characters of "i64" and "i32" from the right, which also ate the
-    constant's own digits: 16 read as 1, 56 as 5, 64, 32, 6, 4 and 3 as unknown (16).)
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((16,), name="A")
+        >>> B = tvm.compute((16,), lambda i: A[i] + 1.0, name="B")
+        >>> s = tvm.create_schedule(B.op)
+        >>> loop_features(s, [A, B]) == loop_features(tvm.lower(s, [A, B]))
+        True
     """
-    m = _INT.fullmatch(text)
-    return int(m.group(1)) if m else None
-
-
-def loop_features(lowered: str) -> list[float]:
-    """The feature vector (``FEATURE_NAMES``) of a lowered function's text."""
-    serial = parallel = depth = max_depth = 0
-    par_extent = 1
-    innermost = 1
-    total_serial = 0.0
-    vector_stmts = max_lanes = stores = allocations = loads = 0
-    allocated = 0
-    stack: list[int] = []
-    lines = lowered.splitlines()
-    for line in lines:
-        m = _LOOP.match(line)
-        if m:
-            extent = _int(m.group(5)) or 16
-            if m.group(2) == "parallel":
-                parallel += 1
-                par_extent *= extent
-            else:
-                serial += 1
-                total_serial += math.log2(max(1, extent))
-            stack.append(extent)
-            depth += 1
-            max_depth = max(max_depth, depth)
-            innermost = extent
-            continue
-        if line.strip() == "}":
-            if stack:
-                stack.pop()
-                depth -= 1
-            continue
-        a = _ALLOC.search(line)
-        if a:
-            allocations += 1
-            size = 1
-            for part in a.group(1).split("*"):
-                size *= _int(part.strip()) or 16
-            allocated += size
-            continue
-        if "=" in line:
-            stores += 1
-            loads += line.count("[") - 1
-            lanes = [int(x or y) for x, y in _LANES.findall(line)]
-            if lanes:
-                vector_stmts += 1
-                max_lanes = max(max_lanes, *lanes)
-    return [
-        float(serial),
-        float(parallel),
-        float(max_depth),
-        math.log2(par_extent),
-        math.log2(max(1, innermost)),
-        total_serial,
-        float(vector_stmts),
-        float(max_lanes),
-        float(stores),
-        float(allocations),
-        math.log2(1 + allocated),
-        float(len(lines)),
-        float(loads),
-    ]
+    if isinstance(schedule, _core.LoweredFunc):
+        if args is not None:
+            raise TVMTypeError("loop_features(lowered): a lowered function takes no args")
+        return list(_core.lowered_loop_features(schedule))
+    if not isinstance(schedule, _core.Schedule):
+        raise TVMTypeError(
+            "loop_features() takes a schedule and its arguments, or a lowered function; got "
+            f"{type(schedule).__name__}"
+        )
+    if args is None:
+        raise TVMTypeError("loop_features(schedule, args): the schedule's arguments are missing")
+    return list(_core.loop_features(schedule, list(args)))

@@ -503,7 +503,7 @@ def _worker(
     # they kept every worker of a killed tuner alive, waiting on a pipe it held itself).
     for end in inherited:
         end.close()
-    from ..build import build, lower
+    from ..build import build
     from .features import loop_features
 
     module = None
@@ -527,12 +527,8 @@ def _worker(
             try:
                 s, args = task.instantiate(config)
                 # the tuner's loop features of this config, where it computed them (the same
-                # function of the same lowering): no second lowering here
-                feats = (
-                    list(feats_hint)
-                    if feats_hint is not None
-                    else loop_features(str(lower(s, args, simple_mode=True)))
-                )
+                # function of the same schedule): not computed again here
+                feats = list(feats_hint) if feats_hint is not None else loop_features(s, args)
                 # the tuner's hash of this config, computed in the process this one was
                 # forked from (the same code): no second fingerprint of the lowered function
                 sched = hint or schedule_hash(s, args, task.target)

@@ -58,7 +58,7 @@ def _task(payload: bytes) -> Any:
 
 def _build(payload: bytes, config: Any) -> tuple[int, str, list[float], float]:
     """A Ray task: compile one candidate; (error code, message, features, seconds)."""
-    from ..build import build, lower
+    from ..build import build
     from .features import loop_features
     from .measure import _describe
 
@@ -66,7 +66,7 @@ def _build(payload: bytes, config: Any) -> tuple[int, str, list[float], float]:
     start = time.perf_counter()
     try:
         s, args = task.instantiate(config)
-        feats = loop_features(str(lower(s, args, simple_mode=True)))
+        feats = loop_features(s, args)
     except Exception as err:
         return INSTANTIATE_ERROR, _describe(err), [], 0.0
     try:

@@ -38,7 +38,7 @@ import numpy as np
 from ..error import TVMTypeError, TVMValueError
 from . import record
 from .callback import _LogToFile, _ProgressBar, check_si_prefix
-from .features import loop_features
+from .features import FEATURE_NAMES, loop_features
 from .measure import (
     LocalRunner,
     MeasureInput,
@@ -130,8 +130,8 @@ class Tuner:
         a few milliseconds, against a build's tens) lets every submitted slot build new code;
         the runner is handed the hashes so its workers do not compute them again. Only for
         the automatic scheduler's space (``kind == "auto"``), whose candidates this process
-        lowers for the cost model's features anyway: a template is user code that may crash
-        or hang, so it runs in the workers alone."""
+        instantiates for the cost model's features anyway: a template is user code that may
+        crash or hang, so it runs in the workers alone."""
         out: list[Any] = []
         in_process = getattr(self.task, "kind", None) == "auto"
         for _ in range(self.PROPOSE_ROUNDS if in_process else 1):
@@ -184,24 +184,12 @@ class Tuner:
         """``schedule_hash`` of the code ``config`` builds (``None`` if it cannot be made)."""
         key = _key(config)
         if key not in self._hash_of:
-            # the schedule lowered for the cost model's features, if this tuner has one:
-            # hashed without instantiating and lowering it again (the same text)
-            lowered = self._lowering_of(config)
             try:
-                if lowered is not None:
-                    s, args, f = lowered
-                    self._hash_of[key] = schedule_hash(s, args, self.task.target, f)
-                else:
-                    s, args = self.task.instantiate(config)
-                    self._hash_of[key] = schedule_hash(s, args, self.task.target)
+                s, args = self.task.instantiate(config)
+                self._hash_of[key] = schedule_hash(s, args, self.task.target)
             except Exception:  # the runner reports it as an error record
                 self._hash_of[key] = None
         return self._hash_of[key]
-
-    def _lowering_of(self, config: Any) -> tuple[Any, Any, Any] | None:
-        """(schedule, args, lowered function) of ``config`` where this tuner lowered it
-        already (see EvolutionaryTuner), handed over once; ``None`` otherwise."""
-        return None
 
     def resume(self, log_file: str) -> int:
         """Takes the records of this workload (this target and CPU) from ``log_file`` as
@@ -720,9 +708,6 @@ class EvolutionaryTuner(Tuner):
         self.model = CostModel(seed)
         self._features: dict[str, list[float]] = {}
         self._loop_features: dict[str, list[float]] = {}  # the loop part of _features
-        # (schedule, args, lowered function) of the candidates of the plan being made, kept so
-        # that the planned ones are hashed (_schedule_of) without a second lowering
-        self._lowered: dict[str, tuple[Any, Any, Any]] = {}
         self._trained = False
         self._fitted_at = -1  # len(history) at the last fit
         self._plan: list[Any] = []
@@ -731,27 +716,15 @@ class EvolutionaryTuner(Tuner):
         key = _key(config)
         f = self._features.get(key)
         if f is None:
-            from ..build import lower
-
             try:
                 s, args = self.task.instantiate(config)
-                lowered = lower(s, args, simple_mode=True)
-                f = loop_features(str(lowered))
+                f = loop_features(s, args)
                 self._loop_features[key] = f
-                self._lowered[key] = (s, args, lowered)
             except Exception:
-                f = [0.0] * 13
+                f = [0.0] * len(FEATURE_NAMES)
             f = f + self.task.space.vector(config)
             self._features[key] = f
         return f
-
-    def _lowering_of(self, config: Any) -> tuple[Any, Any, Any] | None:
-        # A proposal the cost model did not rank (the random part of a plan, the first
-        # batches) has its features computed now rather than after its measurement: the
-        # same values, one lowering for the features, the hash and the worker's feature hint
-        # instead of three.
-        self.features(config)
-        return self._lowered.pop(_key(config), None)
 
     def update(self, configs: list[Any], costs: list[float]) -> None:
         """The measurements are in ``history`` already; the model learns from them when the
@@ -819,8 +792,6 @@ class EvolutionaryTuner(Tuner):
             order = np.argsort(-scores, kind="stable")
             out = [cands[i] for i in order[: m - n_random]]
         chosen = {_key(c) for c in out}
-        # only the planned candidates' lowerings are hashed later; the others' memory goes now
-        self._lowered = {k: v for k, v in self._lowered.items() if k in chosen}
         for c in RandomTuner.next_batch(self, m):  # type: ignore[arg-type]
             if len(out) >= m:
                 break

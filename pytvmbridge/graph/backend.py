@@ -27,13 +27,16 @@ thread count, ``"3"`` no level, an unknown target is refused rather than left to
 Weights: a convolution's or linear layer's weight is packed (and a batch norm that follows is
 folded into it) once, and the packed copy is reused while the parameter's version counter and
 address stay the same: optimizer steps, ``load_state_dict`` and in-place updates under
-``torch.no_grad()`` (``p.mul_(2)``) all bump the counter and are seen on the next call. Writes
-through ``p.data`` (``p.data.mul_(2)``, old-style hand-written SGD or EMA updates) bypass the
-counter, as they bypass autograd, and are *not* seen: write to the parameter under
-``torch.no_grad()`` instead. So does PyTorch's own batch-norm kernel when an eager forward in
-training mode updates the running statistics outside the compiled model (a recalibration pass
-such as ``swa_utils.update_bn`` on the eager module): compile again (``torch._dynamo.reset()``)
-after it, or run that pass through the compiled model. A model made under
+``torch.no_grad()`` (``p.mul_(2)``) all bump the counter and are seen on the next call; the
+fused optimizer kernels (``Adam(..., fused=True)``), which write without bumping it, are seen
+too (a step hook counts them: ``graph/unseen_writes.py``). Writes through ``p.data``
+(``p.data.mul_(2)``, old-style hand-written SGD or EMA updates), ``p.numpy()`` or another
+framework's view of the memory (DLPack) bypass the counter, as they bypass autograd, and are
+*not* seen: write to the parameter under ``torch.no_grad()`` instead. So does PyTorch's own
+batch-norm kernel when an eager forward in training mode updates the running statistics
+outside the compiled model (a recalibration pass such as ``swa_utils.update_bn`` on the eager
+module): compile again (``torch._dynamo.reset()``) after it, or run that pass through the
+compiled model. A model made under
 ``torch.inference_mode()`` has no counters: its weights are taken as fixed.
 
 Example:

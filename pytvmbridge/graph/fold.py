@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -43,6 +44,7 @@ from typing import Any, Union
 import torch
 
 from ..topi.nn.dense import dense_pack_block
+from . import unseen_writes
 from .huge_pages import huge_page_copy
 from .prepack import pack_weight
 
@@ -153,33 +155,56 @@ def _version(t: torch.Tensor) -> int:
 
 
 class DerivedCache:
-    """Derived tensors by kernel-argument position; recomputed when a source tensor changes."""
+    """Derived tensors by kernel-argument position; recomputed when a source tensor changes.
+
+    A source counts as changed when it is another tensor object, its storage moved, its version
+    counter moved, or a fused optimizer step ran since (:mod:`.unseen_writes`). Sources are held
+    by weak reference: the cache does not keep a dropped model's weights alive, and an entry
+    goes with its sources (the compiled graph outlives the model it was traced from: Dynamo
+    keeps it with the code of ``forward``)."""
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[list[tuple[Any, int, int, int]], torch.Tensor]] = {}
+        # position -> (stamps: (weak source, version, address, input index), fused steps, value)
+        self._entries: dict[int, tuple[list[tuple[Any, int, int, int]], int, torch.Tensor]] = {}
+        unseen_writes.watch()
 
     def get(self, position: int, derived: Derived, inputs: Sequence[Any]) -> torch.Tensor:
         # Called for every derived argument on every call of a compiled graph: the check is
-        # one loop over (tensor, version, address, input index) stamps, nothing recomputed.
+        # one loop over the stamps, nothing recomputed.
         entry = self._entries.get(position)
-        if entry is not None:
-            for tensor, version, ptr, index in entry[0]:
+        if entry is not None and entry[1] == unseen_writes.fused_steps:
+            for source, version, ptr, index in entry[0]:
                 current = inputs[index]
                 if (
-                    current is not tensor
+                    current is not source()
                     or (version >= 0 and current._version != version)  # (-1: no counter)
                     or current.data_ptr() != ptr
                 ):
                     break
             else:
-                return entry[1]
+                return entry[2]
         # Read on every call, from beyond L2 when large: huge pages spare the page walks.
         value = huge_page_copy(materialize(derived, inputs))
+        drop = self._dropper(position)
         stamps = [
-            (inputs[i], _version(inputs[i]), inputs[i].data_ptr(), i) for i in derived.leaves()
+            (weakref.ref(inputs[i], drop), _version(inputs[i]), inputs[i].data_ptr(), i)
+            for i in derived.leaves()
         ]
-        self._entries[position] = (stamps, value)
+        self._entries[position] = (stamps, unseen_writes.fused_steps, value)
         return value
+
+    def _dropper(self, position: int) -> Callable[[Any], None]:
+        # called when a source is collected: its entry (a weight-sized copy) goes too, unless
+        # the position holds a newer entry by then
+        cache = weakref.ref(self)
+
+        def dropped(source: Any) -> None:
+            me = cache()
+            entry = me._entries.get(position) if me is not None else None
+            if entry is not None and any(s[0] is source for s in entry[0]):
+                del me._entries[position]
+
+        return dropped
 
     def clear(self) -> None:
         self._entries.clear()

@@ -3,18 +3,14 @@
 ``auto_schedule`` packs a convolution's OIHW weight into panels ``[O/w, I, kh, kw, w]`` inside
 the kernel, on every call. When the weight is a graph input (a parameter), the graph compiler
 instead declares the kernel argument in the packed layout (:func:`conv2d_prepacked`; the rule
-sees ready-made panels and packs nothing) and :class:`PackCache` packs the tensor in PyTorch
-once, again only when the tensor changes (another object, storage, or an in-place update, which
-bumps its version counter).
+sees ready-made panels and packs nothing) and the graph's derived-tensor cache
+(:class:`.fold.DerivedCache`) packs the tensor in PyTorch once, again only when it changes.
 
 Example:
     >>> import torch
-    >>> cache = PackCache()
     >>> w = torch.arange(2 * 3 * 1 * 1, dtype=torch.float32).reshape(2, 3, 1, 1)
-    >>> cache.get(0, w, 2).shape
+    >>> pack_weight(w, 2).shape
     torch.Size([1, 3, 1, 1, 2])
-    >>> cache.get(0, w, 2) is cache.get(0, w, 2)
-    True
 """
 
 from __future__ import annotations
@@ -43,30 +39,6 @@ def pack_weight(weight: torch.Tensor, width: int) -> torch.Tensor:
     if o % width:
         w = torch.nn.functional.pad(w, (0, 0, 0, 0, 0, 0, 0, width - o % width))
     return w.reshape(-1, width, i, kh, kw).permute(0, 2, 3, 4, 1).contiguous()
-
-
-class PackCache:
-    """Packed copies of weights, keyed by input position; repacked when the tensor changes."""
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[torch.Tensor, int, int, torch.Tensor]] = {}
-
-    def get(self, index: int, weight: torch.Tensor, width: int) -> torch.Tensor:
-        entry = self._entries.get(index)
-        version = weight._version
-        if (
-            entry is not None
-            and entry[0] is weight
-            and entry[1] == version
-            and entry[2] == weight.data_ptr()
-        ):
-            return entry[3]
-        packed = pack_weight(weight, width)
-        self._entries[index] = (weight, version, weight.data_ptr(), packed)
-        return packed
-
-    def clear(self) -> None:
-        self._entries.clear()
 
 
 def read_weight(w: te.Tensor) -> Callable[[Any, Any, Any, Any], Any]:
@@ -117,4 +89,4 @@ def conv2d_prepacked(
     return nchw_conv_compute((n, out_c, out_h, out_w), fcompute, stride, padding, dilation)
 
 
-__all__ = ["PackCache", "conv2d_prepacked", "pack_weight"]
+__all__ = ["conv2d_prepacked", "pack_weight"]

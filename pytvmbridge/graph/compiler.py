@@ -73,6 +73,7 @@ _DTYPES = {
     torch.float16: "float16",
     torch.bfloat16: "bfloat16",
     torch.int64: "int64",
+    torch.bool: "bool",  # a mask computed in PyTorch (an indexed assignment's where)
 }
 
 

@@ -197,3 +197,35 @@ def test_bfloat16_layer_norm_with_float32_weights_trains():
     f(*ref).float().sum().backward()
     for got, want in zip((x, w, b), ref, strict=True):
         torch.testing.assert_close(got.grad.float(), want.grad.float(), atol=2e-2, rtol=2e-2)
+
+
+def test_a_boolean_mask_from_pytorch_enters_the_kernel():
+    # `x[:, 0] = 0` traces to where(eq(arange, 0), 0, x): eq on int64 stays in PyTorch, and its
+    # bool result, read by the partition, sent the whole partition (the matrix product with
+    # it) back to PyTorch with a warning ("input eq has dtype torch.bool")
+    import warnings
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 64)
+
+    def f(x):
+        x = x.clone()
+        x[:, 0] = 0
+        return torch.relu(lin(x)).sum(1)
+
+    def g(x, mask):
+        return torch.where(mask, x * 2, x.relu()) + 1
+
+    x = torch.randn(4, 16)
+    mask = torch.rand(4, 16) > 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no partition left to PyTorch
+        with torch.no_grad():
+            torch.testing.assert_close(torch.compile(f, backend="pytvmbridge")(x), f(x))
+        got = torch.compile(g, backend="pytvmbridge")(x, mask)
+        torch.testing.assert_close(got, g(x, mask))
+        xc, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+        torch.compile(f, backend="pytvmbridge")(xc).sum().backward()
+        f(xe).sum().backward()
+        torch.testing.assert_close(xc.grad, xe.grad)

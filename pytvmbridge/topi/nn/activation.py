@@ -224,7 +224,8 @@ def hardswish(x: Tensor) -> Tensor:
 
 
 def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
-    """``x`` where positive, else ``alpha * (exp(x) - 1)``.
+    """``x`` where positive, else ``alpha * (exp(x) - 1)`` (computed as ``expm1``, accurate
+    near 0 as PyTorch's).
 
     Example:
         >>> import pytvmbridge as tvm
@@ -234,7 +235,7 @@ def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
     """
     return _apply(
         x,
-        lambda v: te.select(v > _c(0, v), v, _c(alpha, v) * (te.exp(v) - _c(1, v))),
+        lambda v: te.select(v > _c(0, v), v, _c(alpha, v) * te.expm1(v)),
         "elu",
     )
 

@@ -41,6 +41,14 @@ def test_activations_match_torch(dtype):
     run([X], outs, [x], refs, *((4e-3, 4e-3) if dtype == "float16" else ()))
 
 
+def test_elu_is_accurate_near_zero():
+    # alpha * (exp(x) - 1) lost most digits there: -1e-8 gave 0, -1e-6 was 1.3% off
+    x = np.array([-1e-8, -1e-6, -1e-5, -1e-4, -0.3, -20.0] * 3, "float32")
+    f = tvm.kernel(lambda X: topi.nn.elu(X, 0.5))
+    want = F.elu(torch.from_numpy(x.astype("float64")), 0.5).numpy()
+    np.testing.assert_allclose(f(x), want, rtol=2e-7, atol=0)
+
+
 def test_relu_on_integers_and_prelu():
     A = tvm.placeholder((6,), "int8", name="A")
     a = random((6,), "int8", low=-9, high=9)

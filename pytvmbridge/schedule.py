@@ -211,6 +211,49 @@ def _stage_set_scope(self: Stage, scope: str) -> None:
         raise TVMTypeError(f"scope must be a string, got {type(scope).__name__}")
 
 
+def _check_stage_axis(self: Stage, what: str, axis: Any) -> None:
+    if not isinstance(axis, IterVar):
+        raise TVMTypeError(
+            f"{what}: axis must be a loop axis (IterVar) of stage '{self.op.name}', "
+            f"got {type(axis).__name__}"
+        )
+    if not any(axis == v for v in self.all_iter_vars):
+        raise TVMValueError(f"{what}: {axis.var} is not an axis of stage '{self.op.name}'")
+
+
+def _stage_storage_align(self: Stage, axis: Any, factor: int, offset: int) -> None:
+    """TVM's row padding of a stage's buffer (the stride of ``axis``'s dimension made
+    ``offset`` modulo ``factor``, against shared-memory bank conflicts): accepted and checked,
+    with no effect here (buffers stay compact; the values computed are the same).
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> A = tvm.placeholder((8, 6), name="A")
+        >>> B = tvm.compute((8, 6), lambda i, j: A[i, j] * 2.0, name="B")
+        >>> C = tvm.compute((8, 6), lambda i, j: B[i, j] + 1.0, name="C")
+        >>> s = tvm.create_schedule(C.op)
+        >>> s[B].storage_align(B.op.axis[0], 16, 1)
+    """
+    _check_stage_axis(self, "storage_align", axis)
+    for name, v, low in (("factor", factor, 1), ("offset", offset, 0)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < low:
+            raise TVMValueError(f"storage_align: {name} must be an int >= {low}, got {v!r}")
+
+
+def _stage_double_buffer(self: Stage) -> None:
+    """TVM's double buffering of a GPU shared-memory stage: accepted, with no effect on a CPU
+    (hardware prefetching plays that part; see :meth:`prefetch`)."""
+
+
+def _stage_bind(self: Stage, ivar: Any, thread_ivar: Any) -> None:
+    """TVM's binding of a loop to a GPU thread index: refused (pytvmbridge compiles for CPUs);
+    ``parallel(axis)`` spreads a loop over CPU threads."""
+    raise TVMValueError(
+        f"bind() maps a loop of stage '{self.op.name}' to GPU threads ({thread_ivar}); "
+        "pytvmbridge compiles for CPUs: use s[T].parallel(axis) to run a loop on threads"
+    )
+
+
 # TVM's IterVar types (IterVar.iter_type, IterVarAttr.iter_type), as te.schedule.IterVar.X.
 IterVar = _core.IterVar
 for _name, _value in [
@@ -272,6 +315,9 @@ Stage.fuse = _stage_fuse
 Stage.relations = property(_stage_relations, doc="The stage's Split/Fuse/Singleton relations.")
 Stage.pragma = _stage_pragma
 Stage.set_scope = _stage_set_scope
+Stage.storage_align = _stage_storage_align
+Stage.double_buffer = _stage_double_buffer
+Stage.bind = _stage_bind
 Schedule.normalize = lambda self: self
 
 __all__ = [

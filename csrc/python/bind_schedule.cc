@@ -216,9 +216,18 @@ void bind_schedule(py::module_& m) {
           py::arg("tensor"), py::arg("scope"), py::arg("readers"))
       .def(
           "rfactor",
-          [](const Schedule& s, py::handle tensor, py::handle axis, int factor_axis) {
+          [](const Schedule& s, py::handle tensor, py::handle axis, py::handle factor_axis) {
+            if (!py::isinstance<py::int_>(factor_axis) || py::isinstance<py::bool_>(factor_axis)) {
+              type_error("rfactor(): factor_axis must be an int, got ",
+                         std::string(py::str(py::type::of(factor_axis).attr("__name__"))));
+            }
+            auto position = factor_axis.cast<int64_t>();
+            if (position < -(1 << 20) || position > (1 << 20)) {
+              value_error("rfactor(): factor_axis ", position, " is out of range");
+            }
             return wrap_tensor(rfactor(s, to_tensor(tensor, "rfactor() tensor"),
-                                       to_iter_var(axis, "rfactor() axis"), factor_axis));
+                                       to_iter_var(axis, "rfactor() axis"),
+                                       static_cast<int>(position)));
           },
           py::arg("tensor"), py::arg("axis"), py::arg("factor_axis") = 0)
       .def("__repr__", [](const ScheduleNode& s) {

@@ -142,6 +142,18 @@ void compute_inline(const Stage& stage) {
                 ": it is a reduction, which needs its own loop over the reduce axes; compute "
                 "it at root or with compute_at instead");
   }
+  if (auto sch = stage->schedule.lock()) {
+    for (const Stage& other : sch->stages) {
+      for (const auto& p : other->prefetches) {
+        if (p.tensor.op() == stage->op) {
+          value_error("compute_inline on ", stage->describe(), ": ", other->describe(),
+                      " prefetches its output '", p.tensor.name(),
+                      "', which an inlined stage would not store; prefetch the tensors it reads "
+                      "instead");
+        }
+      }
+    }
+  }
   stage->attach_type = AttachType::kInline;
   stage->attach_stage = nullptr;
   stage->attach_ivar = nullptr;

@@ -90,6 +90,10 @@ std::array<IterVar, 4> tile(const Stage& stage, const IterVar& x, const IterVar&
   if (x == y) {
     value_error("tile on ", stage->describe(), ": x and y are the same axis '", iv_name(x), "'");
   }
+  // both factors checked before the first split: a bad y_factor used to leave x split, and
+  // the retry was refused ("axis was already split")
+  positive_constant(stage, x, x_factor, "factor");
+  positive_constant(stage, y, y_factor, "factor");
   auto [xo, xi] = split(stage, x, x_factor, Expr());
   auto [yo, yi] = split(stage, y, y_factor, Expr());
   reorder(stage, {xo, yo, xi, yi});

@@ -58,8 +58,12 @@ void prefetch(const Stage& stage, const Tensor& tensor, const IterVar& axis, int
   auto sch = stage->schedule.lock();
   PTB_ICHECK(sch, "stage without a schedule");
   Stage producer = sch->stage(tensor.op());
-  if (producer->attach_type != AttachType::kRoot && producer->attach_type != AttachType::kInline &&
-      !computed_around(producer, stage, axis)) {
+  if (producer->attach_type == AttachType::kInline) {
+    value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
+                "' is inlined into its readers (compute_inline), so it has no memory to fetch "
+                "ahead; prefetch the tensors it reads instead");
+  }
+  if (producer->attach_type != AttachType::kRoot && !computed_around(producer, stage, axis)) {
     value_error("prefetch on ", stage->describe(), ": tensor '", tensor.name(),
                 "' is computed inside another stage's loops, not around this loop; only an "
                 "input, a tensor computed at root or one computed at a loop around this one has "

@@ -34,10 +34,12 @@ Tensor rfactor(const Schedule& sch, const Tensor& tensor, const IterVar& axis, i
                 "' is a data axis; rfactor takes a reduce axis (or one split from it)");
   }
   int ndim = static_cast<int>(c->axis.size());
+  const int given = factor_axis;
   if (factor_axis < 0) factor_axis += ndim + 1;
   if (factor_axis < 0 || factor_axis > ndim) {
-    value_error("rfactor of ", st->describe(), ": factor_axis ", factor_axis,
-                " is out of range for a result of ", ndim + 1, " dimensions");
+    value_error("rfactor of ", st->describe(), ": factor_axis ", given,
+                " is out of range for a result of ", ndim + 1, " dimensions (", -(ndim + 1), " to ",
+                ndim, ")");
   }
 
   // Values of the root variables in terms of the leaves, over the full domain.

@@ -181,3 +181,71 @@ def test_a_multi_output_compute_needs_all_its_outputs_as_arguments():
     f(a, c0, c1)
     np.testing.assert_array_equal(c0, a + 1)
     np.testing.assert_array_equal(c1, a * 2)
+
+
+def test_a_failed_tile_leaves_the_stage_unchanged():
+    # the y factor was checked only after x had been split: a retry was refused
+    A = tvm.placeholder((8, 6), name="A")
+    C = tvm.compute((8, 6), lambda i, j: A[i, j] + 1.0, name="C")
+    s = tvm.create_schedule(C.op)
+    i, j = C.op.axis
+    with pytest.raises(ValueError, match=r"axis 'j'.*positive, got 0"):
+        s[C].tile(i, j, 4, 0)
+    assert [str(v.var) for v in s[C].leaf_iter_vars] == ["i", "j"]
+    s[C].tile(i, j, 4, 2)
+    a = np.random.default_rng(0).random((8, 6), dtype="float32")
+    c = np.empty_like(a)
+    tvm.build(s, [A, C])(a, c)
+    np.testing.assert_array_equal(c, a + 1)
+
+
+def test_an_inlined_tensor_cannot_be_prefetched():
+    # accepted before, then lower() asked for B as an argument, and refused it as one
+    A = tvm.placeholder((8,), name="A")
+    B = tvm.compute((8,), lambda i: A[i] + 1.0, name="B")
+    C = tvm.compute((8,), lambda i: B[i] * 2.0, name="C")
+    s = tvm.create_schedule(C.op)
+    s[B].compute_inline()
+    with pytest.raises(ValueError, match=r"tensor 'B' is inlined"):
+        s[C].prefetch(B, C.op.axis[0], 1)
+    s = tvm.create_schedule(C.op)
+    s[C].prefetch(B, C.op.axis[0], 1)
+    with pytest.raises(ValueError, match=r"stage 'C' prefetches its output 'B'"):
+        s[B].compute_inline()
+    a = np.arange(8, dtype="float32")
+    c = np.empty_like(a)
+    tvm.build(s, [A, C])(a, c)  # the schedule is intact
+    np.testing.assert_array_equal(c, (a + 1) * 2)
+
+
+def test_rfactor_names_the_factor_axis_given():
+    A = tvm.placeholder((8, 12), name="A")
+    k = tvm.reduce_axis((0, 12), "k")
+    C = tvm.compute((8,), lambda i: tvm.sum(A[i, k], axis=k), name="C")
+    s = tvm.create_schedule(C.op)
+    _, ki = s[C].split(k, 4)
+    with pytest.raises(ValueError, match=r"factor_axis -3 is out of range .* \(-2 to 1\)"):
+        s.rfactor(C, ki, factor_axis=-3)
+    with pytest.raises(TypeError, match=r"factor_axis must be an int, got str"):
+        s.rfactor(C, ki, factor_axis="a")
+
+
+def test_gpu_only_primitives():
+    # storage_align and double_buffer are layout hints with no effect on a CPU (the values are
+    # the same); bind maps loops to GPU threads and is refused with the CPU's way to say it
+    A = tvm.placeholder((8, 6), name="A")
+    B = tvm.compute((8, 6), lambda i, j: A[i, j] * 2.0, name="B")
+    C = tvm.compute((8, 6), lambda i, j: B[i, j] + 1.0, name="C")
+    s = tvm.create_schedule(C.op)
+    s[B].storage_align(B.op.axis[0], 16, 1)
+    s[B].double_buffer()
+    with pytest.raises(ValueError, match=r"factor must be an int >= 1"):
+        s[B].storage_align(B.op.axis[0], 0, 1)
+    with pytest.raises(ValueError, match=r"not an axis of stage 'B'"):
+        s[B].storage_align(C.op.axis[0], 16, 1)
+    with pytest.raises(ValueError, match=r"GPU threads.*parallel"):
+        s[C].bind(C.op.axis[0], None)
+    a = np.random.default_rng(0).random((8, 6), dtype="float32")
+    c = np.empty_like(a)
+    tvm.build(s, [A, C])(a, c)
+    np.testing.assert_array_equal(c, a * 2 + 1)

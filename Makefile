@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := llvm-19-dev libdlpack-dev libgtest-dev clang-format-19
+APT_PACKAGES := llvm-19-dev libdlpack-dev libgtest-dev clang-format-19 cmake g++ python3-venv
 PY_DEPS := numpy torch==2.13.0 jax pytest hypothesis pybind11 scikit-build-core ninja ruff mpmath \
 	tqdm matplotlib nbclient nbformat ipykernel xgboost-cpu ray pytest-xdist
 BUILD_DIR := build/dev

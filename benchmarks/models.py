@@ -140,7 +140,11 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=None, help="sequence length of BERT (128)")
     parser.add_argument("--profile", action="store_true", help="per-loop table of ours")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "models.json"))
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="JSON path (results/models.json; results/models_<image>.json with --image)",
+    )
     opts = parser.parse_args()
     try:
         names = model_names(opts.models)
@@ -215,7 +219,9 @@ def main() -> None:
     ratios = [r["pytvmbridge_ms"] / r["inductor_freezing_ms"] for r in rows]
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     print(f"geometric mean of ours/inductor-freezing: {geomean:.2f}")
-    out = Path(opts.out)
+    # another image size writes its own file: the 224 table's JSON is not overwritten
+    default = "models.json" if opts.image in (None, 224) else f"models_{opts.image}.json"
+    out = Path(opts.out or Path(__file__).parent / "results" / default)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {
         "torch": torch.__version__,

@@ -247,6 +247,7 @@ class Kernel(_core.Caller):
             return cache.build_auto(args, self.target, self.name, config), reads
         s = create_schedule([t.op for t in outputs])
         if self.schedule is not None:
+            _check_schedule_signature(self.schedule, len(outputs))
             scheduled = self.schedule(s, *outputs)
             if scheduled is not None:
                 s = scheduled
@@ -482,6 +483,23 @@ def _parameters(fn: Callable[..., Any]) -> tuple[list[str] | None, int | None]:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
             names.append(p.name)
     return names, len(names)
+
+
+def _check_schedule_signature(fn: Callable[..., Any], n_outputs: int) -> None:
+    """A TypeError naming the calling convention when ``schedule=`` cannot take
+    ``(s, *outputs)`` (a one-argument ``fn(s)`` failed inside the user's own frame)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable: let the call speak
+        return
+    try:
+        sig.bind(*([None] * (1 + n_outputs)))
+    except TypeError as err:
+        raise TVMTypeError(
+            f"@kernel(schedule=...) is called as schedule(s, *outputs): here with the schedule "
+            f"and {n_outputs} output tensor(s), which {getattr(fn, '__name__', fn)!r}"
+            f"{sig} cannot take ({err})"
+        ) from None
 
 
 @overload

@@ -702,8 +702,16 @@ def _tc_define_forms(
         try:
             lang = lang.format(**constants)
         except (KeyError, IndexError) as err:
+            key = str(err.args[0])
+            if not key.isidentifier():
+                # a TC body in single braces ("{ C(i) = A(i) * S }") read as a field name
+                raise TVMValueError(
+                    f"define(): with constants=, braces that belong to TC must be doubled "
+                    f"({{{{ and }}}}), as in TC v0.1.1: the source's {{{key.strip()[:40]}}} "
+                    "was read as a constant's name"
+                ) from None
             raise TVMValueError(
-                f"define(): the TC source uses the constant {{{err.args[0]}}} but constants= "
+                f"define(): the TC source uses the constant {{{key}}} but constants= "
                 f"gives only {', '.join(constants)}"
             ) from None
         except ValueError as err:

@@ -29,6 +29,9 @@ def test_constants_are_substituted_as_tc_v011_did():
         tc.define(lang, name="avgpool", constants={"sH": 2})
     with pytest.raises(ValueError, match="doubled"):
         tc.define("def f(float(N) A) -> (B) { B(i) = A(i) * {k} }", constants={"k": 2})
+    # a body in single braces with no {name} in it reads as a constant named by the body
+    with pytest.raises(ValueError, match=r"doubled .*\{B\(i\) = A\(i\) \* k\} was read"):
+        tc.define("def f(float(N) A) -> (B) { B(i) = A(i) * k }", constants={"k": 2})
 
 
 def test_options_factory_and_def_attributes():

@@ -406,3 +406,19 @@ def test_tune_is_checked_when_the_kernel_is_made():
         kernel(tune=2, schedule=None)(body)
     k = kernel(tune=0, schedule=None)(body)  # no tuning: any schedule
     np.testing.assert_array_equal(k(np.zeros(3, "float32")), np.ones(3, "float32"))
+
+
+def test_a_schedule_function_of_the_wrong_arity_is_told_the_convention():
+    # fn(s) failed with "sched() takes 1 positional argument but 2 were given" from its own frame
+    def one_argument(s):
+        pass
+
+    double = kernel(lambda X: tvm.compute(X.shape, lambda i: X[i] * 2), schedule=one_argument)
+    with pytest.raises(TypeError, match=r"schedule\(s, \*outputs\).*1 output.*'one_argument'"):
+        double(np.ones(4, "float32"))
+
+    def vectorized(s, out):
+        s[out].vectorize(out.op.axis[0])
+
+    double = kernel(lambda X: tvm.compute(X.shape, lambda i: X[i] * 2), schedule=vectorized)
+    np.testing.assert_array_equal(double(np.arange(4, dtype="float32")), [0, 2, 4, 6])

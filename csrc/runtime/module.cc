@@ -464,6 +464,13 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
     int64_t hi = eval_int(check.hi, values, &overflow);
     int64_t extent = eval_int(check.extent, values, &overflow);
     if (!overflow.empty()) continue;  // the sizes' own checks speak for those
+    if (check.nonempty && extent < 1) {
+      value_error("kernel '", name_, "': ", check.what, ", which is ", extent, " for these arrays",
+                  where_bound(check.extent, values),
+                  ": an empty axis has no index of its maximum or minimum (NumPy and PyTorch "
+                  "refuse it too)");
+    }
+    if (check.nonempty) continue;
     if (lo < 0 || hi >= extent) {
       value_error("kernel '", name_, "': ", check.what, " at indices ", lo, "..", hi, " (",
                   to_string(check.lo), "..", to_string(check.hi), "), but it has ", extent,

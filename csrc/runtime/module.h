@@ -62,6 +62,7 @@ struct ReadCheck {
   std::string what;
   Expr lo, hi, extent;
   std::vector<Expr> loops;
+  bool nonempty = false;  // no read: extent must be >= 1 (te/read_bounds.h)
 };
 
 // Compiles the strided (generic) variant of a kernel on demand: the JIT holding it and its entry.

@@ -409,7 +409,8 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
                                  {"lo", expr_to_json(c.lo, slots)},
                                  {"hi", expr_to_json(c.hi, slots)},
                                  {"extent", expr_to_json(c.extent, slots)},
-                                 {"loops", std::move(loops)}});
+                                 {"loops", std::move(loops)},
+                                 {"nonempty", c.nonempty}});
   }
   json::Array functions, imports, features;
   std::vector<std::string> seen;
@@ -549,6 +550,12 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
                   r.expr(r.field(o, "extent"), slots),
                   {}};
       for (const json::Value& e : r.array(o, "loops")) c.loops.push_back(r.expr(e, slots));
+      // (files saved before the field existed hold reads only)
+      if (const json::Value* flag = o.get("nonempty")) {
+        std::optional<bool> nonempty = flag->getAsBoolean();
+        if (!nonempty) r.fail("field 'nonempty' of a read check must be true or false");
+        c.nonempty = *nonempty;
+      }
       read_checks.push_back(std::move(c));
     }
   }

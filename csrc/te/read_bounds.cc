@@ -171,6 +171,20 @@ std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
     };
     for (const IterVar& iv : compute->axis) add_loop(iv);
     for (const IterVar& iv : compute->reduce_axis) add_loop(iv);
+    if (compute->tag == "comm_reduce_idx") {
+      // NumPy and PyTorch refuse the index of an extreme of nothing; over an empty axis the
+      // reduction would give its identity (INT32_MAX), an index out of range. A constant empty
+      // axis is refused when the compute is made (topi); a symbolic one per call.
+      std::vector<Expr> outputs;
+      for (const IterVar& iv : compute->axis) outputs.push_back(iv->dom.extent);
+      for (const IterVar& iv : compute->reduce_axis) {
+        if (as_const_int(iv->dom.extent)) continue;
+        DataType t = iv->dom.extent.dtype();
+        out.push_back({str_cat("compute '", op->name, "' (the index of an extreme) reduces over ",
+                               to_string(iv->dom.extent), " elements"),
+                       make_zero(t), make_zero(t), iv->dom.extent, outputs, true});
+      }
+    }
     UnconditionalReads finder;
     for (const Expr& e : compute->body) finder.visit(e);
     for (const TensorRead* read : finder.reads) {

@@ -248,6 +248,29 @@ def test_argmax_argmin_of_an_empty_axis_are_refused_like_numpy():
     run([A], topi.argmax(A, axis=0), [np.zeros((3, 0), "float32")], np.zeros(0, "int32"))
 
 
+def test_argmax_argmin_of_an_axis_empty_at_call_time_are_refused():
+    # a symbolic axis of size 0 gave the reduction's identity, 2147483647, an index out of range
+    n, m = tvm.var("n"), tvm.var("m")
+    A = tvm.placeholder((n, m), name="A")
+    for fn, ref in ((topi.argmax, np.argmax), (topi.argmin, np.argmin)):
+        out = fn(A, axis=1)
+        f = tvm.build(tvm.auto_schedule(out), [A, out])
+        with pytest.raises(ValueError, match=r"reduces over m elements, which is 0.*empty axis"):
+            f(np.zeros((2, 0), "float32"), np.zeros(2, "int32"))
+        a = random((5, 7), "float32")
+        got = np.zeros(5, "int32")
+        f(a, got)
+        np.testing.assert_array_equal(got, ref(a, axis=1))
+        f(np.zeros((0, 0), "float32"), np.zeros(0, "int32"))  # no rows: nothing to refuse
+        # the check travels with a saved module
+        g = tvm.runtime.module_from_bytes(tvm.runtime.module_to_bytes(f))
+        with pytest.raises(ValueError, match=r"empty axis"):
+            g(np.zeros((3, 0), "float32"), np.zeros(3, "int32"))
+    double = tvm.kernel(lambda X: topi.argmax(X, axis=-1))
+    with pytest.raises(ValueError, match=r"empty axis"):
+        double(np.zeros((3, 0), "float32"))
+
+
 def test_argmax_one_pass_schedule():
     # The steps are computed per row inside the lanes' parallel loop, 16 lanes at a time: one
     # parallel region, one pass over the data (no separate maximum).

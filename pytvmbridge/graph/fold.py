@@ -209,6 +209,14 @@ class DerivedCache:
     def clear(self) -> None:
         self._entries.clear()
 
+    # A compiled graph pickles with an empty cache: the entries are made again on first use
+    # (weak references do not pickle, and the sources are another process's tensors).
+    def __getstate__(self) -> dict[str, Any]:
+        return {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+
 
 # --- finding the patterns in an FX graph --------------------------------------------------------
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,9 +43,14 @@ from .runtime import module_from_bytes, module_to_bytes
 
 __all__ = ["TorchModule", "output_spec", "run_module"]
 
-# Modules loaded in this process, by the SHA-256 of their bytes.
-_modules: dict[str, Module] = {}
+# Modules loaded in this process, by the SHA-256 of their bytes: held by the TorchModules that
+# carry them, and the last RECENT loaded from a code tensor alone (an exported program's or a
+# scripted model's buffer) by _recent, so a dropped model's code is freed (a strong dict kept
+# every compiled model's JIT code for the life of the process: 0.8 MB and 4 mappings each).
+_modules: weakref.WeakValueDictionary[str, Module] = weakref.WeakValueDictionary()
 _modules_lock = threading.Lock()
+RECENT = 32
+_recent: OrderedDict[str, Module] = OrderedDict()
 
 
 def _module_for(key: str, code: torch.Tensor) -> Module:
@@ -58,7 +65,12 @@ def _module_for(key: str, code: torch.Tensor) -> Module:
         )
     module = module_from_bytes(data, f"<pytvmbridge::run_module {key[:12]}>")
     with _modules_lock:
-        return _modules.setdefault(key, module)
+        module = _modules.setdefault(key, module)
+        _recent[key] = module
+        _recent.move_to_end(key)
+        while len(_recent) > RECENT:
+            _recent.popitem(last=False)
+        return module
 
 
 def output_spec(module: Module, data: bytes | None = None) -> str:
@@ -206,11 +218,23 @@ class TorchModule(torch.nn.Module):
             data = module_to_bytes(module)
         key = hashlib.sha256(data).hexdigest()
         with _modules_lock:
-            _modules.setdefault(key, module)
+            module = _modules.setdefault(key, module)
+        self._module = module  # what keeps it loaded (see _modules)
         self.register_buffer("code", torch.frombuffer(bytearray(data), dtype=torch.uint8))
         self.key = key
         self.spec = output_spec(module, data)
         self.num_outputs = len(json.loads(self.spec)["outputs"])
+
+    # The loaded module is not pickled (the code buffer is its bytes): loaded again, from the
+    # buffer, when the model is unpickled or copied.
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_module", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._module = _module_for(self.key, self.code)
 
     def forward(self, *inputs: torch.Tensor) -> Any:
         outs = torch.ops.pytvmbridge.run_module(self.code, self.key, self.spec, list(inputs))

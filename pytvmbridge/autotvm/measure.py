@@ -748,6 +748,15 @@ class LocalRunner:
         for k in range(len(self._workers)):
             self._stop(k, graceful=True)
 
+    def __del__(self) -> None:
+        # A runner dropped without close(): its workers stopped and reaped now (they were left
+        # as zombies, their pipes open, until the next runner started).
+        try:
+            for k in range(len(getattr(self, "_workers", ()))):
+                self._stop(k)
+        except Exception:  # interpreter shutdown: multiprocessing may be gone already
+            pass
+
     def _start(self, k: int) -> tuple[Any, Any]:
         parent, child = self._ctx.Pipe()
         inherited = [parent] + [w[1] for w in self._workers if w is not None]

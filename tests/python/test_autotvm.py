@@ -928,3 +928,32 @@ def test_canonical_points_are_cached_and_copied():
         assert first == again == fresh.canonical(c)  # the cache answers as a fresh space does
         again[next(iter(again))]["x"] = 1  # the caller's copy, not the cache's
         assert task.canonical(c) == first
+
+
+def test_a_dropped_runner_reaps_its_workers():
+    # without close() or `with`, the workers stayed as zombies until the next runner started
+    import gc
+    import time
+
+    task = _mm_task(16)
+    runner = autotvm.LocalRunner(
+        task, n_parallel=2, option=MeasureOption(repeat=1, min_repeat_ms=1)
+    )
+    (result,) = runner.run([task.space.default()])
+    assert result.error == 0
+    pids = [w[0].pid for w in runner._workers if w is not None]
+    assert pids
+    del runner
+    gc.collect()
+
+    def state(pid: int) -> str:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split()[2]
+        except FileNotFoundError:
+            return "gone"
+
+    deadline = time.monotonic() + 10
+    while any(state(p) != "gone" for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [state(p) for p in pids] == ["gone"] * len(pids)

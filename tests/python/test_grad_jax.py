@@ -85,3 +85,27 @@ def test_grad_of_a_scalar_loss_and_of_a_0d_input():
     ds, da = jax.grad(lambda s, a: scale(s, a).sum(), argnums=(0, 1))(jnp.float32(2.0), x)
     np.testing.assert_allclose(ds, 3.0)
     np.testing.assert_allclose(da, [2.0, 2.0, 2.0])
+
+
+def test_the_backward_callback_is_made_once():
+    # The host callback is a static parameter of JAX's primitive: a closure made per backward
+    # was a new primitive each eager call, compiled and cached again (15 ms and 1.5 MB a call)
+    @tvm.kernel
+    def f(A, B):
+        return tvm.compute(A.shape, lambda i, j: tvm.tanh(A[i, j]) * B[i, j])
+
+    x = jnp.ones((4, 4))
+    y = jnp.full((4, 4), 2.0)
+
+    def callbacks():
+        jaxpr = jax.make_jaxpr(jax.grad(lambda a: f(a, y).sum()))(x)
+        return [
+            e.params["callback"] for e in jaxpr.jaxpr.eqns if e.primitive.name == "pure_callback"
+        ]
+
+    first, second = callbacks(), callbacks()
+    assert len(first) == 2  # the forward's and the backward's
+    assert first == second
+    for _ in range(3):
+        g = jax.grad(lambda a: f(a, y).sum())(x)
+        np.testing.assert_allclose(g, (1 - np.tanh(1.0) ** 2) * 2, rtol=1e-5)

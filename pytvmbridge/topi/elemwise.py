@@ -127,7 +127,8 @@ def sign(x: Tensor) -> Tensor:
 
     def fn(v: te.Expr) -> te.Expr:
         one, zero = te.const(1, v.dtype), te.const(0, v.dtype)
-        rest = v * zero if is_float(v.dtype) else zero  # v * 0 keeps NaN
+        # v * 0 keeps NaN; + 0 makes -0.0 the +0.0 NumPy and PyTorch give
+        rest = v * zero + zero if is_float(v.dtype) else zero
         return te.select(v > zero, one, te.select(v < zero, -one, rest))
 
     return _elemwise(x, fn, "sign")

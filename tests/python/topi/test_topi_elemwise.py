@@ -71,22 +71,23 @@ def test_integer_unary_ops(dtype):
 
 
 def test_special_float_values():
-    A = tvm.placeholder((6,), name="A")
-    a = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3.0], "float32")
+    A = tvm.placeholder((7,), name="A")
+    a = np.array([0.0, -1.5, np.inf, -np.inf, np.nan, 3.0, -0.0], "float32")
     outs = [topi.isnan(A), topi.isinf(A), topi.isfinite(A), topi.sign(A)]
     s = tvm.create_schedule([o.op for o in outs])
     f = tvm.build(s, [A, *outs])
     res = [
-        np.empty(6, "bool"),
-        np.empty(6, "bool"),
-        np.empty(6, "bool"),
-        np.empty(6, "float32"),
+        np.empty(7, "bool"),
+        np.empty(7, "bool"),
+        np.empty(7, "bool"),
+        np.empty(7, "float32"),
     ]
     f(a, *res)
     np.testing.assert_array_equal(res[0], np.isnan(a))
     np.testing.assert_array_equal(res[1], np.isinf(a))
     np.testing.assert_array_equal(res[2], np.isfinite(a))
     np.testing.assert_array_equal(res[3], np.sign(a))  # NaN stays NaN
+    np.testing.assert_array_equal(np.signbit(res[3]), np.signbit(np.sign(a)))  # sign(-0.0) = +0.0
 
 
 def test_float_ops_reject_integers():

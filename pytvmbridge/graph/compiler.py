@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -156,8 +157,53 @@ class UnsupportedGraphError(UnsupportedOperatorError):
     this, an :class:`UnsupportedOperatorError`)."""
 
 
+# Sizes the graph's inputs carry only shifted (see _shifted_sizes), replaced while a graph is
+# converted: symbol -> (new symbol - offset).
+_SIZE_SUBSTITUTIONS: contextvars.ContextVar[dict[Any, Any] | None] = contextvars.ContextVar(
+    "_SIZE_SUBSTITUTIONS", default=None
+)
+
+
+def _substituted(expr: Any) -> Any:
+    subs = _SIZE_SUBSTITUTIONS.get()
+    return expr.xreplace(subs) if subs and isinstance(expr, sympy.Basic) else expr
+
+
+def _shifted_sizes(placeholders: Sequence[torch.fx.Node]) -> dict[Any, Any]:
+    """Symbols that no tensor input has as a dimension but one has shifted (``s - 2``: a
+    convolution's output handed to the next partition, under ``dynamic=True``): each becomes
+    a new symbol for that dimension plus the shift, so the kernel binds it from that
+    dimension (sizes are bound from plain dimensions only; the partition used to run in
+    PyTorch, "sizes ['s'] cannot be bound from the inputs")."""
+    plain: set[Any] = set()
+    shifted: dict[Any, Any] = {}
+    for node in placeholders:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for dim in val.shape:
+            if not isinstance(dim, torch.SymInt):
+                continue
+            expr = dim.node.expr
+            if isinstance(expr, sympy.Symbol):
+                plain.add(expr)
+            elif isinstance(expr, sympy.Add) and len(expr.free_symbols) == 1:
+                (symbol,) = expr.free_symbols
+                offset = expr - symbol
+                if isinstance(offset, sympy.Integer) and symbol not in shifted:
+                    shifted[symbol] = offset
+    subs = {}
+    for symbol, offset in shifted.items():
+        if symbol in plain:
+            continue
+        shift = f"plus{int(offset)}" if offset > 0 else f"minus{-int(offset)}"
+        subs[symbol] = sympy.Symbol(f"{symbol}_{shift}", integer=True, positive=True) - offset
+    return subs
+
+
 def _sym_to_expr(expr: Any, size_vars: dict[str, te.Var]) -> Any:
     """A sympy expression over symbolic sizes -> a TE expression over size variables."""
+    expr = _substituted(expr)
     if isinstance(expr, (int, sympy.Integer)):
         return int(expr)
     if isinstance(expr, sympy.Symbol):
@@ -627,6 +673,40 @@ def compile_graph(
     lanes = _layout_lanes(options, target)
     permuted = _permuted_inputs(gm, plan) if options.get("permute_inputs") else frozenset()
     winograd: dict[str, int] = {}
+    substitutions = _SIZE_SUBSTITUTIONS.set(_shifted_sizes(placeholders))
+    try:
+        return _compile_imported(
+            gm,
+            placeholders,
+            out_nodes,
+            is_tuple,
+            plan,
+            lanes,
+            permuted,
+            winograd,
+            target,
+            name,
+            tuning,
+            options,
+        )
+    finally:
+        _SIZE_SUBSTITUTIONS.reset(substitutions)
+
+
+def _compile_imported(
+    gm: torch.fx.GraphModule,
+    placeholders: list[torch.fx.Node],
+    out_nodes: list[Any],
+    is_tuple: bool,
+    plan: FoldPlan,
+    lanes: int,
+    permuted: frozenset[str],
+    winograd: dict[str, int],
+    target: str,
+    name: str,
+    tuning: Any,
+    options: dict[str, Any],
+) -> CompiledGraph:
     with blocking(lanes):
         inputs, outputs, _ = import_graph(gm, plan=plan, permuted=permuted)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
@@ -706,13 +786,14 @@ def compile_graph(
             continue
         for d, dim in enumerate(val.shape):
             if isinstance(dim, torch.SymInt):
-                needed |= {str(x) for x in dim.node.expr.free_symbols}
-                if isinstance(dim.node.expr, sympy.Symbol):
-                    bindings.setdefault(str(dim.node.expr), (i, d))
+                expr = _substituted(dim.node.expr)
+                needed |= {str(x) for x in expr.free_symbols}
+                if isinstance(expr, sympy.Symbol):
+                    bindings.setdefault(str(expr), (i, d))
     for meta in out_meta:
         for dim in meta.shape:
             if isinstance(dim, torch.SymInt):
-                needed |= {str(x) for x in dim.node.expr.free_symbols}
+                needed |= {str(x) for x in _substituted(dim.node.expr).free_symbols}
     missing = needed - set(bindings)
     if missing:
         raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")

@@ -132,6 +132,23 @@ def test_mark_dynamic_conv_then_flatten_compiles_once_in_strict_mode():
     assert backend.compile_count - before == 1
 
 
+def test_dynamic_conv_then_flatten_compiles_in_strict_mode():
+    # dynamic=True makes the image size symbolic too: the convolution's output, handed to the
+    # next partition, has (s - 2) rows and columns and no input carries s itself ("sizes
+    # ['s69'] cannot be bound from the inputs", the partition ran in PyTorch); the kernel
+    # binds s - 2 from that dimension now
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(256, 10)
+    ).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for batch in (4, 5, 9):
+            x = torch.randn(batch, 3, 6, 6)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
 def _grads(model, x):
     model.zero_grad()
     x = x.clone().requires_grad_(True)

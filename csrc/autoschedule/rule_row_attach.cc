@@ -518,7 +518,14 @@ bool schedule_row_group(Context& ctx, const Stage& out,
   }
   for (const Stage& st : stages) {
     if (in(group, st)) {
-      if (reads_through_inline(ctx.sch, out, st)) {
+      // Inside a buffer's loop only when no other statistic reads it: one that does is
+      // computed in the output's loop (a float16 softmax's backward reads the maximum in the
+      // exponentials' buffer and in the sum of its gradient: attached in the buffer, the sum's
+      // partial results read it from outside that loop and the schedule was refused).
+      bool read_by_member = std::any_of(group.begin(), group.end(), [&](const Stage& g) {
+        return g != st && reads_through_inline(ctx.sch, g, st);
+      });
+      if (read_by_member || reads_through_inline(ctx.sch, out, st)) {
         compute_at(st, out, at);
       } else {
         auto reader = std::find_if(buffers.begin(), buffers.end(), [&](const Stage& b) {

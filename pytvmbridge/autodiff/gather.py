@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import _core
 from .. import te as _te
+from ..topi.utils import accumulate_dtype
 from .algebra import factor_out, sums_to_zero
 from .linear import affine, free_vars, var_key
 
@@ -188,13 +189,20 @@ def gather_adjoint(
     if factored is not None:
         return factored
 
+    # float16/bfloat16 terms are summed in float32, as the forward's reductions are (summed in
+    # 16 bits, 65536 terms of 0.5 came to 1024 in float16 and 128 in bfloat16)
+    acc = accumulate_dtype(tensor.dtype)
+
     def body(*xs: Any) -> Any:
         rvs = reduce_axes()
-        return _te.sum(build(xs, [r.var for r in rvs]), axis=rvs)
+        return _te.sum(_widened(build(xs, [r.var for r in rvs]), acc), axis=rvs)
 
     order = small_axes_first(tensor.shape)
     if order is None:
-        return _te.compute(tensor.shape, body, name=name)
+        if acc == tensor.dtype:
+            return _te.compute(tensor.shape, body, name=name)
+        summed = _te.compute(tensor.shape, body, name=f"{name}_acc")
+        return _te.compute(tensor.shape, lambda *xs: summed[xs].astype(tensor.dtype), name=name)
     # A reduction whose innermost axes are short (a convolution's weight gradient ends in its
     # 3x3 window) vectorizes and blocks badly: reduce into a layout with those axes outermost,
     # then transpose back (a copy of the small result).
@@ -204,7 +212,16 @@ def gather_adjoint(
         lambda *ys: body(*[ys[w] for w in where]),
         name=f"{name}_t",
     )
-    return _te.compute(tensor.shape, lambda *xs: inner[tuple(xs[d] for d in order)], name=name)
+    return _te.compute(
+        tensor.shape,
+        lambda *xs: _widened(inner[tuple(xs[d] for d in order)], tensor.dtype),
+        name=name,
+    )
+
+
+def _widened(e: Any, dtype: str) -> Any:
+    """``e`` cast to ``dtype`` where it has another dtype."""
+    return e if e.dtype == dtype else e.astype(dtype)
 
 
 def _div_mod_pairs(tensor: Any, indices: list[Any]) -> dict[int, tuple[int, int, Any]]:
@@ -277,10 +294,13 @@ def _factored(tensor: Any, build: Any, reduce_axes: Any, name: str) -> Any:
     def at(e: Any, xs: Any) -> Any:
         return _core.substitute(e, list(zip(xs0, xs, strict=True)))
 
+    acc = accumulate_dtype(val.dtype)  # (see gather_adjoint's body)
     inner = _te.compute(
-        tensor.shape, lambda *xs: _te.sum(at(inside, xs), axis=rvs), name=f"{name}_sum"
+        tensor.shape,
+        lambda *xs: _te.sum(_widened(at(inside, xs), acc), axis=rvs),
+        name=f"{name}_sum",
     )
-    return lambda *xs: at(outside, xs) * inner[tuple(xs)]
+    return lambda *xs: at(outside, xs) * _widened(inner[tuple(xs)], val.dtype)
 
 
 def _is_zero_float(e: Any) -> bool:

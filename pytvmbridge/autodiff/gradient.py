@@ -15,6 +15,7 @@ from typing import Any
 from .. import _core
 from .. import te as _te
 from ..error import TVMTypeError, TVMValueError
+from ..topi.utils import accumulate_dtype
 from .algebra import Saved, flatten, use_saved
 from .derivative import NotDifferentiable, derivative, mul, site_key
 from .gather import gather_adjoint
@@ -342,7 +343,7 @@ def _row_stat(c: Tensor, src: Any, raxes: list[Any], rcond: Any, what: str) -> T
     ``c``'s shape: ``"ties"`` counts the elements equal to ``c``, ``"zeros"`` the zero elements,
     ``"nonzero_prod"`` multiplies the nonzero ones."""
     op = c.op
-    dtype = c.dtype
+    dtype = accumulate_dtype(c.dtype)  # counted in float32 for 16-bit floats (see gather.py)
 
     def body(*idx: Any) -> Any:
         fresh = [
@@ -355,11 +356,15 @@ def _row_stat(c: Tensor, src: Any, raxes: list[Any], rcond: Any, what: str) -> T
         where = _core.substitute(rcond, pairs) if rcond is not None else None
         one, zero = _core.const(1, dtype), _core.const(0, dtype)
         if what == "nonzero_prod":
+            x = x if x.dtype == dtype else x.astype(dtype)
             return _te.prod(_core.select(x != zero, x, one), axis=fresh, where=where)
-        hit = x == c[idx] if what == "ties" else x == zero
+        hit = x == c[idx] if what == "ties" else x == _core.const(0, x.dtype)
         return _te.sum(_core.select(hit, one, zero), axis=fresh, where=where)
 
-    return _te.compute(c.shape, body, name=f"{op.name}_{what}")
+    if dtype == c.dtype:
+        return _te.compute(c.shape, body, name=f"{op.name}_{what}")
+    stat = _te.compute(c.shape, body, name=f"{op.name}_{what}_acc")
+    return _te.compute(c.shape, lambda *i: stat[i].astype(c.dtype), name=f"{op.name}_{what}")
 
 
 def _as_expr(v: Any, dtype: str) -> Any:

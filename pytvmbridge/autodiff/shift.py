@@ -129,6 +129,11 @@ class _Analysis:
             if name == "log" and classes[0][0] == "mul":
                 return ("add", classes[0][1])
             raise _Unknown
+        if kind == "Cast" and _is_float(e.dtype) and _is_float(parts[1].dtype):
+            # float to float: the identity in exact arithmetic (a float16 softmax computes in
+            # float32 between two casts; seen as opaque, its maximum's two large adjoints were
+            # summed in float16 and missed cancelling by 2-3x the element's gradient)
+            return self.expr(parts[1])
         if kind == "Reduce":
             combiner, src, raxes, cond = parts[1], parts[2], parts[3], parts[4]
             if cond is not None and self.expr(cond) is not None:
@@ -152,6 +157,10 @@ class _Analysis:
                     if self.expr(q) is not None:
                         raise _Unknown
         return None
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
 
 
 _UNKNOWN_MARK = ("unknown", {})

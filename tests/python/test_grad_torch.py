@@ -356,3 +356,45 @@ def test_extern_and_scan_stages_have_no_gradient_rather_than_a_wrong_one():
     torch.testing.assert_close(y, torch.cumsum(x.detach(), 0))
     with pytest.raises(RuntimeError, match="scan"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_gradients_sum_in_float32(dtype):
+    # The sums a gradient derives (a broadcast input's, a weight's) ran in 16 bits: 65536 terms
+    # of 0.5 came to 1024 in float16 and 128 in bfloat16; PyTorch sums in float32.
+    add = tvm.kernel(lambda x, b: topi.add(x, b), name="add_bias")
+    b = torch.zeros(3, dtype=dtype, requires_grad=True)
+    add(torch.zeros(65536, 3, dtype=dtype), b).backward(torch.full((65536, 3), 0.5, dtype=dtype))
+    assert b.grad.dtype == dtype
+    assert b.grad.tolist() == [32768.0] * 3
+    dense = tvm.kernel(lambda x, w: topi.nn.dense(x, w), name="dense_half")
+    torch.manual_seed(0)
+    x, w = torch.randn(8192, 16, dtype=torch.float64), torch.randn(8, 16, dtype=torch.float64)
+    g = torch.randn(8192, 8, dtype=torch.float64)
+    want = g.t() @ x  # d(x @ w.T)/dw
+    wh = w.to(dtype).requires_grad_()
+    dense(x.to(dtype), wh).backward(g.to(dtype))
+    err = ((wh.grad.double() - want).norm() / want.norm()).item()
+    assert err < (2e-3 if dtype == torch.float16 else 1e-2), err  # was 0.23 and 0.88
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_softmax_gradient_at_the_row_maximum(dtype):
+    # The maximum's shift cancels in exact arithmetic; the float32 casts of a 16-bit softmax hid
+    # that from the analysis, and its two large adjoints, summed in 16 bits, missed cancelling:
+    # the gradient at each row's maximum was off by 2-3x.
+    softmax = tvm.kernel(lambda a: topi.nn.softmax(a), name="softmax_half")
+    torch.manual_seed(0)
+    x = torch.randn(3, 4096, dtype=torch.float64)
+    g = torch.rand(3, 4096, dtype=torch.float64)
+    ref = x.clone().requires_grad_()
+    torch.softmax(ref, -1).backward(g)
+    h = x.to(dtype).requires_grad_()
+    softmax(h).backward(g.to(dtype))
+    at_max = x.argmax(-1)
+    rows = torch.arange(3)
+    # PyTorch's own 16-bit softmax is 1.7e-6 (float16) and 9.3e-6 (bfloat16) off there
+    atol = 5e-6 if dtype == torch.float16 else 3e-5
+    err = (h.grad.double()[rows, at_max] - ref.grad[rows, at_max]).abs().max().item()
+    assert err < atol, err  # float16 was 5e-4 off
+    assert (h.grad.double() - ref.grad).abs().max().item() < atol

@@ -465,10 +465,11 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
     int64_t extent = eval_int(check.extent, values, &overflow);
     if (!overflow.empty()) continue;  // the sizes' own checks speak for those
     if (check.nonempty && extent < 1) {
-      value_error("kernel '", name_, "': ", check.what, ", which is ", extent, " for these arrays",
+      value_error("kernel '", name_, "': ", check.what,
+                  ", which needs at least one element and has ", extent, " for these arrays",
                   where_bound(check.extent, values),
-                  ": an empty axis has no index of its maximum or minimum (NumPy and PyTorch "
-                  "refuse it too)");
+                  "; an empty axis has no index of a maximum and no element to take (NumPy and "
+                  "PyTorch refuse it too)");
     }
     if (check.nonempty) continue;
     if (lo < 0 || hi >= extent) {

@@ -3,6 +3,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "ir/op.h"
 #include "ir/printer.h"
@@ -171,18 +172,30 @@ std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
     };
     for (const IterVar& iv : compute->axis) add_loop(iv);
     for (const IterVar& iv : compute->reduce_axis) add_loop(iv);
-    if (compute->tag == "comm_reduce_idx") {
-      // NumPy and PyTorch refuse the index of an extreme of nothing; over an empty axis the
-      // reduction would give its identity (INT32_MAX), an index out of range. A constant empty
-      // axis is refused when the compute is made (topi); a symbolic one per call.
+    // attrs["nonempty_reads"] = [k, d, ...]: dimension d of input k (input_tensors() order)
+    // must have an element wherever the compute has one: the index of an extreme (argmax)
+    // over it, an element taken from it (take's clipped or wrapped index), which over an
+    // empty axis read outside the tensor or gave an index out of range. NumPy and PyTorch
+    // refuse both. A constant empty axis is refused by topi when the compute is made.
+    auto nonempty = compute->attrs.find("nonempty_reads");
+    if (nonempty != compute->attrs.end()) {
+      const auto* pairs = std::get_if<std::vector<int64_t>>(&nonempty->second);
+      std::vector<Tensor> inputs = op->input_tensors();
       std::vector<Expr> outputs;
       for (const IterVar& iv : compute->axis) outputs.push_back(iv->dom.extent);
-      for (const IterVar& iv : compute->reduce_axis) {
-        if (as_const_int(iv->dom.extent)) continue;
-        DataType t = iv->dom.extent.dtype();
-        out.push_back({str_cat("compute '", op->name, "' (the index of an extreme) reduces over ",
-                               to_string(iv->dom.extent), " elements"),
-                       make_zero(t), make_zero(t), iv->dom.extent, outputs, true});
+      for (size_t k = 0; pairs && k + 1 < pairs->size(); k += 2) {
+        auto in = static_cast<size_t>((*pairs)[k]);
+        auto d = static_cast<size_t>((*pairs)[k + 1]);
+        if (in >= inputs.size() || d >= inputs[in].shape().size()) {
+          value_error("compute '", op->name, "': attrs['nonempty_reads'] names dimension ", d,
+                      " of input ", in, ", which it does not have");
+        }
+        const Expr& extent = inputs[in].shape()[d];
+        if (auto c = as_const_int(extent); c && *c > 0) continue;  // (an empty one: per call)
+        DataType t = extent.dtype();
+        out.push_back({str_cat("compute '", op->name, "' reads dimension ", d, " of '",
+                               inputs[in].op()->name, "' (", to_string(extent), ")"),
+                       make_zero(t), make_zero(t), extent, outputs, true});
       }
     }
     UnconditionalReads finder;

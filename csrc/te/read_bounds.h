@@ -24,13 +24,15 @@ struct ReadBound {
   Expr extent;       // the tensor's size in that dimension
   // The extents of the loops the index varies over: when one is 0 nothing is read.
   std::vector<Expr> loops;
-  // Not a read: `extent` must be at least 1 (the index of an extreme of an argmax has no value
-  // over an empty axis), `what` names it; lo and hi are 0.
+  // Not a read: `extent` must be at least 1 where the compute has elements (argmax has no
+  // index over an empty axis, take no element to clip or wrap to), `what` names it; lo and hi
+  // are 0.
   bool nonempty = false;
 };
 
-// Every checked read of the computes reachable from `args`' outputs, and the reduce axes of
-// argmax/argmin (topi's "comm_reduce_idx" computes) whose extent is a size variable. A read whose
+// Every checked read of the computes reachable from `args`' outputs, and the dimensions a
+// compute's attrs["nonempty_reads"] requires an element of (argmax's, take's) where they are
+// size variables. A read whose
 // bounds are constants and in range is left out; one that is constant and out of range is a
 // ValueError naming the compute, the tensor, the dimension and both ranges.
 std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args);

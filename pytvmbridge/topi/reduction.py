@@ -36,6 +36,7 @@ from .utils import (
     get_const_int,
     normalize_axes,
     require_float,
+    with_nonempty_reads,
 )
 from .utils import prod as _product
 
@@ -248,13 +249,18 @@ def _arg_reduce(
             return te.max(te.select(hit, flat(rvs), te.const(-1, "int32")), axis=rvs)
         return te.min(te.select(hit, flat(rvs), te.max_value("int32")), axis=rvs)
 
-    return te.compute(
-        shape,
-        fcompute,
-        name=f"{data.name}_{name}",
-        tag=tag.COMM_REDUCE_IDX,
-        attrs={"axis": axes, "keepdims": int(keepdims)},
-    )
+    def make(attrs: dict[str, Any]) -> Tensor:
+        return te.compute(
+            shape,
+            fcompute,
+            name=f"{data.name}_{name}",
+            tag=tag.COMM_REDUCE_IDX,
+            attrs={"axis": axes, "keepdims": int(keepdims), **attrs},
+        )
+
+    # an axis empty at call time is refused then (its reduction gave 2147483647, an index out
+    # of range)
+    return with_nonempty_reads(make, data, axes)
 
 
 # Lanes of topi's one-pass argmax: four vectors of 16 floats (AVX-512), a multiple of narrower

@@ -32,6 +32,7 @@ from .utils import (
     normalize_axis,
     prod,
     same_dim,
+    with_nonempty_reads,
 )
 
 
@@ -592,7 +593,7 @@ def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
             idx = te.min(idx, n - te.const(1, "uint64"))
         else:
             idx = te.truncmod(idx, n)
-        return idx.astype("int32")
+        return idx.astype(_position_dtype(size))
     bits = int("".join(ch for ch in idx.dtype if ch.isdigit()) or 32)
     wide = "int64" if bits == 64 or idx.dtype == "uint32" else "int32"
     if idx.dtype != wide:
@@ -604,7 +605,17 @@ def _index_value(idx: te.Expr, size: Any, mode: str) -> te.Expr:
         idx = te.floormod(idx, n)
     elif mode != "fast":
         raise TVMValueError(f"mode must be 'clip', 'wrap' or 'fast', found {mode!r}")
-    return idx if idx.dtype == "int32" else idx.astype("int32")
+    position = _position_dtype(size)
+    return idx if idx.dtype == position else idx.astype(position)
+
+
+def _position_dtype(size: Any) -> str:
+    """The type of a position along an axis of ``size``: int64 where the size may pass int32's
+    largest (an int64 size variable; a constant of 2**31 or more), else int32. (int32 always
+    cut an index past 2**31 of a large table: it wrapped negative and read outside it.)"""
+    if isinstance(size, te.Expr):
+        return "int64" if size.dtype in ("int64", "uint64") else "int32"
+    return "int64" if int(size) >= 2**31 else "int32"
 
 
 def take(
@@ -646,6 +657,17 @@ def take(
             return indices[list(i)]
 
     k = len(indices_shape)
+    # A clipped or wrapped index into an empty axis is outside it (clip: n - 1 = -1): refused
+    # here when the axis is empty by its shape, per call when it is a size variable (the
+    # compute's first input, `a`, must have an element along it).
+    dims = range(a.ndim) if axis is None else [normalize_axis(axis, a.ndim, "take")]
+    if mode != "fast":
+        taken = [d for d in dims if const_int(a.shape[d]) == 0]
+        if taken and all(const_int(s) not in (None, 0) for s in indices_shape):
+            raise TVMValueError(
+                f"take: cannot take from an empty axis: dimension {taken[0]} of "
+                f"{tuple(a.shape)} has size 0"
+            )
     if axis is None:
         flat_size = prod(a.shape)
         in_shape = list(a.shape)
@@ -653,15 +675,19 @@ def take(
         def flat(*i: Any) -> te.Expr:
             return a[_unravel(_index_value(get_index(i), flat_size, mode), in_shape)]
 
-        return te.compute(indices_shape, flat, name="T_take", tag=tag.INJECTIVE)
-    axis = normalize_axis(axis, a.ndim, "take")
-    shape = [*a.shape[:axis], *indices_shape, *a.shape[axis + 1 :]]
+        out_shape, body = indices_shape, flat
+    else:
+        axis = normalize_axis(axis, a.ndim, "take")
+        out_shape = [*a.shape[:axis], *indices_shape, *a.shape[axis + 1 :]]
 
-    def fcompute(*i: Any) -> te.Expr:
-        idx = _index_value(get_index(i[axis : axis + k]), a.shape[axis], mode)
-        return a[(*i[:axis], idx, *i[axis + k :])]
+        def body(*i: Any) -> te.Expr:
+            idx = _index_value(get_index(i[axis : axis + k]), a.shape[axis], mode)
+            return a[(*i[:axis], idx, *i[axis + k :])]
 
-    return te.compute(shape, fcompute, name="T_take", tag=tag.INJECTIVE)
+    def make(attrs: dict[str, Any]) -> Tensor:
+        return te.compute(out_shape, body, name="T_take", tag=tag.INJECTIVE, attrs=attrs)
+
+    return make({}) if mode == "fast" else with_nonempty_reads(make, a, list(dims))
 
 
 def gather(data: Tensor, axis: int, indices: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import te
@@ -282,6 +282,37 @@ def accumulate_dtype(dtype: str) -> str:
         ('float32', 'float64')
     """
     return "float32" if dtype in ("float16", "bfloat16") else dtype
+
+
+def with_nonempty_reads(
+    make: Callable[[dict[str, Any]], Tensor], tensor: Tensor, dims: Sequence[int]
+) -> Tensor:
+    """``make(attrs)`` (a compute) with ``attrs["nonempty_reads"]`` naming dimensions ``dims``
+    of ``tensor``, one of the compute's inputs: each must have an element wherever the compute
+    has one (checked per call where it is a size variable: an argmax over it, an element taken
+    from it). The attribute names inputs by position in ``op.input_tensors`` (their order of
+    first use in the body), found here from a first try.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> n = tvm.var("n")
+        >>> A = tvm.placeholder((n,), name="A")
+        >>> B = with_nonempty_reads(
+        ...     lambda attrs: tvm.compute((3,), lambda i: A[0] * 2.0, name="B", attrs=attrs),
+        ...     A, [0])
+        >>> B.op.attrs["nonempty_reads"]
+        (0, 0)
+    """
+
+    def attrs(k: int) -> dict[str, Any]:
+        return {"nonempty_reads": [v for d in dims for v in (k, d)]}
+
+    out = make(attrs(0))
+    inputs = list(out.op.input_tensors)
+    k = next((i for i, t in enumerate(inputs) if t == tensor), None)
+    if k is None:
+        raise TVMValueError(f"with_nonempty_reads: the compute does not read {tensor.name!r}")
+    return out if k == 0 else make(attrs(k))
 
 
 def require_float(x: Tensor, what: str) -> None:

@@ -255,7 +255,7 @@ def test_argmax_argmin_of_an_axis_empty_at_call_time_are_refused():
     for fn, ref in ((topi.argmax, np.argmax), (topi.argmin, np.argmin)):
         out = fn(A, axis=1)
         f = tvm.build(tvm.auto_schedule(out), [A, out])
-        with pytest.raises(ValueError, match=r"reduces over m elements, which is 0.*empty axis"):
+        with pytest.raises(ValueError, match=r"dimension 1 of 'A' \(m\).* has 0 .*empty axis"):
             f(np.zeros((2, 0), "float32"), np.zeros(2, "int32"))
         a = random((5, 7), "float32")
         got = np.zeros(5, "int32")

@@ -263,6 +263,37 @@ def test_take_with_uint64_indices_past_int64(mode):
     )
 
 
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_take_from_an_empty_axis_is_refused(mode):
+    # clip made the index n - 1 = -1 and wrap floormod(i, 0) = 0: a read outside the table
+    # (a segfault with torch's empty tensor, whose data pointer is null)
+    lookup = tvm.kernel(lambda E, I: topi.take(E, I, axis=0, mode=mode))
+    for table in (torch.zeros(0, 4), np.zeros((0, 4), "float32")):
+        ids = torch.tensor([0]) if isinstance(table, torch.Tensor) else np.array([0])
+        with pytest.raises(ValueError, match=r"dimension 0 of 'E'.* has 0 .*empty axis"):
+            lookup(table, ids)
+    # no index: nothing to take, an empty result (NumPy's)
+    assert lookup(np.zeros((0, 4), "float32"), np.zeros(0, "int64")).shape == (0, 4)
+    flat = tvm.kernel(lambda E, I: topi.take(E, I, mode=mode))
+    with pytest.raises(ValueError, match=r"dimension 1 of 'E'"):
+        flat(np.zeros((3, 0), "float32"), np.array([1]))
+    table = np.arange(8, dtype="float32").reshape(2, 4)
+    ids = np.array([3, -1, 1])
+    np.testing.assert_array_equal(lookup(table, ids), np.take(table, ids, axis=0, mode=mode))
+    with pytest.raises(ValueError, match=r"cannot take from an empty axis: dimension 0"):
+        topi.take(tvm.placeholder((0, 4)), tvm.placeholder((2,), "int32"), axis=0, mode=mode)
+
+
+def test_take_past_int32_positions_of_a_large_table():
+    # the clamped index was cut to int32: 2**31 + 5 wrapped negative and read outside the table
+    # (np.zeros maps zero pages: only the pages written and read are touched)
+    lookup = tvm.kernel(lambda E, I: topi.take(E, I, axis=0))
+    table = np.zeros(2**31 + 10, np.int8)
+    table[2**31 + 5] = 5
+    table[3] = 3
+    np.testing.assert_array_equal(lookup(table, np.array([3, 2**31 + 5, 2**32])), [3, 5, 0])
+
+
 def test_take_embedding_lookup_symbolic():
     n = tvm.var("n")
     E = tvm.placeholder((50, 8), name="E")

@@ -317,7 +317,7 @@ class CompiledModel(torch.nn.Module):
             f"(a squeeze() of that dimension, a Python branch on it); if it does, compile it "
             f"with the size given as {got}",
             UserWarning,
-            stacklevel=4,
+            stacklevel=_caller_stacklevel(),
         )
 
     def _env(self, inputs: Sequence[torch.Tensor]) -> dict[tuple[str, int], Any]:
@@ -709,6 +709,25 @@ def _plan_whole(
     if views:
         plan["views"] = views
     return plan
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` of a warning raised in this package that points at the user's line:
+    past this package's frames and torch.nn.Module's call machinery (a fixed count pointed at
+    ``torch/nn/modules/module.py``'s ``forward_call``)."""
+    import os
+    import sys
+
+    ours = os.path.dirname(os.path.abspath(__file__))
+    torch_modules = os.path.dirname(os.path.abspath(torch.nn.modules.module.__file__))
+    level, frame = 1, sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(ours + os.sep) or path.startswith(torch_modules + os.sep)):
+            return level
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _map_refs(value: Any, mapping: Mapping[str, Any]) -> Any:

@@ -496,8 +496,13 @@ def _worker(
     split: tuple[list[int], list[int]] | None = None,
 ) -> None:
     import faulthandler
+    import signal
 
     faulthandler.disable()  # a crashing candidate is reported by the tuner, not dumped here
+    # An interrupt is the tuner's to handle: Jupyter (and a terminal's Ctrl-C) signals the
+    # whole process group, and each worker printed its own KeyboardInterrupt traceback into
+    # the cell. The tuner stops the workers (close(), or end-of-file on their pipes).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The fork copied the tuner's ends of this worker's pipe and of the workers started before
     # it: closed here, so that this worker reads end-of-file when the tuner dies (kept open,
     # they kept every worker of a killed tuner alive, waiting on a pipe it held itself).

@@ -957,3 +957,41 @@ def test_a_dropped_runner_reaps_its_workers():
     while any(state(p) != "gone" for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [state(p) for p in pids] == ["gone"] * len(pids)
+
+
+def test_an_interrupt_of_the_process_group_is_the_tuners_alone():
+    # Jupyter (and a terminal's Ctrl-C) signals the whole process group: each worker printed a
+    # KeyboardInterrupt traceback of its own into the cell
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent("""
+        import os, signal, sys, threading
+        import pytvmbridge as tvm
+        from pytvmbridge import autotvm
+
+        def mm(n):
+            a = tvm.placeholder((n, n), name="A")
+            b = tvm.placeholder((n, n), name="B")
+            k = tvm.reduce_axis((0, n), name="k")
+            c = tvm.compute((n, n), lambda i, j: tvm.sum(a[i, k] * b[k, j], axis=k), name="C")
+            return [a, b, c]
+
+        task = autotvm.auto_task(mm, (64,))
+        tuner = autotvm.EvolutionaryTuner(task, seed=0)
+        opt = autotvm.MeasureOption(repeat=1, min_repeat_ms=1)
+        threading.Timer(3.0, lambda: os.killpg(os.getpgrp(), signal.SIGINT)).start()
+        try:
+            tuner.tune(100000, opt, n_parallel=2, progress=False, verify=False)
+        except KeyboardInterrupt:
+            print("interrupted in the tuner after", tuner.trials, "trials", file=sys.stderr)
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,  # a process group of its own to signal
+    )
+    assert "interrupted in the tuner" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

@@ -41,8 +41,12 @@ def test_a_named_size_below_the_exported_range_warns_once():
     model = mlp()
     compiled = ptc.compile(model, {"input_infos": [("x", ("batch", 6))]})
     x = torch.randn(1, 6)
-    with pytest.warns(UserWarning, match=r"size 'batch' is 1, but the model was exported for"):
+    with pytest.warns(
+        UserWarning, match=r"size 'batch' is 1, but the model was exported for"
+    ) as record:
         got = compiled(x)
+    # at the caller's line (it pointed into torch.nn.Module's call machinery)
+    assert [w.filename for w in record] == [__file__]
     torch.testing.assert_close(got, model(x), atol=1e-5, rtol=1e-5)  # an MLP does not care
     with warnings.catch_warnings():
         warnings.simplefilter("error")

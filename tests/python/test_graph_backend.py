@@ -149,6 +149,25 @@ def test_dynamic_conv_then_flatten_compiles_in_strict_mode():
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
 
+def test_dynamic_residual_block_compiles_in_strict_mode():
+    # A "same" convolution's output size was floordiv(s + 2 - 3, 1) + 1, which could not be
+    # shown equal to s: x + conv(x) (and a stride-1 pool beside it) ran in PyTorch under
+    # dynamic sizes, with a warning. topi now gives s itself.
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(4, 4, 3, padding=1).eval()
+    pool = torch.nn.MaxPool2d(3, 1, 1)
+
+    def block(x):
+        return x + conv(x) + pool(x)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(block, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for size in (16, 13, 20):
+            x = torch.randn(2, 4, size, size + 1)
+            torch.testing.assert_close(compiled(x), block(x), rtol=1e-4, atol=1e-4)
+
+
 def _grads(model, x):
     model.zero_grad()
     x = x.clone().requires_grad_(True)

@@ -65,6 +65,12 @@ def conv_output_size(
                 f"({c} + {before} + {after})"
             )
         return out
+    if stride == 1:
+        # size + offset, without floordiv(..., 1) + 1: a "same" convolution's output is the
+        # input's own size variable, so x + conv(x) broadcasts (with floordiv it could not be
+        # shown equal: dynamic sizes sent a residual block back to PyTorch)
+        offset = before + after - span + 1
+        return size if offset == 0 else size + offset
     return te.floordiv(size + (before + after - span), stride) + 1
 
 

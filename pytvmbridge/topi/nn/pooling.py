@@ -58,6 +58,10 @@ def _pooled_size(size: Any, k: int, s: int, d: int, before: int, after: int, cei
                 f"({c} + {before} + {after})"
             )
         return out
+    if s == 1 and (not ceil or after < span):  # (see conv_output_size: a "same" window
+        # keeps the size variable; ceil_mode's clamp below cannot bind then)
+        offset = before + after - span + 1
+        return size if offset == 0 else size + offset
     out = te.floordiv(size + (before + after - span + (s - 1 if ceil else 0)), s) + 1
     if ceil:  # at most one window per start inside the input or the top/left padding
         out = te.min(out, te.floordiv(size + (before - 1), s) + 1)

@@ -118,7 +118,8 @@ static std::shared_ptr<Module> build_module_here(const Schedule& sch,
     all_bound(b.extent);
     for (const Expr& e : b.loops) all_bound(e);
     if (bound) {
-      checks.push_back({std::move(b.what), b.lo, b.hi, b.extent, std::move(b.loops), b.nonempty});
+      checks.push_back(
+          {std::move(b.what), b.lo, b.hi, b.extent, std::move(b.loops), b.nonempty, b.divisor});
     }
   }
   module->set_read_checks(std::move(checks));

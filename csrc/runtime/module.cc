@@ -472,6 +472,14 @@ void Module::bind_sizes(const DLTensor* const* tensors, size_t n, int64_t* slots
                   "PyTorch refuse it too)");
     }
     if (check.nonempty) continue;
+    if (check.divisor > 0) {
+      if (extent % check.divisor != 0) {
+        value_error("kernel '", name_, "': ", check.what, ", which must divide into ",
+                    check.divisor, " equal parts and has ", extent, " elements for these arrays",
+                    where_bound(check.extent, values), " (np.split refuses it too)");
+      }
+      continue;
+    }
     if (lo < 0 || hi >= extent) {
       value_error("kernel '", name_, "': ", check.what, " at indices ", lo, "..", hi, " (",
                   to_string(check.lo), "..", to_string(check.hi), "), but it has ", extent,

@@ -63,6 +63,7 @@ struct ReadCheck {
   Expr lo, hi, extent;
   std::vector<Expr> loops;
   bool nonempty = false;  // no read: extent must be >= 1 (te/read_bounds.h)
+  int64_t divisor = 0;    // no read, where > 0: extent must be a multiple of it
 };
 
 // Compiles the strided (generic) variant of a kernel on demand: the JIT holding it and its entry.

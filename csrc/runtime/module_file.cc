@@ -410,7 +410,8 @@ std::string save_module_bytes(const Module& module, const std::string& producer,
                                  {"hi", expr_to_json(c.hi, slots)},
                                  {"extent", expr_to_json(c.extent, slots)},
                                  {"loops", std::move(loops)},
-                                 {"nonempty", c.nonempty}});
+                                 {"nonempty", c.nonempty},
+                                 {"divisor", c.divisor}});
   }
   json::Array functions, imports, features;
   std::vector<std::string> seen;
@@ -555,6 +556,11 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
         std::optional<bool> nonempty = flag->getAsBoolean();
         if (!nonempty) r.fail("field 'nonempty' of a read check must be true or false");
         c.nonempty = *nonempty;
+      }
+      if (const json::Value* divisor = o.get("divisor")) {
+        std::optional<int64_t> d = divisor->getAsInteger();
+        if (!d || *d < 0) r.fail("field 'divisor' of a read check must be an integer >= 0");
+        c.divisor = *d;
       }
       read_checks.push_back(std::move(c));
     }

@@ -198,6 +198,33 @@ std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
                        make_zero(t), make_zero(t), extent, outputs, true});
       }
     }
+    // attrs["divisible_reads"] = [k, d, m, ...]: dimension d of input k must split into m
+    // equal parts (topi.split into sections of a size variable dropped the remainder).
+    auto divisible = compute->attrs.find("divisible_reads");
+    if (divisible != compute->attrs.end()) {
+      const auto* triples = std::get_if<std::vector<int64_t>>(&divisible->second);
+      std::vector<Tensor> inputs = op->input_tensors();
+      for (size_t k = 0; triples && k + 2 < triples->size(); k += 3) {
+        auto in = static_cast<size_t>((*triples)[k]);
+        auto d = static_cast<size_t>((*triples)[k + 1]);
+        int64_t parts = (*triples)[k + 2];
+        if (in >= inputs.size() || d >= inputs[in].shape().size() || parts < 1) {
+          value_error("compute '", op->name, "': attrs['divisible_reads'] names dimension ", d,
+                      " of input ", in, " in ", parts, " parts, which it cannot have");
+        }
+        const Expr& extent = inputs[in].shape()[d];
+        if (as_const_int(extent)) continue;  // (topi checks a constant when it splits)
+        DataType t = extent.dtype();
+        ReadBound b{str_cat("compute '", op->name, "' splits dimension ", d, " of '",
+                            inputs[in].op()->name, "' (", to_string(extent), ")"),
+                    make_zero(t),
+                    make_zero(t),
+                    extent,
+                    {}};
+        b.divisor = parts;
+        out.push_back(std::move(b));
+      }
+    }
     UnconditionalReads finder;
     for (const Expr& e : compute->body) finder.visit(e);
     for (const TensorRead* read : finder.reads) {

@@ -28,6 +28,9 @@ struct ReadBound {
   // index over an empty axis, take no element to clip or wrap to), `what` names it; lo and hi
   // are 0.
   bool nonempty = false;
+  // Not a read either, where > 0: `extent` must be a multiple of it (a split into that many
+  // equal parts, attrs["divisible_reads"]); lo and hi are 0, `loops` empty.
+  int64_t divisor = 0;
 };
 
 // Every checked read of the computes reachable from `args`' outputs, and the dimensions a

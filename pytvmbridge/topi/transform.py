@@ -457,7 +457,14 @@ def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) 
             index[axis] = i[axis] + start if const_int(start) != 0 else i[axis]
             return ary[index]
 
-        outs.append(te.compute(shape, fcompute, name=f"T_split_{k}", tag=tag.INJECTIVE))
+        # equal parts of a size variable: checked per call that they are equal (floordiv
+        # dropped the remainder: 8 in 3 parts gave three of 2 and lost the last two)
+        attrs = {}
+        if sections is not None and const_int(size) is None:
+            attrs = {"divisible_reads": [0, axis, sections]}
+        outs.append(
+            te.compute(shape, fcompute, name=f"T_split_{k}", tag=tag.INJECTIVE, attrs=attrs)
+        )
     return outs
 
 

@@ -172,6 +172,23 @@ def test_concatenate_and_split_symbolic():
     run([A, B], [cat, *halves], [a, b], [np.concatenate([a, b]), a[:2], a[2:]])
 
 
+def test_split_of_a_size_variable_into_unequal_parts_is_refused():
+    # floordiv(n, sections) parts dropped the remainder: 8 in 3 parts lost the last two
+    thirds = tvm.kernel(lambda A: topi.split(A, 3))
+    for got, want in zip(thirds(torch.arange(9.0)), torch.arange(9.0).split(3), strict=True):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(ValueError, match=r"must divide into 3 equal parts and has 8 elements"):
+        thirds(torch.arange(8.0))
+    n = tvm.var("n")
+    A = tvm.placeholder((n, 2), name="A")
+    halves = topi.split(A, 2)
+    f = tvm.build(tvm.create_schedule([h.op for h in halves]), [A, *halves])
+    loaded = tvm.runtime.module_from_bytes(tvm.runtime.module_to_bytes(f))  # kept when saved
+    out = [np.zeros((3, 2), "float32") for _ in range(2)]
+    with pytest.raises(ValueError, match=r"splits dimension 0 of 'A' \(n\).* has 7 elements"):
+        loaded(np.zeros((7, 2), "float32"), *out)
+
+
 SLICES = [
     ([1, 0], [4, 6], [1, 2]),
     ([-1, -2], [-6, 0], [-1, -1]),

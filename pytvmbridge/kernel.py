@@ -51,7 +51,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from . import _core
@@ -181,7 +181,11 @@ class Kernel(_core.Caller):
             with self._lock:
                 entry = self._variants.get((variant, wide, token))
                 if entry is None:
-                    entry = self._compile(variant, wide, config)
+                    try:
+                        entry = self._compile(variant, wide, config)
+                    except (TVMValueError, TVMTypeError) as err:
+                        _note_sizes(err, self._arg_names, specs)
+                        raise
                     self._variants[(variant, wide, token)] = entry
                     self._compilations += 1
         # exact: while tuned schedules may apply, the C++ call path keys this variant by the
@@ -483,6 +487,25 @@ def _parameters(fn: Callable[..., Any]) -> tuple[list[str] | None, int | None]:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
             names.append(p.name)
     return names, len(names)
+
+
+def _note_sizes(
+    err: BaseException, arg_names: Sequence[str] | None, specs: Sequence[tuple[str, tuple]]
+) -> None:
+    """Adds to an error raised while the kernel was traced the sizes its size variables have
+    in this call (the kernel is traced with one variable per distinct size, named after the
+    first argument and dimension that has it: "shapes (x_0,) and (y_0,) do not broadcast"
+    named no size the caller passed)."""
+    if not hasattr(err, "add_note"):  # Python 3.10
+        return
+    names = arg_names or [f"x{k}" for k in range(len(specs))]
+    seen: dict[int, str] = {}
+    for k, (_, shape) in enumerate(specs):
+        for d, size in enumerate(shape):
+            if size != 1 and size not in seen:
+                seen[size] = f"{names[k]}_{d} = {size}"
+    if seen:
+        err.add_note(f"(the size variables in this call: {', '.join(seen.values())})")
 
 
 def _check_schedule_signature(fn: Callable[..., Any], n_outputs: int) -> None:

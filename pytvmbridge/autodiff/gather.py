@@ -145,12 +145,20 @@ def gather_adjoint(
             solved.append((v, sol))
         solved += [(iv.var, fv) for iv, fv in zip(free, free_vars, strict=False)]
         solved += [(iv.var, iv.dom.min) for iv in unit]
+        ranged = conds + bounds  # the solved positions inside the consumer's domain
         for d, (f, choice) in enumerate(zip(indices, plan, strict=False)):
             if choice is None and f is not None:
                 x_d = x_at(xs, d)
                 if x_d.dtype != f.dtype:  # an index computed in int64
                     x_d = _core.cast(f.dtype, x_d)
-                conds.append(f == x_d)
+                hit = f == x_d
+                if ranged:
+                    # f reads the index tensor at the solved positions: only inside the
+                    # consumer's domain (an index tensor narrower than the data on another
+                    # axis, gather's rule, was read past its end)
+                    inside = _te.all(*ranged) if len(ranged) > 1 else ranged[0]
+                    hit = _core.if_then_else(inside, hit, _core.const(0, "bool"))
+                conds.append(hit)
         keys = {var_key(v) for v, _ in solved}
         padded = None
         if split is not None and bounded and _safe(split[1], bounded):

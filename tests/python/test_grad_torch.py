@@ -398,3 +398,37 @@ def test_half_softmax_gradient_at_the_row_maximum(dtype):
     err = (h.grad.double()[rows, at_max] - ref.grad[rows, at_max]).abs().max().item()
     assert err < atol, err  # float16 was 5e-4 off
     assert (h.grad.double() - ref.grad).abs().max().item() < atol
+
+
+def test_softplus_gradient_at_the_threshold():
+    # min(beta x, threshold) inside kept exp finite, and its derivative at the tie was 0: the
+    # gradient at x = threshold / beta was 0 where PyTorch's is 1
+    for beta, threshold in ((1.0, 20.0), (2.0, 5.0)):
+        softplus = tvm.kernel(lambda a, b=beta, t=threshold: topi.nn.softplus(a, b, t))
+        at = threshold / beta
+        x = torch.tensor([at - 0.01, at, at + 0.01, -3.0, 0.5], dtype=torch.float64)
+        ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+        softplus(ours).sum().backward()
+        torch.nn.functional.softplus(theirs, beta, threshold).sum().backward()
+        torch.testing.assert_close(ours.grad, theirs.grad)
+
+
+def test_gather_gradient_with_an_index_narrower_than_the_data():
+    # PyTorch's rule: the index may be smaller than the data on the other axes. The gradient
+    # read the index tensor over the data's extent there, and its build was refused ("reads
+    # 'i' in dimension 1 at indices 0..3, but 'i' has 3 there").
+    cases = [
+        (0, (3, 4), [[0, 0, 2], [1, 0, 2]]),
+        (1, (3, 4), [[3, 0], [1, 1]]),
+    ]
+    for axis, shape, index in cases:
+        gather = tvm.kernel(lambda x, i, a=axis: topi.gather(x, a, i))
+        x = torch.randn(*shape, dtype=torch.float64)
+        idx = torch.tensor(index)
+        ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+        g = torch.randn(idx.shape, dtype=torch.float64)
+        out = gather(ours, idx)
+        torch.testing.assert_close(out, torch.gather(x, axis, idx))
+        out.backward(g)
+        torch.gather(theirs, axis, idx).backward(g)
+        torch.testing.assert_close(ours.grad, theirs.grad)

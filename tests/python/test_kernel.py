@@ -422,3 +422,13 @@ def test_a_schedule_function_of_the_wrong_arity_is_told_the_convention():
 
     double = kernel(lambda X: tvm.compute(X.shape, lambda i: X[i] * 2), schedule=vectorized)
     np.testing.assert_array_equal(double(np.arange(4, dtype="float32")), [0, 2, 4, 6])
+
+
+def test_a_trace_error_names_the_sizes_of_the_call():
+    # the kernel is traced with size variables: "shapes (A_0,) and (B_0,) do not broadcast"
+    # named no size the caller passed
+    add = kernel(lambda A, B: tvm.topi.add(A, B))
+    with pytest.raises(ValueError, match="do not broadcast") as info:
+        add(np.ones(3, "float32"), np.ones(4, "float32"))
+    assert "the size variables in this call: A_0 = 3, B_0 = 4" in info.value.__notes__[0]
+    np.testing.assert_array_equal(add(np.ones(3, "float32"), np.ones(3, "float32")), [2, 2, 2])

@@ -254,9 +254,12 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 
     def fn(v: te.Expr) -> te.Expr:  # float32 for float16 and bfloat16 (see _apply)
         bx = v * _c(beta, v)
-        # min() keeps exp finite on the branch select does not take.
-        soft = te.log1p(te.exp(te.min(bx, _c(threshold, v)))) / _c(beta, v)
-        return te.select(bx > _c(threshold, v), v, soft)
+        above = bx > _c(threshold, v)
+        # The select keeps exp finite on the branch the outer select does not take; a min()
+        # did too, but its derivative at bx == threshold is 0 (a tie), and the gradient there
+        # was 0 where PyTorch's is 1.
+        soft = te.log1p(te.exp(te.select(above, _c(threshold, v), bx))) / _c(beta, v)
+        return te.select(above, v, soft)
 
     return _apply(x, fn, "softplus")
 

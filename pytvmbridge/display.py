@@ -554,7 +554,12 @@ def _module_text(m: Any) -> str:
     out = [f"Module {m.entry_name}: {_module_subtitle(m)}", f"  {_signature(m.entry_name, args)}"]
     width = max((len(a[0]) for a in args), default=0)
     out += [f"    {n:<{width}}  {d}{s}  {r}" for n, d, s, r in args]
-    out.append('  code: get_source("asm"), get_source("ll"); loop nest: .lowered')
+    try:
+        m.get_source("ll")
+        code = 'get_source("asm"), get_source("ll")'
+    except ValueError:  # loaded from a file saved without its LLVM IR
+        code = "none kept (saved without include_ir)"
+    out.append(f"  code: {code}; loop nest: .lowered")
     return "\n".join(out)
 
 

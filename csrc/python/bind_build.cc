@@ -137,11 +137,17 @@ Example:
           "The shapes of the outputs, bound from the inputs alone.")
       .def(
           "get_source",
-          [](const Module& mod, const std::string& fmt) {
+          [](const Module& mod, py::handle format) {
+            if (!py::isinstance<py::str>(format)) {
+              type_error("get_source(): fmt must be a string such as 'll' or 'asm', got ",
+                         std::string(py::str(py::type::of(format).attr("__name__"))));
+            }
+            auto fmt = format.cast<std::string>();
             if (fmt == "lowered" || fmt == "tir") return mod.lowered_text();
             return mod.jit().get_source(fmt);
           },
-          py::arg("fmt") = "ll");
+          py::arg("fmt") = "ll",
+          "The module's code as text: 'll' (LLVM IR), 'asm' (assembly), 'lowered' (loop nest).");
   // After every def: setting __call__ resets the type's tp_call.
   set_module_call(module);  // module(*arrays) runs through the Caller (bind_bridges.cc)
 

@@ -543,6 +543,11 @@ def test_a_module_saved_without_ir_displays_and_long_nests_are_cut():
     loaded = runtime.module_from_bytes(runtime.module_to_bytes(built, include_ir=False))
     html = loaded._repr_html_()  # a notebook shows it (it raised)
     assert "Assembly (not available)" in html and "dbl" in html
+    # the console form does not offer sources the module lacks (it named get_source("asm"))
+    assert "code: none kept (saved without include_ir)" in pretty(loaded)
+    assert 'code: get_source("asm"), get_source("ll")' in pretty(built)
+    with pytest.raises(TypeError, match=r"fmt must be a string .* got int"):
+        built.get_source(3)
     X = tvm.placeholder((64, 64), name="X")
     Y = tvm.compute((64, 64), lambda i, j: X[i, j] * 2.0 + 1.0, name="Y")
     s = tvm.create_schedule(Y.op)

@@ -70,6 +70,9 @@ _TABLE = "border-collapse:collapse;margin:4px 0;font-family:monospace;font-size:
 _CELL = "padding:1px 10px 1px 0;text-align:left;border:none;background:transparent"
 _SOURCE_LINES = 1000  # assembly and LLVM IR are cut after this many lines (get_source has all)
 _NEST_LINES = 400  # loop nests too (each line is a styled row: a few hundred bytes of HTML)
+# ... and after this many bytes of rows: a highlighted line of an unrolled body runs to kilobytes
+# (a span per token), and a tuned 128x128 matmul's 163-line nest was 215 KB of a notebook
+_NEST_BYTES = 48_000
 
 
 def _e(value: Any) -> str:
@@ -433,23 +436,28 @@ def _loop_summary(lines: Sequence[str]) -> str:
 
 
 def _loop_nest_html(code: str, limit: int = _NEST_LINES) -> str:
-    rows = []
+    rows: list[str] = []
     lines = code.splitlines()
     note = ""
     if len(lines) > limit:  # a fully unrolled nest runs to megabytes of HTML
         note = f"... {len(lines) - limit} more lines: see print() or .lowered"
         lines = lines[:limit]
-    for line in lines:
+    size = 0
+    for k, line in enumerate(lines):
+        if size > _NEST_BYTES:
+            note = f"... {len(code.splitlines()) - k} more lines: see print() or .lowered"
+            break
         mark = _line_mark(line)
         if mark is None:
             rows.append(f'<div style="white-space:pre">{_highlight(line) or " "}</div>')
-            continue
-        rgb = _RGB[mark[1]]
-        rows.append(
-            f'<div style="white-space:pre;background:rgba({rgb},0.1);'
-            f'border-left:3px solid rgba({rgb},0.8);padding-left:3px">'
-            f"{_highlight(line)} {_badge(mark[0], mark[1])}</div>"
-        )
+        else:
+            rgb = _RGB[mark[1]]
+            rows.append(
+                f'<div style="white-space:pre;background:rgba({rgb},0.1);'
+                f'border-left:3px solid rgba({rgb},0.8);padding-left:3px">'
+                f"{_highlight(line)} {_badge(mark[0], mark[1])}</div>"
+            )
+        size += len(rows[-1])
     if note:
         rows.append(f'<div style="white-space:pre">{_e(note)}</div>')
     return f'<div style="{_CODE}">{"".join(rows)}</div>'

@@ -235,12 +235,15 @@ def core_decompositions() -> dict[Any, Any]:
     """
     from torch._decomp import core_aten_decompositions
 
+    from .decompositions import extra_decompositions
+
     table = dict(core_aten_decompositions().items())
     # Export's rule for the CPU flash attention returns the attention probabilities where the op
     # returns its logsumexp, which the flash backward (left to PyTorch) then reads: wrong
     # gradients for scaled_dot_product_attention. PyTorch says to exclude it, as Inductor does;
-    # the attention then runs in PyTorch's own kernel.
-    table.pop(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default, None)
+    # ours returns the logsumexp (and with it the fast path of nn.TransformerEncoderLayer,
+    # which ran whole in PyTorch in eval mode): graph/decompositions.py.
+    table.update(extra_decompositions())
     return table
 
 

@@ -62,3 +62,57 @@ def test_multihead_attention_training_gradients_match_eager(dynamic):
         for name, p in mha.named_parameters():
             torch.testing.assert_close(got[name], p.grad, rtol=1e-4, atol=1e-5, msg=name)
         mha.zero_grad()
+
+
+@pytest.mark.parametrize(
+    "kind", ["plain", "causal", "bool mask", "float mask", "scale"], ids=lambda k: k
+)
+def test_scaled_dot_product_attention_compiles_and_trains(kind):
+    # PyTorch's rule for the CPU flash attention returns the probabilities where the op returns
+    # the rows' log-sum-exp (which the flash backward reads): the backend left the op whole and
+    # attention ran in PyTorch, in inference too. graph/decompositions.py gives the log-sum-exp.
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 6, 8, requires_grad=True) for _ in range(3))
+    kwargs = {
+        "plain": {},
+        "causal": {"is_causal": True},
+        "bool mask": {"attn_mask": torch.rand(6, 6) > 0.3},
+        "float mask": {"attn_mask": torch.randn(6, 6)},
+        "scale": {"scale": 0.3},
+    }[kind]
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = torch.compile(attend, backend="pytvmbridge")
+        out, grads = _grads(compiled, q, k, v)
+        with torch.no_grad():
+            inference = compiled(q, k, v)
+    want_out, want = _grads(attend, q, k, v)
+    torch.testing.assert_close(out, want_out, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(inference, want_out, rtol=1e-5, atol=1e-5)
+    for got, ref in zip(grads, want, strict=True):
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    if kind in ("plain", "float mask", "scale"):  # nothing left to PyTorch in inference
+        torch._dynamo.reset()
+        strict = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
+        with torch.no_grad():
+            torch.testing.assert_close(strict(q, k, v), want_out, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_layer_fast_path_compiles(norm_first):
+    # In eval mode without gradients nn.TransformerEncoderLayer takes PyTorch's fast path, one
+    # operator (_transformer_encoder_layer_fwd) the backend left whole: the layer ran in PyTorch
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(
+        32, 4, 64, batch_first=True, norm_first=norm_first, activation="gelu"
+    ).eval()
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend="pytvmbridge", options={"strict": True})
+    x = torch.randn(3, 7, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)

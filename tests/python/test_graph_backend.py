@@ -590,11 +590,15 @@ def test_core_decompositions_are_torchs_and_built_once():
         # quantized_decomposed's), possibly after the backend built its copy in this process.
         return {k for k in keys if getattr(k, "namespace", None) == "aten"}
 
-    # all of torch's but export's flash-attention rule (wrong gradients; Inductor leaves it out)
+    # all of torch's, with export's flash-attention rule (wrong gradients) replaced by ours and
+    # the encoder layer's fast path added (graph/decompositions.py)
+    from pytvmbridge.graph.decompositions import extra_decompositions
+
+    ours = extra_decompositions()
     flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
-    assert flash not in table
-    assert aten_ops(table) == aten_ops(core_aten_decompositions().keys()) - {flash}
-    assert set(table) <= set(core_aten_decompositions().keys())
+    assert table[flash] is ours[flash]
+    assert aten_ops(table) == aten_ops(core_aten_decompositions().keys()) | set(ours)
+    assert set(table) <= set(core_aten_decompositions().keys()) | set(ours)
     assert torch.ops.aten.hardswish.default in table
     assert core_decompositions() is table
     torch._dynamo.reset()

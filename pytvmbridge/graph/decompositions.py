@@ -1,0 +1,129 @@
+"""Decompositions the graph backend adds to PyTorch's core ATen table: fused attention operators
+that would otherwise stay whole, and so run in PyTorch, spelled in the operators the compiler
+has (matrix products, softmax, layer norm).
+
+- ``_scaled_dot_product_flash_attention_for_cpu`` (what ``F.scaled_dot_product_attention``
+  becomes on a CPU): PyTorch's own rule for it returns the attention probabilities where the op
+  returns the log-sum-exp of each row, which the flash backward then reads (wrong gradients), so
+  the backend left the op out and attention ran in PyTorch, in inference too. This one returns
+  the log-sum-exp, and its backward is derived from its parts.
+- ``_transformer_encoder_layer_fwd`` (``nn.TransformerEncoderLayer``'s fast path, taken in
+  eval mode without gradients): the layer in full, the attention as above.
+
+Each gives ``NotImplemented`` (the operator stays as it is) where it does not apply: dropout
+(random), an encoder layer with a mask (the fast path then works on nested tensors).
+
+Example:
+    >>> import torch
+    >>> q = k = v = torch.randn(1, 2, 4, 8)
+    >>> out, lse = sdpa_flash_cpu(q, k, v)
+    >>> torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-6)
+    True
+    >>> lse.shape
+    torch.Size([1, 2, 4])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+aten = torch.ops.aten
+
+
+def sdpa_flash_cpu(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    *,
+    attn_mask: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> Any:
+    """(output, logsumexp) of ``aten._scaled_dot_product_flash_attention_for_cpu``; the
+    log-sum-exp in float32, per row of the scores, as the op gives it."""
+    if dropout_p != 0.0:
+        return NotImplemented
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        rows, cols = scores.shape[-2], scores.shape[-1]
+        keep = torch.ones(rows, cols, dtype=torch.bool, device=scores.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    lse = torch.logsumexp(scores.float(), dim=-1)
+    probs = torch.softmax(scores, dim=-1)
+    return torch.matmul(probs, value), lse
+
+
+def transformer_encoder_layer_fwd(
+    src: torch.Tensor,
+    embed_dim: int,
+    num_heads: int,
+    qkv_weight: torch.Tensor,
+    qkv_bias: torch.Tensor,
+    proj_weight: torch.Tensor,
+    proj_bias: torch.Tensor,
+    use_gelu: bool,
+    norm_first: bool,
+    eps: float,
+    norm_weight_1: torch.Tensor,
+    norm_bias_1: torch.Tensor,
+    norm_weight_2: torch.Tensor,
+    norm_bias_2: torch.Tensor,
+    ffn_weight_1: torch.Tensor,
+    ffn_bias_1: torch.Tensor,
+    ffn_weight_2: torch.Tensor,
+    ffn_bias_2: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    mask_type: int | None = None,
+) -> Any:
+    """``nn.TransformerEncoderLayer``'s fast path (batch first, no dropout in eval)."""
+    if mask is not None or src.dim() != 3:
+        return NotImplemented
+    F = torch.nn.functional
+    batch, length, _ = src.shape
+    head = embed_dim // num_heads
+
+    def attention(x: torch.Tensor) -> torch.Tensor:
+        qkv = F.linear(x, qkv_weight, qkv_bias)
+        q, k, v = (
+            t.reshape(batch, length, num_heads, head).transpose(1, 2)
+            for t in qkv.split(embed_dim, dim=-1)
+        )
+        out, _ = sdpa_flash_cpu(q, k, v)
+        out = out.transpose(1, 2).reshape(batch, length, embed_dim)
+        return F.linear(out, proj_weight, proj_bias)
+
+    def feed_forward(x: torch.Tensor) -> torch.Tensor:
+        hidden = F.linear(x, ffn_weight_1, ffn_bias_1)
+        hidden = F.gelu(hidden) if use_gelu else F.relu(hidden)
+        return F.linear(hidden, ffn_weight_2, ffn_bias_2)
+
+    def norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (embed_dim,), weight, bias, eps)
+
+    x = src
+    if norm_first:
+        x = x + attention(norm(x, norm_weight_1, norm_bias_1))
+        return x + feed_forward(norm(x, norm_weight_2, norm_bias_2))
+    x = norm(x + attention(x), norm_weight_1, norm_bias_1)
+    return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
+
+
+def extra_decompositions() -> dict[Any, Any]:
+    """The decompositions above, by operator."""
+    return {
+        aten._scaled_dot_product_flash_attention_for_cpu.default: sdpa_flash_cpu,
+        aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
+    }
+
+
+__all__ = ["extra_decompositions", "sdpa_flash_cpu", "transformer_encoder_layer_fwd"]

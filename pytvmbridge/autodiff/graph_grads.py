@@ -242,8 +242,30 @@ def where(condition: te.Tensor, a: Any, b: Any) -> te.Tensor:
 
 
 def _where_accepts(node: torch.fx.Node) -> bool:
-    # a bool condition the kernel computes, never a bool graph input
-    return _bool_condition(node.args[0])
+    # a bool condition the kernel computes, or one it is handed (a graph input such as an
+    # attention mask, or a bool PyTorch computes beside the kernel): bool inputs enter kernels
+    return _bool_operand(node.args[0])
+
+
+_BOOL_VIEWS = (
+    aten.unsqueeze.default,
+    aten.expand.default,
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.permute.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+)
+
+
+def _bool_operand(node: Any) -> bool:
+    """A bool tensor a kernel can read: one it computes (:func:`_bool_condition`) or any other
+    bool tensor of the graph (an input, or a result left to PyTorch)."""
+    if _bool_condition(node):
+        return True
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return isinstance(val, torch.Tensor) and val.dtype == torch.bool
 
 
 _max_pool_values = ops._max_pool  # the inference converter (values only)
@@ -255,12 +277,24 @@ def _bool_condition(node: Any) -> bool:
         return False
     if node.target in ops.COMPARISONS:
         return True
-    return node.target is aten.bitwise_or.Tensor and all(_bool_condition(a) for a in node.args)
+    return node.target in (aten.bitwise_or.Tensor, aten.bitwise_and.Tensor) and all(
+        _bool_condition(a) for a in node.args
+    )
+
+
+def _bool_logic_accepts(node: torch.fx.Node) -> bool:
+    return all(_bool_operand(a) for a in node.args)
 
 
 def bitwise_or(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     """``aten.bitwise_or.Tensor`` of two bool conditions (ReLU6's gradient: ``x <= 0 | x >= 6``)."""
     return topi.logical_or(a, b)
+
+
+def bitwise_and(a: te.Tensor, b: te.Tensor) -> te.Tensor:
+    """``aten.bitwise_and.Tensor`` of two bool conditions (hardsigmoid's gradient:
+    ``(x > -3) & (x < 3)``)."""
+    return topi.logical_and(a, b)
 
 
 def _statistics(x: te.Tensor, axes: list[int], eps: float) -> tuple[te.Tensor, te.Tensor]:
@@ -349,9 +383,17 @@ def register() -> None:
     ops.CONVERTERS[aten.where.self] = where
     ops.OTHER_DTYPES[aten.where.self] = (torch.bool,)
     ops.ACCEPTS[aten.where.self] = _where_accepts
-    ops.CONVERTERS[aten.bitwise_or.Tensor] = bitwise_or
-    ops.OTHER_DTYPES[aten.bitwise_or.Tensor] = (torch.bool,)
-    ops.ACCEPTS[aten.bitwise_or.Tensor] = _bool_condition
+    for target, convert in (
+        (aten.bitwise_or.Tensor, bitwise_or),
+        (aten.bitwise_and.Tensor, bitwise_and),
+    ):
+        ops.CONVERTERS[target] = convert
+        ops.OTHER_DTYPES[target] = (torch.bool,)
+        ops.ACCEPTS[target] = _bool_logic_accepts
+    # views of a bool mask (an attention padding mask broadcast over heads and queries)
+    for target in _BOOL_VIEWS:
+        if target in ops.CONVERTERS and torch.bool not in ops.OTHER_DTYPES.get(target, ()):
+            ops.OTHER_DTYPES[target] = (*ops.OTHER_DTYPES.get(target, ()), torch.bool)
     ops.CONVERTERS[aten.native_layer_norm.default] = native_layer_norm
     ops.PRODUCED_RESULTS[aten.native_layer_norm.default] = (0, 1, 2)
     ops.CONVERTERS[aten._native_batch_norm_legit_functional.default] = batch_norm_training

@@ -229,3 +229,32 @@ def test_a_boolean_mask_from_pytorch_enters_the_kernel():
         torch.compile(f, backend="pytvmbridge")(xc).sum().backward()
         f(xe).sum().backward()
         torch.testing.assert_close(xc.grad, xe.grad)
+
+
+def test_bool_masks_and_conditions_compile_in_strict_mode():
+    # A bool graph input (an attention padding mask) broadcast into masked_fill stayed in
+    # PyTorch (where accepted only conditions the kernel computed; views refused bool), and
+    # so did hardsigmoid's backward, whose condition is (x > -3) & (x < 3) (no bitwise_and).
+    torch._dynamo.reset()
+
+    def masked_softmax(att, pad):
+        return torch.softmax(att.masked_fill(pad[:, None, None, :], float("-inf")), -1)
+
+    att = torch.randn(2, 4, 5, 5)
+    pad = torch.zeros(2, 5, dtype=torch.bool)
+    pad[:, -2:] = True
+    compiled = torch.compile(masked_softmax, backend="pytvmbridge", options={"strict": True})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(att, pad), masked_softmax(att, pad))
+    hardsigmoid = torch.nn.Hardsigmoid()
+
+    def gated(x):
+        return hardsigmoid(x) * x
+
+    torch._dynamo.reset()
+    compiled = torch.compile(gated, backend="pytvmbridge", options={"strict": True})
+    x = torch.linspace(-5, 5, 32).reshape(4, 8)
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    compiled(ours).sum().backward()
+    gated(theirs).sum().backward()
+    torch.testing.assert_close(ours.grad, theirs.grad)

@@ -2,6 +2,7 @@
 
 #include <pybind11/gil_safe_call_once.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -360,21 +361,38 @@ bool match_operands(const std::vector<py::handle>& objs, std::vector<Expr>* out)
   DataType t = ref->dtype();
   // TVM's promotion (BinaryOpMatchTypes): an integer expression meeting a float expression is
   // cast to that float dtype; with a Python float it becomes float32 (the dtype TVM gives Python
-  // floats). Two floats or two integers of different widths still need an explicit astype().
+  // floats); int32 meeting int64 (index arithmetic over int64 sizes: a loop variable of a
+  // constant extent times a size) is widened to int64. Two floats or other integers of
+  // different widths still need an explicit astype().
   bool integer_expr = false, float_expr = false;
+  bool signed_index = true;  // every expression a scalar int32 or int64
+  int widest = 0, narrowest = 64;
   for (size_t i = 0; i < objs.size(); ++i) {
     if (kinds[i] != Operand::kExpr) continue;
     DataType d = objs[i].cast<const PyExpr&>().e.dtype();
     if (d.is_float() && !t.is_float()) t = d;
     integer_expr = integer_expr || d.is_integer();
     float_expr = float_expr || d.is_float();
+    signed_index =
+        signed_index && d.is_int() && d.is_scalar() && (d.bits() == 32 || d.bits() == 64);
+    widest = std::max(widest, d.bits());
+    narrowest = std::min(narrowest, d.bits());
   }
+  // index arithmetic (no tensor's values in it: those of different dtypes do not mix, API.md)
+  bool widen_index = signed_index && widest != narrowest;
+  for (size_t i = 0; widen_index && i < objs.size(); ++i) {
+    if (kinds[i] == Operand::kExpr && reads_tensor(objs[i].cast<const PyExpr&>().e)) {
+      widen_index = false;
+    }
+  }
+  if (widen_index) t = DataType::Int(64);
   if (integer_expr && float_expr) refuse_mixed_tensor_values(objs, kinds);
   if (!t.is_float() && !t.is_bool() && any_float) t = DataType::Float(32, t.lanes());
   for (size_t i = 0; i < objs.size(); ++i) {
     if (kinds[i] == Operand::kExpr) {
       Expr e = objs[i].cast<const PyExpr&>().e;
       if (t.is_float() && e.dtype().is_integer()) e = cast(t.with_lanes(e.dtype().lanes()), e);
+      if (widen_index && e.dtype() != t) e = cast(t, e);  // int32 -> int64
       out->push_back(e);
     } else if (t.is_bool() && kinds[i] != Operand::kBool) {
       // No arithmetic on bools: a number keeps its own dtype, and the node's dtype check then

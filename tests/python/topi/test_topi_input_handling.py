@@ -536,3 +536,49 @@ def test_argmax_argmin_of_a_0d_tensor(dtype):
         topi.argmax(X, axis=1)
     with pytest.raises(TypeError, match="argmin needs a numeric tensor"):
         topi.argmin(tvm.placeholder((), "bool"))
+
+
+def test_operators_over_int64_size_variables():
+    # int32 index arithmetic (a constant-extent loop variable, a constant offset) met int64
+    # sizes and raised "operands of + have different dtypes: int64 and int32" in conv2d,
+    # strided_slice, reshape, concatenate, adaptive pooling and argmax; @kernel gives its
+    # variants for inputs of 2**31 elements or more int64 sizes, so they could not be built
+    n = tvm.var("n", "int64")
+    rng = np.random.default_rng(0)
+    x = rng.random((1, 3, 7, 7), dtype=np.float32)
+    w = rng.random((4, 3, 3, 3), dtype=np.float32)
+
+    def build(args, out):
+        return tvm.build(tvm.auto_schedule(out), [*args, out])
+
+    X, W = tvm.placeholder((1, 3, n, n), name="X"), tvm.placeholder((4, 3, 3, 3), name="W")
+    y = np.empty((1, 4, 7, 7), np.float32)
+    build([X, W], topi.nn.conv2d(X, W, 1, 1))(x, w, y)
+    want = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    pooled = np.empty((1, 3, 2, 2), np.float32)
+    build([X], topi.nn.adaptive_pool(X, (2, 2), "avg"))(x, pooled)
+    want = F.adaptive_avg_pool2d(torch.from_numpy(x), 2).numpy()
+    np.testing.assert_allclose(pooled, want, rtol=1e-5)
+    A = tvm.placeholder((n,), name="A")
+    a = np.arange(9, dtype=np.float32)
+    out = np.empty(7, np.float32)
+    build([A], topi.strided_slice(A, [1], [-1]))(a, out)
+    np.testing.assert_array_equal(out, a[1:-1])
+    B = tvm.placeholder((n, 4), name="B")
+    b = rng.random((5, 4), dtype=np.float32)
+    flat = np.empty(20, np.float32)
+    build([B], topi.reshape(B, (-1,)))(b, flat)
+    np.testing.assert_array_equal(flat, b.ravel())
+    C, D = tvm.placeholder((n, 2), name="C"), tvm.placeholder((3, 2), name="D")
+    c, d = rng.random((4, 2), dtype=np.float32), rng.random((3, 2), dtype=np.float32)
+    joined = np.empty((7, 2), np.float32)
+    build([C, D], topi.concatenate([C, D]))(c, d, joined)
+    np.testing.assert_array_equal(joined, np.concatenate([c, d]))
+    M = tvm.placeholder((n, n), name="M")
+    index = topi.argmax(M, axis=1)
+    assert index.dtype == "int64"  # an index along an int64 axis (NumPy's intp)
+    m = rng.random((6, 6), dtype=np.float32)
+    got = np.empty(6, np.int64)
+    build([M], index)(m, got)
+    np.testing.assert_array_equal(got, m.argmax(1))

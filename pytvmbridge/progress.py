@@ -1,5 +1,6 @@
-"""Progress bars for work that can take more than a second: long builds, schedule sweeps, and
-(later) graph compilation and tuning.
+"""Progress bars for work that can take more than a second: long builds, graph compilation
+(``torch.compile`` with this backend, ``pytvmbridge.torch.compile``), schedule sweeps and
+tuning.
 
 A bar appears only once the work has lasted ``delay`` seconds (one second by default), so the
 usual 20 ms build never prints anything. Bars come from ``tqdm.auto``: a widget in Jupyter
@@ -146,9 +147,21 @@ def busy(desc: str, delay: float = DEFAULT_DELAY, file: Any = None) -> Iterator[
         42
     """
     delay = _check_delay(delay, "busy")
-    if not enabled() or not _watched(file):
+    if not enabled() or not _watched(file) or getattr(_busy_state, "active", False):
+        # (inside another busy block, a graph compile's builds: the outer bar speaks for them)
         yield
         return
+    _busy_state.active = True
+    try:
+        yield from _busy_bar(desc, delay, file)
+    finally:
+        _busy_state.active = False
+
+
+_busy_state = threading.local()  # whether this thread is inside a busy() block with a bar
+
+
+def _busy_bar(desc: str, delay: float, file: Any) -> Iterator[None]:
     done = threading.Event()
     start = time.perf_counter()
 

@@ -53,6 +53,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from . import progress
 from .build import Module
 from .error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from .graph.compiler import UnsupportedOperatorError
@@ -960,37 +961,39 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
             UserWarning,
             stacklevel=2,
         )
-    ep, examples = _export(module_or_traced, option["input_infos"])
-    _check_outputs(ep)
-    sources, constants = _lifted_inputs(ep, examples)
-    strict = option.get("strict", False)
-    check_strict(ep.graph_module, strict)
-    plan = None
-    if not unsupported_nodes(ep.graph_module):
-        values = _placeholder_values(ep, examples, constants)
-        try:
-            cg, keep = _compile_whole(ep, values, sources, option)
-        except Exception as err:
-            if strict:
-                raise
-            warnings.warn(
-                f"pytvmbridge.torch.compile: the graph did not compile as one kernel ({err}); "
-                "compiling its parts, and running in PyTorch what does not compile",
-                UserWarning,
-                stacklevel=2,
-            )
-        else:
-            modules = [cg.module]
-            plan = _plan_whole(cg, keep, sources, constants)
-    if plan is None:
-        modules, plan = _plan_partitioned(ep, sources, constants, option)
-        if not modules:
-            warnings.warn(
-                "pytvmbridge.torch.compile: no operator of this model is compiled; it runs in "
-                "PyTorch",
-                UserWarning,
-                stacklevel=2,
-            )
+    # a bar once it lasts over a second (export, decomposition and the builds)
+    with progress.busy(f"pytvmbridge: compiling {type(module_or_traced).__name__}"):
+        ep, examples = _export(module_or_traced, option["input_infos"])
+        _check_outputs(ep)
+        sources, constants = _lifted_inputs(ep, examples)
+        strict = option.get("strict", False)
+        check_strict(ep.graph_module, strict)
+        plan = None
+        if not unsupported_nodes(ep.graph_module):
+            values = _placeholder_values(ep, examples, constants)
+            try:
+                cg, keep = _compile_whole(ep, values, sources, option)
+            except Exception as err:
+                if strict:
+                    raise
+                warnings.warn(
+                    f"pytvmbridge.torch.compile: the graph did not compile as one kernel ({err}); "
+                    "compiling its parts, and running in PyTorch what does not compile",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            else:
+                modules = [cg.module]
+                plan = _plan_whole(cg, keep, sources, constants)
+        if plan is None:
+            modules, plan = _plan_partitioned(ep, sources, constants, option)
+            if not modules:
+                warnings.warn(
+                    "pytvmbridge.torch.compile: no operator of this model is compiled; it runs in "
+                    "PyTorch",
+                    UserWarning,
+                    stacklevel=2,
+                )
     num_outputs = option.get("num_outputs")
     returned = len(plan["outputs"])
     if num_outputs is not None and num_outputs != returned:

@@ -56,7 +56,7 @@ from typing import Any
 
 import torch
 
-from .. import _core
+from .. import _core, progress
 from ..error import TVMValueError
 from .partition import partition_and_compile
 
@@ -198,15 +198,16 @@ def _graph_compiler(opts: BackendOptions) -> Any:
                     stacklevel=2,
                 )
             return make_boxed_func(gm.forward)
-        compiled = partition_and_compile(
-            gm,
-            strict=opts.strict,
-            target=opts.target,
-            tuning_log_file=opts.tuning_log_file,
-            tuning_n_trials=opts.tuning_n_trials,
-            layout=opts.layout,
-            winograd=opts.winograd,
-        )
+        with progress.busy("pytvmbridge: compiling a graph"):  # a bar only past a second
+            compiled = partition_and_compile(
+                gm,
+                strict=opts.strict,
+                target=opts.target,
+                tuning_log_file=opts.tuning_log_file,
+                tuning_n_trials=opts.tuning_n_trials,
+                layout=opts.layout,
+                winograd=opts.winograd,
+            )
         forward = compiled.forward
         if opts.num_threads is not None:
             # This model's kernels use at most that many of the pool's threads; other models

@@ -448,6 +448,45 @@ def test_busy_shows_the_elapsed_time():
     assert out.getvalue().strip().startswith("compiling: 00:0")
 
 
+def test_a_busy_block_inside_another_draws_no_bar_of_its_own():
+    # a graph compile's bar speaks for the builds inside it
+    out = io.StringIO()
+    with progress.busy("compiling a graph", delay=0, file=out):
+        with progress.busy("building fused_0", delay=0, file=out):
+            pass
+    assert "compiling a graph" in out.getvalue() and "building" not in out.getvalue()
+    with progress.busy("building alone", delay=0, file=out):  # the outer one has ended
+        pass
+    assert "building alone" in out.getvalue()
+
+
+def test_model_compiles_are_timed_by_a_bar(monkeypatch):
+    # README: work that lasts over a second shows a bar; compiling a model showed none
+    import contextlib
+
+    import torch
+
+    import pytvmbridge.torch as ptt
+
+    started = []
+    real = progress.busy
+
+    @contextlib.contextmanager
+    def spy(desc, *args, **kwargs):
+        started.append(desc)
+        with real(desc, *args, **kwargs):
+            yield
+
+    monkeypatch.setattr(progress, "busy", spy)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 8)
+    torch.testing.assert_close(ptt.compile(model, {"input_infos": [("x", (2, 8))]})(x), model(x))
+    assert "pytvmbridge: compiling Sequential" in started
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(model, backend="pytvmbridge")(x), model(x))
+    assert "pytvmbridge: compiling a graph" in started
+
+
 def test_progress_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("PYTVMBRIDGE_PROGRESS", "0")
     out = io.StringIO()

@@ -1,6 +1,7 @@
 #include "ir/printer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <sstream>
 #include <unordered_map>
@@ -154,10 +155,15 @@ class Printer : public IRVisitor {
     }
   }
   void visit_node(const FloatImm* op) override {
-    std::ostringstream s;
-    s.precision(op->dtype.bits() == 64 ? 17 : 9);
-    s << op->value;
-    std::string text = s.str();
+    // The shortest text that reads back as the same value of the constant's type (0.1, where
+    // nine significant digits printed 0.100000001): distinct values still print distinctly,
+    // which the compile cache's fingerprint relies on.
+    char buf[64];
+    std::to_chars_result r =
+        op->dtype.bits() == 64
+            ? std::to_chars(buf, buf + sizeof(buf), op->value)
+            : std::to_chars(buf, buf + sizeof(buf), static_cast<float>(op->value));
+    std::string text(buf, r.ptr);
     if (text.find_first_of(".einf") == std::string::npos) text += ".0";
     os_ << text;
     if (op->dtype != DataType::Float(32)) {

@@ -519,6 +519,14 @@ def test_constants_print_with_their_dtype():
     assert repr(te.const(1.5, "bfloat16")) == "1.5bf16"
     assert repr(te.max_value("bfloat16")).endswith("bf16")
     assert repr(te.const(1.5, "float64")) == "1.5f64" and repr(te.const(1.5)) == "1.5"
+    # the shortest text that reads back as the same value of the type (nine significant digits
+    # printed 0.1 as 0.100000001), and distinct values still print distinctly (the compile
+    # cache's fingerprint is printed text)
+    assert repr(te.const(0.1)) == "0.1" and repr(te.const(0.1, "float64")) == "0.1f64"
+    assert repr(te.const(1.01)) == "1.01" and repr(te.const(1e30)) == "1e+30"
+    above = float(np.nextafter(np.float32(0.1), np.float32(1)))
+    assert repr(te.const(above)) != repr(te.const(0.1))
+    assert np.float32(repr(te.const(above))) == np.float32(above)
 
 
 def test_logical_operators():

@@ -1,5 +1,7 @@
 #include "tc/error.h"
 
+#include <algorithm>
+
 namespace ptb::tc {
 
 namespace {
@@ -70,24 +72,44 @@ std::string SourceText::line(int line) const {
   return text_.substr(begin, end - begin);
 }
 
+namespace {
+
+// A long line is quoted around the caret only (a generated 1500-term body echoed 65 KB).
+constexpr size_t kQuotedBytes = 120;
+
+bool continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+}  // namespace
+
 TCError SourceText::make_error(SourcePos pos, const std::string& message) const {
   std::string src = sanitize_for_message(line(pos.line));
   std::string msg = sanitize_for_message(message);
+  size_t upto = pos.col > 0 ? static_cast<size_t>(pos.col - 1) : 0;
+  // The part of the line quoted: all of it, or kQuotedBytes around the caret (cut at character
+  // boundaries, "..." where cut).
+  size_t from = 0, to = src.size();
+  if (src.size() > kQuotedBytes) {
+    from = upto > kQuotedBytes / 2 ? std::min(upto - kQuotedBytes / 2, src.size()) : 0;
+    while (from > 0 && from < src.size() && continuation_byte(src[from])) --from;
+    to = std::min(src.size(), from + kQuotedBytes);
+    while (to < src.size() && continuation_byte(src[to])) ++to;
+  }
+  std::string quoted =
+      (from > 0 ? "..." : "") + src.substr(from, to - from) + (to < src.size() ? "..." : "");
   // The caret sits under byte `col` of the line. Tabs are copied so the caret lines up in a
   // terminal; a multi-byte character takes one column, so its continuation bytes are skipped.
-  std::string pad;
-  size_t upto = pos.col > 0 ? static_cast<size_t>(pos.col - 1) : 0;
-  for (size_t i = 0; i < upto && i < src.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(src[i]);
+  std::string pad(from > 0 ? 3 : 0, ' ');
+  for (size_t i = from; i < upto && i < src.size(); ++i) {
+    char c = src[i];
     if (c == '\t') {
       pad += '\t';
-    } else if ((c & 0xC0) != 0x80) {
+    } else if (!continuation_byte(c)) {
       pad += ' ';
     }
   }
   if (upto > src.size()) pad.append(upto - src.size(), ' ');
-  std::string formatted = str_cat("line ", pos.line, ", column ", pos.col, ": ", msg, "\n    ", src,
-                                  "\n    ", pad, "^");
+  std::string formatted = str_cat("line ", pos.line, ", column ", pos.col, ": ", msg, "\n    ",
+                                  quoted, "\n    ", pad, "^");
   return TCError(pos.line, pos.col, msg, src, formatted);
 }
 

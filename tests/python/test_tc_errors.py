@@ -201,3 +201,17 @@ def test_where_clauses_that_write_out_of_bounds_are_refused_before_running():
     with pytest.raises(ValueError, match=r"write of 'B' goes out of bounds.*goes down to -1"):
         g(np.ones(4, "float32"))
     np.testing.assert_array_equal(g(np.arange(6, dtype="float32")), [0, 3, 4, 5])
+
+
+def test_a_long_line_is_quoted_around_the_error():
+    # a generated 1500-term body echoed the whole line (65 KB) into the message
+    body = " + ".join(f"A(i) * {k}.0" for k in range(300))
+    source = "def f(float(N) A) -> (B) { B(i) = " + body + " + Q(i) }"
+    with pytest.raises(ValueError) as info:
+        tc.define(source, name="f")
+    text = str(info.value)
+    assert "undefined tensor or function 'Q'" in text and len(text) < 400
+    quoted, caret = text.splitlines()[1:3]
+    assert quoted.strip().startswith("...") and "Q(i)" in quoted
+    assert quoted[caret.index("^") :].startswith("Q(i)")  # the caret under the culprit
+    assert info.value.line == 1 and info.value.column == source.index("Q(i)") + 1

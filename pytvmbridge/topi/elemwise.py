@@ -226,11 +226,11 @@ def clip(x: Tensor, a_min: float | int | None, a_max: float | int | None) -> Ten
     Example:
         >>> import pytvmbridge as tvm
         >>> from pytvmbridge import topi
-        >>> topi.clip(tvm.placeholder((3,), name="A"), 0.0, 6.0).op.body
-        [select((0.0 > A[i0]), 0.0, select((6.0 < A[i0]), 6.0, A[i0]))]
+        >>> topi.clip(tvm.placeholder((3,), "int32", name="A"), 0, 6).op.body
+        [select((0 > A[i0]), 0, select((6 < A[i0]), 6, A[i0]))]
 
     A NaN stays a NaN. The gradient is ``torch.clamp``'s (and TVM's): 1 on the closed interval,
-    the bounds included, 0 outside.
+    the bounds included, 0 outside and at a NaN.
     """
     check_tensor(x, "the input of clip")
     if a_min is None and a_max is None:
@@ -257,7 +257,12 @@ def clip(x: Tensor, a_min: float | int | None, a_max: float | int | None) -> Ten
     hi = None if a_max is None else te.const(a_max, x.dtype)
 
     def clamp(v: te.Expr) -> te.Expr:
-        below = v if hi is None else te.select(v > hi, hi, v)
+        inside = v
+        if is_float(x.dtype):
+            # a NaN stays NaN, through v * 0, whose derivative is 0: torch.clamp's gradient
+            # there (passed through v, it was 1)
+            inside = te.select(te.isnan(v), v * te.const(0, x.dtype), v)
+        below = inside if hi is None else te.select(v > hi, hi, inside)
         return below if lo is None else te.select(v < lo, lo, below)
 
     return _elemwise(x, clamp, "clip")

@@ -432,3 +432,16 @@ def test_gather_gradient_with_an_index_narrower_than_the_data():
         out.backward(g)
         torch.gather(theirs, axis, idx).backward(g)
         torch.testing.assert_close(ours.grad, theirs.grad)
+
+
+def test_clip_gradient_at_nan_is_clamps():
+    # torch.clamp's gradient is 0 at a NaN (and 1 at the bounds); it passed through as 1
+    clip = tvm.kernel(lambda a: topi.clip(a, -1.0, 1.0))
+    x = torch.tensor([float("nan"), -1.0, 1.0, 0.5, -3.0, 3.0], dtype=torch.float64)
+    ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = clip(ours)
+    out.sum().backward()
+    want = torch.clamp(theirs, -1.0, 1.0)
+    want.sum().backward()
+    torch.testing.assert_close(out, want, equal_nan=True)
+    torch.testing.assert_close(ours.grad, theirs.grad)

@@ -526,7 +526,9 @@ def _module_args(m: Any) -> list[tuple[str, str, str, str]]:
 
 
 def _module_subtitle(m: Any) -> str:
-    return f"compiled in {_seconds_text(m.compile_seconds)} for {_target_summary(m.target)}"
+    # a module read from a file (the compile cache's, a saved one) was loaded, not compiled, here
+    how = "loaded" if m.loaded else "compiled"
+    return f"{how} in {_seconds_text(m.compile_seconds)} for {_target_summary(m.target)}"
 
 
 def _signature(name: str, args: Sequence[tuple[str, str, str, str]]) -> str:
@@ -595,7 +597,8 @@ def _tc_status(fn: Any) -> str:
     sig = getattr(fn, "_sig", None)
     if sig is None:
         return "compiled on first call"
-    return f"compiled in {_seconds_text(sig.module.compile_seconds)}"
+    how = "loaded" if sig.module.loaded else "compiled"  # (from the compile cache)
+    return f"{how} in {_seconds_text(sig.module.compile_seconds)}"
 
 
 def _tc_tensors(fn: Any) -> list[tuple[str, str, str, str]]:

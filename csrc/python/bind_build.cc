@@ -112,6 +112,9 @@ Example:
                              })
       .def_property_readonly("target", [](const Module& mod) { return mod.jit().target().str(); })
       .def_property_readonly("compile_seconds", &Module::compile_seconds)
+      .def_property_readonly("loaded", &Module::loaded,
+                             "Whether the module was read from a module file (the compile "
+                             "cache's, export_library's): compile_seconds is then the load's.")
       .def_property_readonly("is_output",
                              [](const Module& mod) {
                                std::vector<bool> out;

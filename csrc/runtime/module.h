@@ -89,8 +89,11 @@ class Module {
   // is set, else nullptr while it is not compiled (for saving).
   std::shared_ptr<JITModule> generic_jit(bool compile) const;
   // Seconds build_module took (lowering, LLVM optimisation, machine code), shown by displays.
+  // The time the module took to make: compiled, or read from a module file (loaded()).
   double compile_seconds() const { return compile_seconds_; }
   void set_compile_seconds(double seconds) { compile_seconds_ = seconds; }
+  bool loaded() const { return loaded_; }
+  void set_loaded(bool loaded) { loaded_ = loaded; }
   // A pointwise kernel (te/pointwise.h) runs its compact variant on arrays that all share one
   // dense layout in another order of their dimensions (channels_last, transposed), not only on
   // row-major ones: element k of every array in memory order meets element k of the others.
@@ -147,6 +150,7 @@ class Module {
   std::vector<InternalSize> internal_sizes_;
   std::vector<ReadCheck> read_checks_;
   double compile_seconds_ = 0;
+  bool loaded_ = false;
   std::string cannot_run_here_;  // why run() refuses (empty: it runs)
 };
 

@@ -625,6 +625,7 @@ std::shared_ptr<Module> load_module_bytes(const std::string& bytes, const std::s
   }
   module->set_compile_seconds(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  module->set_loaded(true);
   return module;
 }
 

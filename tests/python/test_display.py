@@ -582,6 +582,10 @@ def test_a_module_saved_without_ir_displays_and_long_nests_are_cut():
     loaded = runtime.module_from_bytes(runtime.module_to_bytes(built, include_ir=False))
     html = loaded._repr_html_()  # a notebook shows it (it raised)
     assert "Assembly (not available)" in html and "dbl" in html
+    # loaded from a file, not compiled here: said so (it said "compiled in" the load's time)
+    assert loaded.loaded and not built.loaded
+    assert "loaded in" in pretty(loaded) and "compiled in" in pretty(built)
+    assert "loaded in" in html
     # the console form does not offer sources the module lacks (it named get_source("asm"))
     assert "code: none kept (saved without include_ir)" in pretty(loaded)
     assert 'code: get_source("asm"), get_source("ll")' in pretty(built)

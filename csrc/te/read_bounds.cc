@@ -136,6 +136,66 @@ std::optional<std::pair<Interval, std::vector<Expr>>> exact_range(
   return std::make_pair(range, used);
 }
 
+// The size requirements a compute's attrs state: attrs[name] holds groups of `width` ints, the
+// first two an input (by position in input_tensors()) and one of its dimensions; each group is
+// checked to name one. Calls f(input, dimension, the group's remaining ints).
+template <typename F>
+void for_each_requirement(const Operation& op, const ComputeOpNode* compute, const char* name,
+                          size_t width, F f) {
+  auto attr = compute->attrs.find(name);
+  if (attr == compute->attrs.end()) return;
+  const auto* values = std::get_if<std::vector<int64_t>>(&attr->second);
+  std::vector<Tensor> inputs = op->input_tensors();
+  for (size_t k = 0; values && k + width <= values->size(); k += width) {
+    auto in = static_cast<size_t>((*values)[k]);
+    auto d = static_cast<size_t>((*values)[k + 1]);
+    if (in >= inputs.size() || d >= inputs[in].shape().size()) {
+      value_error("compute '", op->name, "': attrs['", name, "'] names dimension ", d, " of input ",
+                  in, ", which it does not have");
+    }
+    f(inputs[in], d, values->data() + k + 2);
+  }
+}
+
+// The checks of those requirements, made per call where the size is a variable:
+// - attrs["nonempty_reads"] = [k, d, ...]: dimension d of input k must have an element
+//   wherever the compute has one: the index of an extreme (argmax) over it, an element taken
+//   from it (take's clipped or wrapped index), which over an empty axis read outside the
+//   tensor or gave an index out of range. NumPy and PyTorch refuse both. (A constant empty
+//   axis is checked per call too: topi refuses it when it can tell the compute is not empty.)
+// - attrs["divisible_reads"] = [k, d, m, ...]: dimension d of input k must split into m equal
+//   parts (topi.split into sections of a size variable dropped the remainder).
+void add_size_requirements(const Operation& op, const ComputeOpNode* compute,
+                           std::vector<ReadBound>* out) {
+  std::vector<Expr> outputs;
+  for (const IterVar& iv : compute->axis) outputs.push_back(iv->dom.extent);
+  auto what = [&](const char* verb, const Tensor& input, size_t d) {
+    return str_cat("compute '", op->name, "' ", verb, " dimension ", d, " of '", input.op()->name,
+                   "' (", to_string(input.shape()[d]), ")");
+  };
+  for_each_requirement(
+      op, compute, "nonempty_reads", 2, [&](const Tensor& input, size_t d, const int64_t*) {
+        const Expr& extent = input.shape()[d];
+        if (auto c = as_const_int(extent); c && *c > 0) return;
+        DataType t = extent.dtype();
+        out->push_back(
+            {what("reads", input, d), make_zero(t), make_zero(t), extent, outputs, true});
+      });
+  for_each_requirement(
+      op, compute, "divisible_reads", 3, [&](const Tensor& input, size_t d, const int64_t* parts) {
+        const Expr& extent = input.shape()[d];
+        if (as_const_int(extent)) return;  // (topi checks a constant)
+        if (*parts < 1) {
+          value_error("compute '", op->name, "': attrs['divisible_reads'] asks for ", *parts,
+                      " parts");
+        }
+        DataType t = extent.dtype();
+        ReadBound b{what("splits", input, d), make_zero(t), make_zero(t), extent, {}};
+        b.divisor = *parts;
+        out->push_back(std::move(b));
+      });
+}
+
 }  // namespace
 
 std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
@@ -172,59 +232,7 @@ std::vector<ReadBound> read_bounds(const std::vector<Tensor>& args) {
     };
     for (const IterVar& iv : compute->axis) add_loop(iv);
     for (const IterVar& iv : compute->reduce_axis) add_loop(iv);
-    // attrs["nonempty_reads"] = [k, d, ...]: dimension d of input k (input_tensors() order)
-    // must have an element wherever the compute has one: the index of an extreme (argmax)
-    // over it, an element taken from it (take's clipped or wrapped index), which over an
-    // empty axis read outside the tensor or gave an index out of range. NumPy and PyTorch
-    // refuse both. A constant empty axis is refused by topi when the compute is made.
-    auto nonempty = compute->attrs.find("nonempty_reads");
-    if (nonempty != compute->attrs.end()) {
-      const auto* pairs = std::get_if<std::vector<int64_t>>(&nonempty->second);
-      std::vector<Tensor> inputs = op->input_tensors();
-      std::vector<Expr> outputs;
-      for (const IterVar& iv : compute->axis) outputs.push_back(iv->dom.extent);
-      for (size_t k = 0; pairs && k + 1 < pairs->size(); k += 2) {
-        auto in = static_cast<size_t>((*pairs)[k]);
-        auto d = static_cast<size_t>((*pairs)[k + 1]);
-        if (in >= inputs.size() || d >= inputs[in].shape().size()) {
-          value_error("compute '", op->name, "': attrs['nonempty_reads'] names dimension ", d,
-                      " of input ", in, ", which it does not have");
-        }
-        const Expr& extent = inputs[in].shape()[d];
-        if (auto c = as_const_int(extent); c && *c > 0) continue;  // (an empty one: per call)
-        DataType t = extent.dtype();
-        out.push_back({str_cat("compute '", op->name, "' reads dimension ", d, " of '",
-                               inputs[in].op()->name, "' (", to_string(extent), ")"),
-                       make_zero(t), make_zero(t), extent, outputs, true});
-      }
-    }
-    // attrs["divisible_reads"] = [k, d, m, ...]: dimension d of input k must split into m
-    // equal parts (topi.split into sections of a size variable dropped the remainder).
-    auto divisible = compute->attrs.find("divisible_reads");
-    if (divisible != compute->attrs.end()) {
-      const auto* triples = std::get_if<std::vector<int64_t>>(&divisible->second);
-      std::vector<Tensor> inputs = op->input_tensors();
-      for (size_t k = 0; triples && k + 2 < triples->size(); k += 3) {
-        auto in = static_cast<size_t>((*triples)[k]);
-        auto d = static_cast<size_t>((*triples)[k + 1]);
-        int64_t parts = (*triples)[k + 2];
-        if (in >= inputs.size() || d >= inputs[in].shape().size() || parts < 1) {
-          value_error("compute '", op->name, "': attrs['divisible_reads'] names dimension ", d,
-                      " of input ", in, " in ", parts, " parts, which it cannot have");
-        }
-        const Expr& extent = inputs[in].shape()[d];
-        if (as_const_int(extent)) continue;  // (topi checks a constant when it splits)
-        DataType t = extent.dtype();
-        ReadBound b{str_cat("compute '", op->name, "' splits dimension ", d, " of '",
-                            inputs[in].op()->name, "' (", to_string(extent), ")"),
-                    make_zero(t),
-                    make_zero(t),
-                    extent,
-                    {}};
-        b.divisor = parts;
-        out.push_back(std::move(b));
-      }
-    }
+    add_size_requirements(op, compute, &out);
     UnconditionalReads finder;
     for (const Expr& e : compute->body) finder.visit(e);
     for (const TensorRead* read : finder.reads) {

@@ -643,6 +643,23 @@ def compile_graph(
         >>> cg(torch.ones(2, 3), torch.ones(3, 4)).tolist()[0]
         [3.0, 3.0, 3.0, 3.0]
     """
+    # sizes the inputs carry only shifted are replaced while the graph is converted (see
+    # _shifted_sizes)
+    token = _SIZE_SUBSTITUTIONS.set(_shifted_sizes(_graph_nodes(gm)[0]))
+    try:
+        return _compile_graph(gm, example_inputs, target=target, name=name, **options)
+    finally:
+        _SIZE_SUBSTITUTIONS.reset(token)
+
+
+def _compile_graph(
+    gm: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    *,
+    target: str,
+    name: str,
+    **options: Any,
+) -> CompiledGraph:
     placeholders, out_nodes, is_tuple = _graph_nodes(gm)
     if any("val" not in n.meta for n in gm.graph.nodes if n.op != "output"):
         from torch.fx.passes.shape_prop import ShapeProp
@@ -673,40 +690,6 @@ def compile_graph(
     lanes = _layout_lanes(options, target)
     permuted = _permuted_inputs(gm, plan) if options.get("permute_inputs") else frozenset()
     winograd: dict[str, int] = {}
-    substitutions = _SIZE_SUBSTITUTIONS.set(_shifted_sizes(placeholders))
-    try:
-        return _compile_imported(
-            gm,
-            placeholders,
-            out_nodes,
-            is_tuple,
-            plan,
-            lanes,
-            permuted,
-            winograd,
-            target,
-            name,
-            tuning,
-            options,
-        )
-    finally:
-        _SIZE_SUBSTITUTIONS.reset(substitutions)
-
-
-def _compile_imported(
-    gm: torch.fx.GraphModule,
-    placeholders: list[torch.fx.Node],
-    out_nodes: list[Any],
-    is_tuple: bool,
-    plan: FoldPlan,
-    lanes: int,
-    permuted: frozenset[str],
-    winograd: dict[str, int],
-    target: str,
-    name: str,
-    tuning: Any,
-    options: dict[str, Any],
-) -> CompiledGraph:
     with blocking(lanes):
         inputs, outputs, _ = import_graph(gm, plan=plan, permuted=permuted)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)

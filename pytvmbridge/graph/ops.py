@@ -596,6 +596,7 @@ for _fn in (operator.add, operator.sub, operator.mul, operator.floordiv, operato
 
 # The training path: backward operators left whole by the decompositions, derived by te.gradient.
 from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
+from . import ops_index, ops_math, ops_reductions, ops_spatial  # noqa: E402, F401  (likewise)
 
 __all__ = [
     "ACCEPTS",

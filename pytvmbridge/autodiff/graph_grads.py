@@ -30,6 +30,7 @@ import torch
 from .. import te, topi
 from ..graph import ops
 from ..graph.layout import blocking
+from ..graph.promotion import DTYPE_NAMES
 from .gradient import gradient
 
 aten = torch.ops.aten
@@ -226,14 +227,15 @@ def max_pool2d_with_indices_backward(
     return gradient(te.compute(grad_output.shape, routed, name="pool_routed"), x, grad_output)
 
 
-_SCALAR_DTYPES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float64: "float64"}
-
-
 def scalar_tensor(value: Any, dtype: Any = None, **_: Any) -> te.Tensor:
     """``aten.scalar_tensor``: a 0-d constant of ``dtype`` (float32 by default; ReLU's gradient
-    selects it, in the gradient's dtype)."""
-    name = _SCALAR_DTYPES.get(dtype, "float32")
-    return te.compute((), lambda: te.const(float(value), name), name="scalar")
+    selects it, in the gradient's dtype; cross entropy's ignored-label count, an int64)."""
+    name = DTYPE_NAMES.get(dtype, "float32")
+    if name == "bool":
+        number: Any = bool(value)
+    else:
+        number = float(value) if name.startswith(("float", "bfloat")) else int(value)
+    return te.compute((), lambda: te.const(number, name), name="scalar")
 
 
 def where(condition: te.Tensor, a: Any, b: Any) -> te.Tensor:
@@ -353,14 +355,6 @@ def batch_norm_training(
     return out, flat_mean, topi.reshape(rstd, [x.shape[1]]), new_mean, new_var
 
 
-def _int64_add_accepts(node: torch.fx.Node) -> bool:
-    # int64 only when everything is (batch norm's step counter, num_batches_tracked + 1): never a
-    # mixed float/int addition, whose promotion topi.add does not do
-    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
-    dtypes = {v.dtype for v in vals if isinstance(v, torch.Tensor)}
-    return torch.int64 not in dtypes or dtypes == {torch.int64}
-
-
 def _batch_norm_accepts(node: torch.fx.Node) -> bool:
     # training with running statistics and static sizes (the unbiased count is a constant)
     x = node.args[0].meta["val"]
@@ -399,14 +393,6 @@ def register() -> None:
     ops.CONVERTERS[aten._native_batch_norm_legit_functional.default] = batch_norm_training
     ops.PRODUCED_RESULTS[aten._native_batch_norm_legit_functional.default] = (0, 1, 2, 3, 4)
     ops.ACCEPTS[aten._native_batch_norm_legit_functional.default] = _batch_norm_accepts
-    ops.OTHER_DTYPES[aten.add.Tensor] = (torch.int64,)
-    before = ops.ACCEPTS.get(aten.add.Tensor)
-    if before is not _int64_add_accepts:
-        ops.ACCEPTS[aten.add.Tensor] = (
-            _int64_add_accepts
-            if before is None
-            else lambda node: _int64_add_accepts(node) and before(node)
-        )
 
 
 register()

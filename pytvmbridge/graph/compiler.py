@@ -60,20 +60,25 @@ from .layout import (
     winograd_weights,
 )
 from .linear import fold_linear_views
-from .ops import CONVERTERS
+from .ops import CONVERTERS, PREPARE
 from .read_through import plan_read_through
 from .replay import Step, alias_replays, run_steps
 from .views import cancel_view_pairs
 
 #: The floating-point dtypes the graph compiler computes in.
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-# int64: max pooling's indices, saved by a training forward for its backward (ops.OTHER_DTYPES)
+# Every dtype a kernel reads or writes; integers and bool only through the operators that take
+# them (ops.OTHER_DTYPES: indices, masks, casts, integer arithmetic).
 _DTYPES = {
     torch.float32: "float32",
     torch.float64: "float64",
     torch.float16: "float16",
     torch.bfloat16: "bfloat16",
     torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
     torch.bool: "bool",  # a mask computed in PyTorch (an indexed assignment's where)
 }
 
@@ -506,6 +511,12 @@ def import_graph(
                 kwargs["extent"] = _dim_value(val.shape[axis], size_vars)
             if node.target is not operator.getitem:
                 kwargs.pop("memory_format", None)
+            prepare = PREPARE.get(node.target)
+            if prepare is not None:
+                shape = None
+                if isinstance(val, torch.Tensor):
+                    shape = [_dim_value(d, size_vars) for d in val.shape]
+                args, kwargs = prepare(node, args, kwargs, shape)
             try:
                 env[node] = CONVERTERS[node.target](*args, **kwargs)
             except Exception as err:

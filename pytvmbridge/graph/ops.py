@@ -51,6 +51,11 @@ PRODUCED_RESULTS: dict[Any, tuple[int, ...]] = {}
 ACCEPTS: dict[Any, Callable[[torch.fx.Node], bool]] = {}
 # Tensors other than float32 an operator takes or gives (max pooling's int64 indices).
 OTHER_DTYPES: dict[Any, tuple[torch.dtype, ...]] = {}
+# Steps run on a node's converted (args, kwargs) before its converter, given the FX node and
+# its traced result's shape (sizes as TE, None for a non-tensor result): what the converter
+# needs from the traced node itself (the dtype operands are promoted to, a constructor's result
+# dtype and shape).
+PREPARE: dict[Any, Callable[[torch.fx.Node, tuple, dict, Any], tuple[tuple, dict]]] = {}
 
 
 def _register(*targets: Any, results: tuple[int, ...] | None = None) -> Callable:
@@ -603,6 +608,8 @@ __all__ = [
     "COMPARISONS",
     "CONVERTERS",
     "ELEMENTWISE",
+    "OTHER_DTYPES",
+    "PREPARE",
     "PRODUCED_RESULTS",
     "in_float32",
 ]

@@ -1,7 +1,398 @@
-"""ATen converters: Indexing, dtype casts and constructed tensors: advanced indexing, gather, index_select, embedding, flip, repeat, arange, full, _to_copy.
+"""ATen converters: indexing, dtype casts, integer tensors and constructed tensors.
 
-Registered into :data:`pytvmbridge.graph.ops.CONVERTERS` when :mod:`pytvmbridge.graph.ops` is
-imported.
+- **Integer and bool tensors** enter kernels through the operators that take them (registered
+  in :data:`.ops.OTHER_DTYPES` here): views and copies of any dtype; arithmetic, comparisons,
+  ``where`` and ``cat`` with PyTorch's type promotion (:mod:`.promotion`: ``positions + 0.5``
+  is float32, ``mask * x`` reads the bool mask as 0/1); integer division by zero gives 0 in a
+  kernel where PyTorch raises (a kernel cannot raise).
+- **Casts**: ``_to_copy`` with a dtype (to bool: nonzero; float to integer truncates).
+- **Constructed tensors**: ``arange``, ``full``, ``full_like`` (the dtype PyTorch traced).
+- **Indexing**: ``embedding``, ``index_select``, ``gather``, ``index.Tensor`` with integer
+  index tensors (bool masks, whose result size depends on the data, stay in PyTorch),
+  ``flip``, ``repeat``. A negative index counts from the end as in PyTorch; an index still out
+  of range is clamped to the nearest end (PyTorch raises; a kernel cannot, and must not read
+  outside the tensor).
+
+Example:
+    >>> import torch
+    >>> from pytvmbridge.graph.ops import CONVERTERS
+    >>> torch.ops.aten.embedding.default in CONVERTERS
+    True
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .. import te, topi
+from ..topi.utils import const_int
+from .ops import ACCEPTS, OTHER_DTYPES, PREPARE, _axis, _register
+from .promotion import DTYPE_NAMES, INTEGER_DTYPES, TO_OPERANDS, TO_RESULT, cast_to, promote
+
+aten = torch.ops.aten
+
+_ANY_DTYPE = (*INTEGER_DTYPES, torch.bool)
+
+
+def _allow(target: Any, dtypes: tuple[torch.dtype, ...]) -> None:
+    """Let ``target`` read and give ``dtypes`` besides the floating ones (kept with any the
+    table already lists)."""
+    have = OTHER_DTYPES.get(target, ())
+    OTHER_DTYPES[target] = have + tuple(d for d in dtypes if d not in have)
+
+
+def _result_dtype(
+    node: torch.fx.Node, args: tuple, kwargs: dict, shape: list[Any] | None = None
+) -> tuple[tuple, dict]:
+    """PREPARE step: the converter gets the traced result's dtype as ``result_dtype``."""
+    return args, {**kwargs, "result_dtype": DTYPE_NAMES[node.meta["val"].dtype]}
+
+
+def _result_dtype_and_shape(
+    node: torch.fx.Node, args: tuple, kwargs: dict, shape: list[Any] | None = None
+) -> tuple[tuple, dict]:
+    """PREPARE step: the traced result's dtype and shape (``result_shape``, sizes as TE)."""
+    args, kwargs = _result_dtype(node, args, kwargs)
+    return args, {**kwargs, "result_shape": shape}
+
+
+def _traced_dtype_known(node: torch.fx.Node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.dtype in DTYPE_NAMES
+
+
+# --- views, copies and arithmetic of any dtype ------------------------------------------------
+
+_VIEWS = (
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.permute.default,
+    aten.t.default,
+    aten.transpose.int,
+    aten.expand.default,
+    aten.unsqueeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.slice.Tensor,
+    aten.select.int,
+    aten.split.Tensor,
+    aten.split_with_sizes.default,
+    aten.clone.default,
+    aten.alias.default,
+    aten.cat.default,
+)
+for _target in _VIEWS:
+    _allow(_target, _ANY_DTYPE)
+
+# bool operands of arithmetic read as 0/1; a bool result of arithmetic (bool + bool) is not
+# computed here: its operands would be promoted to bool, not added
+_ARITHMETIC = TO_RESULT - {aten.cat.default, aten.where.self}
+for _target in _ARITHMETIC:
+    _allow(_target, _ANY_DTYPE)
+for _target in (*TO_OPERANDS, aten.where.self):
+    _allow(_target, _ANY_DTYPE)
+
+
+def _arithmetic_accepts(node: torch.fx.Node, before: Any = None) -> bool:
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor) and val.dtype == torch.bool:
+        return False
+    return before is None or bool(before(node))
+
+
+for _target in _ARITHMETIC:
+    _before = ACCEPTS.get(_target)
+    ACCEPTS[_target] = lambda node, _b=_before: _arithmetic_accepts(node, _b)
+for _target in TO_RESULT | TO_OPERANDS:
+    PREPARE[_target] = promote
+
+
+@_register(aten.div.Tensor_mode)
+def _div_mode(a: Any, b: Any, rounding_mode: str | None = None) -> te.Tensor:
+    like = a if isinstance(a, te.Tensor) else b
+    a, b = (te.const(v, like.dtype) if not isinstance(v, te.Tensor) else v for v in (a, b))
+    if like.dtype.startswith("float"):  # trunc only (see ACCEPTS)
+        return topi.trunc(topi.divide(a, b))
+    return (topi.floor_divide if rounding_mode == "floor" else topi.trunc_divide)(a, b)
+
+
+def _div_mode_accepts(node: torch.fx.Node) -> bool:
+    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
+    val = node.meta["val"]
+    if mode == "trunc":
+        return True
+    # floor division of floats: PyTorch's rule (fmod-based, rounding its quotient) is not
+    # floor(a / b) near integers; it stays in PyTorch
+    return mode == "floor" and val.dtype in INTEGER_DTYPES
+
+
+ACCEPTS[aten.div.Tensor_mode] = _div_mode_accepts
+
+
+# --- casts ----------------------------------------------------------------------------------
+
+
+@_register(aten._to_copy.default)
+def _to_copy(x: te.Tensor, result_dtype: str, **_: Any) -> te.Tensor:
+    if x.dtype == result_dtype:
+        return topi.identity(x)
+    return cast_to(x, result_dtype)
+
+
+def _to_copy_accepts(node: torch.fx.Node) -> bool:
+    source = node.args[0].meta["val"]
+    device = node.kwargs.get("device")
+    layout = node.kwargs.get("layout")
+    return (
+        _traced_dtype_known(node)
+        and (device is None or torch.device(device) == source.device)
+        and layout in (None, torch.strided)
+        and not node.kwargs.get("pin_memory")
+    )
+
+
+ACCEPTS[aten._to_copy.default] = _to_copy_accepts
+PREPARE[aten._to_copy.default] = _result_dtype
+_allow(aten._to_copy.default, _ANY_DTYPE)
+MIXES_DTYPES = {aten._to_copy.default}
+
+
+# --- constructed tensors --------------------------------------------------------------------
+
+
+def _number(value: Any, dtype: str) -> te.Expr:
+    if isinstance(value, te.Expr):
+        return value if value.dtype == dtype else value.astype(dtype)
+    if dtype == "bool":
+        return te.const(bool(value), "bool")
+    return te.const(float(value) if dtype.startswith("float") else int(value), dtype)
+
+
+@_register(aten.arange.start_step, aten.arange.start, aten.arange.default)
+def _arange(*args: Any, result_dtype: str, result_shape: list[Any], **_: Any) -> te.Tensor:
+    numbers = [a for a in args if not isinstance(a, (torch.dtype, torch.layout, torch.device))]
+    start, step = (0, 1) if len(numbers) == 1 else (numbers[0], 1)
+    if len(numbers) >= 3:
+        step = numbers[2]
+    # PyTorch computes start + i * step in double for floating results, then rounds once
+    compute = "float64" if result_dtype.startswith("float") else "int64"
+    first, stride = _number(start, compute), _number(step, compute)
+    return te.compute(
+        result_shape,
+        lambda i: cast_expr(first + i.astype(compute) * stride, result_dtype),
+        name="T_arange",
+        tag="injective",
+    )
+
+
+def cast_expr(value: te.Expr, dtype: str) -> te.Expr:
+    return value if value.dtype == dtype else value.astype(dtype)
+
+
+def _size_or_number(value: Any) -> bool:
+    if isinstance(value, torch.fx.Node):
+        return isinstance(value.meta.get("val"), torch.SymInt)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _arange_accepts(node: torch.fx.Node) -> bool:
+    return (
+        _traced_dtype_known(node)
+        and all(_size_or_number(a) for a in node.args)
+        and node.kwargs.get("layout") in (None, torch.strided)
+    )
+
+
+for _target in (aten.arange.start_step, aten.arange.start, aten.arange.default):
+    ACCEPTS[_target] = _arange_accepts
+    PREPARE[_target] = _result_dtype_and_shape
+    _allow(_target, _ANY_DTYPE)
+
+
+@_register(aten.full.default)
+def _full(size: Any, fill_value: Any, result_dtype: str, **_: Any) -> te.Tensor:
+    value = _number(fill_value, result_dtype)
+    return te.compute(list(size), lambda *_i: value, name="T_full", tag="injective")
+
+
+@_register(aten.full_like.default)
+def _full_like(x: te.Tensor, fill_value: Any, result_dtype: str, **_: Any) -> te.Tensor:
+    value = _number(fill_value, result_dtype)
+    return te.compute(list(x.shape), lambda *_i: value, name="T_full", tag="injective")
+
+
+def _full_accepts(node: torch.fx.Node) -> bool:
+    fill = node.args[1]
+    return (
+        _traced_dtype_known(node)
+        and isinstance(fill, (bool, int, float))
+        and node.kwargs.get("layout") in (None, torch.strided)
+    )
+
+
+for _target in (aten.full.default, aten.full_like.default):
+    ACCEPTS[_target] = _full_accepts
+    PREPARE[_target] = _result_dtype
+    _allow(_target, _ANY_DTYPE)
+
+
+# --- indexing -------------------------------------------------------------------------------
+
+
+def _position(index: te.Expr, size: Any) -> te.Expr:
+    """An index read from a tensor as a position along an axis of ``size``: negative counts
+    from the end (PyTorch), and what is still outside ``[0, size)`` is clamped."""
+    wide = "int64"
+    index = cast_expr(index, wide)
+    n = cast_expr(size, wide) if isinstance(size, te.Expr) else te.const(int(size), wide)
+    zero = te.const(0, wide)
+    index = te.if_then_else(index < zero, index + n, index)
+    return te.min(te.max(index, zero), n - te.const(1, wide))
+
+
+def _index_tensor_ok(value: Any) -> bool:
+    val = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+    return isinstance(val, torch.Tensor) and val.dtype in (torch.int64, torch.int32)
+
+
+@_register(aten.embedding.default)
+def _embedding(weight: te.Tensor, indices: te.Tensor, *_: Any, **__: Any) -> te.Tensor:
+    rows = weight.shape[0]
+    ndim = len(indices.shape)
+
+    def row(*i: Any) -> te.Expr:
+        return weight[_position(indices[i[:ndim]], rows), i[ndim]]
+
+    return te.compute([*indices.shape, weight.shape[1]], row, name="T_embedding", tag="injective")
+
+
+ACCEPTS[aten.embedding.default] = lambda node: (
+    _index_tensor_ok(node.args[1]) and len(node.args[0].meta["val"].shape) == 2
+)
+
+
+@_register(aten.index_select.default)
+def _index_select(x: te.Tensor, dim: int, index: te.Tensor) -> te.Tensor:
+    axis = _axis(dim, len(x.shape)) if x.shape else 0
+    if not x.shape:
+        return te.compute([index.shape[0]], lambda i: x[()], name="T_index_select")
+    shape = list(x.shape)
+    shape[axis] = index.shape[0] if index.shape else 1
+
+    def select(*i: Any) -> te.Expr:
+        picked = index[i[axis]] if index.shape else index[()]
+        return x[(*i[:axis], _position(picked, x.shape[axis]), *i[axis + 1 :])]
+
+    out = te.compute(shape, select, name="T_index_select", tag="injective")
+    return out
+
+
+ACCEPTS[aten.index_select.default] = lambda node: _index_tensor_ok(node.args[2])
+
+
+@_register(aten.gather.default)
+def _gather(x: te.Tensor, dim: int, index: te.Tensor, **_: Any) -> te.Tensor:
+    if not x.shape:
+        return te.compute(list(index.shape), lambda *i: x[()], name="T_gather")
+    axis = _axis(dim, len(x.shape))
+
+    def pick(*i: Any) -> te.Expr:
+        at = list(i)
+        at[axis] = _position(index[i], x.shape[axis])
+        return x[tuple(at)]
+
+    return te.compute(list(index.shape), pick, name="T_gather", tag="injective")
+
+
+ACCEPTS[aten.gather.default] = lambda node: (
+    _index_tensor_ok(node.args[2])
+    and len(node.args[2].meta["val"].shape) == len(node.args[0].meta["val"].shape)
+)
+
+
+@_register(aten.index.Tensor)
+def _index(x: te.Tensor, indices: Any, result_shape: list[Any], **_: Any) -> te.Tensor:
+    indices = list(indices) + [None] * (len(x.shape) - len(indices))
+    given = [d for d, t in enumerate(indices) if t is not None]
+    broadcast_ndim = max(len(indices[d].shape) for d in given)
+    # PyTorch: index tensors on adjacent dimensions put their broadcast shape where they stand;
+    # separated by a sliced dimension, it goes first
+    adjacent = given == list(range(given[0], given[-1] + 1))
+    first = given[0] if adjacent else 0
+
+    def pick(*i: Any) -> te.Expr:
+        where = i[first : first + broadcast_ndim]
+        rest = list(i[:first]) + list(i[first + broadcast_ndim :])
+        at = []
+        for d, index in enumerate(indices):
+            if index is None:
+                at.append(rest.pop(0))
+                continue
+            # the index tensor's dimensions are the trailing ones of the broadcast shape
+            offset = broadcast_ndim - len(index.shape)
+            own = [
+                te.const(0, "int32") if const_int(extent) == 1 else where[offset + k]
+                for k, extent in enumerate(index.shape)
+            ]
+            at.append(_position(index[tuple(own)], x.shape[d]))
+        return x[tuple(at)]
+
+    return te.compute(list(result_shape), pick, name="T_index", tag="injective")
+
+
+def _index_accepts(node: torch.fx.Node) -> bool:
+    indices = node.args[1]
+    given = [t for t in indices if t is not None]
+    if not given or not all(_index_tensor_ok(t) for t in given):
+        return False
+    shapes = [t.meta["val"].shape for t in given]
+    ndim = max(len(s) for s in shapes)
+    for k in range(ndim):  # broadcast dims of equal or 1 extent only (no size-1 symbolic)
+        extents = {s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0}
+        if len(extents - {1}) > 1 or not all(isinstance(e, int) or e != 1 for e in extents):
+            return False
+    return _traced_dtype_known(node)
+
+
+ACCEPTS[aten.index.Tensor] = _index_accepts
+PREPARE[aten.index.Tensor] = _result_dtype_and_shape
+
+
+@_register(aten.flip.default)
+def _flip(x: te.Tensor, dims: Any) -> te.Tensor:
+    out = x
+    for d in dims:
+        out = topi.flip(out, _axis(d, len(x.shape)))
+    return out
+
+
+@_register(aten.repeat.default)
+def _repeat(x: te.Tensor, repeats: Any) -> te.Tensor:
+    return topi.tile(x, list(repeats))
+
+
+ACCEPTS[aten.repeat.default] = lambda node: all(isinstance(r, int) and r >= 1 for r in node.args[1])
+
+
+@_register(aten.lift_fresh_copy.default)
+def _lift_fresh_copy(x: te.Tensor) -> te.Tensor:
+    return topi.identity(x)
+
+
+for _target in (
+    aten.lift_fresh_copy.default,
+    aten.scalar_tensor.default,
+    aten.embedding.default,
+    aten.index_select.default,
+    aten.gather.default,
+    aten.index.Tensor,
+    aten.flip.default,
+    aten.repeat.default,
+    aten.div.Tensor_mode,
+):
+    _allow(_target, _ANY_DTYPE)
+
+__all__ = ["MIXES_DTYPES", "cast_expr"]

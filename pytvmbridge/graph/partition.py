@@ -32,6 +32,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 
 from .compiler import FLOAT_DTYPES, CompiledGraph, UnsupportedOperatorError, compile_graph
 from .ops import ACCEPTS, COMPARISONS, CONVERTERS, OTHER_DTYPES, PRODUCED_RESULTS
+from .ops_index import MIXES_DTYPES
 from .replay import VIEW_OPS
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
@@ -88,7 +89,7 @@ def is_supported(node: torch.fx.Node) -> bool:
         node.target in COMPARISONS and isinstance(val, torch.Tensor) and val.dtype == torch.bool
     ):
         return False
-    if not _inputs_ok(node) or not _one_float_dtype(node):
+    if not _inputs_ok(node) or (node.target not in MIXES_DTYPES and not _one_float_dtype(node)):
         return False
     check = ACCEPTS.get(node.target)
     try:

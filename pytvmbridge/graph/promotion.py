@@ -1,0 +1,138 @@
+"""PyTorch's type promotion for the graph compiler: the operands of an arithmetic operator, a
+comparison, ``where`` or ``cat`` cast to the dtype PyTorch computes it in.
+
+topi's binary operators take operands of one dtype. PyTorch promotes: an int64 position plus a
+float32 offset is float32, a bool mask times a float32 tensor is float32, the sum of a bool
+tensor is int64, ``int_tensor > 0.5`` compares in float32. The traced node knows the answer (its
+result's dtype; for a comparison, ``torch.result_type`` of its operands), so each operand that
+differs is cast to it before the converter runs. A cast is an injective stage the automatic
+schedule inlines. Mixed floating-point dtypes are not promoted here: such a node stays in
+PyTorch (the partitioner's one-float-dtype rule), since PyTorch's 16-bit kernels compute in
+float32 with the wider operand unrounded.
+
+Example:
+    >>> import torch
+    >>> from torch.fx.experimental.proxy_tensor import make_fx
+    >>> from pytvmbridge.graph.promotion import computation_dtype
+    >>> gm = make_fx(lambda i, x: i + x, tracing_mode="fake")(
+    ...     torch.arange(3), torch.ones(3))
+    >>> add = next(n for n in gm.graph.nodes if n.op == "call_function")
+    >>> computation_dtype(add)
+    torch.float32
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .. import te, topi
+
+aten = torch.ops.aten
+
+#: Integer dtypes a kernel reads and computes (bool is separate: masks and conditions).
+INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+DTYPE_NAMES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
+
+# Operators computed in their result's dtype.
+TO_RESULT = {
+    aten.add.Tensor,
+    aten.add.Scalar,
+    aten.sub.Tensor,
+    aten.sub.Scalar,
+    aten.mul.Tensor,
+    aten.mul.Scalar,
+    aten.div.Tensor,
+    aten.div.Scalar,
+    aten.div.Tensor_mode,
+    aten.maximum.default,
+    aten.minimum.default,
+    aten.rsub.Scalar,
+    aten.neg.default,
+    aten.abs.default,
+    aten.sum.default,
+    aten.sum.dim_IntList,
+    aten.cat.default,
+    aten.where.self,
+}
+# Operators computed in their operands' promoted dtype, with a bool result.
+TO_OPERANDS = {
+    getattr(getattr(aten, name), overload)
+    for name in ("gt", "lt", "ge", "le", "eq", "ne")
+    for overload in ("Tensor", "Scalar")
+}
+
+
+def _example(value: Any) -> Any:
+    """The traced value of an FX argument (a FakeTensor, or a Python number as it is)."""
+    if isinstance(value, torch.fx.Node):
+        return value.meta.get("val")
+    return value
+
+
+def computation_dtype(node: torch.fx.Node) -> torch.dtype | None:
+    """The dtype PyTorch computes ``node`` in, or None when it is not one this module promotes
+    (or the traced values are missing)."""
+    if node.target in TO_OPERANDS:
+        a, b = (_example(v) for v in node.args[:2])
+        if a is None or b is None:
+            return None
+        return torch.result_type(a, b)
+    val = node.meta.get("val")
+    if node.target in TO_RESULT and isinstance(val, torch.Tensor):
+        return val.dtype
+    return None
+
+
+def cast_to(value: te.Tensor, dtype: str) -> te.Tensor:
+    """``value`` in ``dtype`` (to bool: nonzero, as PyTorch converts)."""
+    if value.dtype == dtype:
+        return value
+    if dtype == "bool":
+        return topi.not_equal(value, te.const(0, value.dtype))
+    return topi.cast(value, dtype)
+
+
+def promote(
+    node: torch.fx.Node, args: tuple, kwargs: dict, shape: list[Any] | None = None
+) -> tuple[tuple, dict]:
+    """``args`` with each tensor operand cast to :func:`computation_dtype` (a PREPARE step of
+    :mod:`.ops`); ``where``'s condition stays bool."""
+    dtype = computation_dtype(node)
+    if dtype is None or dtype not in DTYPE_NAMES:
+        return args, kwargs
+    name = DTYPE_NAMES[dtype]
+    skip = 1 if node.target is aten.where.self else 0
+
+    def cast(value: Any) -> Any:
+        if isinstance(value, te.Tensor):
+            return cast_to(value, name)
+        if isinstance(value, (list, tuple)):
+            return type(value)(cast(v) for v in value)
+        return value
+
+    return (*args[:skip], *(cast(a) for a in args[skip:])), kwargs
+
+
+__all__ = [
+    "DTYPE_NAMES",
+    "INTEGER_DTYPES",
+    "TO_OPERANDS",
+    "TO_RESULT",
+    "cast_to",
+    "computation_dtype",
+    "promote",
+]

@@ -21,6 +21,7 @@ import torch
 
 from .bert import BertLayer
 from .control_flow import GatedNet
+from .gpt import GPT
 from .mlp import MLP
 from .mobilenet import MobileNetV2
 from .resnet import resnet18, resnet50
@@ -44,13 +45,17 @@ MODELS: dict[str, tuple[Callable[..., torch.nn.Module], Callable[[dict], tuple],
                       "settings": SMALL_MOBILENET_SETTINGS}),
     "bert_layer": (BertLayer, lambda k: (k.get("seq", 128), k.get("hidden", 768)), {},
                    {"hidden": 64, "heads": 4, "seq": 16}),
+    "gpt": (GPT, lambda k: (k.get("seq", 128),), {},
+            {"vocab": 100, "hidden": 32, "heads": 4, "layers": 1, "seq": 16}),
     "mlp": (MLP, lambda k: (k.get("in_features", 784),), {}, {"in_features": 32, "hidden": 64}),
     "gated": (GatedNet, lambda k: (k.get("features", 256),), {}, {"features": 16}),
 }  # fmt: skip
 # The models whose input is an image of size "image" (square, 224 by default).
 IMAGE_MODELS = frozenset({"resnet18", "resnet50", "mobilenet_v2"})
 # The models whose input is a sequence of "seq" tokens (128 by default).
-SEQUENCE_MODELS = frozenset({"bert_layer"})
+SEQUENCE_MODELS = frozenset({"bert_layer", "gpt"})
+# The models whose input is token ids (int64 below the model's vocabulary), not floats.
+TOKEN_MODELS = frozenset({"gpt"})
 
 
 def build(
@@ -74,6 +79,8 @@ def build(
     size_only = {"image", "seq"}
     model = builder(**{k: v for k, v in kwargs.items() if k not in size_only}).eval()
     _randomize_norms(model)
+    if name in TOKEN_MODELS:
+        return model, torch.randint(0, model.tokens.num_embeddings, (batch, *shape_of(kwargs)))
     return model, torch.randn(batch, *shape_of(kwargs))
 
 

@@ -601,7 +601,11 @@ for _fn in (operator.add, operator.sub, operator.mul, operator.floordiv, operato
 
 # The training path: backward operators left whole by the decompositions, derived by te.gradient.
 from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
-from . import ops_index, ops_math, ops_reductions, ops_spatial  # noqa: E402, F401  (likewise)
+from . import ops_math, ops_reductions, ops_spatial  # noqa: E402, F401  (likewise)
+
+# isort: split
+# Last: it extends converters registered above to integer and bool tensors.
+from . import ops_index  # noqa: E402, F401
 
 __all__ = [
     "ACCEPTS",

@@ -28,7 +28,8 @@ import torch
 
 from .. import te, topi
 from ..topi.utils import const_int
-from .ops import ACCEPTS, OTHER_DTYPES, PREPARE, _axis, _register
+from .ops import ACCEPTS, CONVERTERS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
+from .ops_math import _zip
 from .promotion import DTYPE_NAMES, INTEGER_DTYPES, TO_OPERANDS, TO_RESULT, cast_to, promote
 
 aten = torch.ops.aten
@@ -103,30 +104,86 @@ def _arithmetic_accepts(node: torch.fx.Node, before: Any = None) -> bool:
     return before is None or bool(before(node))
 
 
-for _target in _ARITHMETIC:
+_MODS = {
+    aten.fmod.Tensor: topi.trunc_mod,
+    aten.fmod.Scalar: topi.trunc_mod,
+    aten.remainder.Tensor: topi.floor_mod,
+    aten.remainder.Scalar: topi.floor_mod,
+}
+for _target in _ARITHMETIC - set(_MODS):
     _before = ACCEPTS.get(_target)
     ACCEPTS[_target] = lambda node, _b=_before: _arithmetic_accepts(node, _b)
+
+
+def _integer_operands(node: torch.fx.Node) -> bool:
+    values = [v.meta.get("val") if isinstance(v, torch.fx.Node) else v for v in node.args[:2]]
+    return all(
+        (isinstance(v, torch.Tensor) and v.dtype in INTEGER_DTYPES)
+        or (isinstance(v, int) and not isinstance(v, bool))
+        for v in values
+    )
+
+
+def _integer_or(floating: Any, integer: Any) -> Any:
+    """The converter ``floating`` (ops_math's, C's fmod / Python's remainder of floats) with
+    integer operands sent to ``integer`` (truncated / floored remainder; by 0 gives 0)."""
+
+    def convert(x: Any, other: Any) -> te.Tensor:
+        like = x if isinstance(x, te.Tensor) else other
+        if like.dtype.startswith(("int", "uint")):
+            x, other = (
+                v if isinstance(v, te.Tensor) else te.const(v, like.dtype) for v in (x, other)
+            )
+            return integer(x, other)
+        return floating(x, other)
+
+    return convert
+
+
+for _target, _integer in _MODS.items():
+    CONVERTERS[_target] = _integer_or(CONVERTERS[_target], _integer)
+    _before = ACCEPTS.get(_target)
+    ACCEPTS[_target] = lambda node, _b=_before: (
+        _integer_operands(node) or (_b is None or bool(_b(node)))
+    )
 for _target in TO_RESULT | TO_OPERANDS:
     PREPARE[_target] = promote
+
+
+def _floor_divide_floats(a: te.Expr, b: te.Expr) -> te.Expr:
+    # PyTorch's rule, not floor(a / b): the quotient of a - fmod(a, b), which is exact, moved
+    # down one where the remainder's sign differs from the divisor's and rounded to the nearest
+    # integer (floor(a / b) is off by one where a / b rounds up to an integer: 1 // 0.1 is 9)
+    zero, one = te.const(0.0, a.dtype), te.const(1.0, a.dtype)
+    mod = te.fmod(a, b)
+    quotient = (a - mod) / b
+    quotient = te.select(te.all(mod != zero, (b < zero) != (mod < zero)), quotient - one, quotient)
+    floored = te.floor(quotient)
+    rounded = te.select(quotient - floored > te.const(0.5, a.dtype), floored + one, floored)
+    signed_zero = te.copysign(zero, a / b)
+    result = te.select(quotient != zero, rounded, signed_zero)
+    return te.select(b == zero, a / b, result)
 
 
 @_register(aten.div.Tensor_mode)
 def _div_mode(a: Any, b: Any, rounding_mode: str | None = None) -> te.Tensor:
     like = a if isinstance(a, te.Tensor) else b
-    a, b = (te.const(v, like.dtype) if not isinstance(v, te.Tensor) else v for v in (a, b))
-    if like.dtype.startswith("float"):  # trunc only (see ACCEPTS)
-        return topi.trunc(topi.divide(a, b))
-    return (topi.floor_divide if rounding_mode == "floor" else topi.trunc_divide)(a, b)
+    if not like.dtype.startswith(("float", "bfloat")):
+        a, b = (te.const(v, like.dtype) if not isinstance(v, te.Tensor) else v for v in (a, b))
+        return (topi.floor_divide if rounding_mode == "floor" else topi.trunc_divide)(a, b)
+    return _div_floats(a, b, rounding_mode=rounding_mode)
+
+
+@in_float32
+def _div_floats(a: Any, b: Any, rounding_mode: str | None = None) -> te.Tensor:
+    if rounding_mode == "trunc":
+        return _zip(lambda x, y: te.trunc(x / y), "trunc_divide", a, b)
+    return _zip(_floor_divide_floats, "floor_divide", a, b)
 
 
 def _div_mode_accepts(node: torch.fx.Node) -> bool:
     mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
-    val = node.meta["val"]
-    if mode == "trunc":
-        return True
-    # floor division of floats: PyTorch's rule (fmod-based, rounding its quotient) is not
-    # floor(a / b) near integers; it stays in PyTorch
-    return mode == "floor" and val.dtype in INTEGER_DTYPES
+    return mode in ("trunc", "floor")
 
 
 ACCEPTS[aten.div.Tensor_mode] = _div_mode_accepts

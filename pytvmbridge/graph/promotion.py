@@ -63,10 +63,15 @@ TO_RESULT = {
     aten.rsub.Scalar,
     aten.neg.default,
     aten.abs.default,
+    aten.clamp.default,
     aten.sum.default,
     aten.sum.dim_IntList,
     aten.cat.default,
     aten.where.self,
+    aten.fmod.Tensor,
+    aten.fmod.Scalar,
+    aten.remainder.Tensor,
+    aten.remainder.Scalar,
 }
 # Operators computed in their operands' promoted dtype, with a bool result.
 TO_OPERANDS = {

@@ -1,0 +1,250 @@
+"""Indexing, casts, integer tensors and constructed tensors compile in the graph backend (no
+operator left to PyTorch under strict) and match eager PyTorch: embedding, index_select, gather,
+advanced indexing, flip, repeat, arange, full, ``_to_copy`` and arithmetic that mixes integer,
+bool and floating tensors (PyTorch's type promotion)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+STRICT = {"strict": True}
+
+
+def _compiled(fn, *args, dynamic=None):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="pytvmbridge", options=STRICT, dynamic=dynamic)
+
+
+def _check(fn, *args, **close):
+    want = fn(*args)
+    got = _compiled(fn)(*args)
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=close.get("rtol", 1e-6), atol=close.get("atol", 0))
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5), (2, 1, 13)])
+def test_embedding_matches_eager_with_negative_free_ids(shape):
+    torch.manual_seed(0)
+    table = torch.nn.Embedding(11, 6)
+    ids = torch.randint(0, 11, shape)
+    with torch.no_grad():
+        _check(table, ids)
+
+
+def test_embedding_of_a_transformer_input_with_positions():
+    """Token plus position embeddings, layer norm: a BERT front end in one kernel."""
+    torch.manual_seed(1)
+    tokens, positions = torch.nn.Embedding(50, 16), torch.nn.Embedding(32, 16)
+    norm = torch.nn.LayerNorm(16)
+
+    def front(ids):
+        where = torch.arange(ids.shape[1])
+        return norm(tokens(ids) + positions(where)[None])
+
+    ids = torch.randint(0, 50, (3, 9))
+    with torch.no_grad():
+        _check(front, ids, rtol=1e-5, atol=1e-5)
+
+
+def test_embedding_with_dynamic_sequence_length():
+    torch.manual_seed(2)
+    table = torch.nn.Embedding(20, 8)
+    compiled = _compiled(lambda ids: table(ids) * 2.0)
+    with torch.no_grad():
+        for length in (5, 9, 2):
+            ids = torch.randint(0, 20, (2, length))
+            torch._dynamo.mark_dynamic(ids, 1)
+            torch.testing.assert_close(compiled(ids), table(ids) * 2.0)
+
+
+def test_out_of_range_ids_are_clamped_not_read_outside():
+    """PyTorch raises on an id past the table; a kernel cannot raise, and must not read
+    outside the table: -1 counts from the end as in PyTorch, the rest clamps to an end."""
+    weight = torch.arange(12.0).reshape(4, 3)
+    compiled = _compiled(lambda w, i: F.embedding(i, w))
+    got = compiled(weight, torch.tensor([0, -1, 3, 7, -9]))
+    want = weight[torch.tensor([0, 3, 3, 3, 0])]
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select_and_gather(dim):
+    torch.manual_seed(3)
+    x = torch.randn(5, 7, 3)
+    index = torch.tensor([2, 0, 2, 1, 0])  # index_select takes no negative index either
+    picks = torch.randint(0, x.shape[dim], (3, 4, 2))  # gather takes no negative index
+
+    def f(x, index, picks):
+        return x.index_select(dim, index).sum(), torch.gather(x, dim, picks)
+
+    want = f(x, index, picks)
+    got = _compiled(f)(x, index, picks)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        lambda x, i, j: x[i],
+        lambda x, i, j: x[:, i],
+        lambda x, i, j: x[i, j],
+        lambda x, i, j: x[:, i, j],
+        lambda x, i, j: x[i, :, j],  # separated: the broadcast dimensions go first
+        lambda x, i, j: x[i[:, None], j],  # broadcast against each other
+        lambda x, i, j: x[..., j],
+    ],
+    ids=["first", "second", "pair", "pair-after-slice", "separated", "broadcast", "last"],
+)
+def test_advanced_indexing_places_dimensions_as_pytorch(pick):
+    torch.manual_seed(4)
+    x = torch.randn(6, 7, 8)
+    i, j = torch.tensor([0, 5, -2]), torch.tensor([3, 0, 1])
+    _check(lambda x, i, j: pick(x, i, j) * 1.0, x, i, j)
+
+
+def test_flip_repeat_roll_tril_and_reflection_pad():
+    torch.manual_seed(5)
+    x = torch.randn(3, 4, 5, 6)
+
+    def f(x):
+        return (
+            x.flip(-1, 1) + x.roll(2, -1),
+            x.repeat(2, 1, 1, 3),
+            x.tril(1),
+            F.pad(x, (2, 1, 1, 2), mode="reflect"),
+            F.pad(x, (1, 1, 2, 0), mode="replicate"),
+        )
+
+    torch.testing.assert_close(_compiled(f)(x), f(x))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("scale", [2, 3])
+def test_nearest_upsampling_through_its_decomposition(mode, scale):
+    torch.manual_seed(6)
+    x = torch.randn(2, 3, 5, 7)
+    _check(lambda x: F.interpolate(x, scale_factor=scale, mode=mode), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16, torch.int32])
+def test_casts(dtype):
+    x = torch.tensor([-2.7, -0.5, -0.0, 0.0, 0.4, 1.5, 2.5, 250.0, float("nan")])
+    x = x[:-1] if not dtype.is_floating_point else x  # NaN to an integer is undefined
+
+    def f(x):
+        y = x.to(dtype)
+        return y, y.float() * 2, (x != 0).to(dtype), x.bool()
+
+    want = f(x)
+    got = _compiled(f)(x)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, equal_nan=True)
+
+
+def test_integer_and_bool_arithmetic_promotes_as_pytorch():
+    torch.manual_seed(7)
+    x = torch.randn(4, 9)
+    positions = torch.arange(9)
+    mask = x > 0
+
+    def f(x, positions, mask):
+        return (
+            x + positions,  # int64 + float32 -> float32
+            x * mask,  # bool read as 0/1
+            positions // 2 - positions % 3,  # integer floor division and remainder
+            torch.div(positions - 4, 3, rounding_mode="trunc"),
+            positions / 4,  # true division of integers -> float32
+            mask.sum(-1),  # bool sum -> int64
+            (positions > 3.5) & mask,  # int compared with a float
+            torch.where(mask, positions, -1),  # int64 where
+            torch.maximum(positions, torch.tensor(4)) * 3,
+        )
+
+    want = f(x, positions, mask)
+    got = _compiled(f)(x, positions, mask)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32])
+def test_arange_and_full(dtype):
+    def f(x):
+        n = x.shape[-1]
+        a = torch.arange(n, dtype=dtype)
+        b = torch.arange(2, 3 * n + 2, 3, dtype=dtype)
+        c = torch.full((2, n), 7, dtype=dtype)
+        return x + a, b, c + torch.full_like(x, 3).to(dtype)[:2], torch.zeros_like(x)
+
+    x = torch.randn(3, 11, dtype=dtype if dtype.is_floating_point else torch.float32)
+    want = f(x)
+    got = _compiled(f)(x)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+
+
+def test_float_arange_rounds_once_as_pytorch():
+    """start + i * step in double, rounded once: 0.1 steps do not drift."""
+    f = lambda x: x + torch.arange(0.0, 10.0, 0.1)  # noqa: E731
+    _check(f, torch.zeros(100))
+
+
+def test_arange_of_a_dynamic_size():
+    compiled = _compiled(lambda x: x * torch.arange(x.shape[0])[:, None])
+    for rows in (4, 7, 1):
+        x = torch.randn(rows, 3)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), x * torch.arange(rows)[:, None])
+
+
+def test_cross_entropy_with_ignored_labels():
+    torch.manual_seed(8)
+    logits = torch.randn(6, 5)
+    labels = torch.tensor([0, 4, -100, 2, 2, -100])
+    _check(lambda x, y: F.cross_entropy(x, y, ignore_index=-100), logits, labels, rtol=1e-5)
+
+
+def test_training_graph_with_embedding_keeps_correct_gradients():
+    """The forward compiles; embedding's backward may stay in PyTorch, gradients match."""
+    torch.manual_seed(9)
+    model = torch.nn.Sequential(torch.nn.Embedding(30, 8), torch.nn.Linear(8, 3))
+    ids = torch.randint(0, 30, (4, 5))
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="pytvmbridge")
+    got = compiled(ids).square().sum()
+    got.backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    want = model(ids).square().sum()
+    want.backward()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    for g, p in zip(grads, model.parameters(), strict=True):
+        torch.testing.assert_close(g, p.grad, rtol=1e-5, atol=1e-5)
+
+
+def test_floor_and_trunc_division_of_floats_bit_for_bit():
+    """PyTorch's floor division is not floor(a / b) (``1 // 0.1`` is 9.0, a / b rounds to
+    10): the fmod-based rule, signed zeros, infinities, NaN and division by zero included."""
+    vals = [1.0, -1.0, 0.0, -0.0, 7.5, -7.5, 1e30, float("inf"), -float("inf"), float("nan"), 0.3]
+    divisors = [0.1, -0.1, 0.0, -0.0, 2.0, -3.0, float("inf"), 0.7, 1e-30]
+    a, b = torch.meshgrid(torch.tensor(vals), torch.tensor(divisors), indexing="ij")
+    a, b = a.reshape(-1), b.reshape(-1)
+
+    def f(a, b):
+        return (
+            torch.div(a, b, rounding_mode="floor"),
+            torch.div(a, b, rounding_mode="trunc"),
+            a // 0.1,
+            torch.div(a.half(), b.half(), rounding_mode="floor"),
+        )
+
+    want = f(a, b)
+    got = _compiled(f)(a, b)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
+        assert torch.equal(torch.signbit(g[~w.isnan()]), torch.signbit(w[~w.isnan()]))

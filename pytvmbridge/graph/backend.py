@@ -245,6 +245,12 @@ def core_decompositions() -> dict[Any, Any]:
     # ours returns the logsumexp (and with it the fast path of nn.TransformerEncoderLayer,
     # which ran whole in PyTorch in eval mode): graph/decompositions.py.
     table.update(extra_decompositions())
+    # Nearest upsampling whole (graph/ops_spatial.py: one gather with PyTorch's index rule)
+    # rather than arange / multiply / cast / index operators, where a graph keeps it whole
+    # (torch.export; under torch.compile PyTorch's own Python kernels decompose it anyway).
+    for op in (torch.ops.aten.upsample_nearest2d, torch.ops.aten._upsample_nearest_exact2d):
+        table.pop(op.default, None)
+        table.pop(op.vec, None)
     return table
 
 

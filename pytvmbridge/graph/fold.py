@@ -370,8 +370,10 @@ def _plan_transposed(
 def _plan_conv_bn(
     gm: torch.fx.GraphModule, inputs: dict[torch.fx.Node, int], plan: FoldPlan
 ) -> None:
-    from .ops import convolution
+    from .ops import CONVERTERS
 
+    # the table's converter (ops_spatial.py's: 1-d and transposed ones too, 2-d by ops.py's)
+    convolution = CONVERTERS[aten.convolution.default]
     for node in gm.graph.nodes:
         if node.target is not aten._native_batch_norm_legit_no_training.default:
             continue

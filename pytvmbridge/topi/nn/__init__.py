@@ -43,6 +43,7 @@ from .pooling import (
     pool2d,
 )
 from .softmax import log_softmax, softmax
+from .upsampling import upsample_bilinear2d, upsample_nearest2d
 from .winograd import (
     conv2d_winograd_nchw,
     conv2d_winograd_nchwc,
@@ -97,6 +98,8 @@ __all__ = [
     "softplus",
     "tanh",
     "unpack_nchwc",
+    "upsample_bilinear2d",
+    "upsample_nearest2d",
     "winograd_tile_size",
     "winograd_transform_matrices",
 ]

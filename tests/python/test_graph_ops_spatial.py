@@ -1,0 +1,289 @@
+"""Spatial operators compile in the graph backend (strict: none left to PyTorch) and match eager
+PyTorch: 1-d and transposed convolutions, group and instance norm, upsampling (whole from
+torch.export, decomposed under torch.compile), adaptive max pooling, constant padding and 1-d
+pooling; in float64/float16/bfloat16, with a dynamic batch, and with gradients through a
+compiled forward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pytvmbridge.graph.backend import core_decompositions
+from pytvmbridge.graph.partition import partition_and_compile
+
+TOLERANCE = {
+    torch.float32: {"rtol": 1e-5, "atol": 1e-5},
+    torch.float64: {"rtol": 1e-12, "atol": 1e-12},
+    torch.float16: {"rtol": 2e-3, "atol": 2e-3},
+    torch.bfloat16: {"rtol": 1.6e-2, "atol": 1.6e-2},
+}
+
+
+def _compiled(fn, strict=True):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="pytvmbridge", options={"strict": strict})
+
+
+def _check(fn, *xs, dtype=torch.float32, strict=True):
+    with torch.no_grad():
+        got, want = _compiled(fn, strict)(*xs), fn(*xs)
+    torch.testing.assert_close(got, want, equal_nan=True, **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize(
+    "cin,cout,k,stride,padding,dilation,groups,bias,length",
+    [
+        (6, 4, 3, 1, 1, 1, 1, True, 11),
+        (5, 16, 3, 2, 2, 2, 1, True, 13),  # a multiple of the block: computed blocked
+        (6, 6, 5, 1, 2, 1, 6, False, 7),  # depthwise
+        (6, 4, 3, 3, 0, 1, 2, True, 17),
+        (3, 2, 1, 1, 0, 1, 1, True, 1),
+    ],
+)
+def test_conv1d(cin, cout, k, stride, padding, dilation, groups, bias, length):
+    torch.manual_seed(0)
+    conv = nn.Conv1d(cin, cout, k, stride, padding, dilation, groups, bias)
+    _check(conv, torch.randn(3, cin, length))
+
+
+def test_conv1d_then_batch_norm_folds():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(6, 8, 3), nn.BatchNorm1d(8), nn.ReLU()).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-0.5, 0.5)
+        model[1].running_var.uniform_(0.5, 2.0)
+    _check(model, torch.randn(2, 6, 11))
+
+
+@pytest.mark.parametrize(
+    "cin,cout,k,stride,padding,out_pad,dilation,groups,size",
+    [
+        (6, 4, 2, 2, 0, 0, 1, 1, (5, 5)),
+        (6, 4, 3, 2, 1, 1, 1, 1, (7, 3)),
+        (6, 4, 3, (2, 3), (0, 2), (1, 0), 2, 2, (5, 4)),
+        (4, 8, (3, 1), 1, (2, 0), 0, 1, 4, (3, 6)),  # padding past k - 1 crops
+        (3, 5, 4, 3, 1, 2, 1, 1, (1, 1)),
+    ],
+)
+def test_conv_transpose2d(cin, cout, k, stride, padding, out_pad, dilation, groups, size):
+    torch.manual_seed(0)
+    conv = nn.ConvTranspose2d(cin, cout, k, stride, padding, out_pad, groups, True, dilation)
+    _check(conv, torch.randn(2, cin, *size))
+
+
+@pytest.mark.parametrize(
+    "cin,cout,k,stride,padding,out_pad,dilation,groups,length",
+    [(6, 4, 4, 3, 1, 2, 1, 1, 11), (6, 9, 3, 2, 0, 1, 2, 3, 1), (2, 2, 1, 1, 0, 0, 1, 2, 5)],
+)
+def test_conv_transpose1d(cin, cout, k, stride, padding, out_pad, dilation, groups, length):
+    torch.manual_seed(0)
+    conv = nn.ConvTranspose1d(cin, cout, k, stride, padding, out_pad, groups, True, dilation)
+    _check(conv, torch.randn(2, cin, length))
+
+
+@pytest.mark.parametrize(
+    "groups,channels,shape,affine",
+    [(3, 6, (2, 6, 9, 7), True), (2, 6, (2, 6, 11), False), (1, 5, (3, 5), True),
+     (4, 4, (1, 4, 2, 3, 5), True), (2, 8, (1, 8, 1, 1), False)],
+)  # fmt: skip
+def test_group_norm(groups, channels, shape, affine):
+    torch.manual_seed(0)
+    norm = nn.GroupNorm(groups, channels, affine=affine)
+    if affine:
+        with torch.no_grad():
+            norm.weight.uniform_(0.5, 2.0)
+            norm.bias.uniform_(-1.0, 1.0)
+    _check(norm, torch.randn(shape))
+
+
+def test_group_norm_variance_is_stable_with_a_large_mean():
+    # A one-pass E[x^2] - E[x]^2 in float32 loses the unit variance under a mean of 1e4 (ulp
+    # of 1e8: 8); the inputs themselves are 1e-3 apart there, so both eager and the compiled
+    # model are compared with the float64 result, within eager's own error (1.7e-3).
+    torch.manual_seed(0)
+    norm = nn.GroupNorm(2, 4)
+    x = torch.randn(2, 4, 8, 8) + 1e4
+    with torch.no_grad():
+        got, truth = _compiled(norm)(x), norm.double()(x.double())
+    torch.testing.assert_close(got.double(), truth, rtol=0, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "make,shape",
+    [
+        (lambda: nn.InstanceNorm2d(6), (2, 6, 9, 7)),
+        (lambda: nn.InstanceNorm2d(6, affine=True), (3, 6, 5, 1)),
+        (lambda: nn.InstanceNorm1d(4), (2, 4, 13)),
+        (lambda: nn.BatchNorm2d(5, track_running_stats=False), (3, 5, 4, 4)),
+    ],
+)
+def test_instance_norm_and_batch_statistics(make, shape):
+    torch.manual_seed(0)
+    norm = make()
+    if getattr(norm, "weight", None) is not None:
+        with torch.no_grad():
+            norm.weight.uniform_(0.5, 2.0)
+            norm.bias.uniform_(-1.0, 1.0)
+    _check(norm, torch.randn(shape))
+
+
+@pytest.mark.parametrize(
+    "output_size,shape",
+    [((3, 5), (2, 3, 9, 7)), (1, (2, 3, 5, 5)), ((4, 4), (1, 2, 7, 13)), ((2, 3), (3, 7, 5)),
+     ((5, 1), (1, 1, 5, 1))],
+)  # fmt: skip
+def test_adaptive_max_pool2d(output_size, shape):
+    torch.manual_seed(0)
+    _check(nn.AdaptiveMaxPool2d(output_size), torch.randn(shape))
+
+
+def test_adaptive_max_pool2d_nan_and_inf():
+    x = torch.randn(1, 3, 6, 6)
+    x[0, 0, 1, 1] = float("nan")  # PyTorch's max propagates NaN
+    x[0, 1] = float("-inf")
+    x[0, 2, :3, :3] = float("inf")
+    _check(nn.AdaptiveMaxPool2d((4, 3)), x)
+
+
+@pytest.mark.parametrize(
+    "pad,value,shape",
+    [
+        ((1, 1), 0.0, (2, 3, 7)),
+        ((2, -1, 0, 3), 2.5, (2, 3, 5, 7)),
+        ((-2, -1, -1, 0), 0.0, (1, 2, 5, 7)),  # a crop only
+        ((1, 0, 0, 2, -1, 1), -1.0, (1, 2, 3, 4, 5)),
+        ((0, 3, 1, 1), float("inf"), (1, 1, 1)),
+    ],
+)
+def test_constant_pad(pad, value, shape):
+    x = torch.randn(shape)
+    x.view(-1)[0] = float("nan")
+    _check(lambda t: F.pad(t, pad, value=value) * 2, x)
+
+
+def test_pool1d():
+    torch.manual_seed(0)
+
+    def fn(x):
+        return (
+            F.max_pool1d(x, 3, 2, padding=1, ceil_mode=True),
+            F.avg_pool1d(x, 4, 3, padding=2, count_include_pad=False),
+            F.max_pool1d(x, 2),
+        )
+
+    _check(fn, torch.randn(2, 3, 13))
+
+
+def _spatial_ops(x3, x4, convs):
+    conv1d, convt2d, convt1d = convs
+    return (
+        conv1d(x3),
+        convt1d(x3),
+        convt2d(x4),
+        F.group_norm(x4, 2, None, None),
+        F.pad(x4, (1, -1, 0, 2), value=0.5),
+        F.adaptive_max_pool2d(x4, (2, 3)),
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16], ids=str)
+def test_dtypes(dtype):
+    torch.manual_seed(0)
+    convs = [
+        nn.Conv1d(4, 6, 3, padding=1).to(dtype),
+        nn.ConvTranspose2d(4, 3, 3, stride=2, groups=1).to(dtype),
+        nn.ConvTranspose1d(4, 2, 2, stride=2).to(dtype),
+    ]
+    x3, x4 = torch.randn(2, 4, 9, dtype=dtype), torch.randn(2, 4, 5, 7, dtype=dtype)
+    _check(lambda a, b: _spatial_ops(a, b, convs), x3, x4, dtype=dtype)
+
+
+def test_dynamic_batch():
+    torch.manual_seed(0)
+    convs = [
+        nn.Conv1d(4, 6, 3, padding=1),
+        nn.ConvTranspose2d(4, 3, 3, 2),
+        nn.ConvTranspose1d(4, 2, 2, 2),
+    ]
+
+    def fn(a, b):
+        return _spatial_ops(a, b, convs)
+
+    compiled = _compiled(fn)
+    for n in (2, 5):
+        x3, x4 = torch.randn(n, 4, 9), torch.randn(n, 4, 5, 7)
+        torch._dynamo.mark_dynamic(x3, 0)
+        torch._dynamo.mark_dynamic(x4, 0)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x3, x4), fn(x3, x4))
+
+
+class _Interpolate(nn.Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.kwargs = kwargs
+
+    def forward(self, x):
+        return F.interpolate(x, **self.kwargs)
+
+
+UPSAMPLING = [
+    {"scale_factor": 2},
+    {"scale_factor": 1.5},
+    {"scale_factor": 0.7},
+    {"size": (13, 1)},
+    {"scale_factor": (1.5, 0.7), "mode": "nearest-exact"},
+    {"size": (3, 11), "mode": "nearest-exact"},
+    {"scale_factor": 1.5, "mode": "bilinear"},
+    {"scale_factor": 0.7, "mode": "bilinear"},
+    {"scale_factor": (2.3, 0.4), "mode": "bilinear", "align_corners": True},
+    {"size": (4, 11), "mode": "bilinear", "align_corners": True},
+    {"size": (13, 1), "mode": "bilinear"},
+    {"scale_factor": 1.7, "mode": "bilinear", "recompute_scale_factor": True},
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("kwargs", UPSAMPLING, ids=str)
+def test_upsampling_whole_from_export(kwargs, dtype):
+    # torch.export keeps upsample_*2d(.vec) whole: the converters' own index arithmetic
+    model = _Interpolate(**kwargs)
+    x = torch.randn(2, 3, 7, 5, dtype=dtype)
+    exported = torch.export.export(model, (x,)).run_decompositions(core_decompositions())
+    ops = {str(n.target) for n in exported.graph_module.graph.nodes if n.op == "call_function"}
+    assert len(ops) == 1 and "upsample" in ops.pop()
+    compiled = partition_and_compile(exported.graph_module, strict=True)
+    torch.testing.assert_close(compiled(x)[0], model(x), **TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("kwargs", UPSAMPLING[:6], ids=str)
+def test_nearest_upsampling_through_torch_compile(kwargs):
+    # decomposed by PyTorch's Python kernels into arange / multiply / cast / index
+    _check(_Interpolate(**kwargs), torch.randn(2, 3, 7, 5))
+
+
+@pytest.mark.parametrize("kwargs", UPSAMPLING[6:], ids=str)
+def test_bilinear_upsampling_through_torch_compile(kwargs):
+    # decomposed too: positions, int64 clamps and gathers (ops_index.py), all compiled
+    _check(_Interpolate(**kwargs), torch.randn(2, 3, 7, 5))
+
+
+def test_training_gradients_through_transposed_conv_and_group_norm():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1), nn.GroupNorm(3, 6))
+    reference = nn.Sequential(nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1), nn.GroupNorm(3, 6))
+    reference.load_state_dict(model.state_dict())
+    x = torch.randn(2, 4, 5, 5, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_()
+    target = torch.randn(2, 6, 9, 9)
+    loss = ((_compiled(model, strict=False)(x) - target) ** 2).mean()
+    loss.backward()
+    loss_ref = ((reference(x_ref) - target) ** 2).mean()
+    loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref)
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad)

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from .. import te, topi
+from ..autodiff.graph_grads import _statistics
 from ..topi.utils import const_int
 from .ops import ACCEPTS, CONVERTERS, _register, in_float32
 
@@ -118,7 +119,7 @@ ACCEPTS[aten.convolution.default] = _convolution_accepts
 # --- normalisation ---------------------------------------------------------------------------
 
 
-@_register(aten.native_group_norm.default, results=(0,))
+@_register(aten.native_group_norm.default, results=(0, 1, 2))
 def _group_norm(
     x: te.Tensor,
     weight: te.Tensor | None,
@@ -129,7 +130,13 @@ def _group_norm(
     group: int,
     eps: float,
 ) -> tuple:
-    return (topi.nn.group_norm(x, weight, bias, group, channel_axis=1, epsilon=eps), None, None)
+    """The normalised output and, for a training forward that saves them for the backward,
+    each group's mean and 1 / sqrt(variance + eps), shape ``(n, group)`` (unused ones are not
+    computed)."""
+    out = topi.nn.group_norm(x, weight, bias, group, channel_axis=1, epsilon=eps)
+    grouped = topi.reshape(x, [n, group, (const_int(c) // group) * hw])
+    mean, rstd = _statistics(grouped, [2], eps)
+    return out, topi.reshape(mean, [n, group]), topi.reshape(rstd, [n, group])
 
 
 ACCEPTS[aten.native_group_norm.default] = lambda node: _static(_val(node.args[0]).shape[1])
@@ -142,13 +149,15 @@ def _instance_stats_norm(
     # InstanceNorm, reshaped to one image of N * C channels, and BatchNorm with
     # track_running_stats=False compute): a group norm of one channel per group over the
     # batch and the image.
+    # The saved statistics (a training forward's, for the backward): per channel, shape (C,).
     channels = const_int(x.shape[1])
     axes = [0, *range(2, len(x.shape))]
     out = topi.nn.group_norm(x, weight, bias, channels, channel_axis=1, axes=axes, epsilon=eps)
-    return (out, None, None)
+    mean, rstd = _statistics(x, axes, eps)
+    return (out, topi.reshape(mean, [channels]), topi.reshape(rstd, [channels]))
 
 
-@_register(aten._native_batch_norm_legit.no_stats, results=(0,))
+@_register(aten._native_batch_norm_legit.no_stats, results=(0, 1, 2))
 def _batch_norm_no_stats(
     x: te.Tensor,
     weight: te.Tensor | None,
@@ -160,7 +169,7 @@ def _batch_norm_no_stats(
     return _instance_stats_norm(x, weight, bias, eps)
 
 
-@_register(aten.native_batch_norm.default, results=(0,))
+@_register(aten.native_batch_norm.default, results=(0, 1, 2))
 def _native_batch_norm(
     x: te.Tensor,
     weight: te.Tensor | None,

@@ -287,3 +287,30 @@ def test_training_gradients_through_transposed_conv_and_group_norm():
     torch.testing.assert_close(x.grad, x_ref.grad)
     for p, q in zip(model.parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    "norm",
+    [lambda: nn.GroupNorm(2, 8), lambda: nn.InstanceNorm2d(8, affine=True)],
+    ids=["group", "instance"],
+)
+def test_norm_training_compiles_whole_with_its_statistics(norm, dtype):
+    """The training forward gives the per-group (per-channel) mean and 1/std its backward
+    saves; forward and backward compile under strict and the gradients match eager."""
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3), norm(), nn.SiLU()).to(dtype)
+    reference = nn.Sequential(nn.Conv2d(4, 8, 3), norm(), nn.SiLU()).to(dtype)
+    reference.load_state_dict(model.state_dict())
+    with torch.no_grad():  # affine parameters away from (1, 0)
+        for m in (model[1], reference[1]):
+            m.weight.copy_(torch.linspace(0.5, 1.5, 8))
+            m.bias.copy_(torch.linspace(-0.3, 0.3, 8))
+    x = torch.randn(3, 4, 9, 7, dtype=dtype) * 2 + 1
+    loss = _compiled(model)(x).square().mean()
+    loss.backward()
+    loss_ref = reference(x).square().mean()
+    loss_ref.backward()
+    torch.testing.assert_close(loss, loss_ref)
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)

@@ -5,7 +5,7 @@ Dynamo hands the backend a Python-level FX graph; AOT autograd lowers it to core
 Both graphs go through :func:`~pytvmbridge.graph.partition.partition_and_compile`: supported
 operators run as compiled kernels (backward operators such as ``convolution_backward`` and
 ``max_pool2d_with_indices_backward`` through ``te.gradient``:
-:mod:`pytvmbridge.autodiff.graph_grads`), the rest (for instance ``cumsum``) stays in PyTorch.
+:mod:`pytvmbridge.autodiff.graph_grads`), the rest (for instance ``logcumsumexp``) stays in PyTorch.
 The backend is registered under the
 ``torch_dynamo_backends`` entry point, so no import of pytvmbridge is needed.
 

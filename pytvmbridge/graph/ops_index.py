@@ -28,7 +28,7 @@ import torch
 
 from .. import te, topi
 from ..topi.utils import const_int
-from .ops import ACCEPTS, CONVERTERS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
+from .ops import ACCEPTS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
 from .ops_math import _zip
 from .promotion import DTYPE_NAMES, INTEGER_DTYPES, TO_OPERANDS, TO_RESULT, cast_to, promote
 
@@ -104,48 +104,12 @@ def _arithmetic_accepts(node: torch.fx.Node, before: Any = None) -> bool:
     return before is None or bool(before(node))
 
 
-_MODS = {
-    aten.fmod.Tensor: topi.trunc_mod,
-    aten.fmod.Scalar: topi.trunc_mod,
-    aten.remainder.Tensor: topi.floor_mod,
-    aten.remainder.Scalar: topi.floor_mod,
-}
-for _target in _ARITHMETIC - set(_MODS):
+_MODS = {aten.fmod.Tensor, aten.fmod.Scalar, aten.remainder.Tensor, aten.remainder.Scalar}
+# ops.py's checks of these operators, defined before it imports this module (fmod and
+# remainder check their integer operands themselves: ops_math.py)
+for _target in _ARITHMETIC - _MODS:
     _before = ACCEPTS.get(_target)
     ACCEPTS[_target] = lambda node, _b=_before: _arithmetic_accepts(node, _b)
-
-
-def _integer_operands(node: torch.fx.Node) -> bool:
-    values = [v.meta.get("val") if isinstance(v, torch.fx.Node) else v for v in node.args[:2]]
-    return all(
-        (isinstance(v, torch.Tensor) and v.dtype in INTEGER_DTYPES)
-        or (isinstance(v, int) and not isinstance(v, bool))
-        for v in values
-    )
-
-
-def _integer_or(floating: Any, integer: Any) -> Any:
-    """The converter ``floating`` (ops_math's, C's fmod / Python's remainder of floats) with
-    integer operands sent to ``integer`` (truncated / floored remainder; by 0 gives 0)."""
-
-    def convert(x: Any, other: Any) -> te.Tensor:
-        like = x if isinstance(x, te.Tensor) else other
-        if like.dtype.startswith(("int", "uint")):
-            x, other = (
-                v if isinstance(v, te.Tensor) else te.const(v, like.dtype) for v in (x, other)
-            )
-            return integer(x, other)
-        return floating(x, other)
-
-    return convert
-
-
-for _target, _integer in _MODS.items():
-    CONVERTERS[_target] = _integer_or(CONVERTERS[_target], _integer)
-    _before = ACCEPTS.get(_target)
-    ACCEPTS[_target] = lambda node, _b=_before: (
-        _integer_operands(node) or (_b is None or bool(_b(node)))
-    )
 for _target in TO_RESULT | TO_OPERANDS:
     PREPARE[_target] = promote
 

@@ -29,10 +29,11 @@ from typing import Any
 
 import torch
 
-from .. import te
+from .. import te, topi
 from ..topi.broadcast import broadcast_index, broadcast_shape
 from .layout import through_blocks
 from .ops import ACCEPTS, ELEMENTWISE, OTHER_DTYPES, _register, _scalar, in_float32
+from .promotion import integer_operands
 
 aten = torch.ops.aten
 
@@ -168,11 +169,23 @@ ACCEPTS[aten.pow.Tensor_Tensor] = lambda node: _floating(node, 0, 1)
 ACCEPTS[aten.pow.Scalar] = lambda node: isinstance(node.args[0], (int, float))
 
 
+def _integer_remainder(fn: Callable, x: Any, other: Any) -> te.Tensor | None:
+    """``fn`` of integer operands (promoted to one dtype, promotion.py), else None; a divisor
+    of 0 gives 0 (PyTorch raises; a kernel cannot)."""
+    like = x if isinstance(x, te.Tensor) else other
+    if not like.dtype.startswith(("int", "uint")):
+        return None
+    x, other = (v if isinstance(v, te.Tensor) else te.const(v, like.dtype) for v in (x, other))
+    return fn(x, other)
+
+
 @_register(aten.fmod.Tensor, aten.fmod.Scalar)
 @through_blocks
 def _fmod(x: te.Tensor, other: Any) -> te.Tensor:
-    """C's ``fmod``: the remainder with the dividend's sign (exact, no rounding)."""
-    return _zip(te.fmod, "fmod", x, other)
+    """C's ``fmod``: the remainder with the dividend's sign (exact, no rounding); of integers,
+    truncated division's."""
+    integer = _integer_remainder(topi.trunc_mod, x, other)
+    return integer if integer is not None else _zip(te.fmod, "fmod", x, other)
 
 
 def _python_remainder(a: te.Expr, b: te.Expr) -> te.Expr:
@@ -186,14 +199,21 @@ def _python_remainder(a: te.Expr, b: te.Expr) -> te.Expr:
 
 @_register(aten.remainder.Tensor, aten.remainder.Scalar)
 @through_blocks
-@in_float32
 def _remainder(x: te.Tensor, other: Any) -> te.Tensor:
-    """Python's ``%`` of floats: the remainder with the divisor's sign."""
+    """Python's ``%``: the remainder with the divisor's sign (of integers, floored
+    division's)."""
+    integer = _integer_remainder(topi.floor_mod, x, other)
+    return integer if integer is not None else _float_remainder(x, other)
+
+
+@in_float32
+def _float_remainder(x: Any, other: Any) -> te.Tensor:
     return _zip(_python_remainder, "remainder", x, other)
 
 
+# integer tensors (and ints) too: ops_index.py lets them in, promotion.py casts to one dtype
 for _target in (aten.fmod.Tensor, aten.remainder.Tensor):
-    ACCEPTS[_target] = lambda node: _floating(node, 0, 1)
+    ACCEPTS[_target] = lambda node: _floating(node, 0, 1) or integer_operands(node)
 for _target in (aten.fmod.Scalar, aten.remainder.Scalar):
     ACCEPTS[_target] = lambda node: isinstance(node.args[1], (int, float))
 

@@ -23,7 +23,6 @@ from typing import Any
 import torch
 
 from .. import te, topi
-from ..autodiff.graph_grads import _statistics
 from ..topi.utils import const_int
 from .ops import ACCEPTS, CONVERTERS, _register, in_float32
 
@@ -133,6 +132,8 @@ def _group_norm(
     """The normalised output and, for a training forward that saves them for the backward,
     each group's mean and 1 / sqrt(variance + eps), shape ``(n, group)`` (unused ones are not
     computed)."""
+    from ..autodiff.graph_grads import _statistics  # (graph_grads imports ops: a cycle)
+
     out = topi.nn.group_norm(x, weight, bias, group, channel_axis=1, epsilon=eps)
     grouped = topi.reshape(x, [n, group, (const_int(c) // group) * hw])
     mean, rstd = _statistics(grouped, [2], eps)
@@ -150,6 +151,8 @@ def _instance_stats_norm(
     # track_running_stats=False compute): a group norm of one channel per group over the
     # batch and the image.
     # The saved statistics (a training forward's, for the backward): per channel, shape (C,).
+    from ..autodiff.graph_grads import _statistics  # (graph_grads imports ops: a cycle)
+
     channels = const_int(x.shape[1])
     axes = [0, *range(2, len(x.shape))]
     out = topi.nn.group_norm(x, weight, bias, channels, channel_axis=1, axes=axes, epsilon=eps)

@@ -102,6 +102,16 @@ def computation_dtype(node: torch.fx.Node) -> torch.dtype | None:
     return None
 
 
+def integer_operands(node: torch.fx.Node) -> bool:
+    """Whether ``node``'s first two arguments are integer tensors or Python ints."""
+    values = [_example(v) for v in node.args[:2]]
+    return all(
+        (isinstance(v, torch.Tensor) and v.dtype in INTEGER_DTYPES)
+        or (isinstance(v, int) and not isinstance(v, bool))
+        for v in values
+    )
+
+
 def cast_to(value: te.Tensor, dtype: str) -> te.Tensor:
     """``value`` in ``dtype`` (to bool: nonzero, as PyTorch converts)."""
     if value.dtype == dtype:
@@ -139,5 +149,6 @@ __all__ = [
     "TO_RESULT",
     "cast_to",
     "computation_dtype",
+    "integer_operands",
     "promote",
 ]

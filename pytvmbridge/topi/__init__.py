@@ -88,6 +88,7 @@ from .elemwise import (
     trunc,
 )
 from .reduction import argmax, argmin, max, mean, min, prod, sum
+from .scan import cumprod, cumsum
 from .transform import (
     concatenate,
     expand_dims,
@@ -123,6 +124,8 @@ __all__ = [
     "clip",
     "concatenate",
     "cos",
+    "cumprod",
+    "cumsum",
     "divide",
     "elemwise_sum",
     "equal",

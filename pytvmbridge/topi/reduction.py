@@ -1,4 +1,5 @@
-"""Reductions over axes: ``sum mean max min prod argmax argmin``, NumPy's ``axis``/``keepdims``.
+"""Reductions over axes: ``sum mean max min prod argmax argmin any all``, NumPy's
+``axis``/``keepdims``.
 
 ``axis`` is None (all axes), an int or a sequence of ints (negative counts from the end).
 Reduced sizes may be symbolic. Integer sums and products keep the input dtype (TVM's rule, not
@@ -165,6 +166,60 @@ def min(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
         (2,)
     """
     return _reduce(data, axis, keepdims, te.min, "min")
+
+
+def _truth(data: Tensor, axis: AxisArg, keepdims: bool, reducer: Callable, name: str) -> Tensor:
+    """Whether any/all elements over ``axis`` are true (nonzero; NaN counts as true, as in
+    NumPy and PyTorch), as a bool tensor. The flags are reduced as int8 and compared with 0
+    after: the identities (-128 for the maximum, 127 for the minimum) then give False for any
+    and True for all of an empty axis."""
+    check_tensor(data, f"data of {name}")
+    if data.dtype == "bool":
+        flag = te.compute(
+            data.shape, lambda *i: data[i].astype("int8"), name=f"{data.name}_flag",
+            tag=tag.ELEMWISE,
+        )  # fmt: skip
+    else:
+        zero = te.const(0.0 if data.dtype.startswith(("float", "bfloat")) else 0, data.dtype)
+        flag = te.compute(
+            data.shape, lambda *i: (data[i] != zero).astype("int8"), name=f"{data.name}_flag",
+            tag=tag.ELEMWISE,
+        )  # fmt: skip
+    reduced = _reduce(flag, axis, keepdims, reducer, name)
+    return te.compute(
+        reduced.shape,
+        lambda *i: reduced[i] > te.const(0, "int8"),
+        name=f"{data.name}_{name}",
+        tag=tag.ELEMWISE,
+    )
+
+
+def any(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
+    """Whether any element over ``axis`` is true (nonzero), as a bool tensor.
+
+    Example:
+        >>> import numpy as np, pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> A = tvm.placeholder((2, 3), name="A")
+        >>> B = topi.reduction.any(A, axis=1)
+        >>> f = tvm.build(tvm.create_schedule(B.op), [A, B])
+        >>> b = np.empty(2, "bool"); f(np.array([[0, 0, 2], [0, 0, 0]], "float32"), b)
+        >>> b.tolist()
+        [True, False]
+    """
+    return _truth(data, axis, keepdims, te.max, "any")
+
+
+def all(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:
+    """Whether every element over ``axis`` is true (nonzero), as a bool tensor.
+
+    Example:
+        >>> import pytvmbridge as tvm
+        >>> from pytvmbridge import topi
+        >>> topi.reduction.all(tvm.placeholder((2, 3), "bool"), axis=0).dtype
+        'bool'
+    """
+    return _truth(data, axis, keepdims, te.min, "all")
 
 
 def mean(data: Tensor, axis: AxisArg = None, keepdims: bool = False) -> Tensor:

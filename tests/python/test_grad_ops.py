@@ -62,6 +62,8 @@ CASES = {
     "topi.fast_exp": (lambda x: topi.fast_exp(x), [(5,)]),
     "topi.fast_tanh": (lambda x: topi.fast_tanh(x), [(5,)]),
     "topi.flatten": (lambda x: topi.flatten(x), [(2, 2, 3)]),
+    "topi.cumprod": (lambda x: topi.cumprod(x, 1), [(2, 21)]),
+    "topi.cumsum": (lambda x: topi.cumsum(x, 1), [(2, 37)]),  # past two 16-element blocks
     "topi.flip": (lambda x: topi.flip(x, 1), [(3, 4)]),
     "topi.floor": (lambda x: topi.floor(x), [(5,)]),
     "topi.floor_divide": (lambda a, b: topi.floor_divide(a, _pos(b)), [(5,), (5,)]),
@@ -179,6 +181,11 @@ CASES = {
         [(3, 4), (2, 4), (2,)],
     ),
     "topi.nn.max_pool2d": (lambda x: nn.max_pool2d(x, 2, 2), [(1, 2, 4, 4)]),
+    "topi.nn.upsample_bilinear2d": (
+        lambda x: nn.upsample_bilinear2d(x, (7, 5), align_corners=False),
+        [(1, 2, 3, 4)],
+    ),
+    "topi.nn.upsample_nearest2d": (lambda x: nn.upsample_nearest2d(x, (5, 7)), [(1, 2, 3, 4)]),
     "topi.nn.max_pool2d[padded]": (lambda x: nn.max_pool2d(x, 3, 2, 1), [(1, 2, 5, 5)]),
     "topi.nn.pack_dense_weight": (lambda w: nn.pack_dense_weight(w, 2), [(4, 3)]),
     "topi.nn.pack_nchwc": (lambda x: nn.pack_nchwc(x, 2), [(1, 4, 2, 2)]),

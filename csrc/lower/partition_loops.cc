@@ -43,7 +43,7 @@ class BodyScan : public IRVisitor {
     auto extent = as_const_int(op->extent);
     bool tile = op->for_kind == ForKind::kUnrolled || op->for_kind == ForKind::kVectorized;
     if (tile && min && extent && *extent >= 1) {
-      tiles[op->var.get()] = {op->var, *min, *extent};
+      add_loop_range(tiles, op->var, *min, *extent);
       if (op->for_kind == ForKind::kVectorized) lanes.insert(op->var.get());
     } else {
       defined.insert(op->var.get());

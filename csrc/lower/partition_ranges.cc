@@ -145,7 +145,7 @@ struct InnerLoops : IRVisitor {
   void visit_node(const For* op) override {
     vectorized = vectorized || op->for_kind == ForKind::kVectorized;
     auto min = as_const_int(op->min), extent = as_const_int(op->extent);
-    if (min && extent && *extent >= 1) ranges[op->var.get()] = {op->var, *min, *extent};
+    if (min && extent && *extent >= 1) add_loop_range(ranges, op->var, *min, *extent);
     IRVisitor::visit_node(op);
   }
 };

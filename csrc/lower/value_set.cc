@@ -1,10 +1,19 @@
 #include "lower/value_set.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "ir/op.h"
 
 namespace ptb {
+
+void add_loop_range(LoopRanges& loops, const Expr& var, int64_t min, int64_t extent) {
+  auto [it, inserted] = loops.try_emplace(var.get(), LoopRange{var, min, extent});
+  if (inserted) return;
+  int64_t lo = std::min(it->second.min, min);
+  int64_t end = std::max(it->second.min + it->second.extent, min + extent);
+  it->second = {var, lo, end - lo};
+}
 
 std::optional<ValueSet> value_set(const Expr& e, const LoopRanges& loops) {
   if (auto c = as_const_int(e)) return ValueSet{*c, *c, 0};

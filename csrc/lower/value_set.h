@@ -19,6 +19,12 @@ struct LoopRange {
 };
 using LoopRanges = std::unordered_map<const ExprNode*, LoopRange>;
 
+// Records a loop of `var` over min .. min + extent - 1. A variable may run several loops (the
+// parts a split loop leaves keep its variable): it then gets the union of their ranges, whose
+// values bound every copy. (Keeping the last part's range alone once decided a comparison of a
+// masked reduction false for all its copies from its tail's range.)
+void add_loop_range(LoopRanges& loops, const Expr& var, int64_t min, int64_t extent);
+
 // The values an integer expression of the enclosing loops' variables can take: a superset,
 // within [lo, hi] and congruent to lo modulo step (step 0: lo only).
 struct ValueSet {

@@ -5,6 +5,7 @@
 
 #include "ir/op.h"
 #include "ir/visitor.h"
+#include "te/scan.h"
 
 namespace ptb::autoschedule {
 
@@ -80,7 +81,9 @@ bool is_tuple_of_sums(const ComputeOpNode* c) {
 StageKind classify(const Stage& st) {
   if (st->op->kind == OpKind::kPlaceholder) return StageKind::kPlaceholder;
   const ComputeOpNode* c = as_compute(st->op);
-  if (c == nullptr) return StageKind::kOther;
+  // A scan is a compute whose time loop must stay outermost and serial: neither inlined nor
+  // given an injective stage's fused, parallel loops; computed at root as it is.
+  if (c == nullptr || as_scan(st->op) != nullptr) return StageKind::kOther;
   if (!c->is_reduction()) return StageKind::kInjective;
   if (c->body.size() != 1) return is_tuple_of_sums(c) ? StageKind::kReduction : StageKind::kOther;
   const auto* red = c->body[0].as<Reduce>();

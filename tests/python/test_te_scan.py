@@ -85,6 +85,24 @@ def test_scan_feeding_a_compute():
     np.testing.assert_allclose(out, 2 * x.sum(axis=0), rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(1, 3), (40, 17), (257, 300)])
+def test_auto_schedule_leaves_the_time_loop_outermost(shape):
+    """The automatic schedule computes a scan at root as it is (its time loop outermost and
+    serial), as an output and read by other stages (a transposed input before it, a transpose
+    and a product after it, which it inlines); it tried to inline the scan, or to fuse and
+    parallelise its time loop as an elementwise stage's."""
+    X, _, res = cumsum_scan()
+    twice = te.compute(
+        (X.shape[1], X.shape[0]), lambda i, t: res[t, i] * 2.0, name="twice", tag="injective"
+    )
+    x = RNG.standard_normal(shape).astype("float32")
+    for out, want in ((res, np.cumsum(x, 0)), (twice, 2 * np.cumsum(x, 0).T)):
+        f = tvm.build(tvm.auto_schedule(out), [X, out])
+        got = np.zeros(want.shape, "float32")
+        f(x, got)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_scan_errors():
     n = 4
     X = te.placeholder((n, 3), name="X")

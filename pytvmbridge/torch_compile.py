@@ -585,7 +585,25 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
     finally:
         if not converted:
             model.train(was_training)
-    return ep.run_decompositions(), examples
+    ep = ep.run_decompositions()
+    _drop_metadata_asserts(ep.graph_module)
+    return ep, examples
+
+
+def _drop_metadata_asserts(gm: torch.fx.GraphModule) -> None:
+    """Removes export's checks of a tensor's dtype and device at each ``.to()``
+    (``aten._assert_tensor_metadata``): they hold by construction, since the compiled model
+    checks its inputs' dtypes when it binds them, and as nodes without a traced value they kept
+    the graph from compiling as one kernel (and strict from compiling at all)."""
+    asserts = [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_function" and n.target is torch.ops.aten._assert_tensor_metadata.default
+    ]
+    for node in asserts:
+        gm.graph.erase_node(node)
+    if asserts:
+        gm.recompile()
 
 
 def _lifted_inputs(ep: Any, examples: list[torch.Tensor]) -> tuple[list[Any], list[torch.Tensor]]:

@@ -30,7 +30,7 @@ import torch
 from .. import te, topi
 from ..graph import ops
 from ..graph.layout import blocking
-from ..graph.promotion import DTYPE_NAMES
+from ..graph.promotion import DTYPE_NAMES, number
 from .gradient import gradient
 
 aten = torch.ops.aten
@@ -230,12 +230,8 @@ def max_pool2d_with_indices_backward(
 def scalar_tensor(value: Any, dtype: Any = None, **_: Any) -> te.Tensor:
     """``aten.scalar_tensor``: a 0-d constant of ``dtype`` (float32 by default; ReLU's gradient
     selects it, in the gradient's dtype; cross entropy's ignored-label count, an int64)."""
-    name = DTYPE_NAMES.get(dtype, "float32")
-    if name == "bool":
-        number: Any = bool(value)
-    else:
-        number = float(value) if name.startswith(("float", "bfloat")) else int(value)
-    return te.compute((), lambda: te.const(number, name), name="scalar")
+    constant = number(value, DTYPE_NAMES.get(dtype, "float32"))
+    return te.compute((), lambda: constant, name="scalar")
 
 
 def where(condition: te.Tensor, a: Any, b: Any) -> te.Tensor:

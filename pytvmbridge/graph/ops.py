@@ -40,6 +40,7 @@ from .layout import (
     winograd_weights,
 )
 from .prepack import conv2d_prepacked
+from .promotion import number
 
 aten = torch.ops.aten
 Converter = Callable[..., Any]
@@ -72,7 +73,7 @@ def _register(*targets: Any, results: tuple[int, ...] | None = None) -> Callable
 def _scalar(value: Any, like: te.Tensor) -> Any:
     """A Python number as a constant of ``like``'s dtype (a tensor stays as it is)."""
     if isinstance(value, (bool, int, float)):
-        return te.const(float(value) if like.dtype.startswith("float") else value, like.dtype)
+        return number(value, like.dtype)
     return value
 
 

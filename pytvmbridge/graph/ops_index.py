@@ -30,7 +30,15 @@ from .. import te, topi
 from ..topi.utils import const_int
 from .ops import ACCEPTS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
 from .ops_math import _zip
-from .promotion import DTYPE_NAMES, INTEGER_DTYPES, TO_OPERANDS, TO_RESULT, cast_to, promote
+from .promotion import (
+    DTYPE_NAMES,
+    INTEGER_DTYPES,
+    TO_OPERANDS,
+    TO_RESULT,
+    cast_to,
+    number,
+    promote,
+)
 
 aten = torch.ops.aten
 
@@ -97,9 +105,18 @@ for _target in (*TO_OPERANDS, aten.where.self):
     _allow(_target, _ANY_DTYPE)
 
 
+# PyTorch refuses these of a bool tensor (an error at run time, which a compiled kernel would
+# not raise): they stay in PyTorch
+_NO_BOOL_OPERAND = {aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Scalar, aten.neg.default}
+
+
 def _arithmetic_accepts(node: torch.fx.Node, before: Any = None) -> bool:
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor) and val.dtype == torch.bool:
+        return False
+    if node.target in _NO_BOOL_OPERAND and any(
+        getattr(a.meta.get("val"), "dtype", None) == torch.bool for a in node.all_input_nodes
+    ):
         return False
     return before is None or bool(before(node))
 
@@ -133,7 +150,7 @@ def _floor_divide_floats(a: te.Expr, b: te.Expr) -> te.Expr:
 def _div_mode(a: Any, b: Any, rounding_mode: str | None = None) -> te.Tensor:
     like = a if isinstance(a, te.Tensor) else b
     if not like.dtype.startswith(("float", "bfloat")):
-        a, b = (te.const(v, like.dtype) if not isinstance(v, te.Tensor) else v for v in (a, b))
+        a, b = (number(v, like.dtype) if not isinstance(v, te.Tensor) else v for v in (a, b))
         return (topi.floor_divide if rounding_mode == "floor" else topi.trunc_divide)(a, b)
     return _div_floats(a, b, rounding_mode=rounding_mode)
 
@@ -187,9 +204,7 @@ MIXES_DTYPES = {aten._to_copy.default}
 def _number(value: Any, dtype: str) -> te.Expr:
     if isinstance(value, te.Expr):
         return value if value.dtype == dtype else value.astype(dtype)
-    if dtype == "bool":
-        return te.const(bool(value), "bool")
-    return te.const(float(value) if dtype.startswith("float") else int(value), dtype)
+    return number(value, dtype)
 
 
 @_register(aten.arange.start_step, aten.arange.start, aten.arange.default)
@@ -199,7 +214,7 @@ def _arange(*args: Any, result_dtype: str, result_shape: list[Any], **_: Any) ->
     if len(numbers) >= 3:
         step = numbers[2]
     # PyTorch computes start + i * step in double for floating results, then rounds once
-    compute = "float64" if result_dtype.startswith("float") else "int64"
+    compute = "float64" if result_dtype.startswith(("float", "bfloat")) else "int64"
     first, stride = _number(start, compute), _number(step, compute)
     return te.compute(
         result_shape,

@@ -33,7 +33,7 @@ from .. import te, topi
 from ..topi.broadcast import broadcast_index, broadcast_shape
 from .layout import through_blocks
 from .ops import ACCEPTS, ELEMENTWISE, OTHER_DTYPES, _register, _scalar, in_float32
-from .promotion import integer_operands
+from .promotion import integer_operands, number
 
 aten = torch.ops.aten
 
@@ -129,7 +129,11 @@ def _round_decimals(x: te.Tensor, decimals: int = 0) -> te.Tensor:
     return _map(x, lambda v: te.round(v / scale) * scale, "round")
 
 
-ACCEPTS[aten.round.decimals] = lambda node: isinstance(node.kwargs.get("decimals", 0), int)
+# 10 ** 309 and beyond overflow a double (PyTorch's scale becomes inf, its result NaN): those
+# stay in PyTorch
+ACCEPTS[aten.round.decimals] = lambda node: (
+    isinstance(node.kwargs.get("decimals", 0), int) and abs(node.kwargs.get("decimals", 0)) <= 300
+)
 
 
 @_register(aten.elu.default)
@@ -175,7 +179,7 @@ def _integer_remainder(fn: Callable, x: Any, other: Any) -> te.Tensor | None:
     like = x if isinstance(x, te.Tensor) else other
     if not like.dtype.startswith(("int", "uint")):
         return None
-    x, other = (v if isinstance(v, te.Tensor) else te.const(v, like.dtype) for v in (x, other))
+    x, other = (v if isinstance(v, te.Tensor) else number(v, like.dtype) for v in (x, other))
     return fn(x, other)
 
 

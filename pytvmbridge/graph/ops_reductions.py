@@ -5,9 +5,13 @@ Registered into :data:`pytvmbridge.graph.ops.CONVERTERS` when :mod:`pytvmbridge.
 imported. Each follows PyTorch's CPU kernel where its numerics show: variance is two passes
 (the mean, then the squared deviations: a one-pass ``E[x^2] - E[x]^2`` of ``1e4 + randn`` rows
 loses every digit) accumulated in float64, as PyTorch's Welford kernel accumulates in double;
-cumulative sums and products of float32 accumulate in float64 as PyTorch's do; norms and
-products accumulate 16-bit floats in float32. Indices (argmax, max.dim) are the first
-occurrence of the extreme, a NaN being the extreme, as PyTorch's are.
+cumulative sums and products of float32 accumulate in float64 as PyTorch's do; norms of
+16-bit floats accumulate in float32 as PyTorch's do. Products of 16-bit floats accumulate in
+float32 too and round once, where PyTorch's CPU kernel rounds every partial product to 16 bits
+(its ``prod`` of float16 ``[300, 300, 1e-3]`` is inf, ours 90.06): more accurate, not
+bit-equal. Float64 cumulative sums reassociate across 16-element blocks (a sum that overflows
+inside a block gives NaN where PyTorch's running sum gives inf). Indices (argmax, max.dim)
+are the first occurrence of the extreme, a NaN being the extreme, as PyTorch's are.
 
 Example:
     >>> import torch
@@ -254,9 +258,15 @@ def _arg(is_max: bool) -> Callable[..., te.Tensor]:
 
 
 def _index_fits(node: torch.fx.Node) -> bool:
-    """Whether the indices fit topi's int32 (a symbolic size is taken to)."""
+    """Whether the indices fit topi's int32: an index along one axis does (a symbolic axis of
+    2**31 or more is refused when the kernel binds it); a flat index (argmax with dim None)
+    only when every size is constant, since symbolic ones may multiply past it."""
+    shape = _input(node).shape
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if dim is None and len(shape) > 1 and not all(isinstance(n, int) for n in shape):
+        return False
     numel = 1
-    for n in _input(node).shape:
+    for n in shape:
         numel *= n if isinstance(n, int) else 1
     return _nonempty_float(node) and numel < 2**31
 

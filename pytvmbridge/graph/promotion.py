@@ -112,6 +112,27 @@ def integer_operands(node: torch.fx.Node) -> bool:
     )
 
 
+def number(value: Any, dtype: str) -> te.Expr:
+    """A Python number as PyTorch converts it to a tensor of ``dtype``: to an integer dtype
+    with wraparound (``uint8_tensor + (-1)`` adds 255, ``int8_tensor % 300`` takes 44), a
+    float truncated toward zero; to bool, nonzero.
+
+    Example:
+        >>> number(-1, "uint8").value, number(300, "int8").value, number(2.7, "int32").value
+        (255, 44, 2)
+    """
+    if dtype == "bool":
+        return te.const(bool(value), "bool")
+    if dtype.startswith(("float", "bfloat")):
+        return te.const(float(value), dtype)
+    bits = int(dtype.lstrip("uint"))
+    whole = int(value)  # ValueError/OverflowError for NaN/inf: the caller refuses the node
+    whole %= 1 << bits
+    if dtype.startswith("int") and whole >= 1 << (bits - 1):
+        whole -= 1 << bits
+    return te.const(whole, dtype)
+
+
 def cast_to(value: te.Tensor, dtype: str) -> te.Tensor:
     """``value`` in ``dtype`` (to bool: nonzero, as PyTorch converts)."""
     if value.dtype == dtype:
@@ -150,5 +171,6 @@ __all__ = [
     "cast_to",
     "computation_dtype",
     "integer_operands",
+    "number",
     "promote",
 ]

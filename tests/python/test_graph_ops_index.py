@@ -248,3 +248,89 @@ def test_floor_and_trunc_division_of_floats_bit_for_bit():
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
         assert torch.equal(torch.signbit(g[~w.isnan()]), torch.signbit(w[~w.isnan()]))
+
+
+def test_bfloat16_constructed_tensors_keep_their_fractions():
+    def f(x):
+        return (
+            torch.arange(0, 2, 0.5, dtype=torch.bfloat16),
+            torch.arange(0, 30, 1.3, dtype=torch.bfloat16),
+            x + torch.full_like(x, 0.5),
+            torch.full((4, 4), float("-inf"), dtype=torch.bfloat16).triu(1),
+        )
+
+    x = torch.zeros(3, dtype=torch.bfloat16)
+    for g, w in zip(_compiled(f)(x), f(x), strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+
+
+def test_python_ints_wrap_into_narrow_integer_dtypes_as_pytorch():
+    """PyTorch converts a Python int to the tensor's dtype with wraparound: uint8 + (-1) adds
+    255, int8 % 300 takes 44."""
+    u = torch.tensor([0, 1, 200], dtype=torch.uint8)
+    i8 = torch.tensor([100, -100, 5], dtype=torch.int8)
+    i32 = torch.tensor([1, -5, 7], dtype=torch.int32)
+
+    def f(u, i8, i32):
+        return (
+            u + (-1), u * -1, u > -1, u < 300, u % 300, torch.where(u > 0, u, -1),
+            i8 + 1000, i8 * 300, i8 // 1000, torch.fmod(i8, 1000),
+            torch.remainder(i8 * 2, 300) + 1, i32 + 2**40, i32 < 2**40,
+        )  # fmt: skip
+
+    for g, w in zip(_compiled(f)(u, i8, i32), f(u, i8, i32), strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+
+
+def test_subtracting_a_bool_tensor_raises_as_in_eager():
+    """PyTorch refuses ``-`` of a bool tensor at run time; the node stays in PyTorch, which
+    raises, instead of computing it."""
+    f = lambda p, q: q - p  # noqa: E731
+    torch._dynamo.reset()
+    compiled = torch.compile(f, backend="pytvmbridge")
+    with pytest.raises(RuntimeError, match="bool tensor is not supported"):
+        compiled(torch.tensor([True, False]), torch.tensor([3, 4]))
+
+
+def test_exported_model_with_casts_compiles_as_one_kernel():
+    """``.float()``/``.long()`` in ``pytvmbridge.torch.compile``: export checks each cast's
+    source metadata with a node that has no traced value; it is dropped, so the model compiles
+    whole under strict."""
+    import pytvmbridge.torch_compile as ptc
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x.float()) + x.long().float()
+
+    torch.manual_seed(10)
+    model = Model().eval()
+    compiled = ptc.compile(model, {"input_infos": [("x", ("b", 4))], "strict": True})
+    x = torch.randn(3, 4) * 3
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_flat_argmax_over_symbolic_sizes_stays_in_pytorch():
+    """A flat index over several symbolic sizes may pass int32 (4 x 2**30 elements): left to
+    PyTorch; along one axis it compiles."""
+    x = torch.randn(6, 5)
+    torch._dynamo.reset()
+    flat = torch.compile(lambda t: t.argmax(), backend="pytvmbridge", dynamic=True)
+    torch.testing.assert_close(flat(x), x.argmax())
+    torch._dynamo.reset()
+    strict = torch.compile(
+        lambda t: t.argmax(), backend="pytvmbridge", dynamic=True, options=STRICT
+    )
+    with pytest.raises(Exception, match="argmax"):
+        strict(x)
+    torch._dynamo.reset()
+    along = torch.compile(
+        lambda t: t.argmax(1), backend="pytvmbridge", dynamic=True, options=STRICT
+    )
+    torch.testing.assert_close(along(x), x.argmax(1))

@@ -375,3 +375,11 @@ def test_refused_forms_stay_in_pytorch_and_match():
     torch._dynamo.reset()
     got = torch.compile(f, backend="pytvmbridge")(x, i)
     _check(got, f(x, i), ["not", "pow", "rem"])
+
+
+def test_round_to_more_decimals_than_a_double_holds_matches_eager():
+    """10 ** 400 overflows a double: PyTorch's result is NaN; the node stays in PyTorch."""
+    f = lambda t: torch.round(t, decimals=400) + 1  # noqa: E731
+    x = torch.tensor([1.0, -2.5], dtype=torch.float64)
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(f, backend="pytvmbridge")(x), f(x), equal_nan=True)

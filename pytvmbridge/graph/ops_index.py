@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from .. import te, topi
-from ..topi.utils import const_int
+from ..topi.utils import const_int, same_dim
 from .ops import ACCEPTS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
 from .ops_math import _zip
 from .promotion import (
@@ -99,10 +99,12 @@ for _target in _VIEWS:
 # bool operands of arithmetic read as 0/1; a bool result of arithmetic (bool + bool) is not
 # computed here: its operands would be promoted to bool, not added
 _ARITHMETIC = TO_RESULT - {aten.cat.default, aten.where.self}
+# (cumulative sums and products of integers and bools: int64, as PyTorch's)
 for _target in _ARITHMETIC:
     _allow(_target, _ANY_DTYPE)
 for _target in (*TO_OPERANDS, aten.where.self):
     _allow(_target, _ANY_DTYPE)
+_allow(aten.relu.default, INTEGER_DTYPES)  # (cumprod's backward clamps integer positions)
 
 
 # PyTorch refuses these of a bool tensor (an error at run time, which a compiled kernel would
@@ -275,6 +277,22 @@ for _target in (aten.full.default, aten.full_like.default):
     _allow(_target, _ANY_DTYPE)
 
 
+@_register(aten.empty.memory_format, aten.empty_permuted.default, aten.empty_like.default)
+def _empty(*_: Any, result_dtype: str, result_shape: list[Any], **__: Any) -> te.Tensor:
+    # Uninitialised memory in PyTorch (a backward fills it: atanh's `1 - x**2` starts from an
+    # empty_permuted filled by full_like); zeros here, so nothing reads garbage.
+    zero = number(0, result_dtype)
+    return te.compute(result_shape, lambda *_i: zero, name="T_empty", tag="injective")
+
+
+for _target in (aten.empty.memory_format, aten.empty_permuted.default, aten.empty_like.default):
+    ACCEPTS[_target] = lambda node: (
+        _traced_dtype_known(node) and node.kwargs.get("layout") in (None, torch.strided)
+    )
+    PREPARE[_target] = _result_dtype_and_shape
+    _allow(_target, _ANY_DTYPE)
+
+
 # --- indexing -------------------------------------------------------------------------------
 
 
@@ -397,6 +415,62 @@ ACCEPTS[aten.index.Tensor] = _index_accepts
 PREPARE[aten.index.Tensor] = _result_dtype_and_shape
 
 
+# The most positions along the scattered axis a scatter reads per element: each output element
+# tests each of them (a chain of selects), so only short index axes are compiled (max.dim's
+# backward scatters one position per row).
+MAX_SCATTER_POSITIONS = 8
+
+
+def _scatter(x: te.Tensor, dim: int, index: te.Tensor, src: Any) -> te.Tensor:
+    axis = _axis(dim, len(x.shape))
+    positions = int(const_int(index.shape[axis]))
+
+    def value(*i: Any) -> te.Expr:
+        # PyTorch leaves the winner of two writes to one place undefined: the last position
+        out = x[i]
+        # index (and src) may be smaller than x off the axis: their reads are clamped into
+        # them, and the elements past them keep x's value
+        smaller = [
+            d for d in range(len(i)) if d != axis and not same_dim(index.shape[d], x.shape[d])
+        ]
+        inside = [i[d] < index.shape[d] for d in smaller]
+        for k in range(positions):
+            at = list(i)
+            for d in smaller:
+                at[d] = te.min(i[d], index.shape[d] - 1)
+            at[axis] = k
+            hit = _position(index[tuple(at)], x.shape[axis]) == cast_expr(i[axis], "int64")
+            new = src[tuple(at)] if isinstance(src, te.Tensor) else number(src, x.dtype)
+            out = te.select(te.all(*inside, hit) if inside else hit, new, out)
+        return out
+
+    return te.compute(list(x.shape), value, name="T_scatter", tag="injective")
+
+
+@_register(aten.scatter.src, aten.scatter.value)
+def _scatter_converter(x: te.Tensor, dim: int, index: te.Tensor, src: Any) -> te.Tensor:
+    return _scatter(x, dim, index, src)
+
+
+def _scatter_accepts(node: torch.fx.Node) -> bool:
+    x, index = node.args[0].meta["val"], node.args[2].meta["val"]
+    if not _index_tensor_ok(node.args[2]) or x.dim() != index.dim() or x.dim() == 0:
+        return False
+    extent = index.shape[_axis(node.args[1], x.dim())]
+    src = node.args[3]
+    return (
+        isinstance(extent, int)
+        and 1 <= extent <= MAX_SCATTER_POSITIONS
+        and all(isinstance(d, int) or d == e for d, e in zip(index.shape, x.shape, strict=True))
+        and (isinstance(src, (int, float, bool)) or src.meta["val"].dtype == x.dtype)
+        and not node.kwargs.get("reduce")
+    )
+
+
+for _target in (aten.scatter.src, aten.scatter.value):
+    ACCEPTS[_target] = _scatter_accepts
+
+
 @_register(aten.flip.default)
 def _flip(x: te.Tensor, dims: Any) -> te.Tensor:
     out = x
@@ -419,6 +493,8 @@ def _lift_fresh_copy(x: te.Tensor) -> te.Tensor:
 
 
 for _target in (
+    aten.scatter.src,
+    aten.scatter.value,
     aten.lift_fresh_copy.default,
     aten.scalar_tensor.default,
     aten.embedding.default,

@@ -285,7 +285,8 @@ def _extreme_with_index(is_max: bool) -> Callable[..., tuple[te.Tensor, te.Tenso
         if not x.shape:  # a 0-d tensor: itself, at index 0
             return topi.identity(x), topi.cast(fn(x), "int64")
         axis = _axis(dim, len(x.shape))
-        index = fn(x, axis, keepdims=True)
+        # a bool mask's first True (False) as the extreme of its 0/1 bytes
+        index = fn(topi.cast(x, "uint8") if x.dtype == "bool" else x, axis, keepdims=True)
         # The value read at the index: one reduction for both results, and the value is the
         # element the index names (the first of equal maxima, a NaN where there is one).
         value = te.compute(
@@ -302,9 +303,19 @@ def _extreme_with_index(is_max: bool) -> Callable[..., tuple[te.Tensor, te.Tenso
 
 _register(aten.max.dim, results=(0, 1))(_extreme_with_index(True))
 _register(aten.min.dim, results=(0, 1))(_extreme_with_index(False))
+
+
+def _bool_or_index_fits(node: torch.fx.Node) -> bool:
+    # a bool input too (cumprod's backward finds each row's first zero with max.dim of a mask)
+    val = _input(node)
+    if val.dtype == torch.bool and all(isinstance(n, int) and n > 0 for n in val.shape):
+        return val.numel() < 2**31
+    return _index_fits(node)
+
+
 for _target in (aten.max.dim, aten.min.dim):
-    OTHER_DTYPES[_target] = (torch.int64,)
-    ACCEPTS[_target] = _index_fits
+    OTHER_DTYPES[_target] = (torch.int64, torch.bool)
+    ACCEPTS[_target] = _bool_or_index_fits
 
 
 # --- cumulative sums and products ------------------------------------------------------------
@@ -326,4 +337,6 @@ def _cumulative(fn: Callable[..., te.Tensor]) -> Callable[..., te.Tensor]:
 _register(aten.cumsum.default)(_cumulative(topi.cumsum))
 _register(aten.cumprod.default)(_cumulative(topi.cumprod))
 for _target in (aten.cumsum.default, aten.cumprod.default):
-    ACCEPTS[_target] = lambda node: _no_dtype(node) and _floating_input(node)
+    # integer and bool inputs too (cumprod's backward counts zeros with a bool cumsum): they
+    # arrive cast to the int64 result (promotion.py), registered in ops_index.py
+    ACCEPTS[_target] = lambda node: _no_dtype(node)

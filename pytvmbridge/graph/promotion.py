@@ -72,6 +72,8 @@ TO_RESULT = {
     aten.fmod.Scalar,
     aten.remainder.Tensor,
     aten.remainder.Scalar,
+    aten.cumsum.default,
+    aten.cumprod.default,
 }
 # Operators computed in their operands' promoted dtype, with a bool result.
 TO_OPERANDS = {

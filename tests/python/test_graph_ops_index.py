@@ -334,3 +334,58 @@ def test_flat_argmax_over_symbolic_sizes_stays_in_pytorch():
         lambda t: t.argmax(1), backend="pytvmbridge", dynamic=True, options=STRICT
     )
     torch.testing.assert_close(along(x), x.argmax(1))
+
+
+def test_scatter_of_a_few_positions_per_row():
+    """scatter with a short index axis (max.dim's backward scatters one position per row),
+    from a tensor and from a number, into a tensor larger than the index off the axis."""
+    torch.manual_seed(12)
+    x = torch.randn(4, 6, 5)
+    i = torch.randint(0, 6, (4, 3, 5))
+    j = torch.randint(0, 5, (4, 6, 1))
+    k = torch.tensor([[[1], [4]]]).expand(4, 2, 3)
+
+    def f(x, i, j, k):
+        return (
+            x.scatter(1, i[:, :1], 7.0),
+            torch.zeros_like(x).scatter(1, i[:, :1], x[:, :1] * 2),
+            x.scatter(-1, j, -1.0),
+            x.scatter(1, k, x[:, :2, :3]),
+        )
+
+    torch.testing.assert_close(_compiled(f)(x, i, j, k), f(x, i, j, k))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda t: t.max(-1)[0],
+        lambda t: t.min(1)[0] * 2,
+        lambda t: t.atanh(),
+        lambda t: t.cumprod(1),
+    ],
+    ids=["max.dim", "min.dim", "atanh", "cumprod"],
+)
+def test_training_graphs_compile_whole(fn):
+    """Their backward graphs scatter into zeros, start from an empty tensor, or find each
+    row's first zero with a bool cumulative sum and max.dim: all compiled under strict."""
+    t = torch.tensor([[0.5, 0.0, 0.2, 0.7, -0.5], [0.2, -0.3, 0.1, 0.6, 0.4]], requires_grad=True)
+    t2 = t.detach().clone().requires_grad_()
+    _compiled(fn)(t).square().sum().backward()
+    fn(t2).square().sum().backward()
+    torch.testing.assert_close(t.grad, t2.grad)
+
+
+def test_integer_and_bool_cumulative_sums_and_extremes():
+    x = torch.randint(-3, 4, (3, 20))
+    m = x > 0
+
+    def f(x, m):
+        return (
+            x.cumsum(1), m.cumsum(-1), x.to(torch.int8).cumsum(0), x.cumprod(1),
+            *m.max(1), *(x > 2).min(0), *(x > 9).max(1), torch.relu(x - 1),
+        )  # fmt: skip
+
+    for g, w in zip(_compiled(f)(x, m), f(x, m), strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)

@@ -74,6 +74,10 @@ def _scalar(value: Any, like: te.Tensor) -> Any:
     """A Python number as a constant of ``like``'s dtype (a tensor stays as it is)."""
     if isinstance(value, (bool, int, float)):
         return number(value, like.dtype)
+    if isinstance(value, te.Expr) and value.dtype != like.dtype:
+        # a symbolic size (int32 or int64) beside a tensor of another dtype: clamp(positions,
+        # max=x.shape[0] - 1) of int64 positions
+        return value.astype(like.dtype)
     return value
 
 

@@ -471,6 +471,59 @@ for _target in (aten.scatter.src, aten.scatter.value):
     ACCEPTS[_target] = _scatter_accepts
 
 
+@_register(aten.copy.default)
+def _copy(x: te.Tensor, src: te.Tensor, non_blocking: bool = False) -> te.Tensor:
+    """``x`` with ``src`` copied in (functionalised ``x.copy_(src)``: a running statistic
+    written back, circular padding's wrapped border): ``src`` broadcast to ``x``'s shape and
+    cast to its dtype."""
+    out = topi.broadcast_to(src, list(x.shape)) if list(src.shape) != list(x.shape) else src
+    return cast_to(topi.identity(out) if out is src else out, x.dtype)
+
+
+ACCEPTS[aten.copy.default] = lambda node: isinstance(node.args[1], torch.fx.Node)
+
+
+@_register(aten.slice_scatter.default)
+def _slice_scatter(
+    x: te.Tensor, src: te.Tensor, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+) -> te.Tensor:
+    """``x`` with ``x[..., start:end:step, ...] = src`` along ``dim`` (functionalised slice
+    assignment)."""
+    axis = _axis(dim, len(x.shape))
+    size = int(const_int(x.shape[axis]))
+    first, _, _ = slice(start, end, step).indices(size)
+    count = int(const_int(src.shape[axis]))
+
+    def value(*i: Any) -> te.Expr:
+        offset = i[axis] - first
+        j = te.floordiv(offset, step) if step != 1 else offset
+        inside = te.all(offset >= 0, j < count, te.floormod(offset, step) == 0)
+        at = list(i)
+        at[axis] = te.min(te.max(j, 0), count - 1)  # clamped: read only where inside
+        return te.select(inside, src[tuple(at)], x[i])
+
+    return te.compute(list(x.shape), value, name="T_slice_scatter", tag="injective")
+
+
+def _slice_scatter_accepts(node: torch.fx.Node) -> bool:
+    x, src = node.args[0].meta["val"], node.args[1].meta["val"]
+    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", 0)
+    axis = _axis(dim, x.dim())
+    bounds = [*node.args[3:6], *(node.kwargs.get(k) for k in ("start", "end", "step"))]
+    step = node.args[5] if len(node.args) > 5 else node.kwargs.get("step", 1)
+    return (
+        x.dtype == src.dtype
+        and isinstance(x.shape[axis], int)
+        and isinstance(src.shape[axis], int)
+        and all(b is None or isinstance(b, int) for b in bounds)
+        and isinstance(step, int)
+        and step >= 1
+    )
+
+
+ACCEPTS[aten.slice_scatter.default] = _slice_scatter_accepts
+
+
 @_register(aten.flip.default)
 def _flip(x: te.Tensor, dims: Any) -> te.Tensor:
     out = x
@@ -493,6 +546,8 @@ def _lift_fresh_copy(x: te.Tensor) -> te.Tensor:
 
 
 for _target in (
+    aten.copy.default,
+    aten.slice_scatter.default,
     aten.scatter.src,
     aten.scatter.value,
     aten.lift_fresh_copy.default,

@@ -389,3 +389,45 @@ def test_integer_and_bool_cumulative_sums_and_extremes():
     for g, w in zip(_compiled(f)(x, m), f(x, m), strict=True):
         assert g.dtype == w.dtype
         torch.testing.assert_close(g, w)
+
+
+def test_copy_back_and_slice_assignment():
+    """Functionalised ``copy_`` (running statistics written back: InstanceNorm tracking them,
+    in training) and ``slice_scatter`` (circular padding, slice assignment)."""
+    torch.manual_seed(13)
+    norm = torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).train()
+    reference = torch.nn.InstanceNorm2d(4, affine=True, track_running_stats=True).train()
+    reference.load_state_dict(norm.state_dict())
+    compiled = _compiled(norm)
+    for _ in range(3):
+        x = torch.randn(2, 4, 5, 5, requires_grad=True)
+        x2 = x.detach().clone().requires_grad_()
+        compiled(x).square().sum().backward()
+        reference(x2).square().sum().backward()
+        torch.testing.assert_close(x.grad, x2.grad)
+        torch.testing.assert_close(norm.running_mean, reference.running_mean)
+        torch.testing.assert_close(norm.running_var, reference.running_var)
+    conv = torch.nn.Conv1d(3, 4, 3, padding=1, padding_mode="circular").eval()
+
+    def f(t, s):
+        return (
+            F.pad(t, (2, 1, 1, 2), mode="circular"),
+            torch.slice_scatter(t, t[:, :, :3] * 2, 2, 1, 7, 2),
+            conv(s),
+        )
+
+    t, s = torch.randn(2, 3, 6, 8), torch.randn(2, 3, 9)
+    with torch.no_grad():
+        torch.testing.assert_close(_compiled(f)(t, s), f(t, s))
+
+
+def test_symbolic_bound_beside_integer_positions():
+    def f(x):
+        return (torch.arange(x.shape[0]) + 1).clamp(max=x.shape[0] - 1) * 2, x * (x.shape[0] - 1)
+
+    compiled = _compiled(f)
+    for n in (7, 9):
+        x = torch.randn(n)
+        torch._dynamo.mark_dynamic(x, 0)
+        for g, w in zip(compiled(x), f(x), strict=True):
+            torch.testing.assert_close(g, w)

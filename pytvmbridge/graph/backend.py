@@ -260,8 +260,11 @@ def pytvmbridge_backend(
     """Dynamo backend entry: lower ``gm`` with AOT autograd and compile what is supported."""
     from torch._dynamo.backends.common import aot_autograd
 
+    from .interpolate import match_eager_interpolate
+
     opts = BackendOptions.parse(options)
     compiler = _graph_compiler(opts)
+    match_eager_interpolate(gm)  # F.interpolate as eager computes it (interpolate.py)
     backend = aot_autograd(
         fw_compiler=compiler,
         bw_compiler=compiler,

@@ -314,3 +314,17 @@ def test_norm_training_compiles_whole_with_its_statistics(norm, dtype):
     torch.testing.assert_close(loss, loss_ref)
     for p, q in zip(model.parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bilinear-corners"])
+def test_interpolate_under_torch_compile_matches_eager_at_any_scale(mode):
+    """PyTorch's Python split of upsampling resamples with the given scale where eager's kernel
+    copies (an output axis of the input's size) or halves (twice it, for nearest): the backend
+    leaves those scales out (graph/interpolate.py), so the result is eager's, bit for bit."""
+    x = torch.randn(2, 3, 7, 8)
+    for scale in (0.5, 0.7, 1.0, 1.1, (1.1, 2.05), 1.5, 1.99, 2.0, 2.05, 3):
+        kwargs = {"mode": mode.split("-")[0], "scale_factor": scale}
+        if mode == "bilinear-corners":
+            kwargs["align_corners"] = True
+        f = lambda t, kw=kwargs: F.interpolate(t, **kw) * 2  # noqa: E731
+        torch.testing.assert_close(_compiled(f)(x), f(x), rtol=1e-5, atol=1e-5)

@@ -49,7 +49,7 @@ from ..build import Module
 from ..error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from ..kernel import _operations  # one walk over the operation graph
 from ..schedule import create_schedule
-from ..topi.utils import const_int
+from ..topi.utils import const_int, same_dim
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
 from .layout import (
     blocking,
@@ -511,6 +511,8 @@ def import_graph(
                 kwargs["extent"] = _dim_value(val.shape[axis], size_vars)
             if node.target is not operator.getitem:
                 kwargs.pop("memory_format", None)
+            if node.target in _CONFORMED and isinstance(val, torch.Tensor):
+                args = _conformed(node, args, val, size_vars)
             prepare = PREPARE.get(node.target)
             if prepare is not None:
                 shape = None
@@ -530,6 +532,53 @@ def import_graph(
         else:
             raise UnsupportedGraphError(f"node kind {node.op} ({node.name}) is not supported")
     return inputs + list(derived.values()), outputs, size_vars
+
+
+# Operators whose tensor operands share the result's sizes (broadcast ones aside; cat's along
+# every axis but its own).
+_CONFORMED = {
+    torch.ops.aten.cat.default,
+    torch.ops.aten.add.Tensor,
+    torch.ops.aten.sub.Tensor,
+    torch.ops.aten.mul.Tensor,
+    torch.ops.aten.div.Tensor,
+    torch.ops.aten.maximum.default,
+    torch.ops.aten.minimum.default,
+    torch.ops.aten.where.self,
+}
+
+
+def _conformed(node: torch.fx.Node, args: tuple, val: torch.Tensor, size_vars: dict) -> tuple:
+    """``args`` with each tensor operand's symbolic sizes written as the traced result's, where
+    they are other expressions of the same sizes. A stride-2 convolution then a transposed one
+    give ``2 + 2 * ((s - 1) // 2)`` rows, concatenated with a skip connection of ``s`` rows:
+    the trace checked them equal (a guard), topi's shape checks compare expressions and refused.
+    Each renamed operand is an injective stage the automatic schedule inlines."""
+    if all(isinstance(d, int) for d in val.shape):
+        return args
+    traced = [_dim_value(d, size_vars) for d in val.shape]
+    axis = None
+    if node.target is torch.ops.aten.cat.default:
+        dim = args[1] if len(args) > 1 else 0
+        axis = dim + val.dim() if dim < 0 else dim
+
+    def conform(t: Any) -> Any:
+        if not isinstance(t, te.Tensor) or len(t.shape) > len(traced):
+            return t
+        lead = len(traced) - len(t.shape)  # broadcasting aligns the trailing dimensions
+        sizes, renamed = list(t.shape), False
+        for d, extent in enumerate(t.shape):
+            want = traced[lead + d]
+            if lead + d == axis or const_int(extent) is not None or same_dim(extent, want):
+                continue  # the concatenated axis, a constant (1 broadcasts), or equal already
+            sizes[d], renamed = want, True
+        if not renamed:
+            return t
+        return te.compute(sizes, lambda *i: t[i], name=f"{t.op.name}_sized", tag="injective")
+
+    if axis is not None:
+        return (type(args[0])(conform(t) for t in args[0]), *args[1:])
+    return tuple(conform(a) for a in args)
 
 
 def _stored_in_order(out: te.Tensor, order: tuple[int, ...]) -> te.Tensor:

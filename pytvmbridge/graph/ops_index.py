@@ -404,9 +404,10 @@ def _index_accepts(node: torch.fx.Node) -> bool:
         return False
     shapes = [t.meta["val"].shape for t in given]
     ndim = max(len(s) for s in shapes)
-    for k in range(ndim):  # broadcast dims of equal or 1 extent only (no size-1 symbolic)
-        extents = {s[len(s) - ndim + k] for s in shapes if len(s) - ndim + k >= 0}
-        if len(extents - {1}) > 1 or not all(isinstance(e, int) or e != 1 for e in extents):
+    for k in range(ndim):
+        # broadcast: extents of 1 and one other, constant or symbolic (compared as written)
+        extents = {str(s[len(s) - ndim + k]) for s in shapes if len(s) - ndim + k >= 0}
+        if len(extents - {"1"}) > 1:
             return False
     return _traced_dtype_known(node)
 

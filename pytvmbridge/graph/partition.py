@@ -66,6 +66,13 @@ def is_supported(node: torch.fx.Node) -> bool:
     if node.op != "call_function" or node.target not in CONVERTERS:
         return False
     val = node.meta.get("val")
+    if isinstance(val, torch.SymInt):
+        # Size arithmetic (group norm's H * W of symbolic sizes): computed in the kernel from
+        # its tensors' shapes when every reader is compiled too. Left out, it split the graph
+        # into partitions whose inputs have derived sizes no kernel can bind.
+        return bool(node.users) and all(
+            user.op == "call_function" and is_supported(user) for user in node.users
+        )
     if node.target is operator.getitem:
         source = node.args[0]
         return (

@@ -328,3 +328,37 @@ def test_interpolate_under_torch_compile_matches_eager_at_any_scale(mode):
             kwargs["align_corners"] = True
         f = lambda t, kw=kwargs: F.interpolate(t, **kw) * 2  # noqa: E731
         torch.testing.assert_close(_compiled(f)(x), f(x), rtol=1e-5, atol=1e-5)
+
+
+class _SmallUNet(nn.Module):
+    """Group norm and SiLU blocks, a stride-2 way down, transposed-convolution and bilinear
+    ways up, concatenated skip connections."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU())
+        self.down = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.mid = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.SiLU())
+        self.up_t = nn.ConvTranspose2d(16, 8, 2, stride=2)
+        self.up_b = nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear"), nn.Conv2d(16, 8, 1))
+        self.out = nn.Conv2d(24, 2, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.enc(x)
+        m = self.mid(self.down(h))
+        return self.out(torch.cat([self.up_t(m), self.up_b(m), h], 1))
+
+
+def test_unet_with_dynamic_image_sizes_compiles_whole():
+    """Symbolic height and width: the skip connection's ``s`` rows and the way up's
+    ``2 + 2 * ((s - 1) // 2)`` are the same size (the trace's guard), and group norm's H * W
+    is size arithmetic inside the kernel: one graph, strict, every size matching eager."""
+    torch.manual_seed(14)
+    model = _SmallUNet().eval()
+    compiled = _compiled(model)
+    with torch.no_grad():
+        for size in ((16, 16), (8, 24), (32, 12)):
+            x = torch.randn(2, 3, *size)
+            torch._dynamo.mark_dynamic(x, 2)
+            torch._dynamo.mark_dynamic(x, 3)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)

@@ -362,3 +362,18 @@ def test_unet_with_dynamic_image_sizes_compiles_whole():
             torch._dynamo.mark_dynamic(x, 2)
             torch._dynamo.mark_dynamic(x, 3)
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_upsampling_argument_errors_name_the_argument():
+    from pytvmbridge import te, topi
+    from pytvmbridge.error import TVMTypeError, TVMValueError
+
+    x = te.placeholder((1, 2, 4, 4), name="x")
+    with pytest.raises(TVMValueError, match=r"output_size of upsample_nearest2d .* \(8,\)"):
+        topi.nn.upsample_nearest2d(x, (8,))
+    with pytest.raises(TVMValueError, match="output_size of upsample_nearest2d .* None"):
+        topi.nn.upsample_nearest2d(x, None)
+    with pytest.raises(TVMValueError, match=r"scales of upsample_bilinear2d .* \(2.0,\)"):
+        topi.nn.upsample_bilinear2d(x, (8, 8), scales=(2.0,))
+    with pytest.raises(TVMTypeError, match="upsample_bilinear2d needs a float tensor"):
+        topi.nn.upsample_bilinear2d(te.placeholder((1, 1, 4, 4), "int32"), (8, 8))

@@ -27,7 +27,15 @@ import numpy as np
 from ... import te
 from ...error import TVMValueError
 from .. import tag
-from ..utils import Tensor, accumulate_dtype, cast_to, check_ndim, check_tensor, const_int
+from ..utils import (
+    Tensor,
+    accumulate_dtype,
+    cast_to,
+    check_ndim,
+    check_tensor,
+    const_int,
+    require_float,
+)
 
 Scales = Sequence[float | None] | None
 
@@ -35,6 +43,10 @@ Scales = Sequence[float | None] | None
 def _sizes(data: Tensor, output_size: Sequence[int], what: str) -> list[tuple[int, int]]:
     check_tensor(data, f"data of {what}")
     check_ndim(data, 4, f"data of {what}", "NCHW")
+    if not isinstance(output_size, Sequence) or len(output_size) != 2:
+        raise TVMValueError(
+            f"output_size of {what} must be a (height, width) pair, found {output_size!r}"
+        )
     sizes = []
     for d, out in zip((2, 3), output_size, strict=True):
         size, out = const_int(data.shape[d]), const_int(out)
@@ -53,8 +65,14 @@ def _scale(size: int, out: int, scale: float | None, ftype: Any) -> Any:
     return ftype(size) / ftype(out)
 
 
-def _scale_list(scales: Scales) -> list[float | None]:
-    return [None, None] if not scales else [None if s is None else float(s) for s in scales]
+def _scale_list(scales: Scales, what: str) -> list[float | None]:
+    if not scales:
+        return [None, None]
+    if not isinstance(scales, Sequence) or len(scales) != 2:
+        raise TVMValueError(
+            f"scales of {what} must be a (height, width) pair of numbers or None, found {scales!r}"
+        )
+    return [None if s is None else float(s) for s in scales]
 
 
 def upsample_nearest2d(
@@ -86,7 +104,7 @@ def upsample_nearest2d(
         return te.min(cast_to(te.floor(pos * s), "int32"), size - 1)
 
     (h, oh), (w, ow) = sizes
-    sh, sw = _scale_list(scales)
+    sh, sw = _scale_list(scales, what)
 
     def fcompute(n: Any, c: Any, y: Any, x: Any) -> te.Expr:
         return data[n, c, source(y, h, oh, sh), source(x, w, ow, sw)]
@@ -112,6 +130,7 @@ def upsample_bilinear2d(
     """
     what = "upsample_bilinear2d"
     sizes = _sizes(data, output_size, what)
+    require_float(data, what)
     acc = accumulate_dtype(data.dtype)
     ftype = np.float64 if acc == "float64" else np.float32
 
@@ -136,7 +155,7 @@ def upsample_bilinear2d(
         return i0, i1, lam
 
     (h, oh), (w, ow) = sizes
-    sh, sw = _scale_list(scales)
+    sh, sw = _scale_list(scales, what)
     one = te.const(1.0, acc)
 
     def lerp(a: Any, b: Any, lam: Any) -> Any:

@@ -371,7 +371,7 @@ def test_upsampling_argument_errors_name_the_argument():
     x = te.placeholder((1, 2, 4, 4), name="x")
     with pytest.raises(TVMValueError, match=r"output_size of upsample_nearest2d .* \(8,\)"):
         topi.nn.upsample_nearest2d(x, (8,))
-    with pytest.raises(TVMValueError, match="output_size of upsample_nearest2d .* None"):
+    with pytest.raises(TVMValueError, match=r"output_size of upsample_nearest2d .* None"):
         topi.nn.upsample_nearest2d(x, None)
     with pytest.raises(TVMValueError, match=r"scales of upsample_bilinear2d .* \(2.0,\)"):
         topi.nn.upsample_bilinear2d(x, (8, 8), scales=(2.0,))

@@ -582,6 +582,17 @@ def _export(model: Any, infos: list[tuple[str, tuple[Any, ...], str]]) -> Any:
                 "give those dimensions as numbers in input_infos (a named batch size alone "
                 f"usually works). PyTorch's export said: {detail}"
             ) from None
+        except RuntimeError as err:
+            if not dims:
+                raise
+            names = ", ".join(f"'{n}'" for n in dims)
+            raise TVMValueError(
+                f"compile: the model could not run on the example input export traces, with "
+                f"each named size of input_infos ({names}) at {EXAMPLE_SIZE} "
+                f"({type(err).__name__}: {err}); a model that needs a larger input along a "
+                "named dimension (strided layers or pooling that bring it below 1) is "
+                "compiled with that dimension given as a number in input_infos"
+            ) from err
     finally:
         if not converted:
             model.train(was_training)

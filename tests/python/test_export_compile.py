@@ -227,3 +227,18 @@ def test_a_damaged_plan_is_a_value_error_at_load(tmp_path):
     plan_path.write_text("[" * 100000)
     with pytest.raises(ValueError, match="not a valid"):
         ptc.load(tmp_path)
+
+
+def test_a_named_size_too_small_for_the_model_is_a_value_error_naming_input_infos():
+    """Export traces named sizes at an example of 8: a model whose pooling brings 8 below 1
+    raised PyTorch's RuntimeError from inside export."""
+    model = torch.nn.Sequential(
+        torch.nn.Conv1d(8, 16, 7, stride=2, padding=3), torch.nn.MaxPool1d(2),
+        torch.nn.MaxPool1d(2), torch.nn.MaxPool1d(2), torch.nn.AdaptiveAvgPool1d(1),
+    ).eval()  # fmt: skip
+    with pytest.raises(ValueError, match=r"input_infos \('b', 'L'\) at 8 .*max_pool1d"):
+        ptc.compile(model, {"input_infos": [("x", ("b", 8, "L"))]})
+    compiled = ptc.compile(model, {"input_infos": [("x", ("b", 8, 64))]})
+    x = torch.randn(3, 8, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)

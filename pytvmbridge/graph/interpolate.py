@@ -11,7 +11,9 @@ resampling, 8.0 apart; Inductor shares it: pytorch#175154, #198201). The scale f
 matters where the kernel uses it, so :func:`interpolate_as_eager` passes none for those axes:
 the split then resamples with the sizes' own ratio, 1 or 1/2, which is the copy and ``o >> 1``
 exactly (checked against eager over scales 0.5 to 3, per axis too, in the tests). Before AOT
-autograd, each ``F.interpolate`` call of the Dynamo graph is pointed at it.
+autograd, each ``F.interpolate`` call of the Dynamo graph is pointed at it. Over a symbolic
+image height or width the shortcut depends on the size the call brings, and the result is
+PyTorch's split's (as ``aot_eager``'s and Inductor's).
 
 Example:
     >>> import torch
@@ -48,7 +50,10 @@ def interpolate_as_eager(
     """``F.interpolate``, with the scale factors the eager kernel ignores left out (see the
     module's notes): 4-d nearest and bilinear of constant sizes given a scale factor; anything
     else is ``F.interpolate`` itself."""
-    static = all(isinstance(d, int) for d in input.shape)
+    # constant image sizes (a symbolic batch or channel count is fine): whether the kernel's
+    # shortcut applies is known here. Over a symbolic height or width it is known only when the
+    # kernel runs, and the call is PyTorch's (its split resamples there too, as Inductor does).
+    static = input.dim() == 4 and all(isinstance(d, int) for d in input.shape[2:])
     if (
         input.dim() != 4
         or antialias

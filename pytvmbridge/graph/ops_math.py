@@ -207,7 +207,13 @@ def _remainder(x: te.Tensor, other: Any) -> te.Tensor:
     """Python's ``%``: the remainder with the divisor's sign (of integers, floored
     division's)."""
     integer = _integer_remainder(topi.floor_mod, x, other)
-    return integer if integer is not None else _float_remainder(x, other)
+    if integer is not None:
+        return integer
+    if isinstance(x, te.Tensor) and isinstance(other, (int, float)):
+        # PyTorch rounds the number to the tensor's dtype first (0.7 as bfloat16 is 0.69921875),
+        # then computes in float32: rounded after the cast to float32 it was a divisor off
+        other = number(other, x.dtype)
+    return _float_remainder(x, other)
 
 
 @in_float32

@@ -377,3 +377,28 @@ def test_upsampling_argument_errors_name_the_argument():
         topi.nn.upsample_bilinear2d(x, (8, 8), scales=(2.0,))
     with pytest.raises(TVMTypeError, match="upsample_bilinear2d needs a float tensor"):
         topi.nn.upsample_bilinear2d(te.placeholder((1, 1, 4, 4), "int32"), (8, 8))
+
+
+@pytest.mark.parametrize("kwargs", [{"scale_factor": 1.1}, {"scale_factor": 2.05},
+                                    {"scale_factor": 1.1, "mode": "bilinear"}])  # fmt: skip
+def test_interpolate_with_a_dynamic_batch_matches_eager(kwargs):
+    """A symbolic batch (constant image sizes) still takes eager's shortcuts, forward and
+    backward (the rewrite once required every size constant, and fell back to PyTorch's
+    split, which resamples where eager copies)."""
+    torch.manual_seed(15)
+    conv = nn.Conv2d(2, 3, 3, padding=1)
+    reference = nn.Conv2d(2, 3, 3, padding=1)
+    reference.load_state_dict(conv.state_dict())
+    # (not strict: upsampling's backward, an index_put, stays in PyTorch)
+    compiled = _compiled(lambda x: F.interpolate(conv(x), **kwargs), strict=False)
+    for batch in (2, 3):
+        x = torch.randn(batch, 2, 7, 7)
+        torch._dynamo.mark_dynamic(x, 0)
+        conv.zero_grad()
+        reference.zero_grad()
+        got = compiled(x)
+        want = F.interpolate(reference(x), **kwargs)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        got.square().sum().backward()
+        want.square().sum().backward()
+        torch.testing.assert_close(conv.weight.grad, reference.weight.grad, rtol=1e-4, atol=1e-4)

@@ -28,7 +28,7 @@ import torch
 
 from .. import te, topi
 from ..topi.utils import const_int, same_dim
-from .ops import ACCEPTS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
+from .ops import ACCEPTS, CONVERTERS, OTHER_DTYPES, PREPARE, _axis, _register, in_float32
 from .ops_math import _zip
 from .promotion import (
     DTYPE_NAMES,
@@ -65,6 +65,10 @@ def _result_dtype_and_shape(
     """PREPARE step: the traced result's dtype and shape (``result_shape``, sizes as TE)."""
     args, kwargs = _result_dtype(node, args, kwargs)
     return args, {**kwargs, "result_shape": shape}
+
+
+def _example_of(value: Any) -> Any:
+    return value.meta.get("val") if isinstance(value, torch.fx.Node) else value
 
 
 def _traced_dtype_known(node: torch.fx.Node) -> bool:
@@ -112,10 +116,41 @@ _allow(aten.relu.default, INTEGER_DTYPES)  # (cumprod's backward clamps integer 
 _NO_BOOL_OPERAND = {aten.sub.Tensor, aten.sub.Scalar, aten.rsub.Scalar, aten.neg.default}
 
 
+# Of bools, PyTorch's * and min are "and", + and max are "or" (isfinite and logaddexp decompose
+# into a product of two masks).
+_BOOL_LOGIC = {
+    aten.mul.Tensor: topi.logical_and,
+    aten.minimum.default: topi.logical_and,
+    aten.add.Tensor: topi.logical_or,
+    aten.maximum.default: topi.logical_or,
+}
+
+
+def _bool_logic(target: Any, numeric: Any) -> Any:
+    logic = _BOOL_LOGIC[target]
+
+    def convert(a: Any, b: Any, **kwargs: Any) -> Any:
+        if isinstance(a, te.Tensor) and isinstance(b, te.Tensor) and a.dtype == b.dtype == "bool":
+            return logic(a, b)
+        return numeric(a, b, **kwargs)
+
+    return convert
+
+
+for _target in _BOOL_LOGIC:
+    CONVERTERS[_target] = _bool_logic(_target, CONVERTERS[_target])
+
+
 def _arithmetic_accepts(node: torch.fx.Node, before: Any = None) -> bool:
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor) and val.dtype == torch.bool:
-        return False
+        # and/or of two bool tensors (an alpha of 1)
+        operands = [getattr(_example_of(a), "dtype", None) for a in node.args[:2]]
+        return (
+            node.target in _BOOL_LOGIC
+            and operands == [torch.bool, torch.bool]
+            and node.kwargs.get("alpha", 1) == 1
+        )
     if node.target in _NO_BOOL_OPERAND and any(
         getattr(a.meta.get("val"), "dtype", None) == torch.bool for a in node.all_input_nodes
     ):

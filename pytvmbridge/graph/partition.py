@@ -33,6 +33,7 @@ from torch.fx.passes.operator_support import OperatorSupport
 from .compiler import FLOAT_DTYPES, CompiledGraph, UnsupportedOperatorError, compile_graph
 from .ops import ACCEPTS, COMPARISONS, CONVERTERS, OTHER_DTYPES, PRODUCED_RESULTS
 from .ops_index import MIXES_DTYPES
+from .promotion import widens_floats
 from .replay import VIEW_OPS
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
@@ -96,7 +97,8 @@ def is_supported(node: torch.fx.Node) -> bool:
         node.target in COMPARISONS and isinstance(val, torch.Tensor) and val.dtype == torch.bool
     ):
         return False
-    if not _inputs_ok(node) or (node.target not in MIXES_DTYPES and not _one_float_dtype(node)):
+    mixes = node.target in MIXES_DTYPES or widens_floats(node)
+    if not _inputs_ok(node) or (not mixes and not _one_float_dtype(node)):
         return False
     check = ACCEPTS.get(node.target)
     try:
@@ -226,15 +228,35 @@ def fuse_supported(
         >>> sorted(n.target for n in fused.graph.nodes if is_partition(n))
         ['fused_0', 'fused_1']
     """
-    partitioner = CapabilityBasedPartitioner(
-        gm, _Support(exclude), allows_single_node_partition=True
-    )
-    partitions = partitioner.propose_partitions()
+    for _ in range(4):
+        partitioner = CapabilityBasedPartitioner(
+            gm, _Support(exclude), allows_single_node_partition=True
+        )
+        partitions = partitioner.propose_partitions()
+        # Size arithmetic read outside its partition would be a partition output, which a
+        # kernel does not give (only tensors): it stays in PyTorch, its readers take it as an
+        # input.
+        leaving = _sizes_read_outside(partitions)
+        if not leaving:
+            break
+        exclude = exclude | leaving
     # A partition of only shape bookkeeping (views, getitem) is not worth a kernel call.
     partitions = [p for p in partitions if any(n.target not in _VIEW_ONLY for n in p.nodes)]
     if not partitions:
         return None
     return partitioner.fuse_partitions(partitions)
+
+
+def _sizes_read_outside(partitions: list[Any]) -> frozenset[str]:
+    """The SymInt-valued nodes of ``partitions`` that a node outside their partition reads."""
+    leaving = set()
+    for p in partitions:
+        for node in p.nodes:
+            if isinstance(node.meta.get("val"), torch.SymInt) and any(
+                user not in p.nodes for user in node.users
+            ):
+                leaving.add(node.name)
+    return frozenset(leaving)
 
 
 def is_partition(node: torch.fx.Node) -> bool:

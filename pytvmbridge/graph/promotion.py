@@ -83,6 +83,34 @@ TO_OPERANDS = {
 }
 
 
+# Floating dtypes each converts to exactly (every value representable): a narrower operand cast
+# to the result's dtype is what PyTorch computes with.
+_EXACTLY_IN = {
+    torch.float16: {torch.float32, torch.float64},
+    torch.bfloat16: {torch.float32, torch.float64},
+    torch.float32: {torch.float64},
+}
+
+
+def widens_floats(node: torch.fx.Node) -> bool:
+    """Whether ``node`` (an operator promoted here) mixes floating dtypes only by widening: every
+    floating operand converts exactly to the dtype it is computed in (``half * float32`` in
+    float32, an RMS norm's float32 statistics times its half input). A narrower result, from a
+    0-d tensor of a wider dtype beside a dimensioned one (PyTorch keeps the tensor's dtype and
+    computes with the 0-d value unrounded), is not."""
+    if node.target not in TO_RESULT and node.target not in TO_OPERANDS:
+        return False
+    dtype = computation_dtype(node)
+    if dtype is None or not dtype.is_floating_point:
+        return False
+    values = [_example(v) for v in node.all_input_nodes]
+    return all(
+        v.dtype == dtype or not v.dtype.is_floating_point or dtype in _EXACTLY_IN.get(v.dtype, ())
+        for v in values
+        if isinstance(v, torch.Tensor)
+    )
+
+
 def _example(value: Any) -> Any:
     """The traced value of an FX argument (a FakeTensor, or a Python number as it is)."""
     if isinstance(value, torch.fx.Node):
@@ -175,4 +203,5 @@ __all__ = [
     "integer_operands",
     "number",
     "promote",
+    "widens_floats",
 ]

@@ -431,3 +431,60 @@ def test_symbolic_bound_beside_integer_positions():
         torch._dynamo.mark_dynamic(x, 0)
         for g, w in zip(compiled(x), f(x), strict=True):
             torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_mixed_float_dtypes_that_widen_compile(dtype):
+    """T5's RMS norm: float32 statistics of a 16-bit input, multiplied back into it; half *
+    float32 is float32, float32 + float64 is float64 (each operand widened exactly). A 0-d
+    float32 beside a 16-bit tensor keeps the 16-bit dtype with the value unrounded: refused."""
+    torch.manual_seed(16)
+    weight = torch.linspace(0.5, 1.5, 32).to(dtype)
+
+    def rms_norm(hs):
+        var = hs.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return weight * (hs * torch.rsqrt(var + 1e-6)).to(dtype)
+
+    x = torch.randn(2, 5, 32).to(dtype)
+    got = _compiled(rms_norm)(x)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, rms_norm(x), rtol=0, atol=0)
+
+    def mixed(a, b, c):
+        return a * b, a + c, b - c, a > b, torch.maximum(a, c), torch.where(a > 0, a, c)
+
+    a, b, c = torch.randn(4, 5).to(dtype), torch.randn(4, 5), torch.randn(4, 5).double()
+    for g, w in zip(_compiled(mixed)(a, b, c), mixed(a, b, c), strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+    with pytest.raises(Exception, match="maximum"):
+        _compiled(lambda t: torch.maximum(t, torch.tensor(0.7)))(a)
+
+
+def test_sums_and_products_of_bools_are_or_and_and():
+    """isfinite and logaddexp decompose into a product of two masks; ``+`` and max of bools
+    are "or"."""
+    x = torch.tensor([0.5, -2.0, float("inf"), float("nan"), 3.0, -float("inf")])
+
+    def f(a):
+        return (
+            (a > 0) * (a < 2), torch.isfinite(a), torch.logaddexp(a, a + 1),
+            ((a > 0) + (a < -1)).float(), torch.maximum(a > 0, a < -1),
+        )  # fmt: skip
+
+    for g, w in zip(_compiled(f)(x), f(x), strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sixteen_bit_remainder_by_a_number(dtype):
+    """The number is rounded to the tensor's dtype first (0.7 in bfloat16 is 0.69921875)."""
+    a = torch.linspace(-7, 7, 2001).to(dtype)
+
+    def f(t):
+        return t % 0.7, torch.remainder(t, -0.7), torch.fmod(t, 0.3)
+
+    for g, w in zip(_compiled(f)(a), f(a), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+        assert torch.equal(torch.signbit(g), torch.signbit(w))

@@ -421,8 +421,8 @@ _register(aten.sum.default)(_reduction(topi.sum))
 _register(aten.sum.dim_IntList)(_reduction(topi.sum))
 _register(aten.amax.default)(_reduction(topi.max))
 _register(aten.amin.default)(_reduction(topi.min))
-for _target in (aten.mean.dim, aten.sum.dim_IntList, aten.mean.default, aten.sum.default):
-    ACCEPTS[_target] = lambda node: node.kwargs.get("dtype") is None
+# A dtype= argument is the dtype the reduction computes in: its input arrives cast to it
+# (promotion.py), so the converters ignore it.
 
 
 @_register(aten._softmax.default)

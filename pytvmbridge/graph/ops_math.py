@@ -179,8 +179,14 @@ def _integer_remainder(fn: Callable, x: Any, other: Any) -> te.Tensor | None:
     like = x if isinstance(x, te.Tensor) else other
     if not like.dtype.startswith(("int", "uint")):
         return None
-    x, other = (v if isinstance(v, te.Tensor) else number(v, like.dtype) for v in (x, other))
-    return fn(x, other)
+    def operand(v: Any) -> Any:
+        if isinstance(v, te.Tensor):
+            return v
+        if isinstance(v, te.Expr):  # a symbolic size (roll over a dynamic length)
+            return v if v.dtype == like.dtype else v.astype(like.dtype)
+        return number(v, like.dtype)
+
+    return fn(operand(x), operand(other))
 
 
 @_register(aten.fmod.Tensor, aten.fmod.Scalar)
@@ -224,8 +230,15 @@ def _float_remainder(x: Any, other: Any) -> te.Tensor:
 # integer tensors (and ints) too: ops_index.py lets them in, promotion.py casts to one dtype
 for _target in (aten.fmod.Tensor, aten.remainder.Tensor):
     ACCEPTS[_target] = lambda node: _floating(node, 0, 1) or integer_operands(node)
+def _number_or_size(node: torch.fx.Node) -> bool:
+    other = node.args[1]
+    if isinstance(other, torch.fx.Node):  # a symbolic size, of an integer tensor only
+        return isinstance(other.meta.get("val"), torch.SymInt) and integer_operands(node)
+    return isinstance(other, (int, float))
+
+
 for _target in (aten.fmod.Scalar, aten.remainder.Scalar):
-    ACCEPTS[_target] = lambda node: isinstance(node.args[1], (int, float))
+    ACCEPTS[_target] = _number_or_size
 
 
 @_register(aten.atan2.default)

@@ -32,6 +32,7 @@ from .. import te, topi
 from ..topi.utils import accumulate_dtype
 from ..topi.utils import prod as _product
 from .ops import ACCEPTS, OTHER_DTYPES, _axis, _register
+from .promotion import INTEGER_DTYPES
 
 aten = torch.ops.aten
 
@@ -236,12 +237,18 @@ for _target, _fn in _TRUTH.items():
 
 def _nonempty_float(node: torch.fx.Node) -> bool:
     val = _input(node)
-    return val.dtype in _FLOATS and not any(isinstance(n, int) and n == 0 for n in val.shape)
+    # integers too: the extremes and their indices of integer tensors (a sequence's last token,
+    # ``lengths.max()``), exact in any order
+    numeric = val.dtype in _FLOATS or val.dtype in INTEGER_DTYPES
+    return numeric and not any(isinstance(n, int) and n == 0 for n in val.shape)
 
 
 _register(aten.max.default)(_whole(topi.max))
 _register(aten.min.default)(_whole(topi.min))
 ACCEPTS[aten.max.default] = ACCEPTS[aten.min.default] = _nonempty_float
+OTHER_DTYPES[aten.max.default] = OTHER_DTYPES[aten.min.default] = INTEGER_DTYPES
+for _target in (aten.amax.default, aten.amin.default):  # (ops.py's converters)
+    OTHER_DTYPES[_target] = INTEGER_DTYPES
 
 
 # --- argmax/argmin and max/min with indices --------------------------------------------------
@@ -274,7 +281,7 @@ def _index_fits(node: torch.fx.Node) -> bool:
 _register(aten.argmax.default)(_arg(True))
 _register(aten.argmin.default)(_arg(False))
 for _target in (aten.argmax.default, aten.argmin.default):
-    OTHER_DTYPES[_target] = (torch.int64,)
+    OTHER_DTYPES[_target] = INTEGER_DTYPES
     ACCEPTS[_target] = _index_fits
 
 
@@ -314,7 +321,7 @@ def _bool_or_index_fits(node: torch.fx.Node) -> bool:
 
 
 for _target in (aten.max.dim, aten.min.dim):
-    OTHER_DTYPES[_target] = (torch.int64, torch.bool)
+    OTHER_DTYPES[_target] = (*INTEGER_DTYPES, torch.bool)
     ACCEPTS[_target] = _bool_or_index_fits
 
 

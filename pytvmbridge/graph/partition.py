@@ -210,8 +210,60 @@ def check_strict(gm: torch.fx.GraphModule, strict: bool) -> None:
     if bad:
         raise UnsupportedOperatorError(
             f"strict=True: operator {_op_name(bad[0])} (node {bad[0].name}) is not supported by "
-            "pytvmbridge and would run in PyTorch"
+            f"pytvmbridge and would run in PyTorch: {why_unsupported(bad[0])}"
         )
+
+
+def _dtypes_of(node: torch.fx.Node) -> str:
+    vals = [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+    names = [str(v.dtype).removeprefix("torch.") for v in vals if isinstance(v, torch.Tensor)]
+    return ", ".join(dict.fromkeys(names)) or "none"
+
+
+def why_unsupported(node: torch.fx.Node) -> str:
+    """What keeps ``node`` out of a kernel, in words (for strict's error).
+
+    Example:
+        >>> from torch.fx.experimental.proxy_tensor import make_fx
+        >>> gm = make_fx(lambda x: torch.erfinv(x))(torch.zeros(3))
+        >>> why_unsupported(next(n for n in gm.graph.nodes if n.op == "call_function"))
+        "the operator is not in pytvmbridge's table"
+    """
+    if node.target not in CONVERTERS:
+        return "the operator is not in pytvmbridge's table"
+    dtypes = _dtypes_of(node)
+    other = OTHER_DTYPES.get(node.target, ())
+    odd = [
+        v.dtype
+        for v in [a.meta.get("val") for a in node.all_input_nodes] + [node.meta.get("val")]
+        if isinstance(v, torch.Tensor) and v.dtype not in SUPPORTED_DTYPES and v.dtype not in other
+    ]
+    if odd:
+        kinds = ", ".join(str(d).removeprefix("torch.") for d in dict.fromkeys(odd))
+        return f"it is not converted for tensors of dtype {kinds} (its tensors: {dtypes})"
+    if node.target not in MIXES_DTYPES and not widens_floats(node) and not _one_float_dtype(node):
+        return (
+            f"it mixes floating dtypes ({dtypes}) in a way that does not only widen them "
+            "(cast the operands to one dtype first)"
+        )
+    return (
+        f"this form of its arguments is not converted (tensors: {dtypes}; arguments: "
+        f"{_describe_args(node)})"
+    )
+
+
+def _describe_args(node: torch.fx.Node) -> str:
+    def one(a: Any) -> str:
+        if isinstance(a, torch.fx.Node):
+            v = a.meta.get("val")
+            if isinstance(v, torch.Tensor):
+                return f"tensor{tuple(v.shape)}"
+            return f"{type(v).__name__} {v}"
+        return repr(a)
+
+    parts = [one(a) for a in node.args] + [f"{k}={one(v)}" for k, v in node.kwargs.items()]
+    text = ", ".join(parts)
+    return text if len(text) < 200 else text[:197] + "..."
 
 
 def fuse_supported(

@@ -66,6 +66,8 @@ TO_RESULT = {
     aten.clamp.default,
     aten.sum.default,
     aten.sum.dim_IntList,
+    aten.mean.default,
+    aten.mean.dim,
     aten.cat.default,
     aten.where.self,
     aten.fmod.Tensor,
@@ -137,7 +139,7 @@ def integer_operands(node: torch.fx.Node) -> bool:
     values = [_example(v) for v in node.args[:2]]
     return all(
         (isinstance(v, torch.Tensor) and v.dtype in INTEGER_DTYPES)
-        or (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool))
         for v in values
     )
 

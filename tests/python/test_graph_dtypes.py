@@ -114,16 +114,24 @@ def test_float64_gradients_match_eager():
         torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-12)
 
 
-def test_mixed_dtype_operator_stays_in_pytorch():
-    def f(x, y):  # float16 + float32: PyTorch promotes to float32
+def test_mixed_dtype_operators_widen_or_stay_in_pytorch():
+    def f(x, y):  # float16 + float32: PyTorch promotes to float32, each operand exactly
         return torch.relu(x) + y
 
     x, y = torch.randn(3, 4, dtype=torch.float16), torch.randn(3, 4)
     torch._dynamo.reset()
-    torch.testing.assert_close(torch.compile(f, backend="pytvmbridge")(x, y), f(x, y))
+    got = torch.compile(f, backend="pytvmbridge", options={"strict": True})(x, y)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, f(x, y), rtol=0, atol=0)
+
+    def g(x):  # a 0-d float32 beside float16: float16, computed with the value unrounded
+        return torch.relu(x) + torch.tensor(0.1)
+
+    torch._dynamo.reset()
+    torch.testing.assert_close(torch.compile(g, backend="pytvmbridge")(x), g(x))
     torch._dynamo.reset()
     with pytest.raises(Exception, match="add") as info:
-        torch.compile(f, backend="pytvmbridge", options={"strict": True})(x, y)
+        torch.compile(g, backend="pytvmbridge", options={"strict": True})(x)
     # (Dynamo wraps what a backend raises in BackendCompilerFailed)
     assert isinstance(info.value.inner_exception, UnsupportedOperatorError)
 

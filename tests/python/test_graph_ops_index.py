@@ -488,3 +488,34 @@ def test_sixteen_bit_remainder_by_a_number(dtype):
     for g, w in zip(_compiled(f)(a), f(a), strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
         assert torch.equal(torch.signbit(g), torch.signbit(w))
+
+
+def test_integer_extremes_sum_dtypes_and_roll_over_a_dynamic_length():
+    x = torch.randint(-50, 50, (4, 9))
+    x[1, 3] = x[1, 7] = 49  # a tie: the first index
+
+    def f(t):
+        return (
+            t.argmax(-1), t.argmin(0), *t.max(1), *t.min(0), t.max(), t.amax(-1),
+            t.amin((0, 1)), torch.eq(t, 0).int().argmax(-1) - 1, t.to(torch.int8).max(1).values,
+            (t > 0).sum(-1, dtype=torch.int32), t.float().mean(-1, dtype=torch.float64),
+        )  # fmt: skip
+
+    for g, w in zip(_compiled(f)(x), f(x), strict=True):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+    rolled = _compiled(lambda t: t.roll(3, -1) * 2)
+    for n in (17, 40, 23):  # the second length makes it symbolic: roll's index % n
+        t = torch.randn(3, n)
+        torch.testing.assert_close(rolled(t), t.roll(3, -1) * 2)
+
+
+def test_strict_says_why_an_operator_stays_in_pytorch():
+    cases = [
+        (lambda t: torch.erfinv(t), torch.zeros(3), "not in pytvmbridge's table"),
+        (lambda t: t.prod(-1), torch.ones(2, 3, dtype=torch.int32), "dtype int32"),
+        (lambda t: torch.maximum(t, torch.tensor(0.7)), torch.ones(3).half(), "mixes floating"),
+    ]
+    for fn, x, reason in cases:
+        with pytest.raises(Exception, match=reason):
+            _compiled(fn)(x)

@@ -360,12 +360,13 @@ def _left_in_pytorch(fn, *args):
 
 
 def test_refused_forms_stay_in_pytorch_and_match():
-    """Integer tensors (bitwise_not of int64, an int exponent tensor) and mixed float dtypes
-    stay in PyTorch; without strict the result is still eager's."""
+    """Integer tensors (bitwise_not of int64, an int exponent tensor) and float dtypes mixed
+    other than by widening (a 0-d float32 beside half) stay in PyTorch; without strict the
+    result is still eager's."""
     x, i = torch.randn(6), torch.arange(6)
 
     def f(x, i):
-        return ~i, x.abs() ** i, torch.remainder(x, x.double())
+        return ~i, x.abs() ** i, torch.remainder(x.half(), torch.tensor(0.7))
 
     assert _left_in_pytorch(f, x, i) == [
         "aten.bitwise_not.default",

@@ -179,6 +179,7 @@ def _integer_remainder(fn: Callable, x: Any, other: Any) -> te.Tensor | None:
     like = x if isinstance(x, te.Tensor) else other
     if not like.dtype.startswith(("int", "uint")):
         return None
+
     def operand(v: Any) -> Any:
         if isinstance(v, te.Tensor):
             return v
@@ -230,6 +231,8 @@ def _float_remainder(x: Any, other: Any) -> te.Tensor:
 # integer tensors (and ints) too: ops_index.py lets them in, promotion.py casts to one dtype
 for _target in (aten.fmod.Tensor, aten.remainder.Tensor):
     ACCEPTS[_target] = lambda node: _floating(node, 0, 1) or integer_operands(node)
+
+
 def _number_or_size(node: torch.fx.Node) -> bool:
     other = node.args[1]
     if isinstance(other, torch.fx.Node):  # a symbolic size, of an integer tensor only

@@ -516,21 +516,39 @@ def _slice(
     axis = _axis(dim, len(x.shape))
     start = 0 if start is None else start
     end = None if end is None or (isinstance(end, int) and end >= 2**62) else end
-    if extent is not None and const_int(x.shape[axis]) is None and start >= 0 and step > 0:
-        # On a symbolic axis the traced graph knows the extent (x[:, :4] of a size guarded to
-        # be 4 or more is 4), where strided_slice alone says min(4, n), which does not
-        # broadcast against 4.
+    symbolic = const_int(x.shape[axis]) is None or isinstance(start, te.Expr)
+    symbolic = symbolic or isinstance(end, te.Expr)
+    if extent is not None and symbolic and (isinstance(start, te.Expr) or start >= 0) and step > 0:
+        # On a symbolic axis, or with bounds that are symbolic sizes (a UNet's crop
+        # x[..., :skip.shape[2]], positions[:seq]), the traced graph knows the extent (x[:, :4]
+        # of a size guarded to be 4 or more is 4), where strided_slice alone says min(4, n),
+        # which does not broadcast against 4. (A symbolic start is non-negative: the trace
+        # guarded its sign; ACCEPTS.)
         def read(*i: Any) -> Any:
-            return x[tuple(v * step + start if d == axis else v for d, v in enumerate(i))]
+            def at(v: Any) -> Any:
+                symbolic_start = isinstance(start, te.Expr) and start.dtype != v.dtype
+                return v * step + (start.astype(v.dtype) if symbolic_start else start)
+
+            return x[tuple(at(v) if d == axis else v for d, v in enumerate(i))]
 
         shape = [extent if d == axis else n for d, n in enumerate(x.shape)]
         return te.compute(shape, read, name="T_strided_slice", tag=topi.tag.INJECTIVE)
     return topi.strided_slice(x, [start], [end], [step], axes=[axis])
 
 
-ACCEPTS[aten.slice.Tensor] = lambda node: all(
-    isinstance(a, int) or a is None for a in node.args[2:]
-)
+def _slice_accepts(node: torch.fx.Node) -> bool:
+    def known(a: Any) -> bool:
+        if isinstance(a, torch.fx.Node):  # a symbolic size: non-negative where traced
+            val = a.meta.get("val")
+            hint = getattr(getattr(val, "node", None), "hint", None)
+            return isinstance(val, torch.SymInt) and hint is not None and hint >= 0
+        return isinstance(a, int) or a is None
+
+    step = node.args[4] if len(node.args) > 4 else 1
+    return all(known(a) for a in node.args[2:4]) and isinstance(step, int)
+
+
+ACCEPTS[aten.slice.Tensor] = _slice_accepts
 
 
 @_register(aten.split_with_sizes.default, aten.split.Tensor)

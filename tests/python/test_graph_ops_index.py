@@ -519,3 +519,30 @@ def test_strict_says_why_an_operator_stays_in_pytorch():
     for fn, x, reason in cases:
         with pytest.raises(Exception, match=reason):
             _compiled(fn)(x)
+
+
+def test_slices_bounded_by_symbolic_sizes():
+    """Positional embeddings cut to the sequence (pos[:, :s]), a UNet's crop of a skip
+    connection to the other branch's size, a slice from a size's half: one kernel each."""
+    pos = torch.randn(1, 64, 8)
+
+    def positions(x):
+        return x + pos[:, : x.shape[1]]
+
+    def crop(a, b):
+        return a[:, :, : b.shape[2], : b.shape[3]] + b
+
+    def second_half(x):
+        return x[:, x.shape[1] // 2 :] * 2
+
+    compiled = [_compiled(positions), _compiled(crop), _compiled(second_half)]
+    for s in (10, 17, 33):
+        x = torch.randn(2, s, 8)
+        torch._dynamo.mark_dynamic(x, 1)
+        a, b = torch.randn(1, 3, s + 2, s + 3), torch.randn(1, 3, s, s)
+        for t in (a, b):
+            torch._dynamo.mark_dynamic(t, 2)
+            torch._dynamo.mark_dynamic(t, 3)
+        torch.testing.assert_close(compiled[0](x), positions(x))
+        torch.testing.assert_close(compiled[1](a, b), crop(a, b))
+        torch.testing.assert_close(compiled[2](x), second_half(x))

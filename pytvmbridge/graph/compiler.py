@@ -61,26 +61,16 @@ from .layout import (
 )
 from .linear import fold_linear_views
 from .ops import CONVERTERS, PREPARE
+from .promotion import DTYPE_NAMES
 from .read_through import plan_read_through
 from .replay import Step, alias_replays, run_steps
 from .views import cancel_view_pairs
 
 #: The floating-point dtypes the graph compiler computes in.
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
-# Every dtype a kernel reads or writes; integers and bool only through the operators that take
-# them (ops.OTHER_DTYPES: indices, masks, casts, integer arithmetic).
-_DTYPES = {
-    torch.float32: "float32",
-    torch.float64: "float64",
-    torch.float16: "float16",
-    torch.bfloat16: "bfloat16",
-    torch.int64: "int64",
-    torch.int32: "int32",
-    torch.int16: "int16",
-    torch.int8: "int8",
-    torch.uint8: "uint8",
-    torch.bool: "bool",  # a mask computed in PyTorch (an indexed assignment's where)
-}
+# Every dtype a kernel reads or writes (promotion.py's names); integers and bool only through
+# the operators that take them (ops.OTHER_DTYPES: indices, masks, casts, integer arithmetic).
+_DTYPES = DTYPE_NAMES
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from .. import te, topi
 from ..graph import ops
 from ..graph.layout import blocking
 from ..graph.promotion import DTYPE_NAMES, number
+from ..graph.traced_sizes import in_sizes
 from .gradient import gradient
 
 aten = torch.ops.aten
@@ -67,7 +68,7 @@ def convolution_backward(
     with blocking(0):
         out = forward(x, w, None, stride, padding, dilation, transposed, output_padding, groups)
     want = [t for t, m in zip((x, w), output_mask[:2], strict=True) if m]
-    grads = iter(gradient(out, want, grad_output) if want else [])
+    grads = iter(gradient(out, want, in_sizes(grad_output, list(out.shape))) if want else [])
     dx = next(grads) if output_mask[0] else None
     dw = next(grads) if output_mask[1] else None
     db = topi.sum(grad_output, axis=(0, 2, 3)) if output_mask[2] else None

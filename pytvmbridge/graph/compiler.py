@@ -49,7 +49,7 @@ from ..build import Module
 from ..error import TVMNotImplementedError, TVMTypeError, TVMValueError
 from ..kernel import _operations  # one walk over the operation graph
 from ..schedule import create_schedule
-from ..topi.utils import const_int, same_dim
+from ..topi.utils import const_int
 from .fold import Derived, DerivedCache, FoldPlan, Source, plan_folds
 from .layout import (
     blocking,
@@ -64,6 +64,7 @@ from .ops import CONVERTERS, PREPARE
 from .promotion import DTYPE_NAMES
 from .read_through import plan_read_through
 from .replay import Step, alias_replays, run_steps
+from .traced_sizes import in_sizes
 from .views import cancel_view_pairs
 
 #: The floating-point dtypes the graph compiler computes in.
@@ -553,18 +554,7 @@ def _conformed(node: torch.fx.Node, args: tuple, val: torch.Tensor, size_vars: d
         axis = dim + val.dim() if dim < 0 else dim
 
     def conform(t: Any) -> Any:
-        if not isinstance(t, te.Tensor) or len(t.shape) > len(traced):
-            return t
-        lead = len(traced) - len(t.shape)  # broadcasting aligns the trailing dimensions
-        sizes, renamed = list(t.shape), False
-        for d, extent in enumerate(t.shape):
-            want = traced[lead + d]
-            if lead + d == axis or const_int(extent) is not None or same_dim(extent, want):
-                continue  # the concatenated axis, a constant (1 broadcasts), or equal already
-            sizes[d], renamed = want, True
-        if not renamed:
-            return t
-        return te.compute(sizes, lambda *i: t[i], name=f"{t.op.name}_sized", tag="injective")
+        return in_sizes(t, traced, axis) if isinstance(t, te.Tensor) else t
 
     if axis is not None:
         return (type(args[0])(conform(t) for t in args[0]), *args[1:])

@@ -232,7 +232,22 @@ def _to_copy_accepts(node: torch.fx.Node) -> bool:
 ACCEPTS[aten._to_copy.default] = _to_copy_accepts
 PREPARE[aten._to_copy.default] = _result_dtype
 _allow(aten._to_copy.default, _ANY_DTYPE)
-MIXES_DTYPES = {aten._to_copy.default}
+
+# true_divide is div (a decomposition's spelling)
+CONVERTERS[aten.true_divide.Tensor] = CONVERTERS[aten.div.Tensor]
+
+# The same cast as a prim (some decompositions' backward graphs: group norm's over symbolic
+# image sizes)
+_CONVERT = torch.ops.prims.convert_element_type.default
+_register(_CONVERT)(lambda x, dtype, result_dtype, **_: _to_copy(x, result_dtype))
+ACCEPTS[_CONVERT] = lambda node: (
+    isinstance(node.args[0], torch.fx.Node)
+    and isinstance(node.args[0].meta.get("val"), torch.Tensor)
+    and _traced_dtype_known(node)
+)
+PREPARE[_CONVERT] = _result_dtype
+_allow(_CONVERT, _ANY_DTYPE)
+MIXES_DTYPES = {aten._to_copy.default, _CONVERT}
 
 
 # --- constructed tensors --------------------------------------------------------------------

@@ -58,6 +58,7 @@ TO_RESULT = {
     aten.div.Tensor,
     aten.div.Scalar,
     aten.div.Tensor_mode,
+    aten.true_divide.Tensor,
     aten.maximum.default,
     aten.minimum.default,
     aten.rsub.Scalar,
@@ -153,6 +154,10 @@ def number(value: Any, dtype: str) -> te.Expr:
         >>> number(-1, "uint8").value, number(300, "int8").value, number(2.7, "int32").value
         (255, 44, 2)
     """
+    if isinstance(value, te.Expr):  # a symbolic size (scalar_tensor(H * W) of group norm's grad)
+        if dtype == "bool":
+            return value != te.const(0, value.dtype)
+        return value if value.dtype == dtype else value.astype(dtype)
     if dtype == "bool":
         return te.const(bool(value), "bool")
     if dtype.startswith(("float", "bfloat")):

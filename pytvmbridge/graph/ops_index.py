@@ -390,8 +390,7 @@ def _index_select(x: te.Tensor, dim: int, index: te.Tensor) -> te.Tensor:
         picked = index[i[axis]] if index.shape else index[()]
         return x[(*i[:axis], _position(picked, x.shape[axis]), *i[axis + 1 :])]
 
-    out = te.compute(shape, select, name="T_index_select", tag="injective")
-    return out
+    return te.compute(shape, select, name="T_index_select", tag="injective")
 
 
 ACCEPTS[aten.index_select.default] = lambda node: _index_tensor_ok(node.args[2])

@@ -25,6 +25,7 @@ from .gpt import GPT
 from .mlp import MLP
 from .mobilenet import MobileNetV2
 from .resnet import resnet18, resnet50
+from .unet import UNet
 
 # The small (test) models keep every kind of block the full ones have, once each where the
 # full model repeats it: a stage of two blocks (one with a projection shortcut, one with the
@@ -45,13 +46,15 @@ MODELS: dict[str, tuple[Callable[..., torch.nn.Module], Callable[[dict], tuple],
                       "settings": SMALL_MOBILENET_SETTINGS}),
     "bert_layer": (BertLayer, lambda k: (k.get("seq", 128), k.get("hidden", 768)), {},
                    {"hidden": 64, "heads": 4, "seq": 16}),
+    "unet": (UNet, lambda k: (3, k.get("image", 128), k.get("image", 128)), {},
+             {"base": 8, "image": 16}),
     "gpt": (GPT, lambda k: (k.get("seq", 128),), {},
             {"vocab": 100, "hidden": 32, "heads": 4, "layers": 1, "seq": 16}),
     "mlp": (MLP, lambda k: (k.get("in_features", 784),), {}, {"in_features": 32, "hidden": 64}),
     "gated": (GatedNet, lambda k: (k.get("features", 256),), {}, {"features": 16}),
 }  # fmt: skip
 # The models whose input is an image of size "image" (square, 224 by default).
-IMAGE_MODELS = frozenset({"resnet18", "resnet50", "mobilenet_v2"})
+IMAGE_MODELS = frozenset({"resnet18", "resnet50", "mobilenet_v2", "unet"})
 # The models whose input is a sequence of "seq" tokens (128 by default).
 SEQUENCE_MODELS = frozenset({"bert_layer", "gpt"})
 # The models whose input is token ids (int64 below the model's vocabulary), not floats.

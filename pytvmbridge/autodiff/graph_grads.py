@@ -296,14 +296,6 @@ def bitwise_and(a: te.Tensor, b: te.Tensor) -> te.Tensor:
     return topi.logical_and(a, b)
 
 
-def _statistics(x: te.Tensor, axes: list[int], eps: float) -> tuple[te.Tensor, te.Tensor]:
-    """Mean and 1 / sqrt(biased variance + eps) over ``axes``, kept as size-1 dimensions."""
-    mean = topi.mean(x, axis=axes, keepdims=True)
-    centred = topi.subtract(x, mean)
-    var = topi.mean(topi.multiply(centred, centred), axis=axes, keepdims=True)
-    return mean, topi.rsqrt(topi.add(var, te.const(eps, x.dtype)))
-
-
 def native_layer_norm(
     x: te.Tensor, shape: Any, weight: Any, bias: Any, eps: float
 ) -> tuple[te.Tensor, te.Tensor, te.Tensor]:
@@ -312,7 +304,7 @@ def native_layer_norm(
     reads (shape ``(..., 1, ..., 1)``)."""
     out = ops._layer_norm(x, shape, weight, bias, eps)[0]
     axes = list(range(len(x.shape) - len(shape), len(x.shape)))
-    mean, rstd = _statistics(x, axes, eps)
+    mean, rstd = ops.norm_statistics(x, axes, eps)
     return out, mean, rstd
 
 
@@ -330,7 +322,7 @@ def batch_norm_training(
     statistics over (N, H, W); results (out, mean, 1 / std, new running mean, new running
     variance (unbiased), as PyTorch updates them)."""
     axes = [0, *range(2, len(x.shape))]
-    mean, rstd = _statistics(x, axes, eps)
+    mean, rstd = ops.norm_statistics(x, axes, eps)
     out = topi.multiply(topi.subtract(x, mean), rstd)
     channel = [1, -1] + [1] * (len(x.shape) - 2)
     if weight is not None:

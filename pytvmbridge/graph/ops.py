@@ -355,6 +355,16 @@ def _batch_norm(x: te.Tensor, weight: Any, bias: Any, mean: Any, var: Any, momen
     return (out, None, None)
 
 
+def norm_statistics(x: te.Tensor, axes: list[int], eps: float) -> tuple[te.Tensor, te.Tensor]:
+    """Mean and 1 / sqrt(biased variance + eps) over ``axes``, kept as size-1 dimensions: what
+    a training forward of a norm saves for its backward (layer, batch, group and instance
+    norm's converters)."""
+    mean = topi.mean(x, axis=axes, keepdims=True)
+    centred = topi.subtract(x, mean)
+    var = topi.mean(topi.multiply(centred, centred), axis=axes, keepdims=True)
+    return mean, topi.rsqrt(topi.add(var, te.const(eps, x.dtype)))
+
+
 @_register(aten.native_layer_norm.default, results=(0,))
 def _layer_norm(x: te.Tensor, shape: Any, weight: Any, bias: Any, eps: float) -> tuple:
     axes = list(range(len(x.shape) - len(shape), len(x.shape)))
@@ -639,4 +649,5 @@ __all__ = [
     "PREPARE",
     "PRODUCED_RESULTS",
     "in_float32",
+    "norm_statistics",
 ]

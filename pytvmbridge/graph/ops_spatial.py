@@ -24,7 +24,7 @@ import torch
 
 from .. import te, topi
 from ..topi.utils import const_int
-from .ops import ACCEPTS, CONVERTERS, _register, in_float32
+from .ops import ACCEPTS, CONVERTERS, _register, in_float32, norm_statistics
 
 aten = torch.ops.aten
 
@@ -132,11 +132,9 @@ def _group_norm(
     """The normalised output and, for a training forward that saves them for the backward,
     each group's mean and 1 / sqrt(variance + eps), shape ``(n, group)`` (unused ones are not
     computed)."""
-    from ..autodiff.graph_grads import _statistics  # (graph_grads imports ops: a cycle)
-
     out = topi.nn.group_norm(x, weight, bias, group, channel_axis=1, epsilon=eps)
     grouped = topi.reshape(x, [n, group, (const_int(c) // group) * hw])
-    mean, rstd = _statistics(grouped, [2], eps)
+    mean, rstd = norm_statistics(grouped, [2], eps)
     return out, topi.reshape(mean, [n, group]), topi.reshape(rstd, [n, group])
 
 
@@ -149,14 +147,11 @@ def _instance_stats_norm(
     # Batch statistics per channel (training-mode batch norm without running statistics: what
     # InstanceNorm, reshaped to one image of N * C channels, and BatchNorm with
     # track_running_stats=False compute): a group norm of one channel per group over the
-    # batch and the image.
-    # The saved statistics (a training forward's, for the backward): per channel, shape (C,).
-    from ..autodiff.graph_grads import _statistics  # (graph_grads imports ops: a cycle)
-
+    # batch and the image; the statistics a training forward saves are per channel, (C,).
     channels = const_int(x.shape[1])
     axes = [0, *range(2, len(x.shape))]
     out = topi.nn.group_norm(x, weight, bias, channels, channel_axis=1, axes=axes, epsilon=eps)
-    mean, rstd = _statistics(x, axes, eps)
+    mean, rstd = norm_statistics(x, axes, eps)
     return (out, topi.reshape(mean, [channels]), topi.reshape(rstd, [channels]))
 
 

@@ -54,13 +54,21 @@ def sdpa_flash_cpu(
         rows, cols = scores.shape[-2], scores.shape[-1]
         keep = torch.ones(rows, cols, dtype=torch.bool, device=scores.device).tril()
         scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask
-    lse = torch.logsumexp(scores.float(), dim=-1)
-    probs = torch.softmax(scores, dim=-1)
+    if attn_mask is None:
+        lse = torch.logsumexp(scores.float(), dim=-1)
+        return torch.matmul(torch.softmax(scores, dim=-1), value), lse
+    if attn_mask.dtype == torch.bool:  # F.scaled_dot_product_attention's own conversion
+        attn_mask = torch.zeros_like(attn_mask, dtype=scores.dtype).masked_fill(
+            ~attn_mask, float("-inf")
+        )
+    # A query row whose mask hides every key (left padding, say) gets zeros from the operator,
+    # and a log-sum-exp of 0, where a softmax over -inf alone gives NaN (in the gradients too).
+    # Those rows are found from the mask, smaller than the scores by the heads it broadcasts
+    # over, and softmaxed over zeros, then cleared.
+    hidden = (attn_mask == float("-inf")).all(dim=-1, keepdim=True)
+    scores = (scores + attn_mask).masked_fill(hidden, 0.0)
+    lse = torch.logsumexp(scores.float(), dim=-1).masked_fill(hidden.squeeze(-1), 0.0)
+    probs = torch.softmax(scores, dim=-1).masked_fill(hidden, 0.0)
     return torch.matmul(probs, value), lse
 
 

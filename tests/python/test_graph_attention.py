@@ -96,11 +96,44 @@ def test_scaled_dot_product_attention_compiles_and_trains(kind):
     torch.testing.assert_close(inference, want_out, rtol=1e-5, atol=1e-5)
     for got, ref in zip(grads, want, strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
-    if kind in ("plain", "float mask", "scale"):  # nothing left to PyTorch in inference
-        torch._dynamo.reset()
-        strict = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
+    torch._dynamo.reset()  # nothing left to PyTorch in inference
+    strict = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
+    with torch.no_grad():
+        torch.testing.assert_close(strict(q, k, v), want_out, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_attention_rows_that_see_no_key_are_zero_as_in_eager(kind):
+    # Left padding hides every key from the padded query rows: PyTorch's operator gives those
+    # rows zeros (and zero gradients) where a softmax over -inf alone gives NaN
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4, requires_grad=True) for _ in range(3))
+    keep = torch.ones(2, 1, 5, 5, dtype=torch.bool)
+    keep[0, :, :2] = False  # the first batch's first two query rows see nothing
+    keep[1, :, :, 3:] = False
+    mask = keep if kind == "bool" else torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = torch.compile(attend, backend="pytvmbridge")
+        out, grads = _grads(compiled, q, k, v)
         with torch.no_grad():
-            torch.testing.assert_close(strict(q, k, v), want_out, rtol=1e-5, atol=1e-5)
+            inference = compiled(q, k, v)
+    want_out, want = _grads(attend, q, k, v)
+    assert torch.equal(want_out[0, :, :2], torch.zeros(3, 2, 4))  # eager's rule, checked
+    torch.testing.assert_close(out, want_out, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(inference, want_out, rtol=1e-5, atol=1e-5)
+    for got, ref in zip(grads, want, strict=True):
+        assert not got.isnan().any()
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    torch._dynamo.reset()  # and the mask's rows are found in the compiled kernels
+    strict = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
+    with torch.no_grad():
+        torch.testing.assert_close(strict(q, k, v), want_out, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

@@ -34,6 +34,32 @@ import torch
 aten = torch.ops.aten
 
 
+def _scores(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    is_causal: bool,
+    attn_mask: torch.Tensor | None,
+    scale: float | None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The scaled, masked scores (-inf where a key is hidden) and, given a mask, the query
+    rows it hides every key from (broadcastable to the scores, last axis 1)."""
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        rows, cols = scores.shape[-2], scores.shape[-1]
+        keep = torch.ones(rows, cols, dtype=torch.bool, device=scores.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    if attn_mask is None:
+        return scores, None
+    if attn_mask.dtype == torch.bool:  # F.scaled_dot_product_attention's own conversion
+        attn_mask = torch.zeros_like(attn_mask, dtype=scores.dtype).masked_fill(
+            ~attn_mask, float("-inf")
+        )
+    # Found from the mask, smaller than the scores by the heads it broadcasts over.
+    hidden = (attn_mask == float("-inf")).all(dim=-1, keepdim=True)
+    return scores + attn_mask, hidden
+
+
 def sdpa_flash_cpu(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -45,31 +71,56 @@ def sdpa_flash_cpu(
     scale: float | None = None,
 ) -> Any:
     """(output, logsumexp) of ``aten._scaled_dot_product_flash_attention_for_cpu``; the
-    log-sum-exp in float32, per row of the scores, as the op gives it."""
+    log-sum-exp per row of the scores, in float32 for 16-bit inputs, as the op gives it."""
+    if dropout_p != 0.0:
+        return NotImplemented
+    scores, hidden = _scores(query, key, is_causal, attn_mask, scale)
+    acc = torch.promote_types(query.dtype, torch.float32)
+    if hidden is None:
+        lse = torch.logsumexp(scores.to(acc), dim=-1)
+        return torch.matmul(torch.softmax(scores, dim=-1), value), lse
+    # A query row whose mask hides every key (left padding, say) gets zeros from the operator,
+    # and a log-sum-exp of 0, where a softmax over -inf alone gives NaN: such rows are
+    # softmaxed over zeros, then cleared.
+    scores = scores.masked_fill(hidden, 0.0)
+    lse = torch.logsumexp(scores.to(acc), dim=-1).masked_fill(hidden.squeeze(-1), 0.0)
+    probs = torch.softmax(scores, dim=-1).masked_fill(hidden, 0.0)
+    return torch.matmul(probs, value), lse
+
+
+def sdpa_flash_cpu_backward(
+    grad_out: torch.Tensor,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    out: torch.Tensor,
+    logsumexp: torch.Tensor,
+    dropout_p: float,
+    is_causal: bool,
+    *,
+    attn_mask: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> Any:
+    """(grad_query, grad_key, grad_value) of the CPU flash attention, from its saved output
+    and log-sum-exp: the probabilities are recomputed as ``exp(scores - logsumexp)`` (zero
+    in rows the mask hides whole, whose log-sum-exp is 0 and scores -inf), then the softmax's
+    and the two products' derivatives. Autograd records this operator for the forward's
+    derivative before any decomposition applies, so without this rule training graphs left
+    every attention's backward in PyTorch."""
     if dropout_p != 0.0:
         return NotImplemented
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
-    if is_causal:
-        rows, cols = scores.shape[-2], scores.shape[-1]
-        keep = torch.ones(rows, cols, dtype=torch.bool, device=scores.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is None:
-        lse = torch.logsumexp(scores.float(), dim=-1)
-        return torch.matmul(torch.softmax(scores, dim=-1), value), lse
-    if attn_mask.dtype == torch.bool:  # F.scaled_dot_product_attention's own conversion
-        attn_mask = torch.zeros_like(attn_mask, dtype=scores.dtype).masked_fill(
-            ~attn_mask, float("-inf")
-        )
-    # A query row whose mask hides every key (left padding, say) gets zeros from the operator,
-    # and a log-sum-exp of 0, where a softmax over -inf alone gives NaN (in the gradients too).
-    # Those rows are found from the mask, smaller than the scores by the heads it broadcasts
-    # over, and softmaxed over zeros, then cleared.
-    hidden = (attn_mask == float("-inf")).all(dim=-1, keepdim=True)
-    scores = (scores + attn_mask).masked_fill(hidden, 0.0)
-    lse = torch.logsumexp(scores.float(), dim=-1).masked_fill(hidden.squeeze(-1), 0.0)
-    probs = torch.softmax(scores, dim=-1).masked_fill(hidden, 0.0)
-    return torch.matmul(probs, value), lse
+    scores, _ = _scores(query, key, is_causal, attn_mask, scale)
+    acc = logsumexp.dtype  # float32 for 16-bit inputs
+    probs = torch.exp(scores.to(acc) - logsumexp.unsqueeze(-1)).to(query.dtype)
+    grad_value = torch.matmul(probs.transpose(-2, -1), grad_out)
+    grad_probs = torch.matmul(grad_out, value.transpose(-2, -1))
+    # softmax's derivative: sum_j P_ij dP_ij is the row's dot of the output and its gradient
+    row_dot = (grad_out.to(acc) * out.to(acc)).sum(dim=-1, keepdim=True)
+    grad_scores = (probs.to(acc) * (grad_probs.to(acc) - row_dot)).to(query.dtype) * scale
+    grad_query = torch.matmul(grad_scores, key)
+    grad_key = torch.matmul(grad_scores.transpose(-2, -1), query)
+    return grad_query, grad_key, grad_value
 
 
 def transformer_encoder_layer_fwd(
@@ -137,8 +188,16 @@ def extra_decompositions() -> dict[Any, Any]:
     """The decompositions above, by operator."""
     return {
         aten._scaled_dot_product_flash_attention_for_cpu.default: sdpa_flash_cpu,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward.default: (
+            sdpa_flash_cpu_backward
+        ),
         aten._transformer_encoder_layer_fwd.default: transformer_encoder_layer_fwd,
     }
 
 
-__all__ = ["extra_decompositions", "sdpa_flash_cpu", "transformer_encoder_layer_fwd"]
+__all__ = [
+    "extra_decompositions",
+    "sdpa_flash_cpu",
+    "sdpa_flash_cpu_backward",
+    "transformer_encoder_layer_fwd",
+]

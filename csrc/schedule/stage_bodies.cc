@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/mutator.h"
+#include "ir/op.h"
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "schedule/scan_group.h"
@@ -30,7 +31,10 @@ class InlineReads : public IRMutator {
     const auto* compute = static_cast<const ComputeOpNode*>(it->second->op.get());
     VarMap vmap;
     for (size_t d = 0; d < compute->axis.size(); ++d) {
-      vmap[compute->axis[d]->var.get()] = r->indices[d];
+      // An index read from an int64 tensor (a gather) meets the axis variable's own dtype in
+      // the body's arithmetic, whose operands must agree.
+      const Expr& axis_var = compute->axis[d]->var;
+      vmap[axis_var.get()] = cast(axis_var.dtype(), r->indices[d]);
     }
     return mutate(substitute(compute->body[r->value_index], vmap));
   }

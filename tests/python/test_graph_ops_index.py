@@ -546,3 +546,21 @@ def test_slices_bounded_by_symbolic_sizes():
         torch.testing.assert_close(compiled[0](x), positions(x))
         torch.testing.assert_close(compiled[1](a, b), crop(a, b))
         torch.testing.assert_close(compiled[2](x), second_half(x))
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        lambda x: x.reshape(4, 6)[torch.tensor([0, 0, 3, 1])],
+        lambda x: x.reshape(4, 6).index_select(1, torch.tensor([5, 0, 2])) * 2,
+        lambda x: F.interpolate(x.reshape(1, 2, 3, 4), size=(5, 7)) + 1,
+        lambda x: F.interpolate(x.reshape(1, 2, 3, 4), size=(5, 7), mode="bilinear"),
+        lambda x: torch.roll(x.reshape(2, 3, 4), shifts=(1, -2), dims=(1, 2)).reshape(6, 4) * 3,
+    ],
+    ids=["index", "index_select", "nearest", "bilinear", "roll"],
+)
+def test_positions_into_a_reshaped_tensor(pick):
+    """The reshape is inlined into the gather: the loaded int64 positions stand in for its
+    axis variables (Swin's roll, Segformer's upsampling of a reshaped sequence)."""
+    x = torch.randn(24)
+    _check(pick, x, rtol=1e-5, atol=1e-6)

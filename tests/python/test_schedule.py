@@ -254,6 +254,24 @@ def test_compute_inline_and_root():
     check_stencil(s, A, C, 20)
 
 
+@pytest.mark.parametrize("index_dtype", ["int64", "int32", "int8"])
+def test_inlined_stage_read_at_indices_loaded_from_a_tensor(index_dtype):
+    # The loaded index replaces B's axis variable in B's body (i * 4 + j): an index of another
+    # integer dtype than the variable's used to meet it in that arithmetic and fail the build
+    A = tvm.placeholder((16,), name="A")
+    I = tvm.placeholder((5,), name="I", dtype=index_dtype)
+    B = tvm.compute((4, 4), lambda i, j: A[i * 4 + j] * 2.0, name="B")
+    C = tvm.compute((5, 4), lambda i, j: B[I[i], j], name="C")
+    s = tvm.create_schedule(C.op)
+    s[B].compute_inline()
+    f = tvm.build(s, [A, I, C])
+    a = np.random.rand(16).astype("float32")
+    rows = np.array([3, 0, 2, 2, 1], dtype=index_dtype)
+    c = np.full((5, 4), np.nan, dtype="float32")
+    f(a, rows, c)
+    np.testing.assert_array_equal(c, (a.reshape(4, 4) * 2.0)[rows])
+
+
 @pytest.mark.parametrize("shape", [(64, 64, 64), (33, 47, 29)])
 def test_cache_write_compute_at(shape):
     n, m, k = shape

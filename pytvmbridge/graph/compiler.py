@@ -34,6 +34,7 @@ Example:
 from __future__ import annotations
 
 import contextvars
+import functools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -219,9 +220,32 @@ def _sym_to_expr(expr: Any, size_vars: dict[str, te.Var]) -> Any:
         for t in terms[1:]:
             out = out * t
         return out
-    if type(expr).__name__ == "FloorDiv":
-        return te.floordiv(*(_sym_to_expr(a, size_vars) for a in expr.args))
+    kind = type(expr).__name__
+    if kind in ("Pow", "PowByNatural"):
+        # a square image's H * W is one symbol squared
+        base, exponent = expr.args
+        if isinstance(exponent, sympy.Integer) and 0 < int(exponent) <= 8:
+            factor = _sym_to_expr(base, size_vars)
+            out = factor
+            for _ in range(int(exponent) - 1):
+                out = out * factor
+            return out
+    elif kind in _SIZE_FUNCTIONS:
+        return _SIZE_FUNCTIONS[kind](*(_sym_to_expr(a, size_vars) for a in expr.args))
     raise UnsupportedGraphError(f"symbolic size expression {expr} is not supported")
+
+
+# PyTorch's integer size functions (torch.utils._sympy.functions), on sizes (non-negative; the
+# divisors positive, where Python's and floor's remainder agree).
+_SIZE_FUNCTIONS: dict[str, Any] = {
+    "FloorDiv": te.floordiv,
+    "CleanDiv": te.floordiv,  # a division PyTorch knows to be exact
+    "CeilDiv": lambda a, b: te.floordiv(a + b - 1, b),
+    "PythonMod": te.floormod,
+    "Mod": te.floormod,
+    "Max": lambda *args: functools.reduce(te.max, args),
+    "Min": lambda *args: functools.reduce(te.min, args),
+}
 
 
 def pinned_size(dim: Any) -> int | None:

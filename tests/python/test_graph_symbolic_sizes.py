@@ -183,3 +183,61 @@ def test_slices_of_a_dynamic_axis_keep_the_traced_extent():
     for shape in [(6, 10), (7, 11), (3, 13)]:
         x = torch.randn(*shape)
         torch.testing.assert_close(compiled(x), f(x))
+
+
+@pytest.mark.parametrize("side", [32, 48])
+def test_square_dynamic_images_whose_pixel_count_is_a_power(side):
+    # Dynamo gives a square image's height and width one symbol, so a patch embedding's
+    # sequence length is ``(s // 4)**2``: the whole graph fell back to PyTorch
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 8, 4, 4).eval()
+
+    def patches(x):
+        return torch.nn.functional.layer_norm(conv(x).flatten(2).transpose(1, 2), (8,))
+
+    torch._dynamo.reset()
+    compiled = torch.compile(patches, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for size in (side, side + 8, side - 4):
+            x = torch.randn(2, 3, size, size)
+            torch.testing.assert_close(compiled(x), patches(x), rtol=1e-5, atol=1e-5)
+
+
+def test_pytorch_size_functions_become_index_arithmetic():
+    """Each of PyTorch's integer size functions the compiler reads, evaluated by a kernel
+    whose sizes bind the symbols, against sympy's own evaluation."""
+    import numpy as np
+    import sympy
+    from torch.utils._sympy import functions as fn
+
+    import pytvmbridge as tvm
+    from pytvmbridge import te
+    from pytvmbridge.graph.compiler import _sym_to_expr
+
+    a, b = sympy.symbols("a b", integer=True, positive=True)
+    exprs = [
+        fn.FloorDiv(a, 3),
+        fn.CeilDiv(a, b),
+        fn.CleanDiv(a * b, b),
+        fn.Max(a, b + 1),
+        fn.Min(a, 2 * b),
+        fn.PythonMod(a, b),
+        fn.PowByNatural(a, 2),
+        sympy.Pow(fn.FloorDiv(a, 2), 3),
+    ]
+    size_vars: dict = {}
+    values = [_sym_to_expr(e, size_vars) for e in exprs]
+
+    def pick(i):
+        out = values[-1]
+        for k in range(len(values) - 2, -1, -1):
+            out = te.if_then_else(i == k, values[k], out)
+        return out
+
+    sizes = te.placeholder((size_vars["a"], size_vars["b"]), name="sizes")
+    out = te.compute((len(values),), pick, name="out")
+    f = tvm.build(te.create_schedule(out.op), [sizes, out])
+    for av, bv in ((7, 2), (12, 5), (1, 3)):
+        got = np.zeros(len(values), dtype=out.dtype)
+        f(np.zeros((av, bv), "float32"), got)
+        assert got.tolist() == [int(e.subs({a: av, b: bv})) for e in exprs]

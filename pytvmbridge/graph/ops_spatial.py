@@ -18,13 +18,15 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
 from .. import te, topi
 from ..topi.utils import const_int
-from .ops import ACCEPTS, CONVERTERS, _register, in_float32, norm_statistics
+from .ops import ACCEPTS, CONVERTERS, OTHER_DTYPES, _register, in_float32, norm_statistics
+from .promotion import INTEGER_DTYPES, number
 
 aten = torch.ops.aten
 
@@ -289,7 +291,7 @@ def _constant_pad(x: te.Tensor, pad: Any, value: Any = 0) -> te.Tensor:
     for k in range(len(pad) // 2):
         before[ndim - 1 - k], after[ndim - 1 - k] = int(pad[2 * k]), int(pad[2 * k + 1])
     shape = [n + b + a if (b or a) else n for n, b, a in zip(x.shape, before, after, strict=True)]
-    fill = te.const(value, x.dtype)
+    fill = number(value, x.dtype)  # as PyTorch converts it (integer labels padded with -100)
 
     def fcompute(*i: Any) -> te.Expr:
         index = [v - b if b else v for v, b in zip(i, before, strict=True)]
@@ -305,9 +307,23 @@ def _constant_pad(x: te.Tensor, pad: Any, value: Any = 0) -> te.Tensor:
     return te.compute(shape, fcompute, name="T_constant_pad", tag=topi.tag.PAD)
 
 
+def _fill_converts(value: Any, dtype: torch.dtype) -> bool:
+    """Whether eager converts the fill ``value`` to ``dtype`` (it raises on an integer out of
+    the dtype's range, -100 into uint8, or a non-finite float into integers); such a node is
+    left to PyTorch, which raises."""
+    if dtype.is_floating_point or dtype == torch.bool:
+        return True
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    info = torch.iinfo(dtype)
+    return info.min <= int(value) <= info.max
+
+
 ACCEPTS[aten.constant_pad_nd.default] = lambda node: (
     _static(*node.args[1]) and len(node.args[1]) % 2 == 0
     and len(node.args[1]) // 2 <= _val(node.args[0]).dim()
+    and _fill_converts(node.args[2] if len(node.args) > 2 else 0, _val(node.args[0]).dtype)
 )  # fmt: skip
+OTHER_DTYPES[aten.constant_pad_nd.default] = (*INTEGER_DTYPES, torch.bool)
 
 __all__ = ["convolution"]

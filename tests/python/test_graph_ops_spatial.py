@@ -164,6 +164,30 @@ def test_constant_pad(pad, value, shape):
     _check(lambda t: F.pad(t, pad, value=value) * 2, x)
 
 
+@pytest.mark.parametrize(
+    "dtype,value",
+    [
+        (torch.int64, -100),  # a causal LM's shifted labels (transformers' ForCausalLMLoss)
+        (torch.int32, 2.7),  # truncated, as eager converts it
+        (torch.uint8, 255),
+        (torch.int8, -128),
+        (torch.bool, 2),
+    ],
+)
+def test_constant_pad_of_integer_and_bool_tensors(dtype, value):
+    x = torch.randint(0, 10, (2, 6)).to(dtype)
+    f = _compiled(lambda t: F.pad(t, (1, 2), value=value))
+    torch.testing.assert_close(f(x), F.pad(x, (1, 2), value=value), rtol=0, atol=0)
+
+
+def test_constant_pad_fill_eager_cannot_convert_stays_in_pytorch():
+    x = torch.randint(0, 10, (2, 6), dtype=torch.uint8)
+    with pytest.raises(Exception, match="constant_pad_nd"):
+        _compiled(lambda t: F.pad(t, (0, 1), value=-100))(x)  # eager raises on the overflow
+    with pytest.raises(RuntimeError, match="overflow"):
+        _compiled(lambda t: F.pad(t, (0, 1), value=-100), strict=False)(x)
+
+
 def test_pool1d():
     torch.manual_seed(0)
 

@@ -595,7 +595,91 @@ def _lift_fresh_copy(x: te.Tensor) -> te.Tensor:
     return topi.identity(x)
 
 
+def _storage_layout(
+    node: torch.fx.Node, args: tuple, kwargs: dict, shape: list[Any] | None = None
+) -> tuple[tuple, dict]:
+    """PREPARE step: the traced strides and storage offset of the node's tensor operand."""
+    val = node.args[0].meta["val"]
+    return args, {
+        **kwargs,
+        "source_strides": tuple(int(s) for s in val.stride()),
+        "source_offset": int(val.storage_offset()),
+    }
+
+
+@_register(aten.as_strided.default)
+def _as_strided(
+    x: te.Tensor,
+    size: Any,
+    stride: Any,
+    storage_offset: int | None = None,
+    *,
+    source_strides: tuple[int, ...],
+    source_offset: int,
+) -> te.Tensor:
+    """``x.as_strided(size, stride, storage_offset)``: each element read from the storage
+    position its strides give, mapped back to ``x``'s index through ``x``'s traced strides
+    (a dense tensor's: ``as_strided_accepts``). PyTorch's decompositions emit it to restride
+    size-1 dimensions (adaptive pooling of a channels_last tensor), which is ``x`` itself."""
+    size, stride = [int(n) for n in size], [int(s) for s in stride]
+    offset = (source_offset if storage_offset is None else int(storage_offset)) - source_offset
+    extents = [const_int(n) for n in x.shape]
+    kept = [(n, s) for n, s in zip(size, stride, strict=True) if n != 1]
+    if offset == 0 and kept == [
+        (n, s) for n, s in zip(extents, source_strides, strict=True) if n != 1
+    ]:
+        return topi.reshape(x, size) if size != extents else topi.identity(x)
+
+    def fcompute(*i: Any) -> te.Expr:
+        position = offset
+        for index, step, extent in zip(i, stride, size, strict=True):
+            if extent != 1 and step != 0:
+                position = index * step + position
+        # A dense tensor's strides: each dimension's is the product of the faster ones' sizes.
+        return x[
+            [
+                te.floormod(te.floordiv(position, step), n) if n != 1 else 0
+                for n, step in zip(extents, source_strides, strict=True)
+            ]
+        ]
+
+    return te.compute(size, fcompute, name="T_as_strided", tag="injective")
+
+
+def _dense(sizes: Any, strides: Any) -> bool:
+    """Whether the elements fill consecutive storage positions, each once (any dimension
+    order; size-1 dimensions' strides do not matter)."""
+    expected = 1
+    for n, step in sorted((p for p in zip(sizes, strides, strict=True) if p[0] != 1), key=_second):
+        if step != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _second(pair: tuple) -> Any:
+    return pair[1]
+
+
+def _as_strided_accepts(node: torch.fx.Node) -> bool:
+    source, size, stride = node.args[0].meta["val"], node.args[1], node.args[2]
+    offset = node.args[3] if len(node.args) > 3 else None
+    offset = source.storage_offset() if offset is None else offset
+    numbers = [*size, *stride, offset, *source.shape, *source.stride(), source.storage_offset()]
+    if not all(isinstance(v, int) for v in numbers) or any(s < 0 for s in stride):
+        return False
+    if 0 in size or source.numel() == 0 or not _dense(source.shape, source.stride()):
+        return False  # a source with gaps: storage positions that are none of its elements
+    last = offset + sum((n - 1) * s for n, s in zip(size, stride, strict=True))
+    return source.storage_offset() <= offset and last < source.storage_offset() + source.numel()
+
+
+ACCEPTS[aten.as_strided.default] = _as_strided_accepts
+PREPARE[aten.as_strided.default] = _storage_layout
+
+
 for _target in (
+    aten.as_strided.default,
     aten.copy.default,
     aten.slice_scatter.default,
     aten.scatter.src,

@@ -564,3 +564,45 @@ def test_positions_into_a_reshaped_tensor(pick):
     axis variables (Swin's roll, Segformer's upsampling of a reshaped sequence)."""
     x = torch.randn(24)
     _check(pick, x, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ((4, 3, 3), (10, 2, 1), 1),  # overlapping windows
+        ((2, 2), (1, 5), None),
+        ((40,), (1,), 0),
+        ((3, 5), (0, 2), 2),  # a zero stride repeats
+    ],
+    ids=["windows", "strided", "flat", "zero stride"],
+)
+def test_as_strided_reads_storage_positions_as_eager(args, layout):
+    """Storage positions are mapped back through the operand's traced strides, so a
+    transposed operand's positions mean what they mean in eager."""
+    size, stride, offset = args
+    x = torch.randn(4, 10) if layout == "contiguous" else torch.randn(10, 4).t()
+    if offset is None:
+        _check(lambda t: (t * 2).as_strided(size, stride) + 1, x)
+    else:
+        _check(lambda t: (t * 2).as_strided(size, stride, offset) + 1, x)
+
+
+def test_adaptive_pooling_of_a_channels_last_tensor():
+    # PyTorch's decomposition restrides the pooled size-1 dimensions with as_strided
+    x = torch.randn(2, 3, 16, 16).contiguous(memory_format=torch.channels_last)
+    _check(torch.nn.AdaptiveAvgPool2d((1, 1)), x, rtol=1e-5, atol=1e-6)
+
+
+def test_as_strided_of_an_operand_with_gaps_stays_in_pytorch():
+    # a column slice's storage holds positions that are none of its elements
+    x = torch.randn(4, 10)
+
+    def fn(t):
+        return t[:, :5].as_strided((3, 3), (10, 1), 2) * 2
+
+    with pytest.raises(Exception, match="as_strided"):
+        _compiled(fn)(x)
+    torch._dynamo.reset()
+    relaxed = torch.compile(fn, backend="pytvmbridge")
+    torch.testing.assert_close(relaxed(x), fn(x))

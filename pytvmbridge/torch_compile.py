@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import importlib
 import inspect
 import json
 import operator
@@ -144,7 +145,7 @@ class CompiledModel(torch.nn.Module):
         self.num_constants = len(constants)
         self.plan = plan
         if out_spec is None and plan.get("out_spec") is not None:
-            out_spec = pytree.treespec_loads(plan["out_spec"])
+            out_spec = _load_out_spec(plan)
         self._out_spec = out_spec
         self._prepare()
 
@@ -1037,6 +1038,7 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
     })  # fmt: skip
     try:
         plan["out_spec"] = pytree.treespec_dumps(out_spec)
+        plan["out_spec_modules"] = _container_modules(out_spec)
     except Exception:  # a container JSON cannot name (a namedtuple): kept in memory only
         plan["out_spec"] = None
     compiled = CompiledModel(
@@ -1054,6 +1056,40 @@ def compile(module_or_traced: Any, option: dict[str, Any] | None = None) -> Comp
             )
         _save(compiled, modules, str(option["export_dir"]), option)
     return compiled
+
+
+def _container_modules(spec: Any) -> list[str]:
+    """The modules defining the output containers that are not Python's own (a Hugging Face
+    model's ``ModelOutput`` dataclasses): a new process must import them before the saved
+    TreeSpec can be read, since importing is what registers them with pytree."""
+    found: set[str] = set()
+    pending = [spec]
+    while pending:
+        node = pending.pop()
+        if node.type is not None and node.type.__module__ not in ("builtins", "collections"):
+            found.add(node.type.__module__)
+        pending.extend(node.children())
+    return sorted(found)
+
+
+def _load_out_spec(plan: dict[str, Any]) -> Any:
+    for name in plan.get("out_spec_modules", ()):
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise ModuleNotFoundError(
+                f"load: the model's outputs are nested in a container defined in module "
+                f"{name!r}, which cannot be imported here ({err}); install it",
+                name=name,
+            ) from err
+    try:
+        return pytree.treespec_loads(plan["out_spec"])
+    except NotImplementedError as err:  # a container type pytree does not know
+        raise TVMValueError(
+            f"load: the model's outputs are nested in a container this process has not "
+            f"registered with torch.utils._pytree ({err}); import the module that defines it "
+            "before loading"
+        ) from err
 
 
 def _save(

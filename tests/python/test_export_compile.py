@@ -5,6 +5,7 @@ compiling."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -242,3 +243,77 @@ def test_a_named_size_too_small_for_the_model_is_a_value_error_naming_input_info
     x = torch.randn(3, 8, 64)
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+_OUTPUT_CONTAINER = """
+import dataclasses
+import torch
+import torch.utils._pytree as pytree
+
+
+@dataclasses.dataclass
+class Encoded:  # as a Hugging Face model's ModelOutput: a dataclass registered with pytree
+    hidden: torch.Tensor
+    pooled: torch.Tensor
+
+
+pytree.register_dataclass(Encoded, serialized_type_name="ptb_test_outputs.Encoded")
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        hidden = torch.tanh(self.lin(x))
+        return Encoded(hidden=hidden, pooled=hidden.mean(1))
+"""
+
+
+def test_outputs_in_a_registered_container_load_in_a_new_process(tmp_path):
+    """The new process has not imported the container's module, which registers it with
+    pytree: load imports it (named in the plan), or says which module it cannot import."""
+    (tmp_path / "ptb_test_outputs.py").write_text(_OUTPUT_CONTAINER)
+    export = tmp_path / "export"
+
+    def fresh(code: str, path: str | None) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        if path:
+            env["PYTHONPATH"] = path
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=str(tmp_path.parent),  # where the module is not importable unless on the path
+        )
+
+    saved = fresh(
+        f"""
+        import torch, ptb_test_outputs
+        from pytvmbridge import torch_compile
+        model = ptb_test_outputs.Encoder().eval()
+        option = {{"input_infos": [("x", (2, 4))], "export_dir": {str(export)!r}}}
+        torch_compile.compile(model, option)
+        x = torch.linspace(-1, 1, 8).reshape(2, 4)
+        print(repr(model(x).pooled.tolist()))
+        """,
+        str(tmp_path),
+    )
+    assert saved.returncode == 0, saved.stderr
+    load = f"""
+        import torch
+        from pytvmbridge import torch_compile
+        out = torch_compile.load({str(export)!r})(torch.linspace(-1, 1, 8).reshape(2, 4))
+        print(type(out).__name__, repr(out.pooled.tolist()))
+        """
+    loaded = fresh(load, str(tmp_path))
+    assert loaded.returncode == 0, loaded.stderr
+    name, values = loaded.stdout.split(" ", 1)
+    assert name == "Encoded"
+    torch.testing.assert_close(torch.tensor(eval(values)), torch.tensor(eval(saved.stdout)))
+    missing = fresh(load, None)
+    assert "ModuleNotFoundError" in missing.stderr and "'ptb_test_outputs'" in missing.stderr

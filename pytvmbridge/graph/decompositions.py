@@ -34,6 +34,24 @@ import torch
 aten = torch.ops.aten
 
 
+def _heads_of(query: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+    """Keys or values with fewer heads than the queries (grouped-query attention,
+    ``enable_gqa=True``), each head repeated for its group of query heads."""
+    groups = query.shape[-3] // kv.shape[-3]
+    if groups == 1:
+        return kv
+    grouped = kv.unsqueeze(-3).expand(*kv.shape[:-2], groups, *kv.shape[-2:])
+    return grouped.reshape(*kv.shape[:-3], query.shape[-3], *kv.shape[-2:])
+
+
+def _group_sum(grad: torch.Tensor, kv: torch.Tensor) -> torch.Tensor:
+    """The gradient of a key or value from its repeats' (``_heads_of``'s derivative)."""
+    groups = grad.shape[-3] // kv.shape[-3]
+    if groups == 1:
+        return grad
+    return grad.reshape(*kv.shape[:-2], groups, *grad.shape[-2:]).sum(dim=-3)
+
+
 def _scores(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -44,7 +62,7 @@ def _scores(
     """The scaled, masked scores (-inf where a key is hidden) and, given a mask, the query
     rows it hides every key from (broadcastable to the scores, last axis 1)."""
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+    scores = torch.matmul(query, _heads_of(query, key).transpose(-2, -1)) * scale
     if is_causal:
         rows, cols = scores.shape[-2], scores.shape[-1]
         keep = torch.ones(rows, cols, dtype=torch.bool, device=scores.device).tril()
@@ -76,6 +94,7 @@ def sdpa_flash_cpu(
         return NotImplemented
     scores, hidden = _scores(query, key, is_causal, attn_mask, scale)
     acc = torch.promote_types(query.dtype, torch.float32)
+    value = _heads_of(query, value)
     if hidden is None:
         lse = torch.logsumexp(scores.to(acc), dim=-1)
         return torch.matmul(torch.softmax(scores, dim=-1), value), lse
@@ -113,13 +132,13 @@ def sdpa_flash_cpu_backward(
     scores, _ = _scores(query, key, is_causal, attn_mask, scale)
     acc = logsumexp.dtype  # float32 for 16-bit inputs
     probs = torch.exp(scores.to(acc) - logsumexp.unsqueeze(-1)).to(query.dtype)
-    grad_value = torch.matmul(probs.transpose(-2, -1), grad_out)
-    grad_probs = torch.matmul(grad_out, value.transpose(-2, -1))
+    grad_value = _group_sum(torch.matmul(probs.transpose(-2, -1), grad_out), value)
+    grad_probs = torch.matmul(grad_out, _heads_of(query, value).transpose(-2, -1))
     # softmax's derivative: sum_j P_ij dP_ij is the row's dot of the output and its gradient
     row_dot = (grad_out.to(acc) * out.to(acc)).sum(dim=-1, keepdim=True)
     grad_scores = (probs.to(acc) * (grad_probs.to(acc) - row_dot)).to(query.dtype) * scale
-    grad_query = torch.matmul(grad_scores, key)
-    grad_key = torch.matmul(grad_scores.transpose(-2, -1), query)
+    grad_query = torch.matmul(grad_scores, _heads_of(query, key))
+    grad_key = _group_sum(torch.matmul(grad_scores.transpose(-2, -1), query), key)
     return grad_query, grad_key, grad_value
 
 

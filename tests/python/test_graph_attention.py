@@ -136,6 +136,32 @@ def test_attention_rows_that_see_no_key_are_zero_as_in_eager(kind):
         torch.testing.assert_close(strict(q, k, v), want_out, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["plain", "causal", "bool mask"])
+def test_grouped_query_attention_compiles_and_trains(kind):
+    # enable_gqa=True (Hugging Face's Llama, Mistral and Qwen2 without a padding mask): keys and
+    # values with fewer heads than the queries, each serving a group of query heads. The
+    # decomposition multiplied them as they came and the compile failed outright.
+    torch.manual_seed(0)
+    q = torch.randn(2, 6, 5, 8, requires_grad=True)
+    k, v = (torch.randn(2, 2, 5, 8, requires_grad=True) for _ in range(2))
+    kwargs = {
+        "plain": {},
+        "causal": {"is_causal": True},
+        "bool mask": {"attn_mask": torch.rand(5, 5) > 0.3},
+    }[kind]
+
+    def attend(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kwargs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
+    out, grads = _grads(compiled, q, k, v)
+    want_out, want = _grads(attend, q, k, v)
+    torch.testing.assert_close(out, want_out, rtol=1e-5, atol=1e-5)
+    for got, ref in zip(grads, want, strict=True):
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_encoder_layer_fast_path_compiles(norm_first):
     # In eval mode without gradients nn.TransformerEncoderLayer takes PyTorch's fast path, one

@@ -556,8 +556,10 @@ def test_slices_bounded_by_symbolic_sizes():
         lambda x: F.interpolate(x.reshape(1, 2, 3, 4), size=(5, 7)) + 1,
         lambda x: F.interpolate(x.reshape(1, 2, 3, 4), size=(5, 7), mode="bilinear"),
         lambda x: torch.roll(x.reshape(2, 3, 4), shifts=(1, -2), dims=(1, 2)).reshape(6, 4) * 3,
+        lambda x: x.reshape(6, 4)[1:][torch.tensor([0, 4, 2])],  # the slice's offset, inlined
+        lambda x: F.interpolate(x.reshape(1, 2, 3, 4)[:, :, 1:], size=(5, 5), mode="bilinear"),
     ],
-    ids=["index", "index_select", "nearest", "bilinear", "roll"],
+    ids=["index", "index_select", "nearest", "bilinear", "roll", "slice", "sliced bilinear"],
 )
 def test_positions_into_a_reshaped_tensor(pick):
     """The reshape is inlined into the gather: the loaded int64 positions stand in for its

@@ -99,7 +99,9 @@ def get_const_tuple(shape: Sequence[Any], what: str = "shape") -> tuple[int, ...
 
 
 def same_dim(a: Any, b: Any) -> bool:
-    """True when two dimensions are provably equal: equal constants, or the same expression.
+    """True when two dimensions are provably equal: equal constants, or expressions whose
+    difference simplifies to zero (``n + 1`` and ``1 + n``, as PyTorch's traced sizes and a
+    concatenation's computed one spell a KV cache's length).
 
     Example:
         >>> import pytvmbridge.te as te
@@ -107,13 +109,21 @@ def same_dim(a: Any, b: Any) -> bool:
         >>> n = te.var("n")
         >>> same_dim(n, te.placeholder((n,)).shape[0]), same_dim(n, te.var("n")), same_dim(2, 2)
         (True, False, True)
+        >>> same_dim(n + 1, 1 + n), same_dim(n + 1, n)
+        (True, False)
     """
     ca, cb = const_int(a), const_int(b)
     if ca is not None or cb is not None:
         return ca == cb
-    return hash(a) == hash(b) or (
+    if hash(a) == hash(b) or (
         not isinstance(a, te.Var) and not isinstance(b, te.Var) and str(a) == str(b)
-    )
+    ):
+        return True
+    if getattr(a, "dtype", None) != getattr(b, "dtype", None):
+        return False
+    from .. import _core
+
+    return const_int(_core.simplify(a - b)) == 0
 
 
 def check_tensor(x: Any, what: str) -> Tensor:

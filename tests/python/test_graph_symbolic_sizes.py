@@ -241,3 +241,19 @@ def test_pytorch_size_functions_become_index_arithmetic():
         got = np.zeros(len(values), dtype=out.dtype)
         f(np.zeros((av, bv), "float32"), got)
         assert got.tolist() == [int(e.subs({a: av, b: bv})) for e in exprs]
+
+
+def test_a_kv_cache_decode_step_compiles_once_for_every_past_length():
+    # The concatenation's length is computed as s + 1, the traced sizes read 1 + s: the two
+    # spellings did not broadcast and the whole step ran in PyTorch
+    torch.manual_seed(0)
+
+    def step(q, past, new):
+        keys = torch.cat([past, new], 2)
+        return torch.softmax(q @ keys.transpose(-1, -2), -1) @ keys
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    for past in (5, 6, 11):
+        args = (torch.randn(2, 4, 1, 16), torch.randn(2, 4, past, 16), torch.randn(2, 4, 1, 16))
+        torch.testing.assert_close(compiled(*args), step(*args), rtol=1e-5, atol=1e-5)

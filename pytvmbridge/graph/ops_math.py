@@ -33,7 +33,7 @@ from .. import te, topi
 from ..topi.broadcast import broadcast_index, broadcast_shape
 from .layout import through_blocks
 from .ops import ACCEPTS, ELEMENTWISE, OTHER_DTYPES, _register, _scalar, in_float32
-from .promotion import integer_operands, number
+from .promotion import INTEGER_DTYPES, integer_operands, number
 
 aten = torch.ops.aten
 
@@ -107,12 +107,22 @@ for _target, _fn in _FUNCTIONS.items():
 @_register(aten.sign.default, aten.sgn.default)
 @through_blocks
 def _sign(x: te.Tensor) -> te.Tensor:
-    # PyTorch's sign of NaN is 0 (not NaN as NumPy's), and of -0.0 is +0.0.
+    # PyTorch's sign of NaN is 0 (not NaN as NumPy's), and of -0.0 is +0.0; of a bool, itself.
+    if x.dtype == "bool":
+        return topi.identity(x)
+
     def fn(v: te.Expr) -> te.Expr:
-        one, zero = te.const(1.0, v.dtype), te.const(0.0, v.dtype)
-        return te.select(v > zero, one, te.select(v < zero, -one, zero))
+        one, zero = te.const(1, v.dtype), te.const(0, v.dtype)
+        if v.dtype.startswith("uint"):
+            return te.select(v > zero, one, zero)
+        return te.select(v > zero, one, te.select(v < zero, te.const(-1, v.dtype), zero))
 
     return _map(x, fn, "sign")
+
+
+# (DeBERTa-v2's log-bucketed relative positions take the sign of integer distances)
+for _target in (aten.sign.default, aten.sgn.default):
+    OTHER_DTYPES[_target] = (*INTEGER_DTYPES, torch.bool)
 
 
 @_register(aten.round.decimals)

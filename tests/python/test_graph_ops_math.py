@@ -384,3 +384,14 @@ def test_round_to_more_decimals_than_a_double_holds_matches_eager():
     x = torch.tensor([1.0, -2.5], dtype=torch.float64)
     torch._dynamo.reset()
     torch.testing.assert_close(torch.compile(f, backend="pytvmbridge")(x), f(x), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool])
+def test_sign_of_integers_and_bools(dtype):
+    # DeBERTa-v2's log-bucketed relative positions take the sign of integer distances
+    x = torch.arange(-6, 7) if dtype != torch.uint8 else torch.arange(0, 255, 20)
+    x = x.to(dtype)
+    f = _compile(lambda t: (torch.sign(t), torch.sgn(t)))
+    for got in f(x):
+        assert got.dtype == dtype
+        assert torch.equal(got, torch.sign(x))

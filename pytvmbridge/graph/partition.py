@@ -49,7 +49,23 @@ def _inputs_ok(node: torch.fx.Node) -> bool:
         val = arg.meta.get("val")
         if isinstance(val, torch.Tensor) and not _tensor_ok(val, other):
             return False
-    return True
+    return _tensor_parameters_hold_tensors(node)
+
+
+def _tensor_parameters_hold_tensors(node: torch.fx.Node) -> bool:
+    """False where sizes stand for every Tensor parameter: ``torch.div(x.size(1), n,
+    rounding_mode="trunc")`` traces to ``div.Tensor_mode(s0, s1)``, a 0-d tensor computed from
+    sizes alone, which converters written for tensors cannot take (``x * s0``, a size beside a
+    tensor, is a scalar operand they do take)."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return True
+    held = [
+        isinstance(arg.meta.get("val"), torch.Tensor)
+        for param, arg in zip(schema.arguments, node.args, strict=False)
+        if isinstance(param.type, torch.TensorType) and isinstance(arg, torch.fx.Node)
+    ]
+    return not held or any(held)
 
 
 def _one_float_dtype(node: torch.fx.Node) -> bool:

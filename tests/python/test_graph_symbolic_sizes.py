@@ -257,3 +257,21 @@ def test_a_kv_cache_decode_step_compiles_once_for_every_past_length():
     for past in (5, 6, 11):
         args = (torch.randn(2, 4, 1, 16), torch.randn(2, 4, past, 16), torch.randn(2, 4, 1, 16))
         torch.testing.assert_close(compiled(*args), step(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_a_tensor_computed_from_sizes_alone_stays_in_pytorch():
+    # torch.div of two sizes traces to div.Tensor_mode(s0, s1), a 0-d tensor of sizes alone:
+    # its converter, written for tensors, failed the partition with an AttributeError
+    def chunks(x, w):
+        n = torch.div(x.size(1), w.size(0), rounding_mode="trunc") - 1
+        return (x[:, : n * w.size(0)].reshape(x.size(0), n, w.size(0)) * 2).sum(-1) + n
+
+    torch._dynamo.reset()
+    strict = torch.compile(chunks, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    with pytest.raises(Exception, match=r"div\.Tensor_mode"):
+        strict(torch.randn(3, 16), torch.randn(4))
+    torch._dynamo.reset()
+    compiled = torch.compile(chunks, backend="pytvmbridge", dynamic=True)
+    for width in (16, 21):
+        x, w = torch.randn(3, width), torch.randn(4)
+        torch.testing.assert_close(compiled(x, w), chunks(x, w))

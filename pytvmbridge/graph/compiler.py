@@ -87,6 +87,20 @@ class PermutedInput:
     dims: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class SizeCarrier:
+    """A kernel argument that carries symbolic-int graph input ``index`` as its length (an
+    array of that many bytes, never read): the kernel binds its size variables from its
+    arguments' shapes only."""
+
+    index: int
+
+
+@functools.lru_cache(maxsize=64)
+def _size_carrier(length: int) -> torch.Tensor:
+    return torch.empty(length, dtype=torch.uint8)
+
+
 def memory_order(val: Any) -> tuple[int, ...] | None:
     """The order of ``val``'s dimensions from the largest stride to the smallest when its layout
     is dense but not row-major (channels_last: ``(0, 2, 3, 1)``), else None (row-major, gaps,
@@ -368,6 +382,8 @@ class CompiledGraph:
             if type(s) is int
             else args[s.index].permute(s.dims)
             if type(s) is PermutedInput
+            else _size_carrier(int(args[s.index]))
+            if type(s) is SizeCarrier
             else derived.get(k, s, args)
             for k, s in enumerate(self.kernel_sources)
         ]
@@ -755,7 +771,7 @@ def _compile_graph(
     permuted = _permuted_inputs(gm, plan) if options.get("permute_inputs") else frozenset()
     winograd: dict[str, int] = {}
     with blocking(lanes):
-        inputs, outputs, _ = import_graph(gm, plan=plan, permuted=permuted)
+        inputs, outputs, size_vars = import_graph(gm, plan=plan, permuted=permuted)
         prepacked = _conv_panel_widths(gm, plan, outputs, target, options)
         prepacked.update(_blocked_weights(gm, plan, lanes))
         if options.get("winograd", True):
@@ -766,7 +782,7 @@ def _compile_graph(
         out_channels.update({k: shape[0] for k, (_, shape) in plan.derived.items()})
         padded = {k: out_channels[k] for k, w in prepacked.items() if out_channels[k] % w}
         with blocking(lanes, padded, winograd):
-            inputs, outputs, _ = import_graph(gm, prepacked, plan, permuted)
+            inputs, outputs, size_vars = import_graph(gm, prepacked, plan, permuted)
     derived = dict(zip(plan.derived, inputs[len(placeholders) :], strict=True))
     inputs = inputs[: len(placeholders)]
     for node, out in zip(out_nodes, outputs, strict=True):
@@ -842,6 +858,20 @@ def _compile_graph(
             if isinstance(dim, torch.SymInt):
                 needed |= {str(x) for x in _substituted(dim.node.expr).free_symbols}
     missing = needed - set(bindings)
+    # (Only where the caller is CompiledGraph itself: an export's plan lists tensors.)
+    for i, node in enumerate(placeholders if options.get("size_carriers") else ()):
+        # A size only a symbolic-int input carries (F.interpolate to another tensor's size, a
+        # tensor the partition does not read): the kernel binds it from a byte array of that
+        # length, passed for the input (SizeCarrier).
+        val = node.meta["val"]
+        if not isinstance(val, torch.SymInt):
+            continue
+        symbol = str(_substituted(val.node.expr))
+        if symbol in missing and symbol in size_vars:
+            sources.append(SizeCarrier(i))
+            kernel_args.append(te.placeholder((size_vars[symbol],), "uint8", f"size_{symbol}"))
+            bindings[symbol] = (i, None)
+            missing.discard(symbol)
     if missing:
         raise UnsupportedGraphError(f"sizes {sorted(missing)} cannot be bound from the inputs")
 

@@ -632,6 +632,16 @@ for _fn in (operator.add, operator.sub, operator.mul, operator.floordiv, operato
     _register(_fn)(_fn)  # TE expressions and ints both implement them (// and % floor)
 
 
+@_register(operator.truediv)
+def _size_ratio(a: Any, b: Any) -> Any:
+    """``a / b`` of sizes, a double as Python divides them: F.interpolate's scale under
+    dynamic sizes (input size / output size), which a tensor then reads as a scalar."""
+    if not isinstance(a, te.Expr) and not isinstance(b, te.Expr):
+        return a / b
+    a, b = (v.astype("float64") if isinstance(v, te.Expr) else float(v) for v in (a, b))
+    return a / b
+
+
 # The training path: backward operators left whole by the decompositions, derived by te.gradient.
 from ..autodiff import graph_grads  # noqa: E402, F401  (registers its converters here)
 from . import ops_math, ops_reductions, ops_spatial  # noqa: E402, F401  (likewise)

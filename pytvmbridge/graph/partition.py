@@ -83,7 +83,7 @@ def is_supported(node: torch.fx.Node) -> bool:
     if node.op != "call_function" or node.target not in CONVERTERS:
         return False
     val = node.meta.get("val")
-    if isinstance(val, torch.SymInt):
+    if isinstance(val, (torch.SymInt, torch.SymFloat)):
         # Size arithmetic (group norm's H * W of symbolic sizes): computed in the kernel from
         # its tensors' shapes when every reader is compiled too. Left out, it split the graph
         # into partitions whose inputs have derived sizes no kernel can bind.
@@ -182,6 +182,8 @@ def partition_and_compile(
         return gm
     # Inputs laid out channels_last (as Dynamo traced them) are read in their memory order.
     options.setdefault("permute_inputs", True)
+    # Sizes only symbolic-int inputs carry are bound from arrays of that length.
+    options.setdefault("size_carriers", True)
     for node in list(fused.graph.nodes):
         if not is_partition(node):
             continue
@@ -316,11 +318,12 @@ def fuse_supported(
 
 
 def _sizes_read_outside(partitions: list[Any]) -> frozenset[str]:
-    """The SymInt-valued nodes of ``partitions`` that a node outside their partition reads."""
+    """The size-valued (SymInt or SymFloat) nodes of ``partitions`` that a node outside their
+    partition reads."""
     leaving = set()
     for p in partitions:
         for node in p.nodes:
-            if isinstance(node.meta.get("val"), torch.SymInt) and any(
+            if isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat)) and any(
                 user not in p.nodes for user in node.users
             ):
                 leaving.add(node.name)

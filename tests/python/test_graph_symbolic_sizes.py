@@ -275,3 +275,37 @@ def test_a_tensor_computed_from_sizes_alone_stays_in_pytorch():
     for width in (16, 21):
         x, w = torch.randn(3, width), torch.randn(4)
         torch.testing.assert_close(compiled(x, w), chunks(x, w))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_interpolate_to_another_tensors_dynamic_size(mode):
+    # The scale is a size ratio, a SymFloat the partition computes (it was an input without
+    # tensor metadata), and the output size is carried only by the other tensor's sizes,
+    # which the partition does not read (bound from a byte array of that length)
+    torch.manual_seed(0)
+
+    def resize(x, like):
+        return torch.nn.functional.interpolate(x * 2, size=like.shape[2:], mode=mode) + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(resize, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    for size, target in ((5, 9), (6, 13), (8, 8)):
+        x, like = torch.randn(1, 3, size, size + 1), torch.randn(1, 1, target, target + 3)
+        torch.testing.assert_close(compiled(x, like), resize(x, like), rtol=1e-5, atol=1e-5)
+
+
+def test_upsampling_a_strided_convolution_back_to_its_input_size():
+    # Segformer's and a UNet's decoder under dynamic sizes: the size ratio is computed in the
+    # same kernel as the convolution it scales
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(4, 4, 3, stride=2, padding=1).eval()
+
+    def block(x):
+        return torch.nn.functional.interpolate(conv(x), size=x.shape[-2:], mode="bilinear") + x
+
+    torch._dynamo.reset()
+    compiled = torch.compile(block, backend="pytvmbridge", dynamic=True, options={"strict": True})
+    with torch.no_grad():
+        for size in (16, 20, 13):
+            x = torch.randn(2, 4, size, size + 2)
+            torch.testing.assert_close(compiled(x), block(x), rtol=1e-5, atol=1e-5)

@@ -368,7 +368,31 @@ def norm_statistics(x: te.Tensor, axes: list[int], eps: float) -> tuple[te.Tenso
 @_register(aten.native_layer_norm.default, results=(0,))
 def _layer_norm(x: te.Tensor, shape: Any, weight: Any, bias: Any, eps: float) -> tuple:
     axes = list(range(len(x.shape) - len(shape), len(x.shape)))
+    affine = [p for p in (weight, bias) if isinstance(p, te.Tensor)]
+    if any(p.dtype != x.dtype for p in affine):
+        # A 16-bit input with float32 weights (autocast): normalised and scaled in float32,
+        # rounded once to the input's dtype, as PyTorch's mixed-type kernel does
+        wide = topi.nn.layer_norm(topi.cast(x, "float32"), weight, bias, axis=axes, epsilon=eps)
+        return (topi.cast(wide, x.dtype), None, None)
     return (topi.nn.layer_norm(x, weight, bias, axis=axes, epsilon=eps), None, None)
+
+
+def wider_affine_norm(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is a layer norm of a 16-bit input with float32 weight and bias (what
+    ``torch.autocast`` hands a LayerNorm after a linear layer) whose statistics nothing reads:
+    eager's mixed-type kernel gives them in float32 where the trace says the input's dtype,
+    so a training forward stays in PyTorch."""
+    if node.target is not aten.native_layer_norm.default:
+        return False
+    x = node.args[0].meta.get("val")
+    if not isinstance(x, torch.Tensor) or str(x.dtype).removeprefix("torch.") not in (
+        _NARROW_FLOATS
+    ):
+        return False
+    affine = [a.meta.get("val") for a in node.args[2:4] if isinstance(a, torch.fx.Node)]
+    if not all(isinstance(p, torch.Tensor) and p.dtype == torch.float32 for p in affine):
+        return False
+    return all(user.target is operator.getitem and user.args[1] == 0 for user in node.users)
 
 
 @_register(aten.max_pool2d_with_indices.default, results=(0,))

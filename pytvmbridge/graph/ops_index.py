@@ -521,6 +521,54 @@ for _target in (aten.scatter.src, aten.scatter.value):
     ACCEPTS[_target] = _scatter_accepts
 
 
+@_register(aten.index_put.default)
+def _index_put(
+    x: te.Tensor, indices: Any, values: te.Tensor, accumulate: bool = False
+) -> te.Tensor:
+    """``x[..., index, ...] = values`` along the one dimension ``indices`` holds a tensor for
+    (functionalised ``index_copy_``: a static KV cache written at the new tokens' positions),
+    as :func:`_scatter`: each element tests the few positions written; the last one wins as
+    PyTorch's undefined order of repeated writes, or all add up with ``accumulate``."""
+    axis = next(d for d, t in enumerate(indices) if t is not None)
+    index = indices[axis]
+    positions = int(const_int(index.shape[0]))
+    written = list(x.shape)
+    written[axis] = positions
+    if [str(d) for d in values.shape] != [str(d) for d in written]:
+        values = topi.broadcast_to(values, written)
+    zero = number(0, x.dtype)
+
+    def value(*i: Any) -> te.Expr:
+        out = x[i]
+        for k in range(positions):
+            hit = _position(index[k], x.shape[axis]) == cast_expr(i[axis], "int64")
+            new = values[(*i[:axis], k, *i[axis + 1 :])]
+            out = out + te.select(hit, new, zero) if accumulate else te.select(hit, new, out)
+        return out
+
+    return te.compute(list(x.shape), value, name="T_index_put", tag="injective")
+
+
+def _index_put_accepts(node: torch.fx.Node) -> bool:
+    x, indices, values = node.args[0].meta["val"], node.args[1], node.args[2]
+    given = [t for t in indices if t is not None]
+    if len(given) != 1 or not _index_tensor_ok(given[0]) or x.dim() == 0:
+        return False
+    index = given[0].meta["val"]
+    return (
+        index.dim() == 1
+        and index.dtype != torch.bool  # a mask picks a data-dependent number of places
+        and isinstance(index.shape[0], int)
+        and 1 <= index.shape[0] <= MAX_SCATTER_POSITIONS
+        and isinstance(values, torch.fx.Node)
+        and values.meta["val"].dtype == x.dtype
+        and values.meta["val"].dim() <= x.dim()
+    )
+
+
+ACCEPTS[aten.index_put.default] = _index_put_accepts
+
+
 @_register(aten.copy.default)
 def _copy(x: te.Tensor, src: te.Tensor, non_blocking: bool = False) -> te.Tensor:
     """``x`` with ``src`` copied in (functionalised ``x.copy_(src)``: a running statistic
@@ -680,6 +728,7 @@ PREPARE[aten.as_strided.default] = _storage_layout
 
 for _target in (
     aten.as_strided.default,
+    aten.index_put.default,
     aten.copy.default,
     aten.slice_scatter.default,
     aten.scatter.src,

@@ -31,7 +31,14 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupport
 
 from .compiler import FLOAT_DTYPES, CompiledGraph, UnsupportedOperatorError, compile_graph
-from .ops import ACCEPTS, COMPARISONS, CONVERTERS, OTHER_DTYPES, PRODUCED_RESULTS
+from .ops import (
+    ACCEPTS,
+    COMPARISONS,
+    CONVERTERS,
+    OTHER_DTYPES,
+    PRODUCED_RESULTS,
+    wider_affine_norm,
+)
 from .ops_index import MIXES_DTYPES
 from .promotion import widens_floats
 from .replay import VIEW_OPS
@@ -77,6 +84,11 @@ def _one_float_dtype(node: torch.fx.Node) -> bool:
     return len(dtypes) <= 1
 
 
+def _mixes_dtypes(node: torch.fx.Node) -> bool:
+    """Whether ``node`` may read floating dtypes other than the one it computes in."""
+    return node.target in MIXES_DTYPES or widens_floats(node) or wider_affine_norm(node)
+
+
 def is_supported(node: torch.fx.Node) -> bool:
     """Whether the graph compiler converts ``node`` (an ATen call with float tensors of one
     dtype: float32, float64, float16 or bfloat16)."""
@@ -113,7 +125,7 @@ def is_supported(node: torch.fx.Node) -> bool:
         node.target in COMPARISONS and isinstance(val, torch.Tensor) and val.dtype == torch.bool
     ):
         return False
-    mixes = node.target in MIXES_DTYPES or widens_floats(node)
+    mixes = _mixes_dtypes(node)
     if not _inputs_ok(node) or (not mixes and not _one_float_dtype(node)):
         return False
     check = ACCEPTS.get(node.target)
@@ -259,7 +271,7 @@ def why_unsupported(node: torch.fx.Node) -> str:
     if odd:
         kinds = ", ".join(str(d).removeprefix("torch.") for d in dict.fromkeys(odd))
         return f"it is not converted for tensors of dtype {kinds} (its tensors: {dtypes})"
-    if node.target not in MIXES_DTYPES and not widens_floats(node) and not _one_float_dtype(node):
+    if not _mixes_dtypes(node) and not _one_float_dtype(node):
         return (
             f"it mixes floating dtypes ({dtypes}) in a way that does not only widen them "
             "(cast the operands to one dtype first)"

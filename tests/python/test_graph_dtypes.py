@@ -266,3 +266,36 @@ def test_bool_masks_and_conditions_compile_in_strict_mode():
     compiled(ours).sum().backward()
     gated(theirs).sum().backward()
     torch.testing.assert_close(ours.grad, theirs.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_layer_norm_of_a_16_bit_input_with_float32_weights(dtype):
+    # What torch.autocast hands a LayerNorm after a linear layer: normalised in float32,
+    # rounded once to the input's dtype, as eager's mixed-type kernel (bit for bit)
+    torch.manual_seed(0)
+    norm, linear = torch.nn.LayerNorm(24), torch.nn.Linear(16, 24)
+    with torch.no_grad():
+        norm.weight.normal_()
+        norm.bias.normal_()
+
+    def head(x):
+        return norm(x) * 2
+
+    torch._dynamo.reset()
+    compiled = torch.compile(head, backend="pytvmbridge", options={"strict": True})
+    x = torch.randn(3, 7, 24, dtype=dtype)
+    with torch.no_grad():
+        got, want = compiled(x), head(x)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+    def block(x):
+        return norm(linear(x))
+
+    torch._dynamo.reset()
+    compiled = torch.compile(block, backend="pytvmbridge", options={"strict": True})
+    x = torch.randn(5, 16)
+    with torch.no_grad(), torch.autocast("cpu", dtype=dtype):
+        got, want = compiled(x), block(x)
+    assert got.dtype == want.dtype == dtype
+    torch.testing.assert_close(got, want, **TOLERANCE[dtype])

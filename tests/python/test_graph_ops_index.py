@@ -608,3 +608,34 @@ def test_as_strided_of_an_operand_with_gaps_stays_in_pytorch():
     torch._dynamo.reset()
     relaxed = torch.compile(fn, backend="pytvmbridge")
     torch.testing.assert_close(relaxed(x), fn(x))
+
+
+def _write_cache(cache, positions, new):
+    out = cache.clone()
+    out.index_copy_(2, positions, new)  # Hugging Face's StaticCache update
+    return out * 1
+
+
+def _assign_rows(x, rows, values):
+    out = x.clone()
+    out[:, rows] = values
+    return out + 1
+
+
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        (_write_cache, (torch.randn(1, 2, 8, 4), torch.tensor([3]), torch.randn(1, 2, 1, 4))),
+        (_write_cache, (torch.randn(2, 2, 9, 3), torch.tensor([0, 5, 8]), torch.randn(2, 2, 3, 3))),
+        (_assign_rows, (torch.randn(3, 6), torch.tensor([1, -1]), torch.tensor(2.5))),
+        (_assign_rows, (torch.randn(3, 6), torch.tensor([4, 2]), torch.randn(3, 1))),
+        (_assign_rows, (torch.randint(0, 9, (3, 6)), torch.tensor([1, 0]), torch.tensor(7))),
+        (
+            lambda x, i, v: x.index_put((i,), v, accumulate=True) * 2,
+            (torch.randn(5, 3), torch.tensor([1, 1, 4]), torch.randn(3, 3)),
+        ),
+    ],
+    ids=["decode", "prefill", "scalar", "broadcast", "int64", "accumulate repeated"],
+)
+def test_index_put_of_a_few_positions(fn, args):
+    _check(fn, *args, rtol=1e-6, atol=1e-6)

@@ -496,7 +496,10 @@ std::optional<TiledPlan> plan_tiled(Context& ctx, const Stage& st) {
     if (extent && *extent < lanes) continue;
     // A constant extent that whole vectors divide is the best vector axis. A symbolic one is
     // usually a batch: vectorizing it would stream (and pack, on every call) the activations
-    // instead of the weights, so it only beats a constant extent that vectors do not divide.
+    // instead of the weights, and compute whole vectors of rows, masked, when the batch is
+    // smaller (a decode step's 2 rows against a 1000-word vocabulary, in tiles of 64 rows:
+    // 2.7 ms against PyTorch's 0.1): it loses to any constant extent of a vector or more,
+    // whose last partial vector lowering peels.
     int score = 0;
     // The streamed operand's contiguous dimension, whole vectors wide (a blocked convolution's
     // channels in a block, a matmul's columns): every vector is a plain load, whatever the
@@ -506,7 +509,7 @@ std::optional<TiledPlan> plan_tiled(Context& ctx, const Stage& st) {
     if (contiguous && extent && *extent % lanes == 0) score += 8;
     if (extent && *extent % (2 * lanes) == 0) score += 4;
     if (extent && *extent % lanes == 0) score += 2;
-    if (!extent) score += 1;
+    if (extent) score += 1;
     if (a == n - 1) score += 1;
     valid.emplace_back(a, deps[0]);
     if (score > best_score) {

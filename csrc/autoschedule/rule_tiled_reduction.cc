@@ -520,6 +520,17 @@ std::optional<TiledPlan> plan_tiled(Context& ctx, const Stage& st) {
     }
   }
   if (best_score < 0) return std::nullopt;
+  if (!extent_of(c->axis[best.vector_axis])) {
+    // Only a symbolic row count can be vectorized (a classifier's 10 outputs over a dynamic
+    // batch): its tiles of rows are padded to whole vectors, 64 rows for 1 (0.11 ms against
+    // PyTorch's 0.003): left to the reduction rules, which vectorize the dot products.
+    bool narrow = true;
+    for (int a = 0; a < n; ++a) {
+      auto extent = extent_of(c->axis[a]);
+      if (a != best.vector_axis && (!extent || *extent >= lanes)) narrow = false;
+    }
+    if (narrow) return std::nullopt;
+  }
   // Which operand is streamed (packed into panels, one vector axis) and which is broadcast row
   // by row: knob "vector_axis". When both operands hold the reduction contiguous (dense's
   // x @ w.T, the layout PyTorch keeps a linear weight in), either one must be packed with a

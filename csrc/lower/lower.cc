@@ -11,6 +11,7 @@
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "lower/balance_sums.h"
+#include "lower/full_tile_guards.h"
 #include "lower/partition_loops.h"
 #include "lower/partition_ranges.h"
 #include "lower/plan_memory.h"
@@ -136,6 +137,9 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   timer.mark("flatten");
   s = simplify(s);
   timer.mark("simplify");
+  // A symbolic extent's whole tiles: the guards of the stages inside them hold.
+  s = drop_full_tile_guards(s);
+  timer.mark("full_tile_guards");
   // A non-dividing tile's guards: tested once per tile (main part), before unrolling copies them.
   if (!std::getenv("PYTVMBRIDGE_NO_PARTITION")) s = partition_loops(s);
   timer.mark("partition");

@@ -1371,3 +1371,27 @@ def test_dense_with_fewer_outputs_than_a_vector_over_a_symbolic_row_count():
         y = np.full((rows, 10), np.nan, dtype="float32")
         f(x, w, y)
         np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_whole_row_tiles_of_a_symbolic_row_count_carry_no_row_guards():
+    # The loop over whole tiles of 8 rows (0 .. n // 8) held a guard per row of the register
+    # tile in the reduction (`i.outer * 8 + r < n`, true there): 8 branches per step of k
+    # (full_tile_guards.cc); the partial tile after it keeps them
+    n = tvm.size_var("n")
+    X = tvm.placeholder((n, 256), name="X")
+    W = tvm.placeholder((512, 256), name="W")
+    Y = topi.nn.dense(X, W)
+    s = tvm.auto_schedule(Y)
+    text = str(tvm.lower(s, [X, W, Y]))
+    whole, partial = text.split("for (i.outer, floordiv(n, 8)")
+    assert "for (i.outer, 0, floordiv(n, 8))" in whole, text
+    assert "< n)" not in whole.split("for (i.outer, 0, floordiv(n, 8))")[1], text
+    assert "< n)" in partial, text
+    f = tvm.build(s, [X, W, Y])
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((512, 256)).astype("float32")
+    for rows in (1, 8, 13, 64):
+        x = rng.standard_normal((rows, 256)).astype("float32")
+        y = np.full((rows, 512), np.nan, dtype="float32")
+        f(x, w, y)
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)

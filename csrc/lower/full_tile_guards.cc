@@ -89,12 +89,20 @@ class DropFullTileGuards : public IRMutator {
   bool implied(const Expr& a, const Expr& b) const {
     if (!a.dtype().is_scalar() || !a.dtype().is_integer()) return false;
     for (const WholeTiles& w : whole_) {
-      if (!b.same_as(w.rows) || a.dtype() != w.var.dtype()) continue;
+      if (!bounded_by(w.rows, b) || a.dtype() != w.var.dtype()) continue;
       Expr rest = simplify(Sub::make(a, Mul::make(w.var, make_const(a.dtype(), w.tile))));
       auto values = value_set(rest, ranges_);
       if (values && values->lo >= 0 && values->hi < w.tile) return true;
     }
     return false;
+  }
+
+  // Whether rows <= b: b itself, or a minimum with b among its terms (a region that
+  // bound inference stopped at the end of its domain, min(region, extent)).
+  static bool bounded_by(const Expr& rows, const Expr& b) {
+    if (rows.same_as(b)) return true;
+    const auto* m = rows.as<Min>();
+    return m && (bounded_by(m->a, b) || bounded_by(m->b, b));
   }
 
   std::vector<WholeTiles> whole_;

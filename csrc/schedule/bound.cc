@@ -205,14 +205,22 @@ StageBound infer_region(const Stage& st, const Stage& target, const StageBound& 
       alloc = cover.hi;
     }
     Expr min = lo.to_expr(t);
-    bound.root_ranges.push_back(Range::from_min_extent(min, extent.to_expr(t)));
-    bound.storage.push_back(Range::from_min_extent(min, alloc.to_expr(t)));
     LinearForm hi = lo + extent - LinearForm(1);
     LinearForm dom_lo = LinearForm::of(dom.min);
     LinearForm dom_hi = LinearForm::of(dom.min) + LinearForm::of(dom.extent) - LinearForm(1);
+    auto above = const_upper_bound(hi - dom_hi, *context);
+    Expr root_extent = extent.to_expr(t);
+    if (!extent.is_constant() && (!above || *above > 0)) {
+      // A symbolic region that may pass the end of the domain stops there: the elements past
+      // it are guarded off below and never read, but the loop would still run over them. A
+      // sum's blocks over a symbolic row (cascade_sum's 4096 elements) made a softmax's row
+      // buffer of exponentials 4096 wide for rows of 120, each masked vector computed.
+      root_extent = idx_min(root_extent, (dom_hi - lo + LinearForm(1)).to_expr(t));
+    }
+    bound.root_ranges.push_back(Range::from_min_extent(min, root_extent));
+    bound.storage.push_back(Range::from_min_extent(min, alloc.to_expr(t)));
     auto below = const_lower_bound(lo - dom_lo, *context);
     if (!below || *below < 0) bound.domain_guards.push_back(GE::make(iv->var, cast(t, dom.min)));
-    auto above = const_upper_bound(hi - dom_hi, *context);
     if (!above || *above > 0) {
       bound.domain_guards.push_back(LT::make(iv->var, cast(t, idx_add(dom.min, dom.extent))));
     }

@@ -667,7 +667,7 @@ def _as_strided(
 ) -> te.Tensor:
     """``x.as_strided(size, stride, storage_offset)``: each element read from the storage
     position its strides give, mapped back to ``x``'s index through ``x``'s traced strides
-    (a dense tensor's: ``as_strided_accepts``). PyTorch's decompositions emit it to restride
+    (a dense tensor's: ``_as_strided_accepts``). PyTorch's decompositions emit it to restride
     size-1 dimensions (adaptive pooling of a channels_last tensor), which is ``x`` itself."""
     size, stride = [int(n) for n in size], [int(s) for s in stride]
     offset = (source_offset if storage_offset is None else int(storage_offset)) - source_offset

@@ -1332,6 +1332,19 @@ def test_a_chain_of_stages_each_read_twice_is_not_inlined_into_one_exponential_t
     assert "allocate" not in str(tvm.lower(tvm.auto_schedule(e), [a, e]))
 
 
+def _check_symbolic_dense(s, X, W, Y, rows_to_try, seed):
+    """Build ``s`` and compare its product with NumPy's at each row count."""
+    f = tvm.build(s, [X, W, Y])
+    n_out, k = (int(d) for d in W.shape)
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((n_out, k)).astype("float32")
+    for rows in rows_to_try:
+        x = rng.standard_normal((rows, k)).astype("float32")
+        y = np.full((rows, n_out), np.nan, dtype="float32")
+        f(x, w, y)
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+
+
 def test_dense_over_a_symbolic_row_count_vectorizes_the_weights_outputs():
     # A decode step's few rows against a 1000-word vocabulary: the symbolic row axis, vectorized
     # in masked tiles of 64 rows, took 2.7 ms for 2 rows (PyTorch 0.1 ms); the 1000 output
@@ -1343,14 +1356,7 @@ def test_dense_over_a_symbolic_row_count_vectorizes_the_weights_outputs():
     s = tvm.auto_schedule(Y)
     text = str(tvm.lower(s, [X, W, Y]))
     assert "W.packed" in text and "X.packed" not in text, text
-    f = tvm.build(s, [X, W, Y])
-    rng = np.random.default_rng(0)
-    w = rng.standard_normal((1000, 128)).astype("float32")
-    for rows in (1, 2, 67):
-        x = rng.standard_normal((rows, 128)).astype("float32")
-        y = np.full((rows, 1000), np.nan, dtype="float32")
-        f(x, w, y)
-        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+    _check_symbolic_dense(s, X, W, Y, (1, 2, 67), seed=0)
 
 
 def test_dense_with_fewer_outputs_than_a_vector_over_a_symbolic_row_count():
@@ -1363,14 +1369,7 @@ def test_dense_with_fewer_outputs_than_a_vector_over_a_symbolic_row_count():
     s = tvm.auto_schedule(Y)
     text = str(tvm.lower(s, [X, W, Y]))
     assert "X.packed" not in text and "i.outer * 64" not in text, text
-    f = tvm.build(s, [X, W, Y])
-    rng = np.random.default_rng(1)
-    w = rng.standard_normal((10, 512)).astype("float32")
-    for rows in (1, 3, 70):
-        x = rng.standard_normal((rows, 512)).astype("float32")
-        y = np.full((rows, 10), np.nan, dtype="float32")
-        f(x, w, y)
-        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+    _check_symbolic_dense(s, X, W, Y, (1, 3, 70), seed=1)
 
 
 def test_whole_row_tiles_of_a_symbolic_row_count_carry_no_row_guards():
@@ -1387,14 +1386,7 @@ def test_whole_row_tiles_of_a_symbolic_row_count_carry_no_row_guards():
     assert "for (i.outer, 0, floordiv(n, 8))" in whole, text
     assert "< n)" not in whole.split("for (i.outer, 0, floordiv(n, 8))")[1], text
     assert "< n)" in partial, text
-    f = tvm.build(s, [X, W, Y])
-    rng = np.random.default_rng(2)
-    w = rng.standard_normal((512, 256)).astype("float32")
-    for rows in (1, 8, 13, 64):
-        x = rng.standard_normal((rows, 256)).astype("float32")
-        y = np.full((rows, 512), np.nan, dtype="float32")
-        f(x, w, y)
-        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+    _check_symbolic_dense(s, X, W, Y, (1, 8, 13, 64), seed=2)
 
 
 @pytest.mark.parametrize("length", [1, 17, 120, 5000])

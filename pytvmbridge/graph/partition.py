@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import operator
 import warnings
 from typing import Any
@@ -236,12 +237,35 @@ def check_strict(gm: torch.fx.GraphModule, strict: bool) -> None:
         ...     print(str(err)[:45])
         strict=True: operator logcumsumexp.default (n
     """
-    bad = unsupported_nodes(gm) if strict else []
+    if not strict:
+        if _log.isEnabledFor(logging.INFO):
+            _log_fallbacks(gm)
+        return
+    bad = unsupported_nodes(gm)
     if bad:
         raise UnsupportedOperatorError(
             f"strict=True: operator {_op_name(bad[0])} (node {bad[0].name}) is not supported by "
             f"pytvmbridge and would run in PyTorch: {why_unsupported(bad[0])}"
         )
+
+
+# ``logging.getLogger("pytvmbridge.graph").setLevel(logging.INFO)`` lists, per graph, the
+# operators that stay in PyTorch and why (what strict=True would raise on, without raising).
+_log = logging.getLogger("pytvmbridge.graph")
+
+
+def _log_fallbacks(gm: torch.fx.GraphModule) -> None:
+    bad = unsupported_nodes(gm)
+    if not bad:
+        _log.info("graph of %d operators: all compiled", len(gm.graph.nodes))
+        return
+    reasons = dict.fromkeys(f"{_op_name(n)}: {why_unsupported(n)}" for n in bad)
+    _log.info(
+        "%d operators stay in PyTorch (%d kinds):\n  %s",
+        len(bad),
+        len(reasons),
+        "\n  ".join(reasons),
+    )
 
 
 def _dtypes_of(node: torch.fx.Node) -> str:

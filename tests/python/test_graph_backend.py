@@ -632,3 +632,21 @@ def test_a_model_moved_to_meta_runs_in_pytorch():
     model.to("meta")
     out = compiled(torch.empty(2, 4, device="meta"))  # shape inference, as eager does it
     assert out.device.type == "meta" and out.shape == (2, 8)
+
+
+def test_operators_left_to_pytorch_are_logged_with_why(caplog):
+    # strict=True raises on the first; the logger lists them all without raising
+    import logging
+
+    def fn(x):
+        return torch.relu(x).logcumsumexp(0) * 2 + 1
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend="pytvmbridge")
+    x = torch.linspace(-1.0, 1.0, 5)
+    with caplog.at_level(logging.INFO, logger="pytvmbridge.graph"):
+        got = compiled(x)
+    torch.testing.assert_close(got, fn(x))
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "pytvmbridge.graph")
+    assert "1 operators stay in PyTorch" in text, text
+    assert "logcumsumexp.default: the operator is not in pytvmbridge's table" in text, text

@@ -1332,6 +1332,16 @@ def test_a_chain_of_stages_each_read_twice_is_not_inlined_into_one_exponential_t
     assert "allocate" not in str(tvm.lower(tvm.auto_schedule(e), [a, e]))
 
 
+def _symbolic_dense(outputs, reduction):
+    """``topi.nn.dense`` over a symbolic row count ``n``, auto-scheduled, and its lowered text."""
+    n = tvm.size_var("n")
+    X = tvm.placeholder((n, reduction), name="X")
+    W = tvm.placeholder((outputs, reduction), name="W")
+    Y = topi.nn.dense(X, W)
+    s = tvm.auto_schedule(Y)
+    return (s, X, W, Y), str(tvm.lower(s, [X, W, Y]))
+
+
 def _check_symbolic_dense(s, X, W, Y, rows_to_try, seed):
     """Build ``s`` and compare its product with NumPy's at each row count."""
     f = tvm.build(s, [X, W, Y])
@@ -1349,44 +1359,29 @@ def test_dense_over_a_symbolic_row_count_vectorizes_the_weights_outputs():
     # A decode step's few rows against a 1000-word vocabulary: the symbolic row axis, vectorized
     # in masked tiles of 64 rows, took 2.7 ms for 2 rows (PyTorch 0.1 ms); the 1000 output
     # columns are vectorized instead (their last partial vector peeled), the weight packed
-    n = tvm.size_var("n")
-    X = tvm.placeholder((n, 128), name="X")
-    W = tvm.placeholder((1000, 128), name="W")
-    Y = topi.nn.dense(X, W)
-    s = tvm.auto_schedule(Y)
-    text = str(tvm.lower(s, [X, W, Y]))
+    dense, text = _symbolic_dense(1000, 128)
     assert "W.packed" in text and "X.packed" not in text, text
-    _check_symbolic_dense(s, X, W, Y, (1, 2, 67), seed=0)
+    _check_symbolic_dense(*dense, (1, 2, 67), seed=0)
 
 
 def test_dense_with_fewer_outputs_than_a_vector_over_a_symbolic_row_count():
     # A classifier's 10 outputs over a dynamic batch: only the rows could be vectorized, in
     # tiles padded to 64 rows (0.11 ms for one row); the dot products are vectorized instead
-    n = tvm.size_var("n")
-    X = tvm.placeholder((n, 512), name="X")
-    W = tvm.placeholder((10, 512), name="W")
-    Y = topi.nn.dense(X, W)
-    s = tvm.auto_schedule(Y)
-    text = str(tvm.lower(s, [X, W, Y]))
+    dense, text = _symbolic_dense(10, 512)
     assert "X.packed" not in text and "i.outer * 64" not in text, text
-    _check_symbolic_dense(s, X, W, Y, (1, 3, 70), seed=1)
+    _check_symbolic_dense(*dense, (1, 3, 70), seed=1)
 
 
 def test_whole_row_tiles_of_a_symbolic_row_count_carry_no_row_guards():
     # The loop over whole tiles of 8 rows (0 .. n // 8) held a guard per row of the register
     # tile in the reduction (`i.outer * 8 + r < n`, true there): 8 branches per step of k
     # (full_tile_guards.cc); the partial tile after it keeps them
-    n = tvm.size_var("n")
-    X = tvm.placeholder((n, 256), name="X")
-    W = tvm.placeholder((512, 256), name="W")
-    Y = topi.nn.dense(X, W)
-    s = tvm.auto_schedule(Y)
-    text = str(tvm.lower(s, [X, W, Y]))
+    dense, text = _symbolic_dense(512, 256)
     whole, partial = text.split("for (i.outer, floordiv(n, 8)")
     assert "for (i.outer, 0, floordiv(n, 8))" in whole, text
     assert "< n)" not in whole.split("for (i.outer, 0, floordiv(n, 8))")[1], text
     assert "< n)" in partial, text
-    _check_symbolic_dense(s, X, W, Y, (1, 8, 13, 64), seed=2)
+    _check_symbolic_dense(*dense, (1, 8, 13, 64), seed=2)
 
 
 @pytest.mark.parametrize("length", [1, 17, 120, 5000])

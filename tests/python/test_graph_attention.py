@@ -22,6 +22,25 @@ def _grads(fn, *tensors):
     return out.detach(), grads
 
 
+def _check_trains_as_eager(attend, q, k, v, **tolerance):
+    """Compile ``attend`` under strict (nothing left to PyTorch, forward or backward); its
+    output, gradients and no_grad output against eager's. Returns eager's output."""
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
+        out, grads = _grads(compiled, q, k, v)
+        with torch.no_grad():
+            inference = compiled(q, k, v)
+    want_out, want = _grads(attend, q, k, v)
+    torch.testing.assert_close(out, want_out, **tolerance)
+    torch.testing.assert_close(inference, want_out, **tolerance)
+    for got, ref in zip(grads, want, strict=True):
+        assert not got.isnan().any()
+        torch.testing.assert_close(got, ref, **tolerance)
+    return want_out
+
+
 def test_scaled_dot_product_attention_gradients_match_eager():
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 4, 5, 8, requires_grad=True) for _ in range(3))
@@ -88,18 +107,7 @@ def test_scaled_dot_product_attention_compiles_and_trains(kind, dtype):
     def attend(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, **kwargs)
 
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        compiled = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
-        out, grads = _grads(compiled, q, k, v)
-        with torch.no_grad():
-            inference = compiled(q, k, v)
-    want_out, want = _grads(attend, q, k, v)
-    torch.testing.assert_close(out, want_out, **tolerance)
-    torch.testing.assert_close(inference, want_out, **tolerance)
-    for got, ref in zip(grads, want, strict=True):
-        torch.testing.assert_close(got, ref, **tolerance)
+    _check_trains_as_eager(attend, q, k, v, **tolerance)
 
 
 @pytest.mark.parametrize("kind", ["bool", "float"])
@@ -116,24 +124,8 @@ def test_attention_rows_that_see_no_key_are_zero_as_in_eager(kind):
     def attend(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
-    torch._dynamo.reset()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        compiled = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
-        out, grads = _grads(compiled, q, k, v)
-        with torch.no_grad():
-            inference = compiled(q, k, v)
-    want_out, want = _grads(attend, q, k, v)
+    want_out = _check_trains_as_eager(attend, q, k, v, rtol=1e-5, atol=1e-5)
     assert torch.equal(want_out[0, :, :2], torch.zeros(3, 2, 4))  # eager's rule, checked
-    torch.testing.assert_close(out, want_out, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(inference, want_out, rtol=1e-5, atol=1e-5)
-    for got, ref in zip(grads, want, strict=True):
-        assert not got.isnan().any()
-        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
-    torch._dynamo.reset()  # and the mask's rows are found in the compiled kernels
-    strict = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
-    with torch.no_grad():
-        torch.testing.assert_close(strict(q, k, v), want_out, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["plain", "causal", "bool mask"])
@@ -153,13 +145,7 @@ def test_grouped_query_attention_compiles_and_trains(kind):
     def attend(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **kwargs)
 
-    torch._dynamo.reset()
-    compiled = torch.compile(attend, backend="pytvmbridge", options={"strict": True})
-    out, grads = _grads(compiled, q, k, v)
-    want_out, want = _grads(attend, q, k, v)
-    torch.testing.assert_close(out, want_out, rtol=1e-5, atol=1e-5)
-    for got, ref in zip(grads, want, strict=True):
-        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    _check_trains_as_eager(attend, q, k, v, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,22 +73,54 @@ def _unravel(flat: Any, shape: Sequence[Any]) -> list:
 
 
 def _ravel(index: Sequence[Any], shape: Sequence[Any]) -> Any:
-    flat: Any = te.const(0, "int32")
-    for i, d in zip(index, shape, strict=True):
+    """The row-major position of ``index`` in an array of ``shape``."""
+    if not index:
+        return te.const(0, "int32")
+    flat: Any = index[0]
+    for i, d in zip(index[1:], shape[1:], strict=True):
         flat = flat * d + i
     return flat
 
 
+def _dim_factors(dim: Any) -> tuple[int, Counter] | None:
+    """``dim`` as a constant times a multiset of symbolic factors (``(s0 * s1) * 4``: 4 and
+    {s0, s1}); None for an integer expression that is not a product (its own factor then).
+
+    Two products of the same factors are then seen equal however they are associated, which
+    ``same_dim``'s simplifier does not see (``(b * h) * s`` against ``b * (h * s)``).
+    """
+    c = const_int(dim)
+    if c is not None:
+        return c, Counter()
+    from .. import _core
+
+    parts = _core.expr_parts(dim)
+    if parts[0] == "Mul":
+        a, b = _dim_factors(parts[1]), _dim_factors(parts[2])
+        if a is None or b is None:
+            return None
+        return a[0] * b[0], a[1] + b[1]
+    # A variable is its own identity; any other expression (s + 1) is compared by its text.
+    key = ("var", hash(dim)) if parts[0] == "Var" else ("expr", str(dim))
+    return 1, Counter([key])
+
+
+def _divides(p: tuple[int, Counter], q: tuple[int, Counter]) -> bool:
+    """Whether product ``p`` provably divides product ``q`` (so ``q`` can still grow to match)."""
+    return p[0] != 0 and q[0] % p[0] == 0 and not (p[1] - q[1])
+
+
 def _reshape_groups(in_shape: Sequence[Any], out_shape: Sequence[Any]) -> list | None:
     """The dimensions of a reshape paired in groups of equal size: ``[(in_dims, out_dims)]``,
-    unit dimensions left out; None when the sizes do not allow it (symbolic sizes other than
-    one dimension kept as it is).
+    unit dimensions left out; None when the sizes do not allow it.
 
     Each output index then depends only on its own group's input indices: a reshape that adds or
     drops unit dimensions, or merges two leading dimensions, keeps the other dimensions' indices
     as they are (``a[i, j]``, not ``a[(i * n + j) // n, (i * n + j) % n]``), so a chain of
     reshapes around an elementwise operation simplifies back to plain indices (and such a chain
-    after a matrix product can become its epilogue).
+    after a matrix product can become its epilogue). Symbolic sizes group by their factors:
+    attention's ``(b, h, s, 64)`` viewed as ``(b * h, s, 64)`` reads ``a[n // h, n % h, i, j]``,
+    where a flat index would divide every element's offset by ``s`` and ``h``.
     """
     ins = [d for d, s in enumerate(in_shape) if const_int(s) != 1]
     outs = [d for d, s in enumerate(out_shape) if const_int(s) != 1]
@@ -100,17 +133,19 @@ def _reshape_groups(in_shape: Sequence[Any], out_shape: Sequence[Any]) -> list |
             i, j = i + 1, j + 1
             continue
         gi, gj = [ins[i]], [outs[j]]
-        pi, pj = const_int(a), const_int(b)
+        pi, pj = _dim_factors(a), _dim_factors(b)
         i, j = i + 1, j + 1
         while pi is not None and pj is not None and pi != pj:
-            if pi < pj and i < len(ins) and const_int(in_shape[ins[i]]) is not None:
+            if _divides(pi, pj) and i < len(ins):
+                grow = _dim_factors(in_shape[ins[i]])
                 gi.append(ins[i])
-                pi *= const_int(in_shape[ins[i]])
                 i += 1
-            elif pj < pi and j < len(outs) and const_int(out_shape[outs[j]]) is not None:
+                pi = None if grow is None else (pi[0] * grow[0], pi[1] + grow[1])
+            elif _divides(pj, pi) and j < len(outs):
+                grow = _dim_factors(out_shape[outs[j]])
                 gj.append(outs[j])
-                pj *= const_int(out_shape[outs[j]])
                 j += 1
+                pj = None if grow is None else (pj[0] * grow[0], pj[1] + grow[1])
             else:
                 return None
         if pi is None or pj is None:

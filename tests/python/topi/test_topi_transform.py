@@ -111,6 +111,30 @@ def test_reshape_keeps_the_indices_of_dimensions_it_does_not_change():
         [x.reshape(5, 12), x.reshape(15, 4)])  # fmt: skip
 
 
+def test_reshape_groups_symbolic_sizes_by_their_factors():
+    """Symbolic sizes merged or split with each other group as constants do: attention's
+    (b, h, s, d) viewed as (b * h, s, d) reads its input at (n // h, n % h, i, j), not at the
+    unravelled flat index (which divided every element's offset by s and h). A reshape whose
+    sizes share no factors still computes the flat index."""
+    b, h, s = tvm.size_var("b"), tvm.size_var("h"), tvm.size_var("s")
+    Q = tvm.placeholder((b, h, s, 8), name="Q")
+    merged = topi.reshape(Q, (b * h, s, 8))
+    assert str(merged.op.body[0]) == "Q[floordiv(i0, h), floormod(i0, h), i1, i2]"
+    split = topi.reshape(merged, (b, h, s, 8))
+    assert str(split.op.body[0]) == "T_reshape[((i0 * h) + i1), i2, i3]"
+    # associated differently: (b * h) * s against b * (h * s), and a constant factor moved
+    P = tvm.placeholder((b * h, s), name="P")
+    regrouped = topi.reshape(P, (b, h * s))
+    assert str(topi.reshape(Q, (b, h * s * 8)).op.body[0]).startswith("Q[i0, ")  # b kept
+    odd = topi.reshape(tvm.placeholder((b, 4, s), name="O"), (b, s, 4))  # (4, s) -> (s, 4)
+    q = random((2, 3, 5, 8), "float32")
+    p = random((6, 5), "float32")
+    o = random((2, 4, 5), "float32")
+    run([Q], [merged, split], [q], [q.reshape(6, 5, 8), q])
+    run([Q, P], [regrouped], [q, p], [p.reshape(2, 15)])  # Q binds b and h
+    run([odd.op.input_tensors[0]], [odd], [o], [o.reshape(2, 5, 4)])
+
+
 def test_transform_errors():
     A = tvm.placeholder((2, 3), name="A")
     with pytest.raises(ValueError, match=r"cannot reshape \(2, 3\) \(6 elements\) into \(4,\)"):

@@ -35,19 +35,44 @@ aten = torch.ops.aten
 _VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default}
 
 
-def _static_shape(node: Any) -> tuple[int, ...] | None:
+def _traced_shape(node: Any) -> tuple[Any, ...] | None:
+    """The traced shape of ``node``: ints, and for a symbolic size its sympy expression (two
+    sizes are the same when their expressions are, ``s0 * s1`` and ``s1 * s0`` alike); None
+    when ``node`` is no tensor."""
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    if not isinstance(val, torch.Tensor) or not all(isinstance(d, int) for d in val.shape):
+    if not isinstance(val, torch.Tensor):
         return None
-    return tuple(val.shape)
+    return tuple(d if isinstance(d, int) else d.node.expr for d in val.shape)
+
+
+def _size_reads(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The ``sym_size`` nodes reading ``node``'s sizes (a symbolic trace reads a view's sizes
+    from the view itself)."""
+    return [u for u in node.users if u.op == "call_function" and u.target is aten.sym_size.int]
+
+
+def _replace_uses(node: torch.fx.Node, value: Any) -> None:
+    """Every use of ``node`` replaced by ``value``, a node or a number."""
+    if isinstance(value, torch.fx.Node):
+        node.replace_all_uses_with(value)
+        return
+    for user in list(node.users):
+        user.args = torch.fx.node.map_arg(user.args, lambda a: value if a is node else a)
+        user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda a: value if a is node else a)
 
 
 def _is_view(node: Any) -> bool:
-    return (
+    """A view used once, besides reads of its sizes that its own shape argument answers."""
+    if not (
         isinstance(node, torch.fx.Node)
         and node.op == "call_function"
         and node.target in _VIEWS
-        and len(node.users) == 1
+        and len(node.users) - len(_size_reads(node)) == 1
+    ):
+        return False
+    shape = node.args[1] if len(node.args) > 1 else None
+    return all(
+        isinstance(shape, (list, tuple)) and shape[u.args[1]] != -1 for u in _size_reads(node)
     )
 
 
@@ -74,7 +99,7 @@ def _row_softmax(node: Any) -> bool:
         return False
     if node.target not in _SOFTMAXES or len(node.users) != 1:
         return False
-    shape = _static_shape(node)
+    shape = _traced_shape(node)
     return shape is not None and node.args[1] in (-1, len(shape) - 1) and not node.args[2]
 
 
@@ -86,8 +111,8 @@ def _noop_expand(node: Any) -> bool:
         and node.target is aten.expand.default
         and len(node.users) == 1
         and isinstance(node.args[0], torch.fx.Node)
-        and _static_shape(node) is not None
-        and _static_shape(node) == _static_shape(node.args[0])
+        and _traced_shape(node) is not None
+        and _traced_shape(node) == _traced_shape(node.args[0])
     )
 
 
@@ -113,7 +138,7 @@ def _chain_between_views(outer: torch.fx.Node) -> tuple[list[torch.fx.Node], Any
 def cancel_view_pairs(gm: torch.fx.GraphModule) -> int:
     """Rewrites ``view(f(view(a, s)), shape(a))`` into ``f(a)`` for elementwise ``f``, or a
     chain of them with no-op expands and last-dimension softmaxes when the views keep the last
-    dimension (static shapes, each intermediate used once); returns how many were rewritten."""
+    dimension (each intermediate used once); returns how many were rewritten."""
     graph = gm.graph
     count = 0
     for outer in list(graph.nodes):
@@ -124,11 +149,11 @@ def cancel_view_pairs(gm: torch.fx.GraphModule) -> int:
             continue
         chain, inner = found
         source = inner.args[0]
-        shape = _static_shape(source)
-        if shape is None or shape != _static_shape(outer):
+        shape = _traced_shape(source)
+        if shape is None or shape != _traced_shape(outer):
             continue
         softmax = any(n.target in _SOFTMAXES for n in chain)
-        if softmax and (not shape or shape[-1] != (_static_shape(inner) or (None,))[-1]):
+        if softmax and (not shape or shape[-1] != (_traced_shape(inner) or (None,))[-1]):
             continue  # the views regroup the rows: a softmax would see other rows
         value = source
         with graph.inserting_before(outer):
@@ -142,6 +167,9 @@ def cancel_view_pairs(gm: torch.fx.GraphModule) -> int:
                 applied.meta = dict(outer.meta)
                 value = applied
         outer.replace_all_uses_with(value)
+        for size in _size_reads(inner):  # the size the view was asked for
+            _replace_uses(size, inner.args[1][size.args[1]])
+            graph.erase_node(size)
         for dead in [outer, *chain[::-1], inner]:
             graph.erase_node(dead)
         count += 1

@@ -557,6 +557,36 @@ def test_attention_scores_softmax_run_on_the_batched_product():
         torch.testing.assert_close(compiled(m), regrouped(m), rtol=1e-5, atol=1e-5)
 
 
+def test_view_pairs_cancel_under_symbolic_sizes():
+    """The same rewrite on a graph traced with symbolic sizes (dynamic=True): the views compare
+    by their sizes' expressions, so attention's softmax runs on the batched product with the
+    batch, heads and sequence length all symbolic, and a regrouping view is still left alone."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from pytvmbridge.graph.views import cancel_view_pairs
+
+    def attention(q, k, v):
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.5, -1) @ v
+
+    def regrouped(m):
+        return torch.softmax(m.view(m.shape[0], -1), -1).view(m.shape)
+
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    m = torch.randn(2, 3, 4)
+    trace = make_fx(attention, tracing_mode="symbolic")
+    gm = trace(q, k, v)
+    assert cancel_view_pairs(gm) == 1
+    q2, k2, v2 = (torch.randn(3, 2, 7, 4) for _ in range(3))
+    torch.testing.assert_close(gm(q2, k2, v2), attention(q2, k2, v2))
+    assert cancel_view_pairs(make_fx(regrouped, tracing_mode="symbolic")(m)) == 0
+    torch._dynamo.reset()
+    with torch.no_grad():
+        compiled = torch.compile(attention, backend="pytvmbridge", dynamic=True)
+        for shape in ((2, 3, 5, 4), (1, 4, 17, 4), (3, 2, 1, 4)):
+            args = [torch.randn(shape) for _ in range(3)]
+            torch.testing.assert_close(compiled(*args), attention(*args), rtol=1e-4, atol=1e-5)
+
+
 def test_compiled_graph_pickles_after_it_ran():
     """The C++ call path a CompiledGraph makes on its first call is not part of its state: it
     pickles before and after running, and the copy computes the same values."""

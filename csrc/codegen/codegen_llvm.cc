@@ -52,6 +52,14 @@ constexpr size_t kMaxLoopNestsPerFunction = 8;
 using VarKey = const ExprNode*;
 
 // Every variable a statement refers to, buffer data pointers included, in first-use order.
+bool mentions_var(const Expr& e, const Expr& var) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& sub) {
+    if (!found && sub.get() == var.get()) found = true;
+  });
+  return found;
+}
+
 class VarCollector : public IRVisitor {
  public:
   std::vector<VarKey> vars;
@@ -738,6 +746,19 @@ class CodeGenLLVM {
   // for (var = begin; var < end; ++var) body, in the rotated form LLVM's loop passes expect.
   void emit_loop(const Expr& var, llvm::Value* begin, llvm::Value* end, const Stmt& body,
                  bool unroll_full) {
+    // A buffer allocated first thing in every iteration, of a size the iteration does not
+    // change, is allocated once around the loop (per thread, for a parallel loop's chunk): a
+    // symbolic size is a heap allocation, and a softmax's row buffer over a dynamic row length
+    // was one malloc and free per row.
+    if (const auto* a = body.as<Allocate>()) {
+      bool invariant = true;
+      for (const Expr& extent : a->buffer->shape)
+        invariant = invariant && !mentions_var(extent, var);
+      if (invariant) {
+        with_allocation(a, [&] { emit_loop(var, begin, end, a->body, unroll_full); });
+        return;
+      }
+    }
     DataType t = var.dtype();
     bool is_signed = !t.is_uint();
     auto less = [&](llvm::Value* a, llvm::Value* c) {
@@ -883,6 +904,13 @@ class CodeGenLLVM {
   }
 
   void emit_allocate(const Allocate* op) {
+    with_allocation(op, [&] { emit(op->body); });
+  }
+
+  // `op`'s buffer, bound while emit_body() runs: on the stack when its size is a small constant,
+  // else from the heap (freed after, and on every early return).
+  template <typename F>
+  void with_allocation(const Allocate* op, F emit_body) {
     const BufferNode& buf = *op->buffer;
     int64_t elem_bytes = static_cast<int64_t>(buf.dtype.bytes()) * buf.dtype.lanes();
     // The size in bytes, folded when every extent is a constant.
@@ -906,14 +934,14 @@ class CodeGenLLVM {
       llvm::AllocaInst* mem = entry_alloca(ty, kAllocAlignment);
       mem->setName(buf.name);
       prev = bind(buf.data.get(), mem);
-      emit(op->body);
+      emit_body();
     } else {
       llvm::Value* mem = b_.CreateCall(alloc_, {bytes}, buf.name);
       return_if(b_.CreateIsNull(mem), b_.getInt32(PTB_ERROR_OUT_OF_MEMORY));
       fs_.heap.push_back(mem);
       fs_.cleanup.push_back(nullptr);
       prev = bind(buf.data.get(), mem);
-      emit(op->body);
+      emit_body();
       fs_.heap.pop_back();
       fs_.cleanup.pop_back();
       b_.CreateCall(free_, {mem});

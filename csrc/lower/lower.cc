@@ -11,6 +11,7 @@
 #include "ir/substitute.h"
 #include "ir/visitor.h"
 #include "lower/balance_sums.h"
+#include "lower/clamp_guarded_loops.h"
 #include "lower/full_tile_guards.h"
 #include "lower/partition_loops.h"
 #include "lower/partition_ranges.h"
@@ -20,6 +21,7 @@
 #include "lower/storage_flatten.h"
 #include "lower/unroll_loops.h"
 #include "lower/vectorize_loops.h"
+#include "lower/version_guards.h"
 #include "support/error.h"
 #include "support/stack.h"
 #include "te/scan.h"
@@ -140,6 +142,9 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   // A symbolic extent's whole tiles: the guards of the stages inside them hold.
   s = drop_full_tile_guards(s);
   timer.mark("full_tile_guards");
+  // A loop whose body one guard on its variable skips from some iteration on: stopped there.
+  s = clamp_guarded_loops(s);
+  timer.mark("clamp_guarded_loops");
   // A non-dividing tile's guards: tested once per tile (main part), before unrolling copies them.
   if (!std::getenv("PYTVMBRIDGE_NO_PARTITION")) s = partition_loops(s);
   timer.mark("partition");
@@ -159,6 +164,10 @@ static LoweredFunc lower_here(const Schedule& sch, const std::vector<Tensor>& ar
   timer.mark("vectorize");
   s = simplify(s);
   timer.mark("simplify");
+  // Guards a loop's iteration fixes (a symbolic extent's partial tile): tested once per
+  // iteration, not inside its inner loops.
+  s = version_invariant_guards(s);
+  timer.mark("version_guards");
   s = balance_sums(s);
   timer.mark("balance_sums");
   s = plan_memory(s);  // dead intermediates' memory reused by later ones

@@ -134,20 +134,34 @@ class Decide : public IRMutator {
   std::vector<std::pair<Expr, bool>> decided_;
 };
 
-// The loops inside a loop body with constant bounds, and whether one of them is vectorized.
+// The loops inside a loop body with constant bounds, and whether one of them is vectorized. A
+// variable that also runs a loop of symbolic bounds has no range: the constant loop's alone
+// would not bound it.
 struct InnerLoops : IRVisitor {
   LoopRanges ranges;
   bool vectorized = false;
   using IRVisitor::visit;
   void visit(const Expr&) override {}
 
+  void scan(const Stmt& body) {
+    visit(body);
+    for (const ExprNode* v : unbounded_) ranges.erase(v);
+  }
+
  protected:
   void visit_node(const For* op) override {
     vectorized = vectorized || op->for_kind == ForKind::kVectorized;
     auto min = as_const_int(op->min), extent = as_const_int(op->extent);
-    if (min && extent && *extent >= 1) add_loop_range(ranges, op->var, *min, *extent);
+    if (min && extent && *extent >= 1) {
+      add_loop_range(ranges, op->var, *min, *extent);
+    } else if (!(extent && *extent < 1)) {
+      unbounded_.push_back(op->var.get());
+    }
     IRVisitor::visit_node(op);
   }
+
+ private:
+  std::vector<const ExprNode*> unbounded_;
 };
 
 class PartitionRanges : public IRMutator {
@@ -160,7 +174,7 @@ class PartitionRanges : public IRMutator {
     auto min = as_const_int(op->min), extent = as_const_int(op->extent);
     if (op->for_kind != ForKind::kSerial || !min || !extent || *extent < 2) return loop;
     InnerLoops scan;
-    scan.visit(body);
+    scan.scan(body);
     if (!scan.vectorized) return loop;
     const LoopRanges& inner = scan.ranges;
     int64_t first = *min, last = *min + *extent - 1;

@@ -15,7 +15,7 @@ two medians then need not). Prints a table and writes benchmarks/results/models.
 
     .venv/bin/python benchmarks/models.py [--quick] [--models resnet18,mlp] [--batches 1,8]
         [--threads N] [--cpu-time] [--layout NCHWc|NCHW] [--profile] [--rounds N] [--image N]
-        [--seq N]
+        [--seq N] [--dynamic]
 
 ``--quick``: the small test sizes of each model, batch 1 only, few repetitions (a smoke run).
 ``--cpu-time`` times process CPU time instead of wall time: with ``--threads 1`` it is the
@@ -24,7 +24,10 @@ figure that stays meaningful on a machine other jobs are loading (compile times 
 number of interleaved rounds (default 7; the time per model grows with it). ``--image N``
 gives the image models (ResNets, MobileNetV2) N x N inputs instead of 224 x 224: sizes such as
 299 make every layer's output rows odd (150, 75, 38, 19, 10); ``--seq N`` gives the BERT layer
-N tokens instead of 128 (197: ViT-B/16's patches and class token).
+N tokens instead of 128 (197: ViT-B/16's patches and class token). ``--dynamic`` compiles both
+backends with ``dynamic=True`` (every size symbolic, one compilation for every batch, image
+size and sequence length: what a server taking requests of varying sizes runs) and writes
+``models_dynamic.json``.
 ``--profile`` also prints, per model and batch, where our compiled model spends its time: the
 kernel call's and each parallel loop's median over 20 calls (``pytvmbridge.profile_loops()``;
 the loops are numbered in ``lower()``'s order), after the timing rounds.
@@ -107,12 +110,14 @@ def paired_ratios(ours: list, theirs: list) -> dict:
     }
 
 
-def compiled(model, backend: str, options: dict | None = None, reset: bool = True):
+def compiled(
+    model, backend: str, options: dict | None = None, reset: bool = True, dynamic: bool = False
+):
     # Reset before the first compile of a model (no earlier model's caches), not between its
     # two: both compiled variants stay in Dynamo's cache for the interleaved rounds.
     if reset:
         torch._dynamo.reset()
-    fn = torch.compile(model, backend=backend, options=options)
+    fn = torch.compile(model, backend=backend, options=options, dynamic=dynamic or None)
     return fn
 
 
@@ -140,6 +145,7 @@ def main() -> None:
     parser.add_argument("--seq", type=int, default=None, help="sequence length of BERT (128)")
     parser.add_argument("--profile", action="store_true", help="per-loop table of ours")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved timing rounds")
+    parser.add_argument("--dynamic", action="store_true", help="compile with dynamic=True")
     parser.add_argument(
         "--out",
         default=None,
@@ -169,15 +175,18 @@ def main() -> None:
         f"{'ours compile s':>16}"
     )
     clock = "process CPU time" if opts.cpu_time else "wall time"
-    print(f"torch {torch.__version__}, {opts.threads} threads, float32, no_grad, {clock}")
+    shapes = "dynamic=True" if opts.dynamic else "static shapes"
+    print(f"torch {torch.__version__}, {opts.threads} threads, float32, no_grad, {clock}, {shapes}")
     print(header)
     for name in names:
         for batch in batches:
             model, x = build(name, batch=batch, small=opts.quick, image=opts.image, seq=opts.seq)
             with torch.no_grad():
-                ind = compiled(model, "inductor")
+                ind = compiled(model, "inductor", dynamic=opts.dynamic)
                 ind_compile = first_call_s(ind, x)
-                ours = compiled(model, "pytvmbridge", {"layout": opts.layout}, reset=False)
+                ours = compiled(
+                    model, "pytvmbridge", {"layout": opts.layout}, reset=False, dynamic=opts.dynamic
+                )
                 ours_compile = first_call_s(ours, x)
                 torch.testing.assert_close(ours(x), model(x), rtol=1e-3, atol=1e-3)
                 ms = interleaved_ms(
@@ -221,6 +230,8 @@ def main() -> None:
     print(f"geometric mean of ours/inductor-freezing: {geomean:.2f}")
     # another image size writes its own file: the 224 table's JSON is not overwritten
     default = "models.json" if opts.image in (None, 224) else f"models_{opts.image}.json"
+    if opts.dynamic:
+        default = default.replace("models", "models_dynamic")
     out = Path(opts.out or Path(__file__).parent / "results" / default)
     out.parent.mkdir(parents=True, exist_ok=True)
     result = {
@@ -231,6 +242,7 @@ def main() -> None:
         "image": opts.image or 224,
         "seq": opts.seq or 128,
         "quick": opts.quick,
+        "dynamic": opts.dynamic,
         "rows": rows,
         "geomean_ours_over_inductor_freezing": geomean,
     }

@@ -95,8 +95,9 @@ def winograd_tile(node: torch.fx.Node, lanes: int) -> int:
     """The tile size ``m`` of F(m x m, 3 x 3) for the FX ``aten.convolution`` node, 0 for a
     direct convolution: an ungrouped 3x3 convolution of stride 1 and dilation 1, computed
     blocked (:func:`conv_block`) with no padded panel, whose input channels are whole vectors
-    (so that whatever block its input arrives in divides them) and whose image size is static;
-    ``m`` from :func:`~pytvmbridge.topi.nn.winograd_tile_size`."""
+    (so that whatever block its input arrives in divides them); ``m`` from
+    :func:`~pytvmbridge.topi.nn.winograd_tile_size` (for a symbolic image size, at its traced
+    value)."""
     block = conv_block(node, lanes)
     if not block:
         return 0
@@ -107,14 +108,25 @@ def winograd_tile(node: torch.fx.Node, lanes: int) -> int:
         return 0
     if tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
         return 0
-    if not all(isinstance(d, int) for d in x.shape[2:]):
+    # A symbolic image size is judged by the size it was traced at (dynamic=True: the first
+    # call's), the tiles covering whatever size a later call brings.
+    height, width = (_size_hint(d) for d in x.shape[2:])
+    if height is None or width is None:
         return 0
     ph, pw = padding
-    out_h, out_w = x.shape[2] + 2 * ph - 2, x.shape[3] + 2 * pw - 2
+    out_h, out_w = height + 2 * ph - 2, width + 2 * pw - 2
     if out_h < 1 or out_w < 1:
         return 0
     batch = x.shape[0] if isinstance(x.shape[0], int) else None
     return topi.nn.winograd_tile_size(batch, out_h, out_w)
+
+
+def _size_hint(dim: Any) -> int | None:
+    """A traced size: the int, or a symbolic size's value at tracing (None if unknown)."""
+    if isinstance(dim, int):
+        return dim
+    hint = getattr(getattr(dim, "node", None), "hint", None)
+    return hint if isinstance(hint, int) else None
 
 
 def winograd_shape(shape: list[Any], width: int, tile_size: int) -> list[Any]:

@@ -109,6 +109,27 @@ def test_blocked_layouts_and_a_symbolic_batch():
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
+@pytest.mark.parametrize("tile_size", [2, 4])
+def test_symbolic_image_sizes(tile_size):
+    """Height and width size variables (torch.compile's dynamic=True): as many tiles as cover
+    the output, the last ones partial; one build serves every size, odd, prime and one."""
+    c, k = 8, 16
+    kernel = RNG.standard_normal((k, c, 3, 3)).astype("float32")
+    n, h, w = tvm.size_var("n"), tvm.size_var("h"), tvm.size_var("w")
+    X = tvm.placeholder((n, 1, h, w, 8), name="X")
+    U = tvm.placeholder((tile_size + 2, tile_size + 2, 1, c, 16), name="U")
+    Y = topi.nn.relu(topi.nn.conv2d_winograd_nchwc(X, U, 1, tile_size))
+    f = tvm.build(tvm.auto_schedule([Y]), [X, U, Y])
+    u = materialize(Derived("winograd_pack", (0,), (16, tile_size)), [torch.from_numpy(kernel)])
+    for batch, height, width in ((2, 9, 9), (1, 1, 1), (3, 13, 7), (1, 16, 20)):
+        x = RNG.standard_normal((batch, c, height, width)).astype("float32")
+        out = np.full((batch, 1, height, width, 16), np.nan, "float32")
+        f(x.transpose(0, 2, 3, 1)[:, None].copy(), u.numpy(), out)
+        expected = np.maximum(_conv_reference(x, kernel, 1), 0)
+        got = out.transpose(0, 1, 4, 2, 3).reshape(batch, k, height, width)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
 def test_auto_schedule_unrolls_the_tiles_and_tiles_the_products():
     X = tvm.placeholder((1, 2, 28, 28, 16), name="X")
     U = tvm.placeholder((6, 6, 2, 32, 16), name="U")
@@ -187,6 +208,23 @@ def test_graph_compiler_uses_winograd_for_3x3_layers(size, tile_size):
         tiles = [d.params[1] for d in graph.derived_inputs if d.kind == "winograd_pack"]
         # The 3 -> 32 stem has 3 input channels (no whole vector): direct in both.
         assert tiles == ([tile_size] * 4 if winograd else []), kinds
+
+
+def test_graph_compiler_uses_winograd_under_dynamic_sizes():
+    """dynamic=True: the tile size is chosen at the traced image size, and the compiled model
+    matches eager at other sizes without recompiling."""
+    model = _model(16)
+    x = torch.randn(2, 3, 16, 16)
+    for dim in (2, 3):  # the batch too, by compiled_graphs
+        torch._dynamo.mark_dynamic(x, dim)
+    (graph,) = compiled_graphs(model, [x], scale_atol=True, dynamic=True)
+    assert [d.params[1] for d in graph.derived_inputs if d.kind == "winograd_pack"] == [4] * 4
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="pytvmbridge", dynamic=True)
+    with torch.no_grad():
+        for shape in ((2, 3, 16, 16), (1, 3, 11, 5), (3, 3, 1, 2)):
+            xs = torch.randn(shape)
+            torch.testing.assert_close(compiled(xs), model(xs), rtol=1e-4, atol=1e-4)
 
 
 def test_torch_compile_option_and_weight_updates():

@@ -189,7 +189,7 @@ def conv2d_winograd_nchwc(
     """Stride-1 3x3 convolution of blocked ``data`` ``[N, C/bi, H, W, bi]`` with a transformed,
     blocked ``kernel`` ``[m + 2, m + 2, K/bo, C, bo]`` (:func:`conv2d_winograd_weight_transform`
     of the OIHW kernel, its output channels cut into blocks of ``bo``); returns the blocked
-    output ``[N, K/bo, OH, OW, bo]``. ``H`` and ``W`` must be constant; ``N`` may be symbolic.
+    output ``[N, K/bo, OH, OW, bo]``. Any of ``N``, ``H`` and ``W`` may be symbolic.
 
     Example:
         >>> import pytvmbridge as tvm
@@ -212,8 +212,6 @@ def conv2d_winograd_nchwc(
     n, c_blocks, in_h, in_w, in_block = data.shape
     in_block = _block_of(data, "data of conv2d_winograd_nchwc")
     out_block = _block_of(kernel, "kernel of conv2d_winograd_nchwc")
-    in_h = get_const_int(in_h, "the data's height (conv2d_winograd_nchwc)")
-    in_w = get_const_int(in_w, "the data's width (conv2d_winograd_nchwc)")
     k_alpha = (const_int(kernel.shape[0]), const_int(kernel.shape[1]))
     in_c = const_int(c_blocks) * in_block if const_int(c_blocks) is not None else None
     if k_alpha != (alpha, alpha) or const_int(kernel.shape[3]) != in_c:
@@ -225,12 +223,17 @@ def conv2d_winograd_nchwc(
     out_blocks = kernel.shape[2]
     top, left, bottom, right = get_pad_tuple(padding, (3, 3))
     out_h, out_w = in_h + top + bottom - 2, in_w + left + right - 2
-    if out_h < 1 or out_w < 1:
+    const_h, const_w = const_int(out_h), const_int(out_w)
+    if (const_h is not None and const_h < 1) or (const_w is not None and const_w < 1):
         raise TVMValueError(
             f"conv2d_winograd_nchwc: the 3x3 window does not fit the padded input "
             f"({in_h} + {top} + {bottom} by {in_w} + {left} + {right})"
         )
-    tiles_h, tiles_w = -(-out_h // m), -(-out_w // m)
+    # Symbolic image sizes: as many tiles as cover the output, the last ones partial.
+    tiles_h, tiles_w = (
+        -(-c // m) if c is not None else te.floordiv(d + (m - 1), m)
+        for c, d in ((const_h, out_h), (const_w, out_w))
+    )
     dtype = out_dtype or data.dtype
     # Padded to whole tiles: rows [-top, tiles_h * m + 2 - top) of the input.
     padded = pad(

@@ -42,7 +42,7 @@ import torch
 from .. import te, topi
 from ..topi import tag
 from ..topi.nn.conv2d import conv_output_size
-from ..topi.utils import const_int
+from ..topi.utils import const_int, same_dim
 from .prepack import nchw_conv_compute, read_weight
 
 UNPACK_TAG = "nchwc_unpack"
@@ -456,9 +456,12 @@ def through_blocks(fn: Callable[..., Any]) -> Callable[..., Any]:
         sources = [blocked_source(t) for t in tensors]
         if not tensors or any(s is None for s in sources):
             return fn(*args, **kwargs)
-        # Sizes compared as text: a symbolic batch is the same size variable in every shape.
-        shape = [str(d) for d in (*sources[0].shape, *tensors[0].shape)]
-        if any([str(d) for d in (*s.shape, *t.shape)] != shape
+        # Sizes compared by their difference: a residual block's two branches spell a strided
+        # symbolic size each their own way (a 3x3 convolution's (s + 2 - 3) // 2 + 1, the 1x1
+        # downsampling's (s - 1) // 2 + 1), and compared as text the sum fell back to NCHW.
+        shape = [*sources[0].shape, *tensors[0].shape]
+        if any(len(s.shape) + len(t.shape) != len(shape)
+               or not all(map(same_dim, (*s.shape, *t.shape), shape))
                for s, t in zip(sources[1:], tensors[1:], strict=True)):  # fmt: skip
             return fn(*args, **kwargs)
         swap = {id(t): s for t, s in zip(tensors, sources, strict=True)}

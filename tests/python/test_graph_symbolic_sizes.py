@@ -309,3 +309,56 @@ def test_upsampling_a_strided_convolution_back_to_its_input_size():
         for size in (16, 20, 13):
             x = torch.randn(2, 4, size, size + 2)
             torch.testing.assert_close(compiled(x), block(x), rtol=1e-5, atol=1e-5)
+
+
+def test_blocked_convolutions_over_symbolic_images_keep_their_layout_and_image_order():
+    """A residual sum of two blocked convolutions whose symbolic output sizes are spelled two
+    ways stays blocked (it fell back to NCHW and one more pass of the tensor through memory),
+    and a blocked convolution of symbolic sizes runs in axis order, images outermost (panels
+    outermost swept every image's input once per panel); values against PyTorch."""
+    import numpy as np
+    import torch.nn.functional as F
+
+    import pytvmbridge as tvm
+    from pytvmbridge import topi
+    from pytvmbridge.graph.layout import (
+        blocked_source,
+        blocking,
+        conv2d_nchwc,
+        through_blocks,
+        unpack,
+    )
+
+    n, h = tvm.size_var("n"), tvm.size_var("h")
+    # One size spelled two ways, as a residual block's branches (traced sizes) spell it.
+    A = tvm.placeholder((n, 2, h + 1, h, 16), name="A")
+    B = tvm.placeholder((n, 2, 1 + h, h, 16), name="B")
+    assert str(A.shape[2]) != str(B.shape[2])
+    summed = through_blocks(topi.add)(unpack(A, 32), unpack(B, 32))
+    assert blocked_source(summed) is not None
+    X = tvm.placeholder((n, 32, h, h), name="X")
+    W1 = tvm.placeholder((32, 32, 3, 3), name="W1")
+    W2 = tvm.placeholder((32, 32, 1, 1), name="W2")
+    with blocking(16):
+        main = conv2d_nchwc(X, W1, None, (2, 2), (1, 1), (1, 1), 1, 16)
+        down = conv2d_nchwc(X, W2, None, (2, 2), (0, 0), (1, 1), 1, 16)
+        out = through_blocks(topi.add)(main, down)
+    assert blocked_source(out) is not None
+    blocked = blocked_source(down)
+    text = str(tvm.lower(tvm.auto_schedule(blocked), [X, W2, blocked]))
+    first = next(line for line in text.splitlines() if line.startswith("parallel"))
+    assert first.startswith("parallel (i.oc.fused"), first
+    f = tvm.build(tvm.auto_schedule(out), [X, W1, W2, out])
+    rng = np.random.default_rng(5)
+    w1 = rng.standard_normal((32, 32, 3, 3)).astype("float32")
+    w2 = rng.standard_normal((32, 32, 1, 1)).astype("float32")
+    for batch, size in ((2, 9), (1, 4)):
+        x = rng.standard_normal((batch, 32, size, size)).astype("float32")
+        side = (size - 1) // 2 + 1
+        y = np.empty((batch, 32, side, side), "float32")
+        f(x, w1, w2, y)
+        tx = torch.from_numpy(x)
+        ref = F.conv2d(tx, torch.from_numpy(w1), stride=2, padding=1) + F.conv2d(
+            tx, torch.from_numpy(w2), stride=2
+        )
+        torch.testing.assert_close(torch.from_numpy(y), ref, rtol=1e-4, atol=1e-3)

@@ -1406,3 +1406,23 @@ def test_softmax_over_a_symbolic_row_length(length):
     f(x, y)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_parallel_loop_fuses_at_most_two_symbolic_extents():
+    # Each loop fused into the parallel one costs every iteration a division of the fused
+    # index by its extent, by a symbolic one a real division: (batch, 4, height, width) of
+    # symbolic sizes fuses the batch, channels and rows, and each row runs its own loop.
+    n, h, w = tvm.size_var("n"), tvm.size_var("h"), tvm.size_var("w")
+    X = tvm.placeholder((n, 4, h, w), name="X")
+    Y = topi.nn.relu(X)
+    s = tvm.auto_schedule(Y)
+    text = str(tvm.lower(s, [X, Y]))
+    first = next(line for line in text.splitlines() if line.startswith("parallel"))
+    assert "int64(h)" in first and "w" not in first.split(",", 1)[1], first
+    assert "for (i3.outer, 0, floordiv(w, " in text, text
+    f = tvm.build(s, [X, Y])
+    for shape in ((2, 4, 3, 37), (1, 4, 1, 1), (3, 4, 5, 16)):
+        x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+        y = np.full_like(x, np.nan)
+        f(x, y)
+        np.testing.assert_array_equal(y, np.maximum(x, 0))

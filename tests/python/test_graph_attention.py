@@ -156,8 +156,12 @@ def test_transformer_encoder_layer_fast_path_compiles(norm_first):
     layer = torch.nn.TransformerEncoderLayer(
         32, 4, 64, batch_first=True, norm_first=norm_first, activation="gelu"
     ).eval()
-    torch._dynamo.reset()
-    compiled = torch.compile(layer, backend="pytvmbridge", options={"strict": True})
-    x = torch.randn(3, 7, 32)
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)
+    for dynamic in (False, True):  # symbolic batch and length compile too, whole
+        torch._dynamo.reset()
+        compiled = torch.compile(
+            layer, backend="pytvmbridge", options={"strict": True}, dynamic=dynamic
+        )
+        with torch.no_grad():
+            for shape in ((3, 7, 32), (2, 11, 32)) if dynamic else ((3, 7, 32),):
+                x = torch.randn(shape)
+                torch.testing.assert_close(compiled(x), layer(x), rtol=1e-4, atol=1e-4)

@@ -119,14 +119,6 @@ bool calls_math(const Expr& e) {
   return found;
 }
 
-bool uses_var(const Expr& e, const Expr& var) {
-  bool found = false;
-  for_each_expr(e, [&](const Expr& sub) {
-    if (!found && sub.get() == var.get()) found = true;
-  });
-  return found;
-}
-
 std::optional<int64_t> const_extent(const IterVar& iv) { return as_const_int(iv->dom.extent); }
 
 std::optional<int64_t> const_product(const std::vector<IterVar>& ivs) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/expr.h"
+#include "ir/visitor.h"  // uses_var, for the rules
 #include "schedule/schedule.h"
 #include "te/operation.h"
 
@@ -45,9 +46,6 @@ std::vector<const TensorRead*> tensor_reads(const Expr& e);
 
 // Whether `e` calls a math function (exp, log, erf...; a select does not count).
 bool calls_math(const Expr& e);
-
-// Whether `e` mentions variable `var`.
-bool uses_var(const Expr& e, const Expr& var);
 
 // The constant extent of an iteration variable, if it has one.
 std::optional<int64_t> const_extent(const IterVar& iv);

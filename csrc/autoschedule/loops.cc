@@ -25,21 +25,9 @@ std::vector<IterVar> parallelize(Context& ctx, const Stage& st, const std::vecto
   if (worth) {
     fallback = n;
     int64_t product = 1;
-    int symbolic = 0;
     for (int64_t d = 0; d < n; ++d) {
       auto e = const_extent(outer[d]);
-      // A symbolic extent: fuse through it, but not through a second one. Each loop fused
-      // costs every iteration a division of the fused index by its (here unknown, so not a
-      // multiply-and-shift) extent: a pad over (batch, height, width) of symbolic sizes divided
-      // three times per vector; the width stays a loop of its own (a UNet under
-      // dynamic=True, batch 8: its pads and transforms took 2-3x their static time).
-      if (!e) {
-        if (++symbolic == 2) {
-          fallback = d + 1;
-          break;
-        }
-        continue;
-      }
+      if (!e) break;  // a symbolic extent: fuse through it
       product *= *e;
       if (product >= kParallelIterations) {
         fallback = d + 1;

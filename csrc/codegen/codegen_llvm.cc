@@ -52,14 +52,6 @@ constexpr size_t kMaxLoopNestsPerFunction = 8;
 using VarKey = const ExprNode*;
 
 // Every variable a statement refers to, buffer data pointers included, in first-use order.
-bool mentions_var(const Expr& e, const Expr& var) {
-  bool found = false;
-  for_each_expr(e, [&](const Expr& sub) {
-    if (!found && sub.get() == var.get()) found = true;
-  });
-  return found;
-}
-
 class VarCollector : public IRVisitor {
  public:
   std::vector<VarKey> vars;
@@ -752,8 +744,7 @@ class CodeGenLLVM {
     // was one malloc and free per row.
     if (const auto* a = body.as<Allocate>()) {
       bool invariant = true;
-      for (const Expr& extent : a->buffer->shape)
-        invariant = invariant && !mentions_var(extent, var);
+      for (const Expr& extent : a->buffer->shape) invariant = invariant && !uses_var(extent, var);
       if (invariant) {
         with_allocation(a, [&] { emit_loop(var, begin, end, a->body, unroll_full); });
         return;

@@ -138,6 +138,14 @@ void IRVisitor::visit_node(const Realize* op) {
   visit(op->body);
 }
 
+bool uses_var(const Expr& e, const Expr& var) {
+  bool found = false;
+  for_each_expr(e, [&](const Expr& sub) {
+    if (!found && sub.get() == var.get()) found = true;
+  });
+  return found;
+}
+
 }  // namespace ptb
 
 namespace ptb::detail {

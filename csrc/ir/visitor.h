@@ -39,6 +39,9 @@ void for_each_expr(const Expr& root, F f);
 template <typename F>
 void for_each_expr(const Stmt& root, F f);
 
+// Whether the variable `var` occurs in `e`.
+bool uses_var(const Expr& e, const Expr& var);
+
 }  // namespace ptb
 
 #include "ir/visitor_inl.h"

@@ -14,14 +14,6 @@ namespace ptb {
 
 namespace {
 
-bool mentions(const Expr& e, const Expr& var) {
-  bool found = false;
-  for_each_expr(e, [&](const Expr& sub) {
-    if (!found && sub.get() == var.get()) found = true;
-  });
-  return found;
-}
-
 bool holds_loop(const Stmt& s) {
   bool found = false;
   std::vector<Stmt> stack{s};
@@ -44,15 +36,6 @@ bool holds_loop(const Stmt& s) {
   return found;
 }
 
-void conjuncts(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* a = e.as<And>()) {
-    conjuncts(a->a, out);
-    conjuncts(a->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
-
 // `var * c + g + rest < bound` split into its parts; nullopt for any other conjunct.
 struct SplitPoint {
   int64_t c;
@@ -64,13 +47,13 @@ std::optional<SplitPoint> split_point(const Expr& cond, const Expr& var,
                                       const std::vector<const For*>& nest) {
   const auto* lt = cond.as<LT>();
   DataType t = var.dtype();
-  if (lt == nullptr || lt->a.dtype() != t || !mentions(lt->a, var) || mentions(lt->b, var)) {
+  if (lt == nullptr || lt->a.dtype() != t || !uses_var(lt->a, var) || uses_var(lt->b, var)) {
     return std::nullopt;
   }
   LoopRanges ranges;
   VarMap at_min;
   for (const For* f : nest) {
-    if (mentions(lt->b, f->var)) return std::nullopt;
+    if (uses_var(lt->b, f->var)) return std::nullopt;
     auto min = as_const_int(f->min), extent = as_const_int(f->extent);
     if (!min || !extent || *extent < 1) return std::nullopt;
     add_loop_range(ranges, f->var, *min, *extent);
@@ -82,12 +65,12 @@ std::optional<SplitPoint> split_point(const Expr& cond, const Expr& var,
   auto c = as_const_int(simplify(Sub::make(substitute(lt->a, one), substitute(lt->a, zero))));
   if (!c || *c < 1) return std::nullopt;
   Expr others = simplify(Sub::make(lt->a, Mul::make(var, make_const(t, *c))));
-  if (mentions(others, var)) return std::nullopt;
+  if (uses_var(others, var)) return std::nullopt;
   Expr rest = simplify(substitute(others, at_min));
   Expr g = simplify(Sub::make(others, rest));
   for (const auto& [node, range] : ranges) {
     (void)node;
-    if (mentions(rest, range.var)) return std::nullopt;
+    if (uses_var(rest, range.var)) return std::nullopt;
   }
   auto values = value_set(g, ranges);
   if (!values) return std::nullopt;
@@ -120,7 +103,7 @@ class ClampGuardedLoops : public IRMutator {
       return visited;
     }
     std::vector<Expr> terms;
-    conjuncts(guard->condition, &terms);
+    split_conjuncts(guard->condition, &terms);
     for (size_t i = 0; i < terms.size(); ++i) {
       std::optional<SplitPoint> p = split_point(terms[i], var, nest);
       if (!p) continue;

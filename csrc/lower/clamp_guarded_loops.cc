@@ -14,10 +14,11 @@ namespace ptb {
 
 namespace {
 
+// Whether a statement holds a loop (through blocks, branches, lets and allocations): a guard
+// around one is not split, so that the copies stay two per loop.
 bool holds_loop(const Stmt& s) {
-  bool found = false;
   std::vector<Stmt> stack{s};
-  while (!stack.empty() && !found) {
+  while (!stack.empty()) {
     Stmt cur = stack.back();
     stack.pop_back();
     if (!cur.defined()) continue;
@@ -33,7 +34,7 @@ bool holds_loop(const Stmt& s) {
       stack.push_back(a->body);
     }
   }
-  return found;
+  return false;
 }
 
 // `var * c + g + rest < bound` split into its parts; nullopt for any other conjunct.

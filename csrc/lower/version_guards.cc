@@ -5,7 +5,6 @@
 
 #include "ir/mutator.h"
 #include "ir/op.h"
-#include "ir/simplify.h"
 #include "ir/visitor.h"
 #include "schedule/interval.h"
 

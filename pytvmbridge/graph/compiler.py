@@ -65,7 +65,7 @@ from .ops import CONVERTERS, PREPARE
 from .promotion import DTYPE_NAMES
 from .read_through import plan_read_through
 from .replay import Step, alias_replays, run_steps
-from .traced_sizes import in_sizes
+from .traced_sizes import in_sizes, size_hint
 from .views import cancel_view_pairs
 
 #: The floating-point dtypes the graph compiler computes in.
@@ -149,11 +149,9 @@ def _expr(value: Any) -> sympy.Expr | None:
 
 
 def _hint(value: Any) -> int:
-    """The value traced for an int or SymInt (its size hint)."""
-    if isinstance(value, torch.SymInt):
-        hint = value.node.hint
-        return int(hint) if hint is not None else 0
-    return int(value)
+    """The value traced for an int or SymInt (its size hint; 0 where it has none)."""
+    hint = size_hint(value if isinstance(value, torch.SymInt) else int(value))
+    return 0 if hint is None else hint
 
 
 class UnsupportedOperatorError(TVMNotImplementedError):

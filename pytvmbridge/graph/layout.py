@@ -44,6 +44,7 @@ from ..topi import tag
 from ..topi.nn.conv2d import conv_output_size
 from ..topi.utils import const_int, same_dim
 from .prepack import nchw_conv_compute, read_weight
+from .traced_sizes import size_hint
 
 UNPACK_TAG = "nchwc_unpack"
 DEPTHWISE_NCHWC_TAG = "depthwise_conv2d_NCHWc"
@@ -110,7 +111,7 @@ def winograd_tile(node: torch.fx.Node, lanes: int) -> int:
         return 0
     # A symbolic image size is judged by the size it was traced at (dynamic=True: the first
     # call's), the tiles covering whatever size a later call brings.
-    height, width = (_size_hint(d) for d in x.shape[2:])
+    height, width = (size_hint(d) for d in x.shape[2:])
     if height is None or width is None:
         return 0
     ph, pw = padding
@@ -119,14 +120,6 @@ def winograd_tile(node: torch.fx.Node, lanes: int) -> int:
         return 0
     batch = x.shape[0] if isinstance(x.shape[0], int) else None
     return topi.nn.winograd_tile_size(batch, out_h, out_w)
-
-
-def _size_hint(dim: Any) -> int | None:
-    """A traced size: the int, or a symbolic size's value at tracing (None if unknown)."""
-    if isinstance(dim, int):
-        return dim
-    hint = getattr(getattr(dim, "node", None), "hint", None)
-    return hint if isinstance(hint, int) else None
 
 
 def winograd_shape(shape: list[Any], width: int, tile_size: int) -> list[Any]:

@@ -22,6 +22,20 @@ from .. import te
 from ..topi.utils import const_int, same_dim
 
 
+def size_hint(dim: Any) -> int | None:
+    """A traced size as an int: the int itself, or a SymInt's value at tracing (its hint);
+    None where the trace has none.
+
+    Example:
+        >>> size_hint(3), size_hint("n")
+        (3, None)
+    """
+    if isinstance(dim, int):
+        return dim
+    hint = getattr(getattr(dim, "node", None), "hint", None)
+    return int(hint) if hint is not None else None
+
+
 def in_sizes(t: te.Tensor, sizes: list[Any], keep_axis: int | None = None) -> te.Tensor:
     """``t`` with ``sizes`` (aligned to its last dimensions) where its own are other symbolic
     expressions; constant sizes and ``keep_axis`` (a concatenation's) stay as they are, and so
